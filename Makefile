@@ -1,0 +1,44 @@
+# flowkit: `make run` opens the studio, `make test` runs the whole suite. Both install what they need.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+# GPU build of llama-cpp-python: make install CMAKE_ARGS="-DGGML_CUDA=on"
+CMAKE_ARGS ?=
+
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export ANONYMIZED_TELEMETRY := False
+export FLOWKIT_HOME ?= $(CURDIR)/.flowkit
+
+.PHONY: install run test test-fast bench browser clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip wheel
+	# torch first and pinned: 2.13.0 is the CPU build; an unpinned torch pulls a multi-GB CUDA build.
+	$(BIN)/pip install --quiet torch==2.13.0
+	CMAKE_ARGS="$(CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Debian's Chromium for the browser tests (Playwright cannot download browsers here).
+browser:
+	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+
+run: install
+	$(BIN)/flowkit setup
+	$(BIN)/streamlit run app.py --server.address localhost --server.port 8501 --server.headless true --browser.gatherUsageStats false
+
+test: install browser
+	$(BIN)/python -m pytest -q
+
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not real and not e2e"
+
+bench: install
+	$(BIN)/python bench/engine.py
+
+clean:
+	rm -rf $(VENV) .flowkit test-artifacts

@@ -1,0 +1,95 @@
+"""RunContext: what an operator gets besides memory; it counts and records every call it makes."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .errors import ResourceError
+from .memory import Doc
+from .runtime.llm import Completion
+from .trace import LLMCall, Retrieval
+
+
+class BudgetHit(Exception):
+    """Internal: an LLM call would pass the flow's limits; the node stops and the run halts."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(reason)
+
+
+class _RecordingLLM:
+    """The LLM as an operator sees it: every call is recorded in the step and checked against limits."""
+
+    def __init__(self, ctx: RunContext, inner: Any):
+        self._ctx, self._inner = ctx, inner
+        self.model_id = getattr(inner, "model_id", "llm")
+
+    @property
+    def n_ctx(self) -> int:
+        return int(self._inner.n_ctx)
+
+    def count_tokens(self, text: str) -> int:
+        return int(self._inner.count_tokens(text))
+
+    def complete(self, prompt: str, *, max_tokens: int = 256, stop: list[str] | None = None,
+                 temperature: float | None = None, logprobs: bool = False,
+                 system: str | None = None) -> Completion:
+        self._ctx.check_budget()
+        out = self._inner.complete(prompt, max_tokens=max_tokens, stop=stop, temperature=temperature,
+                                   logprobs=logprobs, system=system)
+        self._ctx.llm_calls.append(LLMCall(prompt=out.prompt, completion=out.text,
+                                           prompt_tokens=out.prompt_tokens,
+                                           completion_tokens=out.completion_tokens, ms=round(out.ms, 2),
+                                           finish_reason=out.finish_reason, logprobs=out.logprobs))
+        return out
+
+
+class RunContext:
+    """Per node visit: resources (llm, embedder, kb), the node's identity, and what it recorded."""
+
+    def __init__(self, resources: Any, kb_name: str, node_id: str, visit: int,
+                 budget: Any = None):
+        self.resources = resources
+        self.kb_name = kb_name
+        self.node_id = node_id
+        self.visit = visit
+        self.llm_calls: list[LLMCall] = []
+        self.retrievals: list[Retrieval] = []
+        self._budget = budget
+        self._llm: _RecordingLLM | None = None
+
+    @property
+    def llm(self) -> _RecordingLLM:
+        if self._llm is None:
+            self._llm = _RecordingLLM(self, self.resources.llm)
+        return self._llm
+
+    @property
+    def embedder(self) -> Any:
+        return self.resources.embedder
+
+    @property
+    def kb(self) -> Any:
+        if not self.kb_name:
+            raise ResourceError(f"node '{self.node_id}' needs a knowledge base; pass --kb NAME")
+        return self.resources.kb(self.kb_name)
+
+    @property
+    def tokens(self) -> int:
+        return sum(c.prompt_tokens + c.completion_tokens for c in self.llm_calls)
+
+    def check_budget(self) -> None:
+        if self._budget is not None:
+            reason = self._budget(len(self.llm_calls), self.tokens)
+            if reason:
+                raise BudgetHit(reason)
+
+    def record_retrieval(self, query: str, method: str, docs: list[Doc]) -> None:
+        """Keep what a search returned (ids, titles, scores, the start of the text) in the step."""
+        self.retrievals.append(Retrieval(query=query, method=method, docs=[
+            {"id": d.get("id"), "title": d.get("title", ""), "score": d.get("score", 0.0),
+             "text": (d.get("text") or "")[:500]} for d in docs]))
+
+    def now(self) -> float:
+        return time.perf_counter()

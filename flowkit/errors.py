@@ -1,0 +1,83 @@
+"""The small hierarchy of errors flowkit raises. Every message names what is wrong and where."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class FlowkitError(Exception):
+    """Base class of every error flowkit raises on purpose."""
+
+
+class SpecError(FlowkitError):
+    """A flow file that cannot be read as a FlowSpec (malformed JSON, wrong shape, unknown version)."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One validation finding: a stable code, the node (if any), the field path and a hint."""
+
+    code: str
+    message: str
+    node: str | None = None
+    field: str | None = None
+    hint: str = ""
+    severity: str = "error"
+
+    def __str__(self) -> str:
+        where = f"node '{self.node}'" if self.node else "flow"
+        if self.field:
+            where += f", field '{self.field}'"
+        text = f"[{self.code}] {where}: {self.message}"
+        return f"{text} (hint: {self.hint})" if self.hint else text
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"code": self.code, "message": self.message, "node": self.node,
+                "field": self.field, "hint": self.hint, "severity": self.severity}
+
+
+class ValidationError(FlowkitError):
+    """A flow with one or more problems; `problems` lists every one of them."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"the flow has {len(problems)} problem(s):\n{lines}")
+
+
+class NodeError(FlowkitError):
+    """A failure inside one node's run, wrapped with the node's identity."""
+
+    def __init__(self, node: str, operator: str, visit: int, cause: BaseException | str):
+        self.node, self.operator, self.visit = node, operator, visit
+        self.cause = cause
+        reason = cause if isinstance(cause, str) else f"{type(cause).__name__}: {cause}"
+        super().__init__(f"node '{node}' ({operator}, visit {visit}) failed: {reason}")
+
+
+class OperatorInputError(FlowkitError):
+    """An operator got params or memory it cannot work with; `field` names the culprit."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
+class ResourceError(FlowkitError):
+    """A model file, knowledge base, database or server that is missing or unusable."""
+
+
+class ContextOverflowError(ResourceError):
+    """A prompt that does not fit the model's context window."""
+
+
+class StaleSaveError(FlowkitError):
+    """A save based on an older version of a flow than the one stored."""
+
+    def __init__(self, name: str, expected: int, actual: int):
+        self.name, self.expected, self.actual = name, expected, actual
+        super().__init__(f"flow '{name}' changed elsewhere: you edited version {expected}, "
+                         f"the stored version is {actual}; reload or save under another name")
+
+
+class NotFoundError(FlowkitError):
+    """A flow, run, knowledge base or dataset that does not exist."""

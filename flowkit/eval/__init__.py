@@ -1,0 +1,1 @@
+"""Evaluation: metrics, datasets and the comparison runner."""

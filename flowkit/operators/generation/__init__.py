@@ -1,0 +1,2 @@
+"""Generation: answers from the retrieved passages, and their verification."""
+from . import answer  # noqa: F401

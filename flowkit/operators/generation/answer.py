@@ -1,0 +1,50 @@
+"""Answer generation with citations."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import Field
+
+from ...registry import Operator, Params, operator
+from .._text import cited_ids, fill, passages, strip_citations
+
+ANSWER_PROMPT = (
+    "Answer the question using only the passages. Reply with a short answer (a few words), then "
+    "the number of the passage you used in brackets, like [1].\n\n{passages}\n\n"
+    "Question: {question}\nAnswer:")
+CLOSED_BOOK_PROMPT = "Answer the question with a short answer (a few words).\n\nQuestion: {question}\nAnswer:"
+
+
+@operator("generation.answer")
+class Answer(Operator):
+    """Write the answer from the retrieved passages and cite them by id.
+
+    Passages are shown numbered ([1], [2], ...); the numbers the model writes map back to
+    document ids in `citations`. Without passages it answers closed-book. Each answer is also kept
+    in `drafts`, so loops can build on the previous round.
+    """
+
+    class Params(Params):
+        prompt: str = Field(ANSWER_PROMPT, min_length=10, description="Template with {passages} "
+                            "and {question} slots (plain replacement, no code)")
+        top_n: int = Field(5, ge=1, le=50, description="Passages shown to the model")
+        max_tokens: int = Field(64, ge=1, le=2048, description="Longest answer in tokens")
+        passage_chars: int = Field(600, ge=50, le=4000, description="Characters kept per passage")
+
+    reads = ("question",)
+    optional_reads = ("documents", "drafts")
+    writes = ("answer", "citations", "drafts")
+
+    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+        p = self.params
+        docs = list(memory.get("documents") or [])
+        if docs:
+            prompt = fill(p.prompt, "params.prompt", question=memory["question"],
+                          passages=passages(docs, p.top_n, p.passage_chars))
+        else:
+            prompt = fill(CLOSED_BOOK_PROMPT, "params.prompt", question=memory["question"])
+        out = ctx.llm.complete(prompt, max_tokens=p.max_tokens)
+        answer = strip_citations(out.text) or out.text
+        return {"answer": answer, "citations": cited_ids(out.text, docs, p.top_n),
+                "drafts": [*(memory.get("drafts") or []), answer]}

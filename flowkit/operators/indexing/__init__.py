@@ -1,0 +1,2 @@
+"""Indexing: how documents become retrievable chunks (used at ingest time and inside flows)."""
+from . import chunking  # noqa: F401

@@ -1,0 +1,44 @@
+"""Judges: decide whether a loop goes on ("continue") or ends ("done")."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import Field
+
+from ...registry import Operator, Params, operator
+
+JUDGE_ROUTES = ("continue", "done")
+
+
+@operator("orchestration.rule_judge")
+class RuleJudge(Operator):
+    """Rule-based judge: 'done' after `max_rounds` visits, or earlier when the best passage's score
+    reaches `min_score` or an answer exists (if asked); otherwise 'continue'."""
+
+    class Params(Params):
+        max_rounds: int = Field(3, ge=1, le=100, description="Rounds before 'done'")
+        min_score: float | None = Field(None, description="'done' once the top passage scores at "
+                                        "least this (None: ignore scores)")
+        stop_on_answer: bool = Field(False, description="'done' as soon as an answer exists")
+
+    kind = "judge"
+    routes = JUDGE_ROUTES
+    optional_reads = ("documents", "answer")
+    writes = ("route", "judgement")
+
+    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+        p = self.params
+        reason = ""
+        if ctx.visit >= p.max_rounds:
+            reason = f"round {ctx.visit} of {p.max_rounds}"
+        docs = memory.get("documents") or []
+        if not reason and p.min_score is not None and docs:
+            top = max(float(d.get("score", 0.0)) for d in docs)
+            if top >= p.min_score:
+                reason = f"top score {top:.3f} >= {p.min_score}"
+        if not reason and p.stop_on_answer and memory.get("answer"):
+            reason = "an answer exists"
+        route = "done" if reason else "continue"
+        return {"route": route, "judgement": {"by": self.node_id, "verdict": route,
+                                              "reason": reason or f"round {ctx.visit}"}}

@@ -1,0 +1,1 @@
+"""Post-retrieval: rerank, compress and select retrieved passages."""

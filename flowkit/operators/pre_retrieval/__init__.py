@@ -1,0 +1,1 @@
+"""Pre-retrieval: rewrite, expand or decompose the question before searching."""

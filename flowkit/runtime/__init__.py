@@ -1,0 +1,1 @@
+"""Runtime resources: the LLM, the embedder, knowledge bases (Chroma + BM25). Loaded lazily."""

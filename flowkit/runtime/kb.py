@@ -1,0 +1,201 @@
+"""Named knowledge bases: chunks in Chroma (dense) and a BM25 index beside it, plus metadata.
+
+A knowledge base lives under <data_dir>/kb/<name>/ (meta.json, bm25/, optional graph.json and an
+attached SQLite file for text-to-SQL); its vectors live in the Chroma collection kb_<name>.
+"""
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import NotFoundError, ResourceError
+from ..memory import Doc
+from .bm25 import BM25Index
+from .embed import Embedder
+from .vectorstore import ChromaStore
+
+KB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,62}$")
+
+
+@dataclass
+class Chunk:
+    """A unit of retrieval: text plus metadata (doc_id, title, position, source, user fields)."""
+
+    id: str
+    text: str
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def check_name(name: str) -> str:
+    if not KB_NAME.match(name or ""):
+        raise ResourceError(f"knowledge base name '{name}' is not allowed: use letters, digits, "
+                            "'_' or '-', starting with a letter or digit (max 63)")
+    return name
+
+
+class KnowledgeBase:
+    """Dense (Chroma) + lexical (BM25) search over one named set of chunks."""
+
+    def __init__(self, name: str, root: Path, store: ChromaStore, embedder: Embedder):
+        self.name = check_name(name)
+        self.dir = root / name
+        self.store = store
+        self.embedder = embedder
+        self.bm25 = BM25Index(self.dir / "bm25")
+        self._lock = threading.Lock()
+
+    # ---- metadata -------------------------------------------------------------------------
+    @property
+    def meta_path(self) -> Path:
+        return self.dir / "meta.json"
+
+    def meta(self) -> dict[str, Any]:
+        if not self.meta_path.is_file():
+            return {}
+        return json.loads(self.meta_path.read_text())
+
+    def update_meta(self, **values: Any) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        data = {**self.meta(), **values}
+        tmp = self.meta_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2))
+        tmp.replace(self.meta_path)
+
+    @property
+    def exists(self) -> bool:
+        return self.meta_path.is_file()
+
+    def count(self) -> int:
+        return self.store.count(self.name)
+
+    def require_ready(self) -> None:
+        """Raise a clear error if the knowledge base is missing or empty."""
+        if not self.exists:
+            raise NotFoundError(f"knowledge base '{self.name}' does not exist; create it with "
+                                f"`flowkit ingest --kb {self.name} FILE...`")
+        if self.count() == 0:
+            raise ResourceError(f"knowledge base '{self.name}' is empty; ingest files into it first")
+
+    # ---- writing --------------------------------------------------------------------------
+    def add(self, chunks: list[Chunk], batch: int = 128,
+            progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed and store chunks in batches, then rebuild BM25. Returns how many were added."""
+        if not chunks:
+            raise ResourceError(f"nothing to ingest into '{self.name}': the files gave no text")
+        with self._lock:
+            self.update_meta(name=self.name)
+            done = 0
+            for i in range(0, len(chunks), batch):
+                part = chunks[i:i + batch]
+                vecs = self.embedder.embed([c.text for c in part])
+                metas = [_clean_meta(c.meta) for c in part]
+                self.store.upsert(self.name, [c.id for c in part], vecs, [c.text for c in part], metas)
+                done += len(part)
+                if progress:
+                    progress(done, len(chunks))
+            self.rebuild_bm25()
+            self.update_meta(chunks=self.count(), embedder=self.embedder.model_id)
+        return len(chunks)
+
+    def rebuild_bm25(self) -> None:
+        rows = self.store.get(self.name)
+        self.bm25.build([r[0] for r in rows], [_bm25_text(r[1], r[2]) for r in rows])
+
+    def drop(self) -> None:
+        import shutil
+        self.store.drop(self.name)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    # ---- reading --------------------------------------------------------------------------
+    def dense(self, query: str, k: int, where: dict[str, Any] | None = None) -> list[Doc]:
+        vec = self.embedder.embed_one(query)
+        return [_doc(cid, text, meta, score)
+                for cid, score, text, meta in self.store.query(self.name, vec, k, where)]
+
+    def lexical(self, query: str, k: int, where: dict[str, Any] | None = None) -> list[Doc]:
+        hits = self.bm25.search(query, k if not where else max(k * 5, 50))
+        if not hits:
+            return []
+        scores = dict(hits)
+        rows = self.store.get(self.name, ids=[h[0] for h in hits], where=where)
+        docs = [_doc(cid, text, meta, scores[cid]) for cid, text, meta in rows]
+        docs.sort(key=lambda d: -d["score"])
+        return docs[:k]
+
+    def chunks(self, limit: int = 50, offset: int = 0) -> list[Doc]:
+        return [_doc(cid, text, meta, 0.0)
+                for cid, text, meta in self.store.get(self.name, limit=limit, offset=offset)]
+
+    def by_ids(self, ids: list[str]) -> list[Doc]:
+        if not ids:
+            return []
+        return [_doc(cid, text, meta, 0.0) for cid, text, meta in self.store.get(self.name, ids=ids)]
+
+
+def _bm25_text(text: str, meta: dict[str, Any]) -> str:
+    title = meta.get("title") or ""
+    return f"{title}\n{text}" if title else text
+
+
+def _clean_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """Chroma takes str/int/float/bool values only."""
+    out: dict[str, Any] = {}
+    for k, v in meta.items():
+        if isinstance(v, (str, int, float, bool)):
+            out[k] = v
+        elif v is not None:
+            out[k] = json.dumps(v)
+    return out
+
+
+def _doc(cid: str, text: str, meta: dict[str, Any], score: float) -> Doc:
+    return Doc(id=cid, text=text, title=str(meta.get("title", "")), score=round(float(score), 6),
+               meta=meta)
+
+
+# ---- reading files ---------------------------------------------------------------------------
+def read_documents(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """Documents {id, title, text, source} from .jsonl ({id,title,text}), .txt, .md or .pdf files."""
+    docs: list[dict[str, Any]] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.is_file():
+            raise ResourceError(f"file not found: {p}")
+        suffix = p.suffix.lower()
+        if suffix == ".jsonl":
+            with p.open(encoding="utf-8") as fh:
+                for lineno, line in enumerate(fh, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        obj = json.loads(line)
+                    except json.JSONDecodeError as err:
+                        raise ResourceError(f"{p}:{lineno}: not valid JSON ({err.msg})") from None
+                    if not isinstance(obj, dict) or not str(obj.get("text", "")).strip():
+                        raise ResourceError(f"{p}:{lineno}: each line needs a non-empty 'text' field")
+                    extra = {k: v for k, v in obj.items() if k not in ("id", "title", "text")}
+                    docs.append({"id": str(obj.get("id") or f"{p.stem}-{lineno}"),
+                                 "title": str(obj.get("title") or ""), "text": str(obj["text"]),
+                                 "source": p.name, **extra})
+        elif suffix in (".txt", ".md"):
+            text = p.read_text(encoding="utf-8", errors="replace")
+            if text.strip():
+                title = text.strip().splitlines()[0].lstrip("# ").strip()[:200]
+                docs.append({"id": p.stem, "title": title, "text": text, "source": p.name})
+        elif suffix == ".pdf":
+            from pypdf import PdfReader
+            try:
+                reader = PdfReader(str(p))
+            except Exception as err:  # pypdf raises several kinds for broken files
+                raise ResourceError(f"{p}: cannot read PDF: {err}") from err
+            text = "\n".join((page.extract_text() or "") for page in reader.pages)
+            if text.strip():
+                docs.append({"id": p.stem, "title": p.stem, "text": text, "source": p.name})
+        else:
+            raise ResourceError(f"{p}: unsupported file type '{suffix}'; use .jsonl, .txt, .md or .pdf")
+    return docs

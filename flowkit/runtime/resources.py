@@ -1,0 +1,138 @@
+"""Resources: settings plus the lazily loaded LLM, embedder, Chroma store and knowledge bases.
+
+Building a `Resources` loads nothing; the model loads on the first LLM call, the embedder on the
+first embedding. Validating or compiling a flow never touches these.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import ResourceError
+from .embed import Embedder
+from .kb import KnowledgeBase, check_name
+from .llm import LLMSettings, LlamaCppLLM, OpenAICompatibleLLM, make_llm
+from .vectorstore import ChromaStore
+
+
+def default_data_dir() -> Path:
+    """FLOWKIT_HOME, else ~/.flowkit."""
+    return Path(os.environ.get("FLOWKIT_HOME") or Path.home() / ".flowkit").expanduser()
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a run depends on besides the flow. Stored as settings.json in the data dir."""
+
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    embedder_path: str = ""            # empty: all-MiniLM-L6-v2 from its package
+    chroma_host: str = ""              # empty: PersistentClient in <data_dir>/chroma
+    chroma_port: int = 8000
+    database_url: str = ""             # empty: sqlite:///<data_dir>/flowkit.db
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["llm"] = self.llm.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Settings:
+        llm_fields = LLMSettings.__dataclass_fields__
+        unknown = [k for k in (data.get("llm") or {}) if k not in llm_fields]
+        if unknown:
+            raise ResourceError(f"settings: unknown llm field(s) {unknown}")
+        llm = LLMSettings(**(data.get("llm") or {}))
+        top = {k: v for k, v in data.items() if k != "llm"}
+        bad = [k for k in top if k not in cls.__dataclass_fields__]
+        if bad:
+            raise ResourceError(f"settings: unknown field(s) {bad}")
+        return cls(llm=llm, **top)
+
+    def with_llm(self, **changes: Any) -> Settings:
+        return replace(self, llm=replace(self.llm, **changes))
+
+
+def load_settings(data_dir: Path) -> Settings:
+    path = data_dir / "settings.json"
+    if not path.is_file():
+        return Settings()
+    try:
+        return Settings.from_dict(json.loads(path.read_text()))
+    except (json.JSONDecodeError, TypeError) as err:
+        raise ResourceError(f"{path}: cannot read settings: {err}") from err
+
+
+def save_settings(data_dir: Path, settings: Settings) -> None:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / "settings.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(settings.to_dict(), indent=2))
+    tmp.replace(path)
+
+
+class Resources:
+    """The heavy things a run uses, created on first use and shared by runs in this process."""
+
+    def __init__(self, data_dir: Path | str | None = None, settings: Settings | None = None):
+        self.data_dir = Path(data_dir) if data_dir else default_data_dir()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.settings = settings or load_settings(self.data_dir)
+        self._llm: LlamaCppLLM | OpenAICompatibleLLM | None = None
+        self._embedder: Embedder | None = None
+        self._store: ChromaStore | None = None
+        self._kbs: dict[str, KnowledgeBase] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def database_url(self) -> str:
+        return self.settings.database_url or f"sqlite:///{self.data_dir / 'flowkit.db'}"
+
+    @property
+    def llm(self) -> LlamaCppLLM | OpenAICompatibleLLM:
+        with self._lock:
+            if self._llm is None:
+                self._llm = make_llm(self.settings.llm)
+            return self._llm
+
+    def set_llm(self, llm: Any) -> None:
+        """Use a given LLM (a FakeLLM in tests, a shared loaded model)."""
+        self._llm = llm
+
+    @property
+    def embedder(self) -> Embedder:
+        with self._lock:
+            if self._embedder is None:
+                self._embedder = Embedder(self.settings.embedder_path)
+            return self._embedder
+
+    def set_embedder(self, embedder: Any) -> None:
+        self._embedder = embedder
+
+    @property
+    def store(self) -> ChromaStore:
+        with self._lock:
+            if self._store is None:
+                self._store = ChromaStore(path=self.data_dir / "chroma",
+                                          host=self.settings.chroma_host,
+                                          port=self.settings.chroma_port)
+            return self._store
+
+    def kb(self, name: str) -> KnowledgeBase:
+        check_name(name)
+        if name not in self._kbs:
+            self._kbs[name] = KnowledgeBase(name, self.data_dir / "kb", self.store, self.embedder)
+        return self._kbs[name]
+
+    def kb_names(self) -> list[str]:
+        root = self.data_dir / "kb"
+        if not root.is_dir():
+            return []
+        return sorted(p.name for p in root.iterdir() if (p / "meta.json").is_file())
+
+    def model_hash(self) -> str:
+        llm = self.llm
+        return str(getattr(llm, "model_hash", "unknown"))

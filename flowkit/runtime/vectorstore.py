@@ -1,0 +1,101 @@
+"""Chroma as the dense store: a persistent client in the data directory, or a Chroma server.
+
+We compute the embeddings ourselves (Chroma's default embedding function would download a model)
+and keep telemetry off. One process owns a persist directory.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ResourceError
+
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+
+def collection_name(kb: str) -> str:
+    return f"kb_{kb}"
+
+
+class ChromaStore:
+    """Collections named kb_<name>, cosine space, our own vectors."""
+
+    def __init__(self, path: Path | None = None, host: str = "", port: int = 8000):
+        self.path, self.host, self.port = path, host, port
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                import chromadb
+                from chromadb.config import Settings
+                settings = Settings(anonymized_telemetry=False, allow_reset=False)
+                try:
+                    if self.host:
+                        self._client = chromadb.HttpClient(host=self.host, port=self.port,
+                                                           settings=settings)
+                    else:
+                        assert self.path is not None
+                        self.path.mkdir(parents=True, exist_ok=True)
+                        self._client = chromadb.PersistentClient(path=str(self.path),
+                                                                 settings=settings)
+                except Exception as err:  # chromadb raises many kinds; report the place
+                    where = f"{self.host}:{self.port}" if self.host else str(self.path)
+                    raise ResourceError(f"cannot open Chroma at {where}: {err}") from err
+            return self._client
+
+    def collection(self, kb: str, create: bool = False) -> Any:
+        client = self.client()
+        name = collection_name(kb)
+        if create:
+            return client.get_or_create_collection(name, embedding_function=None,
+                                                   metadata={"hnsw:space": "cosine"})
+        try:
+            return client.get_collection(name, embedding_function=None)
+        except Exception as err:
+            raise ResourceError(f"knowledge base '{kb}' has no dense index; ingest files first "
+                                f"(flowkit ingest --kb {kb} FILE)") from err
+
+    def drop(self, kb: str) -> None:
+        try:
+            self.client().delete_collection(collection_name(kb))
+        except Exception:  # noqa: BLE001 - absent is fine
+            pass
+
+    def upsert(self, kb: str, ids: list[str], vectors: np.ndarray, texts: list[str],
+               metas: list[dict[str, Any]]) -> None:
+        col = self.collection(kb, create=True)
+        col.upsert(ids=ids, embeddings=vectors.tolist(), documents=texts, metadatas=metas)
+
+    def query(self, kb: str, vector: np.ndarray, k: int,
+              where: dict[str, Any] | None = None) -> list[tuple[str, float, str, dict[str, Any]]]:
+        col = self.collection(kb)
+        n = col.count()
+        if n == 0:
+            return []
+        res = col.query(query_embeddings=[vector.tolist()], n_results=min(k, n), where=where or None,
+                        include=["documents", "metadatas", "distances"])
+        out = []
+        for cid, dist, text, meta in zip(res["ids"][0], res["distances"][0], res["documents"][0],
+                                         res["metadatas"][0]):
+            out.append((cid, 1.0 - float(dist), text or "", dict(meta or {})))
+        return out
+
+    def get(self, kb: str, ids: list[str] | None = None, where: dict[str, Any] | None = None,
+            limit: int | None = None, offset: int | None = None) -> list[tuple[str, str, dict]]:
+        col = self.collection(kb)
+        res = col.get(ids=ids, where=where or None, limit=limit, offset=offset,
+                      include=["documents", "metadatas"])
+        return [(i, t or "", dict(m or {})) for i, t, m in
+                zip(res["ids"], res["documents"], res["metadatas"])]
+
+    def count(self, kb: str) -> int:
+        try:
+            return int(self.collection(kb).count())
+        except ResourceError:
+            return 0

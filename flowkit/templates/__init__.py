@@ -1,0 +1,1 @@
+"""Ready-made flows (FlowSpec JSON files)."""

@@ -1,0 +1,174 @@
+"""Step events: one record per node visit, written to a sink as the run goes.
+
+The engine writes to any `TraceSink`; `storage.TraceStore` keeps them in SQLite, `ListSink` keeps
+them in a list (tests). A record holds the working memory before and after the visit, every LLM
+call (exact prompt, completion, tokens, ms), retrieved documents with scores, ms and the error.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass
+class LLMCall:
+    """One model call inside a step."""
+
+    prompt: str
+    completion: str
+    prompt_tokens: int
+    completion_tokens: int
+    ms: float
+    finish_reason: str = "stop"
+    logprobs: list[tuple[str, float]] | None = None
+
+
+@dataclass
+class Retrieval:
+    """One search inside a step: the query, where it searched, what came back."""
+
+    query: str
+    method: str
+    docs: list[dict[str, Any]]
+
+
+@dataclass
+class StepEvent:
+    """One node visit."""
+
+    run_id: str
+    index: int
+    node_id: str
+    operator: str
+    visit: int
+    memory_before: dict[str, Any]
+    memory_after: dict[str, Any]
+    llm_calls: list[LLMCall] = field(default_factory=list)
+    retrievals: list[Retrieval] = field(default_factory=list)
+    ms: float = 0.0
+    error: str | None = None
+    branch: str | None = None
+    started_at: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return sum(c.prompt_tokens + c.completion_tokens for c in self.llm_calls)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"tokens": self.tokens}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StepEvent:
+        d = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        d["llm_calls"] = [LLMCall(**c) for c in d.get("llm_calls") or []]
+        d["retrievals"] = [Retrieval(**r) for r in d.get("retrievals") or []]
+        return cls(**d)
+
+
+@dataclass
+class RunStart:
+    """What a run is about to do: enough to know years later exactly what ran."""
+
+    run_id: str
+    flow_name: str
+    spec: dict[str, Any]
+    question: str
+    kb: str
+    model_id: str
+    model_hash: str
+    settings: dict[str, Any]
+    operator_versions: dict[str, str]
+    flow_version: int | None = None
+    parent_run_id: str | None = None
+    parent_step: int | None = None
+    started_at: float = 0.0
+
+
+@dataclass
+class RunEnd:
+    """How a run ended: status ok | budget_exceeded | error, the answer and the totals."""
+
+    run_id: str
+    status: str
+    answer: str
+    citations: list[str]
+    steps: int
+    llm_calls: int
+    tokens: int
+    ms: float
+    error: str | None = None
+    halt_reason: str | None = None
+    memory: dict[str, Any] = field(default_factory=dict)
+
+
+class TraceSink(Protocol):
+    """Where step events go."""
+
+    def start(self, run: RunStart) -> None: ...
+
+    def step(self, event: StepEvent) -> None: ...
+
+    def end(self, result: RunEnd) -> None: ...
+
+
+class ListSink:
+    """Keeps everything in memory (tests, the CLI's --no-store)."""
+
+    def __init__(self) -> None:
+        self.run: RunStart | None = None
+        self.steps: list[StepEvent] = []
+        self.result: RunEnd | None = None
+        self._lock = threading.Lock()
+
+    def start(self, run: RunStart) -> None:
+        self.run = run
+
+    def step(self, event: StepEvent) -> None:
+        with self._lock:
+            self.steps.append(event)
+
+    def end(self, result: RunEnd) -> None:
+        self.result = result
+
+    def sequence(self) -> list[tuple[str, int]]:
+        """The (node, visit) pairs in the order they ran."""
+        return [(s.node_id, s.visit) for s in self.steps]
+
+
+class MultiSink:
+    """Fan events out to several sinks (storage + a live progress display)."""
+
+    def __init__(self, *sinks: TraceSink):
+        self.sinks = [s for s in sinks if s is not None]
+
+    def start(self, run: RunStart) -> None:
+        for s in self.sinks:
+            s.start(run)
+
+    def step(self, event: StepEvent) -> None:
+        for s in self.sinks:
+            s.step(event)
+
+    def end(self, result: RunEnd) -> None:
+        for s in self.sinks:
+            s.end(result)
+
+
+def diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Keys whose values changed: {key: {"before": ..., "after": ...}}."""
+    out = {}
+    for k in sorted(set(before) | set(after)):
+        if _canon(before.get(k)) != _canon(after.get(k)):
+            out[k] = {"before": before.get(k), "after": after.get(k)}
+    return out
+
+
+def _canon(v: Any) -> str:
+    return json.dumps(v, sort_keys=True, default=str)
+
+
+def jsonable(v: Any) -> Any:
+    """Memory values as plain JSON (tuples to lists, unknown objects to strings)."""
+    return json.loads(json.dumps(v, default=str))

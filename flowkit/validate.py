@@ -1,0 +1,225 @@
+"""Validation: every problem of a flow in one pass, each with a code, node id, field path and hint.
+
+Nothing here loads a model or executes anything named in the flow: operators are looked up in the
+closed registry and their params checked by their pydantic models.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+from pydantic import ValidationError as PydanticValidationError
+
+from . import registry
+from .errors import Problem, SpecError, ValidationError
+from .memory import INPUT_KEYS
+from .spec import FlowSpec, from_dict
+from .topology import analyse
+
+#: Every code validation can report, with what it means (also the help page's list).
+CODES: dict[str, str] = {
+    "spec_invalid": "the document is not a FlowSpec (bad JSON, wrong field types, unknown fields)",
+    "empty_flow": "the flow has no nodes",
+    "duplicate_node": "two nodes share an id",
+    "unknown_operator": "the operator key is not in the registry",
+    "bad_param": "a param is missing, unknown, of the wrong type or out of bounds",
+    "unknown_node": "an edge (or the entry) names a node that does not exist",
+    "no_entry": "no single node to start from (set 'entry' or leave exactly one node without inputs)",
+    "no_exit": "no node ends the flow (every node has an outgoing edge)",
+    "unreachable": "a node cannot be reached from the entry",
+    "unread_key": "a node reads a memory key that nothing before it writes",
+    "cycle_without_judge": "a loop passes through no judge, so nothing can end it",
+    "missing_edge_label": "an edge out of a router or judge has no label",
+    "unknown_route_label": "an edge label that its router or judge never produces",
+    "unwired_route": "a route that no edge follows (the run ends there)",
+    "label_on_plain_edge": "an edge label on a node that does not route",
+    "fan_in_without_merge": "parallel branches meet at a node that is not a merge",
+    "nested_fanout": "a fan-out inside a parallel branch (not supported yet)",
+    "merge_from_router": "a merge's input comes from a router or judge edge",
+}
+
+
+def _p(code: str, message: str, node: str | None = None, field: str | None = None,
+       hint: str = "", severity: str = "error") -> Problem:
+    return Problem(code=code, message=message, node=node, field=field, hint=hint, severity=severity)
+
+
+def _param_problems(node_id: str, cls: type[registry.Operator], params: dict[str, Any]) -> list[Problem]:
+    try:
+        cls.Params.model_validate(params)
+    except PydanticValidationError as err:
+        out = []
+        for e in err.errors():
+            path = ".".join(str(x) for x in e["loc"])
+            got = f"; got {e['input']!r}" if e["type"] != "missing" else ""
+            out.append(_p("bad_param", f"param {path}: {e['msg']}{got}", node_id, f"params.{path}",
+                          hint=_param_hint(cls, str(e["loc"][0]) if e["loc"] else "")))
+        return out
+    return []
+
+
+def _param_hint(cls: type[registry.Operator], name: str) -> str:
+    fields = cls.Params.model_fields
+    if name in fields:
+        return fields[name].description or ""
+    return f"known params: {', '.join(fields) or 'none'}"
+
+
+def check(spec: FlowSpec) -> list[Problem]:
+    """All problems of a parsed flow (errors and warnings), in a stable order."""
+    problems: list[Problem] = []
+    if not spec.nodes:
+        return [_p("empty_flow", "the flow has no nodes", hint="add an operator from the palette")]
+
+    ids: set[str] = set()
+    classes: dict[str, type[registry.Operator]] = {}
+    instances: dict[str, registry.Operator] = {}
+    for i, n in enumerate(spec.nodes):
+        if n.id in ids:
+            problems.append(_p("duplicate_node", f"node id '{n.id}' is used twice", n.id,
+                               f"nodes[{i}].id", hint="give each node a unique id"))
+        ids.add(n.id)
+        cls = registry.get(n.operator)
+        if cls is None:
+            known = sorted(k for k in registry.all_operators() if k.split(".")[0] ==
+                           n.operator.split(".")[0]) or sorted(registry.all_operators())[:8]
+            problems.append(_p("unknown_operator", f"unknown operator '{n.operator}'", n.id,
+                               "operator", hint=f"known in this module: {', '.join(known)}"))
+            continue
+        classes[n.id] = cls
+        param_problems = _param_problems(n.id, cls, n.params)
+        problems += param_problems
+        if not param_problems:
+            instances[n.id] = cls(n.id, cls.Params.model_validate(n.params))
+
+    for i, e in enumerate(spec.edges):
+        for end in ("source", "target"):
+            if getattr(e, end) not in ids:
+                problems.append(_p("unknown_node", f"edge {e.source} -> {e.target}: no node "
+                                   f"'{getattr(e, end)}'", None, f"edges[{i}].{end}",
+                                   hint="connect existing nodes only"))
+    if spec.entry and spec.entry not in ids:
+        problems.append(_p("unknown_node", f"entry '{spec.entry}' is not a node", None, "entry"))
+
+    kinds = {nid: cls.kind for nid, cls in classes.items()}
+    topo = analyse(spec, kinds)
+    g = topo.graph
+    entry = topo.entry
+    if entry is None or entry not in g:
+        roots = [n for n in g.nodes if g.in_degree(n) == 0]
+        problems.append(_p("no_entry", "cannot tell where the flow starts" +
+                           (f": several nodes have no input ({', '.join(roots)})" if roots else
+                            ": every node has an input"), None, "entry",
+                           hint="set 'entry' to the first node's id"))
+    open_routes = any(label not in {e.label for e in spec.edges if e.source == nid}
+                      for nid, op in instances.items() if kinds.get(nid) in ("router", "judge")
+                      for label in op.route_labels())
+    if not open_routes and not any(g.out_degree(n) == 0 for n in g.nodes):
+        problems.append(_p("no_exit", "no node ends the flow", None, "edges",
+                           hint="leave the answer node without outgoing edges"))
+    reach: set[str] = set()
+    if entry in g:
+        reach = {entry} | nx.descendants(g, entry)
+        for n in spec.nodes:
+            if n.id not in reach and n.id in g:
+                problems.append(_p("unreachable", f"node '{n.id}' cannot be reached from "
+                                   f"'{entry}'", n.id, hint="connect it or delete it"))
+
+    # memory keys: every required read must be written by some node upstream
+    for n in spec.nodes:
+        cls = classes.get(n.id)
+        if cls is None or n.id not in g:
+            continue
+        upstream = nx.ancestors(g, n.id)
+        written = set(INPUT_KEYS)
+        for a in upstream:
+            if a in classes:
+                written.update(classes[a].writes)
+        for key in cls.reads:
+            if key not in written:
+                writers = sorted(k for k, c in registry.all_operators().items() if key in c.writes)[:4]
+                problems.append(_p("unread_key", f"reads '{key}' but nothing before it writes "
+                                   f"'{key}'", n.id, f"reads.{key}",
+                                   hint=f"put an operator that writes it upstream, e.g. "
+                                        f"{', '.join(writers)}"))
+
+    # loops must pass through a judge
+    for comp in nx.strongly_connected_components(g):
+        cyclic = len(comp) > 1 or any(g.has_edge(c, c) for c in comp)
+        if not cyclic:
+            continue
+        sub = g.subgraph([c for c in comp if kinds.get(c) != "judge"])
+        if not nx.is_directed_acyclic_graph(sub):
+            loop = sorted(comp)
+            problems.append(_p("cycle_without_judge", f"the loop through {', '.join(loop)} has no "
+                               "judge to end it", loop[0], "edges",
+                               hint="route the loop through an orchestration judge "
+                                    "(its 'continue' edge closes the loop)"))
+
+    # edge labels of routers and judges
+    for i, e in enumerate(spec.edges):
+        op = instances.get(e.source)
+        kind = kinds.get(e.source)
+        if kind in ("router", "judge") and op is not None:
+            labels = op.route_labels()
+            if not e.label:
+                problems.append(_p("missing_edge_label", f"edge {e.source} -> {e.target} has no "
+                                   "label", e.source, f"edges[{i}].label",
+                                   hint=f"choose one of: {', '.join(labels)}"))
+            elif e.label not in labels:
+                problems.append(_p("unknown_route_label", f"edge {e.source} -> {e.target}: "
+                                   f"'{e.source}' never produces '{e.label}'", e.source,
+                                   f"edges[{i}].label", hint=f"choose one of: {', '.join(labels)}"))
+        elif e.label and kind is not None:
+            problems.append(_p("label_on_plain_edge", f"edge {e.source} -> {e.target} has label "
+                               f"'{e.label}' but '{e.source}' does not route", e.source,
+                               f"edges[{i}].label", hint="remove the label", severity="warning"))
+    for nid, op in instances.items():
+        if kinds.get(nid) in ("router", "judge"):
+            wired = {e.label for e in spec.edges if e.source == nid}
+            for label in op.route_labels():
+                if label not in wired:
+                    problems.append(_p("unwired_route", f"route '{label}' has no edge; the run "
+                                       "ends when it is chosen", nid, "edges", severity="warning",
+                                       hint=f"draw an edge from '{nid}' labelled '{label}'"))
+
+    # parallel branches
+    for node, bids in sorted(topo.branch_conflicts.items()):
+        if len(bids) > 1 and kinds.get(node) != "merge":
+            problems.append(_p("fan_in_without_merge", f"parallel branches {', '.join(sorted(bids))}"
+                               f" meet at '{node}', which is not a merge", node, "operator",
+                               hint="insert an orchestration merge (e.g. orchestration.rrf) "
+                                    "where the branches meet"))
+    for node in sorted(topo.nested):
+        problems.append(_p("nested_fanout", f"'{node}' fans out inside a parallel branch", node,
+                           "edges", hint="merge the outer branches first"))
+    for node, kind in kinds.items():
+        if kind == "merge" and node in g:
+            for pred in topo.predecessors(node):
+                if kinds.get(pred) in ("router", "judge") and pred in topo.branch_of:
+                    problems.append(_p("merge_from_router", f"merge '{node}' is fed by router "
+                                       f"'{pred}' inside a branch", node, "edges",
+                                       hint="end each branch with a plain node"))
+    return problems
+
+
+def errors(problems: list[Problem]) -> list[Problem]:
+    return [p for p in problems if p.severity == "error"]
+
+
+def validate_document(data: Any) -> tuple[FlowSpec | None, list[Problem]]:
+    """Parse and check a raw JSON document; a parse failure is reported as one spec_invalid problem."""
+    try:
+        spec = from_dict(data)
+    except SpecError as err:
+        return None, [_p("spec_invalid", str(err), hint="compare with a template: flowkit templates")]
+    return spec, check(spec)
+
+
+def ensure_valid(spec: FlowSpec) -> list[Problem]:
+    """Raise ValidationError listing every error; return the warnings."""
+    problems = check(spec)
+    errs = errors(problems)
+    if errs:
+        raise ValidationError(errs)
+    return [p for p in problems if p.severity != "error"]

@@ -1,0 +1,1 @@
+"""Storage: flows, versions, runs and steps in SQLite (or PostgreSQL) through SQLAlchemy."""
