@@ -26,6 +26,8 @@ class Embedder:
     def __init__(self, model_path: str = "", batch_size: int = 64):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         self.model_path = model_path or default_embedder_path()
         self.batch_size = batch_size
         self._model: Any = None
@@ -38,6 +40,8 @@ class Embedder:
     def _load(self) -> Any:
         if self._model is None:
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+            hf_logging.disable_progress_bar()
             try:
                 self._model = SentenceTransformer(self.model_path, device="cpu")
             except (OSError, ValueError) as err:

@@ -163,6 +163,7 @@ class LlamaCppLLM:
             return prompt, []
         out = self._formatter(messages=messages)
         stops = out.stop if isinstance(out.stop, list) else ([out.stop] if out.stop else [])
+        stops = [s for s in stops if s]   # a special token detokenizes to '' and would stop at once
         return out.prompt, stops
 
     def count_tokens(self, text: str) -> int:
@@ -186,7 +187,7 @@ class LlamaCppLLM:
             t0 = time.perf_counter()
             if logprobs:
                 out_text, lp, n_gen, reason = _generate_with_logprobs(
-                    llama, text, max_tokens, temp, (stop or []) + template_stops)
+                    llama, text, max_tokens, temp, (stop or []) + template_stops, self.settings.seed)
             else:
                 res = llama.create_completion(text, max_tokens=max_tokens, temperature=temp,
                                               stop=(stop or []) + template_stops,
@@ -213,7 +214,7 @@ def _chat_formatter(llama: Any) -> Any:
 
 
 def _generate_with_logprobs(llama: Any, text: str, max_tokens: int, temperature: float,
-                            stops: list[str]) -> tuple[str, list[tuple[str, float]], int, str]:
+                            stops: list[str], seed: int = 0) -> tuple[str, list[tuple[str, float]], int, str]:
     """Token-by-token generation that records each chosen token's log-probability.
 
     Reads the last row of logits after every evaluation, so it works without `logits_all`
@@ -228,10 +229,12 @@ def _generate_with_logprobs(llama: Any, text: str, max_tokens: int, temperature:
     lps: list[tuple[str, float]] = []
     pieces: list[str] = []
     reason = "length"
-    rng = np.random.default_rng(llama.context_params.seed if hasattr(llama, "context_params") else 0)
+    rng = np.random.default_rng(seed)
     eos = llama.token_eos()
+    n_vocab = llama.n_vocab()
     for _ in range(max_tokens):
-        logits = np.asarray(llama._scores[llama.n_tokens - 1], dtype=np.float64)
+        logits = np.array(np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(n_vocab,)),
+                          dtype=np.float64)
         logz = logits.max() + np.log(np.exp(logits - logits.max()).sum())
         if temperature <= 0:
             tok = int(logits.argmax())

@@ -1,0 +1,58 @@
+"""Ingest files into a named knowledge base: read, chunk with an indexing operator, embed, index."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from . import registry
+from .errors import FlowkitError, ResourceError
+from .runtime.kb import read_documents
+
+SAMPLE_DIR = Path(__file__).resolve().parent.parent / "assets" / "sample_kb"
+SAMPLE_KB = "sample"
+
+
+def make_chunker(key: str = "indexing.chunk_fixed", params: dict[str, Any] | None = None) -> Any:
+    """An indexing operator instance that offers chunk(documents)."""
+    cls = registry.get(key)
+    if cls is None or not hasattr(cls, "chunk"):
+        chunkers = [k for k, c in registry.all_operators().items() if hasattr(c, "chunk")]
+        raise FlowkitError(f"'{key}' is not a chunking operator; use one of {', '.join(chunkers)}")
+    from pydantic import ValidationError as PydanticValidationError
+    try:
+        return cls("ingest", cls.Params.model_validate(params or {}))
+    except PydanticValidationError as err:
+        raise FlowkitError(f"chunker {key}: {err.errors()[0]['msg']}") from None
+
+
+def ingest(resources: Any, kb: str, paths: Iterable[str | Path], chunker: str = "indexing.chunk_fixed",
+           params: dict[str, Any] | None = None,
+           progress: Callable[[int, int], None] | None = None) -> int:
+    """Read the files, chunk them, embed and index the chunks. Returns the number of chunks.
+
+    All files are read and chunked before anything is written, so a bad file leaves the
+    knowledge base as it was.
+    """
+    docs = read_documents(paths)
+    if not docs:
+        raise ResourceError("the files contain no text to ingest")
+    op = make_chunker(chunker, params)
+    chunks = op.chunk(docs)
+    base = resources.kb(kb)
+    n = base.add(chunks, progress=progress)
+    base.update_meta(chunker=chunker, chunker_params=op.params.model_dump(mode="json"),
+                     documents=len({c.meta.get("doc_id") for c in chunks}))
+    if hasattr(op, "after_ingest"):
+        op.after_ingest(base, resources, docs)
+    return n
+
+
+def ensure_sample(resources: Any, progress: Callable[[int, int], None] | None = None) -> bool:
+    """Ingest the sample knowledge base if it is not there yet. True when it ingested."""
+    base = resources.kb(SAMPLE_KB)
+    if base.exists and base.count() > 0:
+        return False
+    ingest(resources, SAMPLE_KB, [SAMPLE_DIR / "articles.jsonl"], progress=progress)
+    base.update_meta(description="Sample: the fictional Halvard Archipelago (assets/sample_kb)")
+    return True

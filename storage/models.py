@@ -1,0 +1,122 @@
+"""Typed SQLAlchemy 2.0 models: flows and their versions, runs and their steps, datasets, evaluations."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class FlowRow(Base):
+    """A named flow; `version` is the optimistic-lock counter (a save names the version it edited)."""
+
+    __tablename__ = "flows"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True, index=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class FlowVersionRow(Base):
+    """One saved version of a flow: the whole spec as JSON."""
+
+    __tablename__ = "flow_versions"
+    __table_args__ = (UniqueConstraint("flow_id", "version"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    flow_id: Mapped[int] = mapped_column(ForeignKey("flows.id", ondelete="CASCADE"), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    message: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class RunRow(Base):
+    """One run: what ran (resolved spec, model hash, settings) and how it ended, with totals."""
+
+    __tablename__ = "runs"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    flow_name: Mapped[str] = mapped_column(String(200), index=True)
+    flow_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    operator_versions: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    question: Mapped[str] = mapped_column(Text)
+    kb: Mapped[str] = mapped_column(String(100), default="")
+    model_id: Mapped[str] = mapped_column(String(300), default="")
+    model_hash: Mapped[str] = mapped_column(String(128), default="")
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    status: Mapped[str] = mapped_column(String(32), default="running", index=True)
+    answer: Mapped[str] = mapped_column(Text, default="")
+    citations: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    halt_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    steps: Mapped[int] = mapped_column(Integer, default=0)
+    llm_calls: Mapped[int] = mapped_column(Integer, default=0)
+    tokens: Mapped[int] = mapped_column(Integer, default=0)
+    ms: Mapped[float] = mapped_column(Float, default=0.0)
+    memory: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    pid: Mapped[int] = mapped_column(Integer, default=0)
+    host: Mapped[str] = mapped_column(String(200), default="")
+    parent_run_id: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
+    parent_step: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    eval_id: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class StepRow(Base):
+    """One node visit of a run (see flowkit.trace.StepEvent)."""
+
+    __tablename__ = "steps"
+    __table_args__ = (UniqueConstraint("run_id", "idx"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    idx: Mapped[int] = mapped_column(Integer)
+    node_id: Mapped[str] = mapped_column(String(64))
+    operator: Mapped[str] = mapped_column(String(100))
+    visit: Mapped[int] = mapped_column(Integer)
+    branch: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    memory_before: Mapped[dict[str, Any]] = mapped_column(JSON)
+    memory_after: Mapped[dict[str, Any]] = mapped_column(JSON)
+    llm_calls: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    retrievals: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    tokens: Mapped[int] = mapped_column(Integer, default=0)
+    ms: Mapped[float] = mapped_column(Float, default=0.0)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    started_at: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class DatasetRow(Base):
+    """A question set: questions with gold answers (and gold passage ids when known)."""
+
+    __tablename__ = "datasets"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    source: Mapped[str] = mapped_column(Text, default="")
+    kb: Mapped[str] = mapped_column(String(100), default="")
+    questions: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class EvalRow(Base):
+    """An evaluation: flows x dataset questions; its per-question results are runs with eval_id."""
+
+    __tablename__ = "evals"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    dataset: Mapped[str] = mapped_column(String(200))
+    kb: Mapped[str] = mapped_column(String(100))
+    flows: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    question_ids: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    status: Mapped[str] = mapped_column(String(32), default="running")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

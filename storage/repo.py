@@ -1,0 +1,282 @@
+"""Repository functions over short sessions. They return plain objects, never live ORM rows."""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.orm import Session
+
+from flowkit.errors import FlowkitError, NotFoundError, StaleSaveError
+from flowkit.spec import FlowSpec, from_dict, to_dict
+from flowkit.trace import RunEnd, RunStart, StepEvent
+
+from .db import engine_for
+from .models import FlowRow, FlowVersionRow, RunRow, StepRow, utcnow
+
+
+@dataclass
+class FlowInfo:
+    name: str
+    description: str
+    version: int
+    updated_at: datetime
+    last_run_id: str | None = None
+    last_run_status: str | None = None
+    last_run_at: datetime | None = None
+
+
+@dataclass
+class VersionInfo:
+    version: int
+    message: str
+    created_at: datetime
+    spec: FlowSpec
+
+
+@dataclass
+class RunInfo:
+    id: str
+    flow_name: str
+    flow_version: int | None
+    question: str
+    kb: str
+    status: str
+    answer: str
+    citations: list[str]
+    error: str | None
+    halt_reason: str | None
+    steps: int
+    llm_calls: int
+    tokens: int
+    ms: float
+    model_id: str
+    model_hash: str
+    settings: dict[str, Any]
+    spec: dict[str, Any]
+    operator_versions: dict[str, Any]
+    memory: dict[str, Any]
+    parent_run_id: str | None
+    parent_step: int | None
+    eval_id: str | None
+    started_at: datetime
+    ended_at: datetime | None
+    children: list[str] = field(default_factory=list)
+
+
+def _run_info(r: RunRow) -> RunInfo:
+    return RunInfo(id=r.id, flow_name=r.flow_name, flow_version=r.flow_version, question=r.question,
+                   kb=r.kb, status=r.status, answer=r.answer, citations=list(r.citations or []),
+                   error=r.error, halt_reason=r.halt_reason, steps=r.steps, llm_calls=r.llm_calls,
+                   tokens=r.tokens, ms=r.ms, model_id=r.model_id, model_hash=r.model_hash,
+                   settings=dict(r.settings or {}), spec=dict(r.spec or {}),
+                   operator_versions=dict(r.operator_versions or {}), memory=dict(r.memory or {}),
+                   parent_run_id=r.parent_run_id, parent_step=r.parent_step, eval_id=r.eval_id,
+                   started_at=r.started_at, ended_at=r.ended_at)
+
+
+def _step_event(s: StepRow) -> StepEvent:
+    return StepEvent.from_dict({"run_id": s.run_id, "index": s.idx, "node_id": s.node_id,
+                                "operator": s.operator, "visit": s.visit, "branch": s.branch,
+                                "memory_before": s.memory_before, "memory_after": s.memory_after,
+                                "llm_calls": s.llm_calls, "retrievals": s.retrievals, "ms": s.ms,
+                                "error": s.error, "started_at": s.started_at})
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Store:
+    """Flows, versions, runs and steps in one database."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.engine = engine_for(url)
+
+    # ---- flows ---------------------------------------------------------------------------
+    def list_flows(self) -> list[FlowInfo]:
+        with Session(self.engine) as s:
+            rows = s.scalars(select(FlowRow).order_by(FlowRow.name)).all()
+            out = []
+            for r in rows:
+                last = s.scalars(select(RunRow).where(RunRow.flow_name == r.name,
+                                                      RunRow.eval_id.is_(None))
+                                 .order_by(RunRow.started_at.desc()).limit(1)).first()
+                out.append(FlowInfo(r.name, r.description, r.version, r.updated_at,
+                                    last.id if last else None, last.status if last else None,
+                                    last.started_at if last else None))
+            return out
+
+    def flow_exists(self, name: str) -> bool:
+        with Session(self.engine) as s:
+            return s.scalar(select(FlowRow.id).where(FlowRow.name == name)) is not None
+
+    def get_flow(self, name: str, version: int | None = None) -> tuple[FlowSpec, int]:
+        """The spec of a flow (its latest version unless one is named) and that version number."""
+        with Session(self.engine) as s:
+            row = s.scalars(select(FlowRow).where(FlowRow.name == name)).first()
+            if row is None:
+                raise NotFoundError(f"no saved flow named '{name}'")
+            v = version or row.version
+            ver = s.scalars(select(FlowVersionRow).where(FlowVersionRow.flow_id == row.id,
+                                                         FlowVersionRow.version == v)).first()
+            if ver is None:
+                raise NotFoundError(f"flow '{name}' has no version {v}")
+            return from_dict(ver.spec), v
+
+    def save_flow(self, spec: FlowSpec, expected_version: int | None, message: str = "") -> int:
+        """Save a new version. `expected_version` is the version the edit started from (None for a
+        new flow). If the stored version moved on meanwhile, raise StaleSaveError: nothing is lost,
+        the caller still holds its edit."""
+        data = to_dict(spec)
+        with Session(self.engine) as s, s.begin():
+            row = s.scalars(select(FlowRow).where(FlowRow.name == spec.name)).first()
+            if row is None:
+                if expected_version not in (None, 0):
+                    raise NotFoundError(f"flow '{spec.name}' was deleted meanwhile; save it as new")
+                row = FlowRow(name=spec.name, description=spec.description, version=1)
+                s.add(row)
+                s.flush()
+                s.add(FlowVersionRow(flow_id=row.id, version=1, spec=data, message=message))
+                return 1
+            if expected_version is None:
+                raise FlowkitError(f"a flow named '{spec.name}' already exists; open it or choose "
+                                   "another name")
+            new = expected_version + 1
+            # compare-and-set: only one of two concurrent saves of the same version wins
+            res = s.execute(update(FlowRow).where(FlowRow.id == row.id,
+                                                  FlowRow.version == expected_version)
+                            .values(version=new, description=spec.description, updated_at=utcnow()))
+            if res.rowcount != 1:
+                current = s.scalar(select(FlowRow.version).where(FlowRow.id == row.id)) or 0
+                raise StaleSaveError(spec.name, expected_version, current)
+            s.add(FlowVersionRow(flow_id=row.id, version=new, spec=data, message=message))
+            return new
+
+    def versions(self, name: str) -> list[VersionInfo]:
+        with Session(self.engine) as s:
+            row = s.scalars(select(FlowRow).where(FlowRow.name == name)).first()
+            if row is None:
+                raise NotFoundError(f"no saved flow named '{name}'")
+            vers = s.scalars(select(FlowVersionRow).where(FlowVersionRow.flow_id == row.id)
+                             .order_by(FlowVersionRow.version.desc())).all()
+            return [VersionInfo(v.version, v.message, v.created_at, from_dict(v.spec)) for v in vers]
+
+    def delete_flow(self, name: str) -> None:
+        with Session(self.engine) as s, s.begin():
+            row = s.scalars(select(FlowRow).where(FlowRow.name == name)).first()
+            if row is None:
+                raise NotFoundError(f"no saved flow named '{name}'")
+            s.execute(delete(FlowVersionRow).where(FlowVersionRow.flow_id == row.id))
+            s.delete(row)
+
+    # ---- runs ----------------------------------------------------------------------------
+    def mark_interrupted(self) -> int:
+        """Runs left 'running' by a process that is gone become 'interrupted'. Returns how many."""
+        host = socket.gethostname()
+        with Session(self.engine) as s, s.begin():
+            rows = s.scalars(select(RunRow).where(RunRow.status == "running")).all()
+            n = 0
+            for r in rows:
+                if r.host == host and _pid_alive(r.pid) and r.pid != 0:
+                    continue
+                if r.host != host and r.host:
+                    continue   # another machine's run: not ours to judge
+                r.status = "interrupted"
+                r.error = "the process running it stopped before it finished"
+                r.steps = s.scalar(select(func.count()).select_from(StepRow)
+                                   .where(StepRow.run_id == r.id)) or 0
+                r.ended_at = utcnow()
+                n += 1
+            return n
+
+    def list_runs(self, limit: int = 50, flow_name: str | None = None,
+                  include_eval: bool = False) -> list[RunInfo]:
+        with Session(self.engine) as s:
+            q = select(RunRow).order_by(RunRow.started_at.desc()).limit(limit)
+            if flow_name:
+                q = q.where(RunRow.flow_name == flow_name)
+            if not include_eval:
+                q = q.where(RunRow.eval_id.is_(None))
+            return [_run_info(r) for r in s.scalars(q).all()]
+
+    def get_run(self, run_id: str) -> RunInfo:
+        with Session(self.engine) as s:
+            r = s.get(RunRow, run_id)
+            if r is None:
+                r = s.scalars(select(RunRow).where(RunRow.id.startswith(run_id))).first()
+            if r is None:
+                raise NotFoundError(f"no run '{run_id}'")
+            info = _run_info(r)
+            info.children = list(s.scalars(select(RunRow.id).where(RunRow.parent_run_id == r.id)))
+            return info
+
+    def steps(self, run_id: str) -> list[StepEvent]:
+        with Session(self.engine) as s:
+            rows = s.scalars(select(StepRow).where(StepRow.run_id == run_id)
+                             .order_by(StepRow.idx)).all()
+            return [_step_event(r) for r in rows]
+
+    def delete_run(self, run_id: str) -> None:
+        with Session(self.engine) as s, s.begin():
+            s.execute(delete(StepRow).where(StepRow.run_id == run_id))
+            s.execute(delete(RunRow).where(RunRow.id == run_id))
+
+    def sink(self, eval_id: str | None = None) -> TraceStore:
+        return TraceStore(self, eval_id)
+
+
+class TraceStore:
+    """The engine's trace sink: one short transaction per event, so a crash leaves a readable prefix."""
+
+    def __init__(self, store: Store, eval_id: str | None = None):
+        self.store = store
+        self.eval_id = eval_id
+        self.run_id: str | None = None
+        self._lock = threading.Lock()
+
+    def start(self, run: RunStart) -> None:
+        self.run_id = run.run_id
+        with Session(self.store.engine) as s, s.begin():
+            s.add(RunRow(id=run.run_id, flow_name=run.flow_name, flow_version=run.flow_version,
+                         spec=run.spec, operator_versions=run.operator_versions,
+                         question=run.question, kb=run.kb, model_id=run.model_id,
+                         model_hash=run.model_hash, settings=run.settings, status="running",
+                         pid=os.getpid(), host=socket.gethostname(),
+                         parent_run_id=run.parent_run_id, parent_step=run.parent_step,
+                         eval_id=self.eval_id,
+                         started_at=datetime.fromtimestamp(run.started_at or 0, timezone.utc)
+                         if run.started_at else utcnow()))
+
+    def step(self, event: StepEvent) -> None:
+        d = event.to_dict()
+        with self._lock, Session(self.store.engine) as s, s.begin():
+            s.add(StepRow(run_id=event.run_id, idx=event.index, node_id=event.node_id,
+                          operator=event.operator, visit=event.visit, branch=event.branch,
+                          memory_before=d["memory_before"], memory_after=d["memory_after"],
+                          llm_calls=d["llm_calls"], retrievals=d["retrievals"], tokens=event.tokens,
+                          ms=event.ms, error=event.error, started_at=event.started_at))
+            s.execute(update(RunRow).where(RunRow.id == event.run_id)
+                      .values(steps=event.index + 1, tokens=RunRow.tokens + event.tokens,
+                              llm_calls=RunRow.llm_calls + len(event.llm_calls)))
+
+    def end(self, result: RunEnd) -> None:
+        with Session(self.store.engine) as s, s.begin():
+            s.execute(update(RunRow).where(RunRow.id == result.run_id).values(
+                status=result.status, answer=result.answer, citations=result.citations,
+                error=result.error, halt_reason=result.halt_reason, steps=result.steps,
+                llm_calls=result.llm_calls, tokens=result.tokens, ms=result.ms,
+                memory=result.memory, ended_at=utcnow()))

@@ -1,0 +1,92 @@
+"""A workspace: one data directory's resources (model, embedder, Chroma) and its database.
+
+The CLI and the studio both go through this: resolve a flow reference, run and store a run, fork a
+run from a step. The engine itself never imports storage; it writes to the sink it is handed.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from flowkit import templates
+from flowkit.compile import CompiledFlow, compile_flow
+from flowkit.engine import run_flow
+from flowkit.errors import FlowkitError, NotFoundError
+from flowkit.memory import OPERATOR_KEYS
+from flowkit.runtime.resources import Resources, Settings
+from flowkit.spec import FlowSpec, load
+from flowkit.trace import MultiSink, RunEnd, TraceSink
+
+from .repo import Store
+
+
+class Workspace:
+    """Resources + Store for one data directory. Marks runs left by dead processes interrupted."""
+
+    def __init__(self, data_dir: str | Path | None = None, settings: Settings | None = None):
+        self.resources = Resources(data_dir, settings)
+        self.store = Store(self.resources.database_url)
+        self.store.mark_interrupted()
+
+    @property
+    def data_dir(self) -> Path:
+        return self.resources.data_dir
+
+    def resolve_flow(self, ref: str) -> tuple[FlowSpec, int | None]:
+        """FLOW as a file path, a saved flow's name, or a template's name (in that order)."""
+        p = Path(ref)
+        if p.suffix == ".json" or p.is_file():
+            return load(p), None
+        if self.store.flow_exists(ref):
+            return self.store.get_flow(ref)
+        if ref in templates.names():
+            return templates.load_template(ref), None
+        raise NotFoundError(f"'{ref}' is not a flow file, a saved flow or a template "
+                            f"(templates: {', '.join(templates.names())})")
+
+    def run(self, flow: FlowSpec | CompiledFlow, question: str, kb: str, *,
+            flow_version: int | None = None, extra_sink: TraceSink | None = None,
+            eval_id: str | None = None, run_id: str | None = None, **kwargs: Any) -> RunEnd:
+        """Compile (if needed) and run one question, storing every step as it happens."""
+        compiled = flow if isinstance(flow, CompiledFlow) else compile_flow(flow)
+        sink = MultiSink(self.store.sink(eval_id), *( [extra_sink] if extra_sink else []))
+        return run_flow(compiled, question, self.resources, kb=kb, sink=sink,
+                        flow_version=flow_version, run_id=run_id,
+                        settings=self.resources.settings.to_dict(), **kwargs)
+
+    def fork(self, run_id: str, step_index: int, memory_changes: dict[str, Any] | None = None,
+             param_changes: dict[str, Any] | None = None,
+             extra_sink: TraceSink | None = None) -> RunEnd:
+        """Run on from a step of an earlier run with changed memory or node params.
+
+        The new run starts at that step's node with that step's memory-before (plus the changes),
+        and records its parent run and step.
+        """
+        parent = self.store.get_run(run_id)
+        steps = self.store.steps(parent.id)
+        if not 0 <= step_index < len(steps):
+            raise NotFoundError(f"run '{parent.id}' has no step {step_index} (it has {len(steps)})")
+        step = steps[step_index]
+        spec = FlowSpec.model_validate({**parent.spec, "layout": {}})
+        if param_changes:
+            nodes = []
+            for n in spec.nodes:
+                if n.id == step.node_id:
+                    n = n.model_copy(update={"params": {**n.params, **param_changes}})
+                nodes.append(n)
+            spec = spec.model_copy(update={"nodes": nodes})
+        memory = {k: v for k, v in step.memory_before.items() if k in OPERATOR_KEYS}
+        bad = [k for k in (memory_changes or {}) if k not in OPERATOR_KEYS]
+        if bad:
+            raise FlowkitError(f"cannot set {bad}: not working-memory keys ({', '.join(OPERATOR_KEYS)})")
+        memory.update(memory_changes or {})
+        question = str(memory.pop("question", parent.question))
+        visits: dict[str, int] = {}
+        for s in steps[:step_index]:
+            visits[s.node_id] = max(visits.get(s.node_id, 0), s.visit)
+        counters = {"visits": visits, "steps": step_index,
+                    "llm_calls": sum(len(s.llm_calls) for s in steps[:step_index]),
+                    "tokens": sum(s.tokens for s in steps[:step_index])}
+        return self.run(spec, question, parent.kb, flow_version=parent.flow_version,
+                        extra_sink=extra_sink, start_at=step.node_id, memory=memory,
+                        counters=counters, parent_run_id=parent.id, parent_step=step_index)

@@ -1,0 +1,1 @@
+"""Streamlit helpers shared by the pages: session state, canvas, forms, background jobs."""
