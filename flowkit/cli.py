@@ -13,6 +13,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from rich.console import Console  # noqa: E402
+from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from .errors import FlowkitError  # noqa: E402
@@ -89,7 +90,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         out.print(f"totals: {result.steps} steps, {result.llm_calls} LLM calls, {result.tokens} "
                   f"tokens, {result.ms / 1000:.1f} s")
         if result.error:
-            err.print(f"[red]error:[/red] {result.error}")
+            err.print(f"[red]error:[/red] {escape(result.error)}")
     return 0 if result.status in ("ok", "budget_exceeded") else 1
 
 
@@ -127,7 +128,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
             out.print(f"  [magenta]{r.method}[/magenta] '{_short(r.query, 80)}': {ids}",
                       highlight=False)
         if s.error:
-            out.print(f"  [red]error:[/red] {s.error}")
+            out.print(f"  [red]error:[/red] {escape(s.error)}")
     out.rule()
     out.print(f"answer: {run.answer}\nstatus: {run.status}" +
               (f" ({run.halt_reason})" if run.halt_reason else "") +
@@ -214,7 +215,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         out.print_json(data=[p.to_dict() for p in problems])
     else:
         for p in problems:
-            out.print(f"{p.severity}: {p}", highlight=False)
+            out.print(f"{p.severity}: {p}", highlight=False, markup=False)
         if not problems:
             out.print("no problems")
     return 1 if any(p.severity == "error" for p in problems) else 0
@@ -308,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.fn(args) or 0)
     except FlowkitError as e:
-        err.print(f"[red]error:[/red] {e}", highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
         return 2
     except KeyboardInterrupt:
         err.print("interrupted")

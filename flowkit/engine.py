@@ -83,6 +83,8 @@ def make_node(op: registry.Operator, branch: str | None, merge_inputs: tuple[str
         if op.kind == "merge":
             view["branches"] = [(state.get("branches") or {}).get(b, {}) for b in merge_inputs]
         before = jsonable(visible(view))
+        if op.kind == "merge":
+            before["branches"] = jsonable(view["branches"])   # what the merge joined
         ctx = RunContext(run.resources, run.kb, op.node_id, visit,
                          budget=lambda calls, tokens: run.limit_hit(state, calls, tokens))
         t0 = time.perf_counter()

@@ -168,7 +168,7 @@ class LlamaCppLLM:
 
     def count_tokens(self, text: str) -> int:
         llama = self._load()
-        return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+        return len(llama.tokenize(text.encode("utf-8"), add_bos=True, special=True))
 
     def complete(self, prompt: str, *, max_tokens: int = 256, stop: list[str] | None = None,
                  temperature: float | None = None, logprobs: bool = False,
@@ -176,7 +176,7 @@ class LlamaCppLLM:
         with self._lock:
             llama = self._load()
             text, template_stops = self.render(prompt, system)
-            n_prompt = len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+            n_prompt = len(llama.tokenize(text.encode("utf-8"), add_bos=True, special=True))
             if n_prompt + max_tokens > self.settings.n_ctx:
                 if n_prompt + 8 > self.settings.n_ctx:
                     raise ContextOverflowError(
@@ -189,6 +189,9 @@ class LlamaCppLLM:
                 out_text, lp, n_gen, reason = _generate_with_logprobs(
                     llama, text, max_tokens, temp, (stop or []) + template_stops, self.settings.seed)
             else:
+                # no KV-cache reuse between calls: a cached prefix is evaluated in other batch
+                # shapes, which moves logits enough to change greedy picks; runs must replay alike
+                llama.reset()
                 res = llama.create_completion(text, max_tokens=max_tokens, temperature=temp,
                                               stop=(stop or []) + template_stops,
                                               seed=self.settings.seed)
@@ -222,7 +225,7 @@ def _generate_with_logprobs(llama: Any, text: str, max_tokens: int, temperature:
     """
     import numpy as np
 
-    tokens = llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+    tokens = llama.tokenize(text.encode("utf-8"), add_bos=True, special=True)
     llama.reset()
     llama.eval(tokens)
     out: list[int] = []

@@ -17,7 +17,7 @@ class RuleJudge(Operator):
     reaches `min_score` or an answer exists (if asked); otherwise 'continue'."""
 
     class Params(Params):
-        max_rounds: int = Field(3, ge=1, le=100, description="Rounds before 'done'")
+        max_rounds: int = Field(3, ge=1, le=10_000, description="Rounds before 'done'")
         min_score: float | None = Field(None, description="'done' once the top passage scores at "
                                         "least this (None: ignore scores)")
         stop_on_answer: bool = Field(False, description="'done' as soon as an answer exists")

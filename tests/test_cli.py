@@ -1,0 +1,74 @@
+"""The CLI as a user runs it: ingest with progress, run, trace, flows, operators; errors exit non-zero."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def fk(data_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "FLOWKIT_HOME": str(data_dir), "COLUMNS": "200"}
+    proc = subprocess.run([sys.executable, "-m", "flowkit.cli", *args], capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"flowkit {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def test_operators_and_templates_listing(tmp_path):
+    ops = json.loads(fk(tmp_path, "operators", "--json").stdout)
+    keys = {o["key"] for o in ops}
+    assert {"retrieval.bm25", "retrieval.dense", "generation.answer", "orchestration.rrf"} <= keys
+    for o in ops:
+        assert o["summary"] and o["module"] in o["key"] and "properties" in o["params"] or \
+            o["params"].get("type") == "object"
+    assert "naive_rag" in fk(tmp_path, "templates").stdout
+
+
+def test_bad_inputs_give_clear_errors(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"name": "x", "nodes": [{"id": "a", "operator": "retrieval.nope"}]}')
+    p = fk(tmp_path, "validate", str(bad), check=False)
+    assert p.returncode == 1 and "unknown_operator" in p.stdout and "node 'a'" in p.stdout
+    p = fk(tmp_path, "run", str(bad), "--kb", "x", "-q", "q", check=False)
+    assert p.returncode == 2 and "unknown operator 'retrieval.nope'" in p.stderr
+    p = fk(tmp_path, "run", "no_such_flow", "--kb", "x", "-q", "q", check=False)
+    assert p.returncode == 2 and "not a flow file, a saved flow or a template" in p.stderr
+    p = fk(tmp_path, "ingest", "--kb", "k", str(tmp_path / "missing.jsonl"), check=False)
+    assert p.returncode == 2 and "file not found" in p.stderr
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"id": "1", "text": "ok"}\n{not json}\n')
+    p = fk(tmp_path, "ingest", "--kb", "k", str(broken), check=False)
+    assert p.returncode == 2 and "broken.jsonl:2: not valid JSON" in p.stderr
+    assert not (tmp_path / "kb" / "k").exists()                       # nothing half-written
+
+
+@pytest.mark.real
+def test_ingest_run_trace_flows(tmp_path):
+    corpus = ROOT / "assets" / "sample_kb" / "articles.jsonl"
+    p = fk(tmp_path, "ingest", "--kb", "demo", str(corpus))
+    assert "ingested 38 chunks into knowledge base 'demo'" in p.stdout.replace("\n", " ") or \
+        "ingested" in p.stdout
+    assert "38/38" in p.stderr                                       # the progress bar
+    p = fk(tmp_path, "run", "naive_rag", "--kb", "demo", "-q", "Who designed the Corren Lighthouse?",
+           "--json")
+    data = json.loads(p.stdout)
+    assert data["status"] == "ok" and data["answer"]
+    assert [s["node"] for s in data["steps"]] == ["retrieve", "generate"]
+    p = fk(tmp_path, "trace", data["run_id"])
+    assert "step 1: generate" in p.stdout and "prompt" in p.stdout and "answer" in p.stdout
+    trace = json.loads(fk(tmp_path, "trace", data["run_id"], "--json").stdout)
+    assert trace["steps"][1]["llm_calls"][0]["completion_tokens"] > 0
+    tpl = ROOT / "flowkit" / "templates" / "naive_rag.json"
+    assert "version 1" in fk(tmp_path, "flows", "import", str(tpl), "--name", "mine").stdout
+    assert "mine" in fk(tmp_path, "flows", "list").stdout
+    exported = json.loads(fk(tmp_path, "flows", "export", "mine").stdout)
+    assert exported["name"] == "mine" and len(exported["nodes"]) == 2
+    p = fk(tmp_path, "run", "mine", "--kb", "demo", "-q", "When was the Corren Lighthouse first lit?")
+    assert "answer:" in p.stdout and "totals:" in p.stdout

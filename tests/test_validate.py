@@ -1,0 +1,144 @@
+"""One test per validation code: each names the code, the node and the field."""
+from __future__ import annotations
+
+import pytest
+
+from flowkit import ValidationError, compile_flow
+from flowkit.testing import flow
+from flowkit.validate import CODES, check, validate_document
+
+R, D, G = "retrieval.bm25", "retrieval.dense", "generation.answer"
+J, RT, M = "orchestration.rule_judge", "orchestration.keyword_router", "orchestration.rrf"
+
+
+def problems(spec, code):
+    found = [p for p in check(spec) if p.code == code]
+    assert found, f"expected {code}, got {[str(p) for p in check(spec)]}"
+    return found
+
+
+def test_valid_flow_has_no_problems():
+    assert check(flow("ok", [("r", R), ("g", G)], ["r>g"])) == []
+
+
+def test_spec_invalid():
+    spec, found = validate_document({"name": "x", "nodes": [{"id": "a"}]})
+    assert spec is None and found[0].code == "spec_invalid"
+    assert "nodes.0.operator" in found[0].message
+
+
+def test_empty_flow():
+    assert problems(flow("e", [], []), "empty_flow")
+
+
+def test_duplicate_node():
+    p = problems(flow("d", [("a", R), ("a", G)], ["a>a"]), "duplicate_node")[0]
+    assert p.node == "a" and p.field == "nodes[1].id"
+
+
+def test_unknown_operator():
+    p = problems(flow("u", [("a", "retrieval.telepathy")], []), "unknown_operator")[0]
+    assert p.node == "a" and p.field == "operator" and "retrieval.bm25" in p.hint
+
+
+def test_bad_param_names_the_field_and_value():
+    p = problems(flow("b", [("a", R, {"top_k": 0})], []), "bad_param")[0]
+    assert p.node == "a" and p.field == "params.top_k"
+    assert "greater than or equal to 1" in p.message and "got 0" in p.message
+    p = problems(flow("b", [("a", R, {"topk": 3})], []), "bad_param")[0]
+    assert p.field == "params.topk"
+
+
+def test_unknown_node_in_edge():
+    p = problems(flow("n", [("a", R)], ["a>ghost"]), "unknown_node")[0]
+    assert p.field == "edges[0].target" and "ghost" in p.message
+
+
+def test_no_entry_when_several_roots():
+    p = problems(flow("n", [("a", R), ("b", R), ("g", G)], ["a>g", "b>g"]), "no_entry")[0]
+    assert "a, b" in p.message
+
+
+def test_no_exit():
+    assert problems(flow("x", [("a", R), ("b", G)], ["a>b", "b>a"], entry="a"), "no_exit")
+
+
+def test_unreachable():
+    p = problems(flow("u", [("a", R), ("g", G), ("lost", G)], ["a>g"], entry="a"),
+                 "unreachable")[0]
+    assert p.node == "lost"
+
+
+def test_unread_key():
+    p = problems(flow("k", [("chunk", "indexing.chunk_fixed")], []), "unread_key")[0]
+    assert p.node == "chunk" and p.field == "reads.documents" and "retrieval" in p.hint
+
+
+def test_cycle_without_judge():
+    spec = flow("c", [("a", R), ("b", G), ("end", G)], ["a>b", "b>a", "b>end"], entry="a")
+    p = problems(spec, "cycle_without_judge")[0]
+    assert "a, b" in p.message
+
+
+def test_cycle_through_a_judge_is_fine():
+    spec = flow("c", [("a", R), ("b", G), ("j", J)], ["a>b", "b>j", "j>a:continue"], entry="a")
+    assert not [p for p in check(spec) if p.severity == "error"]
+
+
+def test_missing_edge_label():
+    spec = flow("m", [("a", R), ("g", G), ("j", J)], ["a>g", "g>j", "j>a"], entry="a")
+    p = problems(spec, "missing_edge_label")[0]
+    assert p.node == "j" and p.field == "edges[2].label" and "continue" in p.hint
+
+
+def test_unknown_route_label():
+    spec = flow("m", [("a", R), ("g", G), ("j", J)], ["a>g", "g>j", "j>a:again"], entry="a")
+    p = problems(spec, "unknown_route_label")[0]
+    assert "again" in p.message and "continue, done" in p.hint
+
+
+def test_unwired_route_is_a_warning():
+    spec = flow("w", [("r", RT, {"routes": {"x": ["a"]}, "default": "y"}), ("g", G)], ["r>g:x"])
+    p = problems(spec, "unwired_route")[0]
+    assert p.severity == "warning" and "'y'" in p.message
+
+
+def test_label_on_plain_edge_is_a_warning():
+    p = problems(flow("l", [("a", R), ("g", G)], ["a>g:yes"]), "label_on_plain_edge")[0]
+    assert p.severity == "warning" and p.field == "edges[0].label"
+
+
+def test_fan_in_without_merge():
+    spec = flow("f", [("s", R), ("a", R), ("b", D), ("g", G)], ["s>a", "s>b", "a>g", "b>g"])
+    p = problems(spec, "fan_in_without_merge")[0]
+    assert p.node == "g" and "orchestration.rrf" in p.hint
+
+
+def test_nested_fanout():
+    spec = flow("n", [("s", R), ("a", R), ("b", D), ("c", R), ("d", R), ("m", M), ("g", G)],
+                ["s>a", "s>b", "a>c", "a>d", "b>m", "c>m", "d>m", "m>g"])
+    assert problems(spec, "nested_fanout")[0].node == "a"
+
+
+def test_merge_from_router():
+    spec = flow("mr", [("s", R), ("r", RT, {"routes": {"go": ["x"]}, "default": "go"}),
+                       ("b", D), ("m", M), ("g", G)],
+                ["s>r", "s>b", "r>m:go", "b>m", "m>g"])
+    assert problems(spec, "merge_from_router")[0].node == "m"
+
+
+def test_every_code_is_tested():
+    import inspect
+    import sys
+    source = inspect.getsource(sys.modules[__name__])
+    for code in CODES:
+        assert f'"{code}"' in source, f"no test for validation code {code}"
+
+
+def test_compile_reports_every_problem_at_once():
+    spec = flow("many", [("a", R, {"top_k": 0}), ("b", "nope.op"), ("g", G)], ["a>g", "a>ghost"])
+    with pytest.raises(ValidationError) as info:
+        compile_flow(spec)
+    codes = {p.code for p in info.value.problems}
+    assert {"bad_param", "unknown_operator", "unknown_node"} <= codes
+    assert "node 'a', field 'params.top_k'" in str(info.value)
