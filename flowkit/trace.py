@@ -172,3 +172,16 @@ def _canon(v: Any) -> str:
 def jsonable(v: Any) -> Any:
     """Memory values as plain JSON (tuples to lists, unknown objects to strings)."""
     return json.loads(json.dumps(v, default=str))
+
+
+class NullSink:
+    """Drops every event (tracing off; benchmarks)."""
+
+    def start(self, run: RunStart) -> None:
+        pass
+
+    def step(self, event: StepEvent) -> None:
+        pass
+
+    def end(self, result: RunEnd) -> None:
+        pass

@@ -1,0 +1,22 @@
+# flowkit studio. CPU by default; for GPU offload build with
+#   --build-arg BASE=nvidia/cuda:12.4.1-devel-ubuntu22.04 --build-arg LLAMA_CMAKE_ARGS="-DGGML_CUDA=on"
+ARG BASE=python:3.11-slim-bookworm
+FROM ${BASE}
+ARG LLAMA_CMAKE_ARGS=""
+ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+    ANONYMIZED_TELEMETRY=False FLOWKIT_HOME=/data
+RUN apt-get update && apt-get install -y --no-install-recommends build-essential cmake git \
+      python3 python3-pip python3-venv && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY flowkit ./flowkit
+COPY storage ./storage
+COPY studio ./studio
+RUN python3 -m pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
+ && CMAKE_ARGS="${LLAMA_CMAKE_ARGS}" python3 -m pip install .
+COPY app.py ./
+COPY pages ./pages
+COPY assets ./assets
+VOLUME /data
+EXPOSE 8501
+CMD ["sh", "-c", "flowkit setup && streamlit run app.py --server.address 0.0.0.0 --server.port 8501 --server.headless true"]
