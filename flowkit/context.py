@@ -49,8 +49,13 @@ class RunContext:
     """Per node visit: resources (llm, embedder, kb), the node's identity, and what it recorded."""
 
     def __init__(self, resources: Any, kb_name: str, node_id: str, visit: int,
-                 budget: Any = None):
+                 budget: Any = None, usage: dict[str, float] | None = None,
+                 limits: Any = None):
         self.resources = resources
+        #: the run's use so far before this step: steps, llm_calls, tokens, elapsed_s (read-only)
+        self.usage: dict[str, float] = dict(usage or {})
+        #: the flow's Limits (max_steps, max_llm_calls, max_tokens, timeout_s), or None
+        self.limits = limits
         self.kb_name = kb_name
         self.node_id = node_id
         self.visit = visit

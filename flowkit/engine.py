@@ -85,8 +85,12 @@ def make_node(op: registry.Operator, branch: str | None, merge_inputs: tuple[str
         before = jsonable(visible(view))
         if op.kind == "merge":
             before["branches"] = jsonable(view["branches"])   # what the merge joined
+        usage = {"steps": state.get("steps", 0), "llm_calls": state.get("llm_calls", 0),
+                 "tokens": state.get("tokens", 0),
+                 "elapsed_s": round(time.perf_counter() - run.started, 3)}
         ctx = RunContext(run.resources, run.kb, op.node_id, visit,
-                         budget=lambda calls, tokens: run.limit_hit(state, calls, tokens))
+                         budget=lambda calls, tokens: run.limit_hit(state, calls, tokens),
+                         usage=usage, limits=run.limits)
         t0 = time.perf_counter()
         started_at = time.time()
         halt = ""
@@ -108,6 +112,8 @@ def make_node(op: registry.Operator, branch: str | None, merge_inputs: tuple[str
             raise wrapped from err
         ms = (time.perf_counter() - t0) * 1000
         after = {**before, **jsonable(updates)}
+        if "history" in updates:      # history appends (reducer); show the whole list after
+            after["history"] = [*before.get("history", []), *after["history"]]
         if op.kind == "merge":
             after.pop("branches", None)
         run.emit(node_id=op.node_id, operator=op.key, visit=visit, memory_before=before,

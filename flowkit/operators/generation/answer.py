@@ -31,20 +31,45 @@ class Answer(Operator):
         top_n: int = Field(5, ge=1, le=50, description="Passages shown to the model")
         max_tokens: int = Field(64, ge=1, le=2048, description="Longest answer in tokens")
         passage_chars: int = Field(600, ge=50, le=4000, description="Characters kept per passage")
+        use_history: bool = Field(False, description="Show the chain so far (sub-questions and "
+                                  "their answers, thoughts) before the passages")
+        use_evidence: bool = Field(False, description="Show the evidence notes kept in working "
+                                   "memory before the passages")
+        max_history: int = Field(6, ge=1, le=50, description="Latest chain entries shown")
 
     reads = ("question",)
-    optional_reads = ("documents", "drafts")
+    optional_reads = ("documents", "drafts", "history", "evidence")
     writes = ("answer", "citations", "drafts")
 
     def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
         p = self.params
         docs = list(memory.get("documents") or [])
+        notes = known_facts(memory, p.use_history, p.use_evidence, p.max_history)
         if docs:
+            shown = passages(docs, p.top_n, p.passage_chars)
             prompt = fill(p.prompt, "params.prompt", question=memory["question"],
-                          passages=passages(docs, p.top_n, p.passage_chars))
+                          passages=f"{notes}\n\n{shown}" if notes else shown)
+        elif notes:
+            prompt = fill(p.prompt, "params.prompt", question=memory["question"], passages=notes)
         else:
             prompt = fill(CLOSED_BOOK_PROMPT, "params.prompt", question=memory["question"])
         out = ctx.llm.complete(prompt, max_tokens=p.max_tokens)
         answer = strip_citations(out.text) or out.text
         return {"answer": answer, "citations": cited_ids(out.text, docs, p.top_n),
                 "drafts": [*(memory.get("drafts") or []), answer]}
+
+
+def known_facts(memory: Mapping[str, Any], use_history: bool, use_evidence: bool,
+                limit: int) -> str:
+    """'Known facts' lines from the chain (sub-question -> sub-answer) and the evidence notes."""
+    lines: list[str] = []
+    if use_history:
+        for h in list(memory.get("history") or [])[-limit:]:
+            if h.get("sub_question") and h.get("sub_answer"):
+                lines.append(f"- {h['sub_question']} {h['sub_answer']}")
+            elif h.get("thought"):
+                lines.append(f"- {h['thought']}")
+    if use_evidence:
+        lines += [f"- {e}" for e in list(memory.get("evidence") or [])[-limit:]
+                  if e and "no information found" not in e.lower()]
+    return ("Known facts:\n" + "\n".join(lines)) if lines else ""

@@ -1,0 +1,87 @@
+"""Step-wise generation for chains and loops: sub-answers (CoRAG, tree of clarifications) and
+interleaved chain-of-thought sentences (IRCoT)."""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import Field
+
+from ...registry import Operator, Params, operator
+from .._text import fill, first_line, passages, strip_citations
+
+SUB_PROMPT = ("{passages}\n\nAnswer the question in a few words using the passages.\n"
+              "Question: {question}\nAnswer:")
+COT_PROMPT = ("{passages}\n\nQuestion: {question}\nReasoning so far: {reasoning}\n"
+              "Write the next reasoning sentence. When you know the answer, write: "
+              "So the answer is: <answer>.\nNext sentence:")
+ANSWER_IS = re.compile(r"answer is\s*:?\s*(.+)", re.I)
+
+
+@operator("generation.sub_answer")
+class SubAnswer(Operator):
+    """Answer each pending sub-question (asked but not yet answered) from the passages retrieved for
+    it, and append (sub-question, sub-answer) to the chain in `history` (CoRAG's sub-answer step;
+    the answer node of each level in a tree of clarifications)."""
+
+    class Params(Params):
+        top_n: int = Field(3, ge=1, le=20, description="Passages shown per sub-question")
+        max_tokens: int = Field(32, ge=4, le=512, description="Longest sub-answer in tokens")
+        passage_chars: int = Field(500, ge=50, le=4000, description="Characters kept per passage")
+
+    reads = ("sub_questions",)
+    optional_reads = ("documents", "candidates", "queries", "history", "drafts")
+    writes = ("history", "drafts")
+
+    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+        answered = {h.get("sub_question") for h in memory.get("history") or []}
+        pending = [q for q in memory.get("sub_questions") or [] if q not in answered]
+        queries = list(memory.get("queries") or [])
+        cands = list(memory.get("candidates") or [])
+        level = 1 + max((int(h.get("level", 0)) for h in memory.get("history") or []
+                         if h.get("sub_question")), default=0)
+        new, drafts = [], list(memory.get("drafts") or [])
+        for q in pending:
+            docs = cands[queries.index(q)] if q in queries and len(cands) == len(queries) \
+                else list(memory.get("documents") or [])
+            prompt = fill(SUB_PROMPT, "prompt", question=q,
+                          passages=passages(docs, self.params.top_n, self.params.passage_chars)
+                          or "(no passages)")
+            ans = strip_citations(first_line(ctx.llm.complete(
+                prompt, max_tokens=self.params.max_tokens).text))
+            new.append({"sub_question": q, "sub_answer": ans, "level": level,
+                        "doc_ids": [d["id"] for d in docs[: self.params.top_n]]})
+            drafts.append(ans)
+        return {"history": new, "drafts": drafts}
+
+
+@operator("generation.cot_step")
+class CoTStep(Operator):
+    """Write the next chain-of-thought sentence from the passages so far; the sentence becomes the
+    next search query (IRCoT, Trivedi et al. 2023: interleave reasoning steps and retrieval).
+    When the sentence says "the answer is X", X goes to `answer` so a judge can stop."""
+
+    class Params(Params):
+        top_n: int = Field(4, ge=1, le=20, description="Passages shown")
+        max_tokens: int = Field(48, ge=8, le=512, description="Longest sentence in tokens")
+        passage_chars: int = Field(400, ge=50, le=4000, description="Characters kept per passage")
+
+    reads = ("question",)
+    optional_reads = ("documents", "drafts")
+    writes = ("drafts", "queries", "history", "answer")
+
+    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+        drafts = list(memory.get("drafts") or [])
+        prompt = fill(COT_PROMPT, "prompt", question=memory["question"],
+                      reasoning=" ".join(drafts) or "(none)",
+                      passages=passages(list(memory.get("documents") or []), self.params.top_n,
+                                        self.params.passage_chars) or "(no passages)")
+        sentence = strip_citations(first_line(ctx.llm.complete(
+            prompt, max_tokens=self.params.max_tokens).text))
+        out: dict[str, Any] = {"drafts": [*drafts, sentence], "history": [{"thought": sentence}],
+                               "queries": [sentence or memory["question"]]}
+        m = ANSWER_IS.search(sentence)
+        if m and m.group(1).strip(" ."):
+            out["answer"] = m.group(1).strip().rstrip(".")
+        return out
