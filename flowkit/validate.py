@@ -137,7 +137,7 @@ def check(spec: FlowSpec) -> list[Problem]:
                 written.update(classes[a].writes)
         for key in cls.reads:
             if key not in written:
-                writers = sorted(k for k, c in registry.all_operators().items() if key in c.writes)[:4]
+                writers = _suggest_writers(key)
                 problems.append(_p("unread_key", f"reads '{key}' but nothing before it writes "
                                    f"'{key}'", n.id, f"reads.{key}",
                                    hint=f"put an operator that writes it upstream, e.g. "
@@ -223,3 +223,16 @@ def ensure_valid(spec: FlowSpec) -> list[Problem]:
     if errs:
         raise ValidationError(errs)
     return [p for p in problems if p.severity != "error"]
+
+
+#: Where a user most likely wants a missing key to come from: in-flow producers before indexing.
+_MODULE_ORDER = ("retrieval", "pre_retrieval", "generation", "post_retrieval", "orchestration",
+                 "indexing")
+
+
+def _suggest_writers(key: str, n: int = 4) -> list[str]:
+    """Up to `n` operator keys that write `key`, the most natural producers first."""
+    def rank(name: str) -> tuple[int, str]:
+        module = name.split(".", 1)[0]
+        return (_MODULE_ORDER.index(module) if module in _MODULE_ORDER else len(_MODULE_ORDER), name)
+    return sorted((k for k, c in registry.all_operators().items() if key in c.writes), key=rank)[:n]

@@ -1,2 +1,2 @@
 """Generation: answers from the retrieved passages, and their verification."""
-from . import answer  # noqa: F401
+from . import answer, chain, per_document, verify  # noqa: F401

@@ -38,7 +38,7 @@ class AgentPlan(Operator):
     kind = "judge"
     routes = ("continue", "done")
     reads = ("question",)
-    optional_reads = ("evidence", "history", "queries")
+    optional_reads = ("evidence", "history", "queries", "documents")
     writes = ("route", "judgement", "queries", "history", "drafts")
 
     def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
@@ -48,6 +48,9 @@ class AgentPlan(Operator):
                                                    "reason": f"budget of {searches} searches spent"},
                     "history": [{"thought": "compute budget spent", "action": "Final Answer"}]}
         evidence = [e for e in memory.get("evidence") or []]
+        if not evidence and memory.get("documents"):   # no reflector: the raw passages are the notes
+            evidence = [f"{d.get('title', '')}: {(d.get('text') or '')[:200]}"
+                        for d in list(memory["documents"])[:3]]
         prompt = fill(self.params.prompt, "params.prompt", question=memory["question"],
                       evidence="\n".join(f"- {e}" for e in evidence[-6:]) or "(none yet)")
         text = ctx.llm.complete(prompt, max_tokens=self.params.max_tokens).text

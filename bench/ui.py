@@ -1,0 +1,154 @@
+"""UI benchmark (not a test): the editor with a 150-node flow against a 2-node one, in Chromium.
+
+    python bench/ui.py [--repeat 5]
+
+Prints, for each flow, the median time from navigation to every canvas node drawn, and the median
+round trip of two edits: clicking a node until the side panel shows its id, and adding a node from
+the palette until it is on the canvas. The ratio column is big / small, measured side by side.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from flowkit import templates  # noqa: E402
+from flowkit.spec import EdgeSpec, FlowSpec, NodeSpec, Position  # noqa: E402
+from storage.workspace import Workspace  # noqa: E402
+from studio.serve import CHROMIUM, CHROMIUM_ARGS, StudioServer  # noqa: E402
+
+OPERATORS = ("retrieval.bm25", "retrieval.dense", "generation.answer")
+
+
+def big_flow(n: int = 150, per_row: int = 15) -> FlowSpec:
+    """n nodes in a chain (n-1 edges) plus a skip edge every 10 nodes, laid out in rows."""
+    ids = [f"n{i:03d}" for i in range(n)]
+    nodes = [NodeSpec(id=nid, operator=OPERATORS[i % len(OPERATORS)]) for i, nid in enumerate(ids)]
+    edges = [EdgeSpec(source=ids[i], target=ids[i + 1]) for i in range(n - 1)]
+    edges += [EdgeSpec(source=ids[i], target=ids[i + 2]) for i in range(0, n - 2, 10)]
+    layout = {nid: Position(x=(i % per_row) * 240.0, y=(i // per_row) * 120.0)
+              for i, nid in enumerate(ids)}
+    return FlowSpec(name="bench_150", nodes=nodes, edges=edges, layout=layout)
+
+
+def _canvas(page: Any) -> Any:
+    return page.frame_locator("iframe[title*='streamlit_flow']")
+
+
+def _wait_nodes(page: Any, count: int, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    nodes = _canvas(page).locator(".react-flow__node")
+    while nodes.count() < count:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {nodes.count()} of {count} nodes drawn")
+        page.wait_for_timeout(20)
+    nodes.nth(count - 1).wait_for(state="visible")
+
+
+def first_draw(browser: Any, url: str, flow: str, n_nodes: int) -> float:
+    page = browser.new_page(viewport={"width": 1600, "height": 1100})
+    t0 = time.perf_counter()
+    page.goto(f"{url}/editor?flow={flow}")
+    _wait_nodes(page, n_nodes)
+    elapsed = time.perf_counter() - t0
+    page.close()
+    return elapsed
+
+
+def _settle(page: Any) -> None:
+    """Wait until the app is idle (no script running), so edits are timed one at a time."""
+    page.wait_for_timeout(300)
+    page.wait_for_function("!document.querySelector('[data-testid=\"stStatusWidget\"]')",
+                           timeout=60_000)
+
+
+def _inside_view(page: Any, node_ids: list[str]) -> list[str]:
+    """The nodes the canvas shows inside its frame (a click elsewhere would miss them)."""
+    frame = page.locator("iframe[title*='streamlit_flow']").bounding_box()
+    out = []
+    for nid in node_ids:
+        box = _canvas(page).locator(f'.react-flow__node[data-id="{nid}"]').bounding_box()
+        if box and frame["x"] + 40 <= box["x"] and box["x"] + box["width"] <= frame["x"] + frame[
+                "width"] - 10 and frame["y"] <= box["y"] and box["y"] + box["height"] <= frame[
+                "y"] + frame["height"] - 150:
+            out.append(nid)
+    return out or node_ids
+
+
+def edit_round_trips(browser: Any, url: str, flow: str, node_ids: list[str],
+                     repeat: int) -> tuple[list[float], list[float]]:
+    page = browser.new_page(viewport={"width": 1600, "height": 1100})
+    page.set_default_timeout(60_000)
+    page.goto(f"{url}/editor?flow={flow}")
+    _wait_nodes(page, len(node_ids))
+    _settle(page)
+    clicks: list[float] = []
+    shown = _inside_view(page, node_ids)
+    for i in range(repeat):
+        nid = shown[(i * 7 + 1) % len(shown)]
+        target = _canvas(page).locator(f'.react-flow__node[data-id="{nid}"]')
+        t0 = time.perf_counter()
+        target.click()
+        page.get_by_text(f"Node {nid}").wait_for()
+        clicks.append(time.perf_counter() - t0)
+        _settle(page)
+    adds: list[float] = []
+    box = page.get_by_placeholder("e.g. rerank, judge")
+    box.fill("bm25")
+    box.press("Enter")
+    _settle(page)
+    button = page.get_by_role("button", name="bm25", exact=True)
+    for i in range(repeat):
+        new_id = "bm25" if i == 0 else f"bm25_{i + 1}"
+        t0 = time.perf_counter()
+        button.click()
+        _canvas(page).locator(f'.react-flow__node[data-id="{new_id}"]').wait_for()
+        adds.append(time.perf_counter() - t0)
+        _settle(page)
+    page.close()
+    return clicks, adds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Workspace(tmp)
+        big = big_flow()
+        ws.store.save_flow(big, None)
+        small = templates.load_template("naive_rag").model_copy(update={"name": "bench_2"})
+        ws.store.save_flow(small, None)
+        flows = {"bench_2": [n.id for n in small.nodes], "bench_150": [n.id for n in big.nodes]}
+        with StudioServer(tmp) as url, sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            first_draw(browser, url, "bench_2", 2)          # warm the server (imports, caches)
+            results: dict[str, dict[str, float]] = {}
+            for name, ids in flows.items():
+                draws = [first_draw(browser, url, name, len(ids)) for _ in range(args.repeat)]
+                clicks, adds = edit_round_trips(browser, url, name, ids, args.repeat)
+                results[name] = {"draw": statistics.median(draws),
+                                 "click": statistics.median(clicks),
+                                 "add": statistics.median(adds)}
+            browser.close()
+    print(f"editor in Chromium, median of {args.repeat} (seconds); bench_150 has {len(big.nodes)} "
+          f"nodes / {len(big.edges)} edges, bench_2 has 2 / 1")
+    print(f"{'measure':<42}{'bench_2':>10}{'bench_150':>12}{'ratio':>8}")
+    labels = {"draw": "navigation -> all nodes drawn",
+              "click": "click a node -> its form shows",
+              "add": "palette add -> the node is on the canvas"}
+    for key, label in labels.items():
+        a, b = results["bench_2"][key], results["bench_150"][key]
+        print(f"{label:<42}{a:>10.2f}{b:>12.2f}{b / a:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()

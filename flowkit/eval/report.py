@@ -1,0 +1,321 @@
+"""An evaluation's report: per-flow metrics, deltas against a baseline, per-type breakdown, and
+its exports (JSON, CSV, and self-contained Markdown and HTML with inline SVG charts)."""
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import FlowkitError
+from .metrics import (METRICS, PAIRED, PairedDiff, QuestionResult, Summary, by_type, disagreements,
+                      paired_bootstrap, summarize)
+
+PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2")
+
+
+@dataclass
+class EvalReport:
+    """Everything shown about one evaluation; flows in column order, the baseline first."""
+
+    eval_id: str
+    name: str
+    dataset: str
+    kb: str
+    flows: list[str]
+    baseline: str
+    k: int | None
+    planned: int
+    results: dict[str, list[QuestionResult]]
+    summaries: dict[str, Summary] = field(default_factory=dict)
+    types: dict[str, dict[str, Summary]] = field(default_factory=dict)
+    deltas: dict[str, list[PairedDiff]] = field(default_factory=dict)
+    disagreements: list[str] = field(default_factory=list)
+
+    @property
+    def recall_title(self) -> str:
+        return f"R@{self.k}" if self.k else "R@all"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"eval_id": self.eval_id, "name": self.name, "dataset": self.dataset, "kb": self.kb,
+                "flows": self.flows, "baseline": self.baseline, "recall_k": self.k,
+                "questions_planned": self.planned,
+                "summary": {f: s.to_dict() for f, s in self.summaries.items()},
+                "by_type": {f: {t: s.to_dict() for t, s in ts.items()}
+                            for f, ts in self.types.items()},
+                "vs_baseline": {f: [d.to_dict() for d in ds] for f, ds in self.deltas.items()},
+                "disagreements": self.disagreements,
+                "results": {f: [r.to_dict() for r in rs] for f, rs in self.results.items()}}
+
+
+def build_report(results: dict[str, list[QuestionResult]], *, eval_id: str = "", name: str = "",
+                 dataset: str = "", kb: str = "", baseline: str | None = None, k: int | None = 5,
+                 planned: int = 0, n_resamples: int = 1000, seed: int = 0) -> EvalReport:
+    """Summaries, per-type breakdown and paired bootstrap deltas against the baseline flow."""
+    flows = list(results)
+    if not flows:
+        raise FlowkitError("nothing to report: no flows")
+    base = baseline or flows[0]
+    if base not in results:
+        raise FlowkitError(f"baseline '{base}' is not one of the flows ({', '.join(flows)})")
+    rep = EvalReport(eval_id, name, dataset, kb, flows, base, k,
+                     planned or max((len(r) for r in results.values()), default=0), results)
+    for f, rs in results.items():
+        rep.summaries[f] = summarize(f, rs)
+        rep.types[f] = by_type(f, rs)
+        if f != base:
+            rep.deltas[f] = [paired_bootstrap(rs, results[base], m, n_resamples, seed)
+                             for m in PAIRED]
+    rep.disagreements = disagreements(results)
+    return rep
+
+
+# ---- formatting --------------------------------------------------------------------------
+def fmt(metric: str, value: float | None) -> str:
+    """A metric value for a table: rates as percentages, costs with sensible precision."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if metric in ("em", "f1", "acc", "recall"):
+        return f"{100 * value:.1f}"
+    if metric == "tokens":
+        return f"{value:.0f}"
+    if metric == "llm_calls":
+        return f"{value:.2f}"
+    return f"{value:.2f}"
+
+
+def fmt_delta(d: PairedDiff) -> str:
+    if d.n == 0:
+        return "-"
+    scale = 100 if d.metric in ("em", "f1", "acc", "recall") else 1
+    digits = 0 if d.metric == "tokens" else (1 if scale == 100 else 2)
+    star = " *" if d.significant else ""
+    return (f"{scale * d.mean:+.{digits}f} [{scale * d.low:+.{digits}f}, "
+            f"{scale * d.high:+.{digits}f}]{star}")
+
+
+def _titles(rep: EvalReport) -> list[tuple[str, str]]:
+    return [(m, rep.recall_title if m == "recall" else t) for m, t, _ in METRICS]
+
+
+def summary_rows(rep: EvalReport) -> list[list[str]]:
+    """Header + one row per flow: flow, n, failed, then every metric."""
+    head = ["flow", "n", "failed", *[t for _, t in _titles(rep)]]
+    rows = [head]
+    for f in rep.flows:
+        s = rep.summaries[f]
+        rows.append([f, str(s.n), str(s.failed), *[fmt(m, getattr(s, m)) for m, _ in _titles(rep)]])
+    return rows
+
+
+def delta_rows(rep: EvalReport) -> list[list[str]]:
+    titles = dict(_titles(rep))
+    rows = [["flow", *[titles[m] for m in PAIRED]]]
+    for f, ds in rep.deltas.items():
+        rows.append([f, *[fmt_delta(d) for d in ds]])
+    return rows
+
+
+def type_rows(rep: EvalReport) -> list[list[str]]:
+    rows = [["flow", "type", "n", "EM", "F1", "Acc", rep.recall_title]]
+    for f in rep.flows:
+        for t, s in rep.types[f].items():
+            rows.append([f, t, str(s.n), fmt("em", s.em), fmt("f1", s.f1), fmt("acc", s.acc),
+                         fmt("recall", s.recall)])
+    return rows
+
+
+# ---- charts (inline SVG, no dependencies) --------------------------------------------------
+def bar_svg(title: str, labels: Sequence[str], values: Sequence[float | None],
+            width: int = 320, height: int = 180) -> str:
+    """A small bar chart as an SVG string."""
+    vals = [0.0 if v is None or math.isnan(v) else float(v) for v in values]
+    top = max(vals, default=0.0) or 1.0
+    n = max(len(vals), 1)
+    pad_l, pad_b, pad_t = 10, 40, 28
+    bw = (width - pad_l * 2) / n
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
+             f'<text x="{width / 2}" y="16" text-anchor="middle" font-weight="bold">'
+             f'{html.escape(title)}</text>']
+    for i, (lab, v) in enumerate(zip(labels, vals)):
+        h = (height - pad_b - pad_t) * v / top
+        x = pad_l + i * bw + bw * 0.15
+        y = height - pad_b - h
+        parts.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{bw * 0.7:.1f}" height="{h:.1f}" '
+                     f'fill="{PALETTE[i % len(PALETTE)]}"/>')
+        parts.append(f'<text x="{x + bw * 0.35:.1f}" y="{y - 3:.1f}" text-anchor="middle">'
+                     f'{v:.3g}</text>')
+        parts.append(f'<text x="{x + bw * 0.35:.1f}" y="{height - pad_b + 14}" '
+                     f'text-anchor="middle">{html.escape(lab[:18])}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def scatter_svg(points: Sequence[tuple[str, float, float]], x_title: str = "tokens / question",
+                y_title: str = "F1", width: int = 420, height: int = 260) -> str:
+    """Quality against cost: one labelled point per flow (x: tokens, y: F1)."""
+    pad = 46
+    xs = [p[1] for p in points] or [0.0]
+    ys = [p[2] for p in points] or [0.0]
+    x_hi = max(xs) * 1.15 or 1.0
+    y_hi = max(max(ys) * 1.15, 0.05)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
+             f'<line x1="{pad}" y1="{height - pad}" x2="{width - 10}" y2="{height - pad}" '
+             'stroke="#555"/>',
+             f'<line x1="{pad}" y1="10" x2="{pad}" y2="{height - pad}" stroke="#555"/>',
+             f'<text x="{(width + pad) / 2}" y="{height - 10}" text-anchor="middle">'
+             f'{html.escape(x_title)}</text>',
+             f'<text x="12" y="{(height - pad) / 2}" transform="rotate(-90 12 {(height - pad) / 2})" '
+             f'text-anchor="middle">{html.escape(y_title)}</text>',
+             f'<text x="{pad - 4}" y="{height - pad}" text-anchor="end">0</text>',
+             f'<text x="{pad - 4}" y="16" text-anchor="end">{y_hi:.2f}</text>',
+             f'<text x="{width - 10}" y="{height - pad + 14}" text-anchor="end">{x_hi:.0f}</text>']
+    for i, (lab, x, y) in enumerate(points):
+        cx = pad + (width - 10 - pad) * x / x_hi
+        cy = height - pad - (height - pad - 10) * y / y_hi
+        parts.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="6" '
+                     f'fill="{PALETTE[i % len(PALETTE)]}"/>')
+        parts.append(f'<text x="{cx + 8:.1f}" y="{cy - 6:.1f}">{html.escape(lab)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def charts(rep: EvalReport) -> dict[str, str]:
+    """Chart title -> SVG: one bar chart per metric, and the F1 / tokens frontier."""
+    out = {}
+    for m, title in _titles(rep):
+        values = [getattr(rep.summaries[f], m) for f in rep.flows]
+        if m == "recall" and all(v is None for v in values):
+            continue
+        out[title] = bar_svg(title, rep.flows, values)
+    out["F1 vs tokens/question"] = scatter_svg(
+        [(f, rep.summaries[f].tokens, rep.summaries[f].f1) for f in rep.flows])
+    return out
+
+
+# ---- exports ------------------------------------------------------------------------------
+def _md_table(rows: list[list[str]]) -> str:
+    def cell(c: str) -> str:
+        return c.replace("|", "\\|").replace("\n", " ")
+    head, *body = rows
+    lines = ["| " + " | ".join(map(cell, head)) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(map(cell, r)) + " |" for r in body]
+    return "\n".join(lines)
+
+
+def _header_lines(rep: EvalReport) -> list[str]:
+    done = min((s.n for s in rep.summaries.values()), default=0)
+    return [f"Evaluation `{rep.eval_id}`: {len(rep.flows)} flows on {done} of {rep.planned} "
+            f"questions of **{rep.dataset}**, knowledge base **{rep.kb}**.",
+            f"EM, F1, Acc and {rep.recall_title} in %; tokens are prompt + completion per question; "
+            f"{rep.recall_title}: share of gold passages in the top {rep.k or 'all'} of any search "
+            "of the run. Deltas: flow minus baseline, mean [95% paired bootstrap interval, 1000 "
+            "resamples, seed 0]; * the interval excludes 0."]
+
+
+def to_markdown(rep: EvalReport) -> str:
+    """A self-contained Markdown report (charts as base64 SVG images)."""
+    parts = [f"# {rep.name or 'Evaluation'}", "", *_header_lines(rep), "", "## Metrics", "",
+             _md_table(summary_rows(rep)), ""]
+    if rep.deltas:
+        parts += [f"## Against the baseline `{rep.baseline}`", "", _md_table(delta_rows(rep)), ""]
+    parts += ["## By question type", "", _md_table(type_rows(rep)), "", "## Charts", ""]
+    for title, svg in charts(rep).items():
+        b64 = base64.b64encode(svg.encode()).decode()
+        parts.append(f"![{title}](data:image/svg+xml;base64,{b64})")
+    parts += ["", f"## Questions where the flows disagree ({len(rep.disagreements)})", ""]
+    parts.append(_md_table(_disagreement_rows(rep, limit=50)))
+    return "\n".join(parts) + "\n"
+
+
+def _disagreement_rows(rep: EvalReport, limit: int | None = None) -> list[list[str]]:
+    rows = [["id", "question", "gold", *rep.flows]]
+    index = {f: {r.question_id: r for r in rs} for f, rs in rep.results.items()}
+    for qid in rep.disagreements[:limit]:
+        first = next(index[f][qid] for f in rep.flows if qid in index[f])
+        cells = []
+        for f in rep.flows:
+            r = index[f].get(qid)
+            cells.append("-" if r is None else f"{'✓' if r.em else '✗'} {r.prediction[:80]}")
+        rows.append([qid, first.question[:100], " / ".join(first.answers)[:60], *cells])
+    return rows
+
+
+def _html_table(rows: list[list[str]]) -> str:
+    head, *body = rows
+    h = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+    b = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in body)
+    return f"<table><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table>"
+
+
+def to_html(rep: EvalReport) -> str:
+    """A self-contained HTML report (inline CSS and SVG; no scripts, no external files)."""
+    style = ("body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;"
+             "margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;"
+             "font-size:13px}th{background:#f3f3f3}.charts{display:flex;flex-wrap:wrap;gap:12px}")
+    body = [f"<h1>{html.escape(rep.name or 'Evaluation')}</h1>",
+            *[f"<p>{html.escape(line).replace('**', '')}</p>" for line in _header_lines(rep)],
+            "<h2>Metrics</h2>", _html_table(summary_rows(rep))]
+    if rep.deltas:
+        body += [f"<h2>Against the baseline {html.escape(rep.baseline)}</h2>",
+                 _html_table(delta_rows(rep))]
+    body += ["<h2>By question type</h2>", _html_table(type_rows(rep)), "<h2>Charts</h2>",
+             '<div class="charts">', *charts(rep).values(), "</div>",
+             f"<h2>Questions where the flows disagree ({len(rep.disagreements)})</h2>",
+             _html_table(_disagreement_rows(rep))]
+    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>'
+            f'{html.escape(rep.name or "Evaluation")}</title><style>{style}</style></head><body>'
+            + "\n".join(body) + "</body></html>\n")
+
+
+CSV_FIELDS = ["flow", "question_id", "type", "question", "answers", "prediction", "status", "em",
+              "f1", "acc", "recall", "tokens", "llm_calls", "seconds", "run_id", "error"]
+
+
+def to_csv(rep: EvalReport) -> str:
+    """One row per flow and question."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
+    w.writeheader()
+    for f in rep.flows:
+        for r in rep.results[f]:
+            w.writerow(r.to_dict() | {"answers": " | ".join(r.answers),
+                                      "recall": "" if r.recall is None else r.recall})
+    return buf.getvalue()
+
+
+def _no_nan(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {k: _no_nan(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_no_nan(x) for x in v]
+    return v
+
+
+def to_json(rep: EvalReport) -> str:
+    """The whole report as strict JSON (no NaN: a missing value is null)."""
+    return json.dumps(_no_nan(rep.to_dict()), indent=2, ensure_ascii=False, allow_nan=False,
+                      default=str)
+
+
+def write(rep: EvalReport, path: str | Path) -> Path:
+    """Write the report in the format the file name asks for (.json, .csv, .md, .html/.htm)."""
+    p = Path(path)
+    writers = {".json": to_json, ".csv": to_csv, ".md": to_markdown, ".html": to_html,
+               ".htm": to_html}
+    fn = writers.get(p.suffix.lower())
+    if fn is None:
+        raise FlowkitError(f"{p}: write .json, .csv, .md or .html")
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(fn(rep), encoding="utf-8")
+    return p

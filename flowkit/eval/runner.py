@@ -1,0 +1,275 @@
+"""The comparison runner: every flow on the same questions, each answer stored as a traced run.
+
+An evaluation is planned (flows x the first N questions of a dataset, on one knowledge base) and
+gets an id derived from what it compares, so the same command resumes it: questions that already
+have a finished run (ok or budget_exceeded) for a flow are skipped, runs left running, interrupted
+or failed are run again. Questions go in file order, every flow on a question before the next
+question, so a stopped evaluation still compares the flows on the same questions.
+
+This module never imports storage: it is handed a workspace (`ws.run`, `ws.store`) and an
+`EvalStore` (storage.evals.EvalRepo implements it).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..compile import compile_flow
+from ..errors import FlowkitError
+from ..spec import FlowSpec, from_dict, to_dict
+from .metrics import QuestionResult, score
+
+FINISHED = ("ok", "budget_exceeded")
+
+
+class EvalStore(Protocol):
+    """What the runner needs from storage."""
+
+    def ensure_eval(self, eval_id: str, name: str, dataset: str, kb: str,
+                    flows: list[dict[str, Any]], question_ids: list[str]) -> Any: ...
+
+    def statuses(self, eval_id: str) -> dict[str, str]: ...
+
+    def discard_run(self, run_id: str) -> None: ...
+
+    def set_status(self, eval_id: str, status: str) -> None: ...
+
+    def running_pids(self, eval_id: str) -> dict[str, int]: ...
+
+
+@dataclass
+class FlowEntry:
+    """One compared flow: how the user named it (ref), its column label and the resolved spec."""
+
+    ref: str
+    spec: FlowSpec
+    version: int | None = None
+    label: str = ""
+
+    def record(self) -> dict[str, Any]:
+        return {"ref": self.ref, "label": self.label or self.ref, "name": self.spec.name,
+                "version": self.version, "spec": to_dict(self.spec)}
+
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> FlowEntry:
+        return cls(ref=str(rec["ref"]), spec=from_dict(rec["spec"]), version=rec.get("version"),
+                   label=str(rec.get("label") or rec["ref"]))
+
+
+def label_flows(entries: list[FlowEntry]) -> list[FlowEntry]:
+    """Give each flow a short unique column label (a file path becomes its flow's name)."""
+    refs = [e.ref for e in entries]
+    dup = sorted({r for r in refs if refs.count(r) > 1})
+    if dup:
+        raise FlowkitError(f"the same flow is listed twice: {', '.join(dup)}")
+    used: set[str] = set()
+    for e in entries:
+        base = e.spec.name if (e.ref.endswith(".json") or os.sep in e.ref) else e.ref
+        label, n = base, 2
+        while label in used:
+            label, n = f"{base}#{n}", n + 1
+        e.label = label
+        used.add(label)
+    return entries
+
+
+def _spec_hash(spec: FlowSpec) -> str:
+    data = {k: v for k, v in to_dict(spec).items() if k != "layout"}
+    return hashlib.sha1(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def eval_id_for(flows: Sequence[FlowEntry], dataset: str, kb: str, limit: int | None) -> str:
+    """A 12-hex id from the flows (refs and their specs), dataset, knowledge base and limit:
+    the same comparison gets the same id (and resumes); an edited flow starts a new one."""
+    key = json.dumps({"flows": [[f.ref, _spec_hash(f.spec)] for f in flows], "dataset": dataset,
+                      "kb": kb, "limit": limit or 0}, sort_keys=True)
+    return hashlib.sha1(key.encode()).hexdigest()[:12]
+
+
+@dataclass
+class EvalPlan:
+    """What an evaluation runs: flows x questions on a knowledge base."""
+
+    eval_id: str
+    name: str
+    dataset: str
+    kb: str
+    flows: list[FlowEntry]
+    questions: list[dict[str, Any]]
+
+    @property
+    def total(self) -> int:
+        return len(self.flows) * len(self.questions)
+
+
+def make_plan(flows: list[FlowEntry], dataset_name: str, questions: list[dict[str, Any]], kb: str,
+              limit: int | None = None, eval_id: str | None = None, name: str = "") -> EvalPlan:
+    """Plan flows x the first `limit` questions (file order). The id is derived unless given."""
+    if not flows:
+        raise FlowkitError("name at least one flow to evaluate")
+    if not kb:
+        raise FlowkitError("name the knowledge base to answer from (--kb)")
+    chosen = list(questions[:limit] if limit else questions)
+    if not chosen:
+        raise FlowkitError(f"dataset '{dataset_name}' has no questions")
+    label_flows(flows)
+    eid = eval_id or eval_id_for(flows, dataset_name, kb, limit)
+    return EvalPlan(eid, name or f"{' vs '.join(f.label for f in flows)} on {dataset_name}",
+                    dataset_name, kb, flows, chosen)
+
+
+def _run_id(eval_id: str, fi: int, qi: int) -> str:
+    return f"{eval_id}-{fi}-{qi}"     # the same scheme as storage.evals.run_id_for
+
+
+@dataclass
+class Progress:
+    """Where an evaluation stands after each question of each flow."""
+
+    done: int
+    total: int
+    skipped: int
+    flow_index: int
+    question_index: int
+    status: str          # the run's status, or "skipped"
+    flow: str = ""
+
+
+@dataclass
+class Outcome:
+    eval_id: str
+    status: str          # done | stopped
+    ran: int = 0
+    skipped: int = 0
+    redone: int = 0
+    statuses: dict[str, int] = field(default_factory=dict)
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _guard_running(repo: EvalStore, eval_id: str) -> None:
+    """Refuse when another live process on this machine is running this evaluation right now."""
+    for pid in repo.running_pids(eval_id).values():
+        if pid and pid != os.getpid() and _pid_alive(pid):
+            raise FlowkitError(f"evaluation {eval_id} is being run by process {pid} right now")
+
+
+def run_evaluation(ws: Any, repo: EvalStore, plan: EvalPlan, *,
+                   progress: Callable[[Progress], None] | None = None,
+                   stop: threading.Event | None = None) -> Outcome:
+    """Run (or resume) an evaluation. `stop` ends it cleanly before the next question."""
+    ws.store.mark_interrupted()
+    ws.resources.kb(plan.kb).require_ready()
+    repo.ensure_eval(plan.eval_id, plan.name, plan.dataset, plan.kb,
+                     [f.record() for f in plan.flows], [str(q["id"]) for q in plan.questions])
+    repo.set_status(plan.eval_id, "running")
+    compiled = [compile_flow(f.spec) for f in plan.flows]
+    statuses = repo.statuses(plan.eval_id)
+    _guard_running(repo, plan.eval_id)
+    out = Outcome(plan.eval_id, "running")
+    done = 0
+    try:
+        for qi, q in enumerate(plan.questions):
+            for fi, flow in enumerate(plan.flows):
+                rid = _run_id(plan.eval_id, fi, qi)
+                prev = statuses.get(rid)
+                if prev in FINISHED:
+                    out.skipped += 1
+                    done += 1
+                    if progress:
+                        progress(Progress(done, plan.total, out.skipped, fi, qi, "skipped",
+                                          flow.label))
+                    continue
+                if stop is not None and stop.is_set():
+                    out.status = "stopped"
+                    repo.set_status(plan.eval_id, "stopped")
+                    return out
+                if prev is not None:
+                    repo.discard_run(rid)
+                    out.redone += 1
+                result = ws.run(compiled[fi], str(q["question"]), plan.kb,
+                                flow_version=flow.version, eval_id=plan.eval_id, run_id=rid)
+                out.ran += 1
+                out.statuses[result.status] = out.statuses.get(result.status, 0) + 1
+                done += 1
+                if progress:
+                    progress(Progress(done, plan.total, out.skipped, fi, qi, result.status,
+                                      flow.label))
+    except BaseException:
+        repo.set_status(plan.eval_id, "interrupted")
+        raise
+    out.status = "done"
+    repo.set_status(plan.eval_id, "done")
+    return out
+
+
+def plan_from_eval(info: Any, questions: list[dict[str, Any]]) -> EvalPlan:
+    """The plan of a stored evaluation (for --resume): its flows' specs and its question ids."""
+    by_id = {str(q["id"]): q for q in questions}
+    missing = [qid for qid in info.question_ids if qid not in by_id]
+    if missing:
+        raise FlowkitError(f"dataset '{info.dataset}' no longer has question(s) "
+                           f"{', '.join(missing[:5])}")
+    flows = [FlowEntry.from_record(r) for r in info.flows]
+    return EvalPlan(info.id, info.name, info.dataset, info.kb, flows,
+                    [by_id[qid] for qid in info.question_ids])
+
+
+def collect_results(plan: EvalPlan, runs: Sequence[Any], retrievals: dict[str, list[list[str]]],
+                    k: int | None = 5) -> dict[str, list[QuestionResult]]:
+    """Per flow label, the scored result of every question that has a run (question order)."""
+    by_id = {r.id: r for r in runs}
+    out: dict[str, list[QuestionResult]] = {f.label: [] for f in plan.flows}
+    for qi, q in enumerate(plan.questions):
+        for fi, flow in enumerate(plan.flows):
+            run = by_id.get(_run_id(plan.eval_id, fi, qi))
+            if run is None:
+                continue
+            out[flow.label].append(score(
+                flow.label, q, run.answer, status=run.status, tokens=run.tokens,
+                llm_calls=run.llm_calls, seconds=run.ms / 1000.0, run_id=run.id,
+                retrievals=retrievals.get(run.id, []), k=k, error=run.error))
+    return out
+
+
+def evaluation_report(repo: Any, plan: EvalPlan, baseline: str | None = None,
+                      k: int | None = 5) -> Any:
+    """The report of a (possibly partial) evaluation from the runs stored for it. `baseline` is a
+    flow's ref, label or name (default: the first flow)."""
+    from .report import build_report
+    results = collect_results(plan, repo.runs(plan.eval_id), repo.retrievals(plan.eval_id), k=k)
+    base = None
+    if baseline:
+        match = [f.label for f in plan.flows if baseline in (f.ref, f.label, f.spec.name)]
+        if not match:
+            raise FlowkitError(f"--baseline '{baseline}' is not one of the flows "
+                               f"({', '.join(f.label for f in plan.flows)})")
+        base = match[0]
+    return build_report(results, eval_id=plan.eval_id, name=plan.name, dataset=plan.dataset,
+                        kb=plan.kb, baseline=base, k=k, planned=len(plan.questions))
+
+
+def resolve_flows(ws: Any, refs: Sequence[str]) -> list[FlowEntry]:
+    """Flow refs (file, saved flow name or template name) resolved through the workspace."""
+    out = []
+    for ref in refs:
+        spec, version = ws.resolve_flow(ref)
+        out.append(FlowEntry(ref=str(Path(ref)) if ref.endswith(".json") else ref, spec=spec,
+                             version=version))
+    return out

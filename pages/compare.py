@@ -1,0 +1,38 @@
+"""Compare: several flows on the same questions, side by side.
+
+Pick 2 to 6 flows, a question set, a knowledge base and how many questions; the evaluation runs
+in the background (it survives a refresh) and its id stays in the address (?eval=...). Then the
+metrics with deltas against the first flow, charts, the questions the flows disagree on, and any
+question's traces side by side.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from storage.evals import EvalRepo
+from studio import compare_jobs, compare_view
+from studio.jobs import get_jobs
+from studio.workspace import get_workspace
+
+ws = get_workspace()
+jobs = get_jobs()
+switches = compare_jobs.get_switches()
+repo = EvalRepo(ws.store)
+
+st.title("Compare")
+eval_id = st.query_params.get("eval")
+
+top_left, top_right = st.columns([3, 2], gap="large")
+with top_right:
+    compare_view.open_picker(repo)
+with top_left, st.expander("New comparison", expanded=not eval_id):
+    compare_view.setup_form(ws, repo, jobs, switches)
+
+if eval_id:
+    plan = compare_view.load_plan(repo, eval_id)
+    if plan is not None:
+        compare_view.header(plan)
+        compare_view.progress_panel(ws, jobs, switches, plan)
+        compare_view.results(ws, repo, plan)
+else:
+    st.info("Start a comparison, or open an earlier evaluation.")

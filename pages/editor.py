@@ -1,0 +1,255 @@
+"""Editor: the canvas, the operator palette, the node/edge side panel, problems, save and run."""
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+from streamlit_flow import streamlit_flow
+
+from flowkit import registry
+from flowkit.errors import FlowkitError, NotFoundError
+from flowkit.spec import Limits
+from studio import canvas, diffs, forms, palette
+from studio.editor import K_GEN, Editor, canvas_key
+from studio.workspace import get_workspace
+
+
+def _ed() -> Editor:
+    return Editor(st.session_state, get_workspace())
+
+
+# ---- callbacks: they run before the script, so every Python-side change to the graph happens
+# before streamlit_flow() is called (GUIDE canvas rule 2) --------------------------------------
+def _add(op: str) -> None:
+    _ed().add_node(op)
+
+
+def _delete() -> None:
+    _ed().delete_selected()
+
+
+def _deselect() -> None:
+    _ed().select(None)
+
+
+def _set_param(node_id: str, name: str, value: Any) -> None:
+    _ed().set_param(node_id, name, value)
+
+
+def _set_label(node_id: str, key: str) -> None:
+    _ed().set_label(node_id, st.session_state.get(key) or "")
+
+
+def _set_edge_label(edge_id: str, key: str) -> None:
+    value = st.session_state.get(key)
+    _ed().set_edge_label(edge_id, None if value in (None, "(none)") else value)
+
+
+def _set_limit(name: str, value: Any) -> None:
+    if value is not None:
+        _ed().set_limits(**{name: value})
+
+
+def _set_description(key: str) -> None:
+    _ed().set_flow_fields(description=st.session_state.get(key) or "")
+
+
+def _set_entry(key: str) -> None:
+    value = st.session_state.get(key)
+    _ed().set_flow_fields(entry=None if value in (None, "(automatic)") else value)
+
+
+def _save() -> None:
+    _ed().save(st.session_state.get("editor_save_msg") or "")
+    st.session_state["editor_save_msg"] = ""
+
+
+def _overwrite() -> None:
+    _ed().overwrite()
+
+
+def _discard() -> None:
+    _ed().discard()
+
+
+# ---- which flow -------------------------------------------------------------------------------
+ws = get_workspace()
+ed = Editor(st.session_state, ws)
+flow = st.query_params.get("flow") or (ed.draft.flow if ed.draft else None)
+if not flow:
+    st.title("Editor")
+    names = [f.name for f in ws.store.list_flows()]
+    if not names:
+        st.info("No saved flows yet.")
+        st.page_link("pages/flows.py", label="Create one on the Flows page", icon=":material/add:")
+        st.stop()
+    pick = st.selectbox("Open a flow", names, key="editor_pick")
+    if st.button("Open", type="primary"):
+        st.query_params["flow"] = pick
+        st.rerun()
+    st.stop()
+try:
+    draft = ed.open(flow, st.query_params.get("draft"))
+except NotFoundError as err:
+    st.title("Editor")
+    st.error(str(err))
+    st.page_link("pages/flows.py", label="Back to the flows", icon=":material/arrow_back:")
+    st.stop()
+if st.query_params.get("flow") != draft.flow or st.query_params.get("draft") != draft.draft_id:
+    st.query_params.update({"flow": draft.flow, "draft": draft.draft_id})
+
+spec = ed.spec
+problems = ed.problems(spec)
+gen = st.session_state.get(K_GEN, 0)
+
+# ---- header and toolbar -----------------------------------------------------------------------
+st.title(f"Editor · {draft.flow}")
+dirty = ed.dirty()
+st.caption(f"Started from version {draft.base_version}"
+           + (" · **unsaved changes** (kept on the server: a refresh loses nothing)" if dirty
+              else " · no unsaved changes"))
+# the two boxes always exist, filled or not, so the canvas below keeps its place in the page
+# (an element inserted above it would make the browser mount the canvas afresh)
+notice_box, conflict_box = st.empty(), st.container()
+notice = ed.notice()
+if notice:
+    (notice_box.success if notice[0] == "success" else notice_box.info)(notice[1])
+
+conflict = ed.conflict
+if conflict:
+    with conflict_box.container(border=True):
+        if conflict.get("deleted"):
+            st.error(f"Conflict: '{draft.flow}' was deleted while you edited it. Your draft is "
+                     "kept: save it as a new flow.")
+        else:
+            st.error(f"Conflict: version {conflict['actual']} of '{draft.flow}' was saved while "
+                     f"you edited version {conflict['expected']}. Your draft is kept; choose "
+                     "what to do.")
+            try:
+                theirs, _ = ws.store.get_flow(draft.flow)
+                changes = diffs.structural(theirs, spec)
+                with st.expander(f"Your draft compared with version {conflict['actual']}"):
+                    st.markdown("\n".join(f"- `{c}`" for c in changes) or "Only positions differ.")
+            except NotFoundError:
+                pass
+        c1, c2, c3 = st.columns(3)
+        with c1:
+            new_name = st.text_input("New flow name", value=f"{draft.flow}_mine",
+                                     key="editor_conflict_name")
+            if st.button("Keep mine: save as a new flow", key="editor_conflict_save_as"):
+                try:
+                    saved = ed.save_as(new_name)
+                except FlowkitError as err:
+                    st.error(str(err))
+                else:
+                    st.query_params.update({"flow": saved, "draft": ed.draft.draft_id})
+                    st.rerun()
+        if not conflict.get("deleted"):
+            c2.button(f"Overwrite: save mine over version {conflict['actual']}",
+                      key="editor_conflict_overwrite", on_click=_overwrite)
+            c3.button(f"Discard mine: load version {conflict['actual']}",
+                      key="editor_conflict_discard", on_click=_discard)
+
+bar = st.columns([3, 1, 1, 1, 1], vertical_alignment="bottom")
+bar[0].text_input("Version message", key="editor_save_msg", placeholder="what changed (optional)")
+bar[1].button("Save", type="primary", on_click=_save, key="editor_save", width="stretch",
+              help="Save the draft as a new version of the flow")
+run_clicked = bar[2].button("Run ▶", key="editor_run", width="stretch",
+                            help="Open the run page with this flow (saves the draft first)")
+with bar[3].popover("Discard", width="stretch", disabled=not dirty):
+    st.write("Throw away your unsaved changes and load the saved flow?")
+    st.button("Discard my changes", key="editor_discard", on_click=_discard)
+bar[4].button("Delete selected", key="editor_delete", on_click=_delete, width="stretch",
+              disabled=not ed.selected, help="Delete the selected node (with its edges) or edge")
+if run_clicked:
+    if not ed.dirty() or ed.save("saved before a run") is not None:
+        st.session_state["run_flow"] = draft.flow
+        st.switch_page("pages/run.py", query_params={"flow": draft.flow})
+    st.rerun()
+
+# ---- palette | canvas | side panel ------------------------------------------------------------
+left, middle, right = st.columns([1, 4, 1.6])
+with left:
+    st.markdown("**Operators**")
+    palette.render(on_add=_add)
+
+with middle:
+    returned = streamlit_flow(canvas_key(draft.flow), ed.canvas_state(), height=620,
+                              fit_view=ed.fit_view,
+                              show_controls=True, show_minimap=len(spec.nodes) > 30,
+                              allow_new_edges=True, get_node_on_click=True,
+                              get_edge_on_click=True, enable_node_menu=False,
+                              enable_edge_menu=False, enable_pane_menu=False, hide_watermark=True)
+    st.caption("Drag from a node's right handle to another node's left handle to connect them. "
+               "Click a node or edge to edit it; delete it with **Delete selected**.")
+if ed.take_canvas(returned):
+    st.rerun()
+spec = ed.spec
+problems = ed.problems(spec)
+
+with right:
+    sel = ed.selected
+    node_ids = {n.id for n in spec.nodes}
+    edge = canvas.find_edge(spec, sel) if sel and sel not in node_ids else None
+    if sel in node_ids:
+        node = spec.node(sel)
+        cls = registry.get(node.operator)
+        head, close = st.columns([4, 1])
+        head.markdown(f"**Node `{node.id}`**")
+        close.button("✕", key="editor_deselect", on_click=_deselect, help="Close")
+        st.caption(f"`{node.operator}`")
+        st.text_input("Label", value=node.label, key=f"editor_label_{gen}_{sel}",
+                      on_change=_set_label, args=(sel, f"editor_label_{gen}_{sel}"))
+        if cls is None:
+            st.error(f"Unknown operator '{node.operator}': delete this node.")
+        else:
+            with st.expander("About this operator"):
+                st.markdown(cls.help())
+                st.caption(f"reads: {', '.join(cls.reads) or '-'} · writes: "
+                           f"{', '.join(cls.writes) or '-'} · kind: {cls.kind}")
+            forms.render_params(cls.Params.model_json_schema(), node.params,
+                                f"editor_p_{gen}_{sel}_",
+                                on_value=lambda name, value, nid=sel: _set_param(nid, name, value))
+        for p in problems:
+            if p.node == sel:
+                (st.error if p.severity == "error" else st.warning)(
+                    f"{p.message}" + (f" — {p.hint}" if p.hint else ""))
+    elif edge is not None:
+        _, e = edge
+        head, close = st.columns([4, 1])
+        head.markdown(f"**Edge `{e.source}` → `{e.target}`**")
+        close.button("✕", key="editor_deselect", on_click=_deselect, help="Close")
+        labels = canvas.route_labels(spec.node(e.source)) if e.source in node_ids else ()
+        if labels:
+            options = ["(none)", *labels] + ([e.label] if e.label and e.label not in labels else [])
+            st.selectbox("Route label", options, index=options.index(e.label or "(none)"),
+                         key=f"editor_edge_label_{gen}_{sel}", on_change=_set_edge_label,
+                         args=(sel, f"editor_edge_label_{gen}_{sel}"),
+                         help=f"Which of '{e.source}''s routes follows this edge")
+        else:
+            st.caption(f"'{e.source}' does not route: this edge is always followed.")
+            if e.label:
+                st.button("Remove the label", key=f"editor_edge_unlabel_{gen}",
+                          on_click=lambda eid=sel: _ed().set_edge_label(eid, None))
+    else:
+        st.caption("Click a node or an edge on the canvas to edit it.")
+
+    errors = [p for p in problems if p.severity == "error"]
+    st.markdown(f"**Problems** ({len(errors)} error(s), {len(problems) - len(errors)} warning(s))")
+    if not problems:
+        st.success("No problems: the flow can run.")
+    for p in problems:
+        where = f"`{p.node}` " if p.node else ""
+        text = f"{where}{p.message}" + (f" — _{p.hint}_" if p.hint else "")
+        (st.error if p.severity == "error" else st.warning)(f"[{p.code}] {text}")
+
+    with st.expander("Flow: description, entry, limits"):
+        st.text_area("Description", value=spec.description, key=f"editor_desc_{gen}",
+                     on_change=_set_description, args=(f"editor_desc_{gen}",))
+        entries = ["(automatic)", *[n.id for n in spec.nodes]]
+        st.selectbox("Entry node", entries,
+                     index=entries.index(spec.entry) if spec.entry in entries else 0,
+                     key=f"editor_entry_{gen}", on_change=_set_entry, args=(f"editor_entry_{gen}",),
+                     help="Where a run starts; automatic = the only node without inputs")
+        forms.render_params(Limits.model_json_schema(), spec.limits.model_dump(),
+                            f"editor_limits_{gen}_", on_value=_set_limit)

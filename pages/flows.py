@@ -1,0 +1,151 @@
+"""Flows (home): saved flows with their last run; create, import, export, versions, delete."""
+from __future__ import annotations
+
+from datetime import datetime
+
+import streamlit as st
+
+from flowkit import templates
+from flowkit.errors import FlowkitError
+from studio import diffs, library
+from studio.workspace import get_workspace
+
+ws = get_workspace()
+store = ws.store
+
+
+def _when(t: datetime | None) -> str:
+    return t.strftime("%Y-%m-%d %H:%M") if t else ""
+
+
+def _go(page: str, flow: str) -> None:
+    if page == "pages/run.py":
+        st.session_state["run_flow"] = flow
+    st.switch_page(page, query_params={"flow": flow})   # the target page's query params
+
+
+st.title("Flows")
+notice = st.session_state.pop("flows_notice", None)
+if notice:
+    st.success(notice)
+
+new_col, import_col = st.columns(2)
+with new_col, st.form("flows_new", clear_on_submit=False, border=True):
+    st.subheader("New flow")
+    name = st.text_input("Name", key="flows_new_name", placeholder="my_flow")
+    names = templates.names()
+    choices = sorted(names, key=lambda n: n != "naive_rag") + [library.BLANK]
+    template = st.selectbox("Start from", choices, key="flows_new_template",
+                            help="A ready-made template, or an empty canvas")
+    if st.form_submit_button("Create and open", type="primary"):
+        try:
+            library.create_flow(store, name, template)
+        except FlowkitError as err:
+            st.error(str(err))
+        else:
+            _go("pages/editor.py", name.strip())
+
+with import_col, st.container(border=True):
+    st.subheader("Import")
+    upload = st.file_uploader("A flow JSON file", type=["json"], key="flows_import_file")
+    if upload is not None:
+        spec, problems = library.parse_import(upload.getvalue())
+        if spec is None:
+            for p in problems:
+                st.error(str(p))
+        else:
+            if problems:
+                st.warning(f"The flow has {len(problems)} problem(s); you can fix them in the "
+                           "editor.")
+                with st.expander("Problems"):
+                    for p in problems:
+                        st.markdown(f"- {p}")
+            new_name = st.text_input("Save as", value=spec.name, key="flows_import_name")
+            if st.button("Import", key="flows_import_go"):
+                try:
+                    library.import_flow(store, spec, new_name)
+                except FlowkitError as err:
+                    st.error(str(err))
+                else:
+                    st.session_state["flows_notice"] = f"Imported '{new_name.strip()}'."
+                    st.rerun()
+
+st.subheader("Saved flows")
+flows = store.list_flows()
+if not flows:
+    st.info("No saved flows yet: create one from a template above.")
+confirm = st.session_state.get("flows_confirm_delete")
+for f in flows:
+    with st.container(border=True):
+        info, act = st.columns([3, 4])
+        with info:
+            st.markdown(f"**{f.name}** · version {f.version} · saved {_when(f.updated_at)}")
+            if f.description:
+                st.caption(f.description)
+            if f.last_run_id:
+                st.caption(f"Last run: {f.last_run_status} · {_when(f.last_run_at)} · "
+                           f"`{f.last_run_id[:8]}`")
+            else:
+                st.caption("Not run yet")
+        with act:
+            b = st.columns(5)
+            if b[0].button("Open", key=f"flows_open_{f.name}", type="primary"):
+                _go("pages/editor.py", f.name)
+            if b[1].button("Run", key=f"flows_run_{f.name}"):
+                _go("pages/run.py", f.name)
+            b[2].download_button("Export", data=library.export_bytes(store, f.name),
+                                 file_name=f"{f.name}.json", mime="application/json",
+                                 key=f"flows_export_{f.name}")
+            if b[3].button("Versions", key=f"flows_versions_{f.name}"):
+                st.session_state["flows_selected"] = f.name
+            if b[4].button("Delete", key=f"flows_delete_{f.name}"):
+                st.session_state["flows_confirm_delete"] = confirm = f.name
+        if confirm == f.name:
+            st.warning(f"Delete '{f.name}' and all its versions? Its runs stay in the history.")
+            yes, no = st.columns([1, 6])
+            if yes.button("Yes, delete", key=f"flows_delete_yes_{f.name}", type="primary"):
+                library.delete(store, ws.data_dir, f.name)
+                st.session_state["flows_confirm_delete"] = None
+                if st.session_state.get("flows_selected") == f.name:
+                    st.session_state["flows_selected"] = None
+                st.session_state["flows_notice"] = f"Deleted '{f.name}'."
+                st.rerun()
+            if no.button("Cancel", key=f"flows_delete_no_{f.name}"):
+                st.session_state["flows_confirm_delete"] = None
+                st.rerun()
+
+selected = st.session_state.get("flows_selected")
+if selected and store.flow_exists(selected):
+    st.subheader(f"Versions of {selected}")
+    versions = store.versions(selected)
+    st.dataframe([{"version": v.version, "saved": _when(v.created_at), "message": v.message,
+                   "nodes": len(v.spec.nodes), "edges": len(v.spec.edges)} for v in versions],
+                 hide_index=True, width="stretch")
+    numbers = [v.version for v in versions]
+    by_number = {v.version: v.spec for v in versions}
+    a_col, b_col, r_col = st.columns(3)
+    old = a_col.selectbox("From version", numbers, index=min(1, len(numbers) - 1),
+                          key=f"flows_diff_a_{selected}")
+    new = b_col.selectbox("To version", numbers, index=0, key=f"flows_diff_b_{selected}")
+    with r_col:
+        back = st.selectbox("Restore version", numbers, index=min(1, len(numbers) - 1),
+                            key=f"flows_restore_{selected}")
+        if st.button(f"Restore version {back} as the newest", key=f"flows_restore_go_{selected}"):
+            try:
+                v = library.restore(store, selected, back)
+            except FlowkitError as err:
+                st.error(str(err))
+            else:
+                st.session_state["flows_notice"] = (f"Restored version {back} of '{selected}' "
+                                                    f"as version {v}.")
+                st.rerun()
+    changes = diffs.structural(by_number[old], by_number[new])
+    if old == new:
+        st.caption("Pick two different versions to see what changed.")
+    elif not changes:
+        st.caption("No change except canvas positions.")
+    else:
+        st.markdown("\n".join(f"- `{c}`" for c in changes))
+        with st.expander("Unified diff of the JSON"):
+            st.code(diffs.unified(by_number[old], by_number[new], f"v{old}", f"v{new}"),
+                    language="diff")

@@ -1,0 +1,212 @@
+"""Knowledge bases: create one, ingest files in the background, browse its chunks, compare BM25,
+dense and hybrid search side by side, see its knowledge graph, attach a SQLite database."""
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import streamlit as st
+
+from flowkit.errors import FlowkitError
+from studio import graphview, kbview
+from studio.jobs import get_jobs
+from studio.tasks import submit_ingest
+from studio.workspace import get_workspace
+
+ws = get_workspace()
+jobs = get_jobs()
+res = ws.resources
+state = st.session_state
+
+st.title("Knowledge bases")
+notice = state.pop("kb_notice", None)
+if notice:
+    st.success(notice)
+
+rows = kbview.kb_rows(res)
+names = [r["name"] for r in rows]
+if rows:
+    st.dataframe(rows, hide_index=True, width="stretch",
+                 column_config={"graph": st.column_config.CheckboxColumn("graph index"),
+                                "database": st.column_config.CheckboxColumn("SQLite attached")})
+else:
+    st.info("No knowledge base yet. Create one below, or run `flowkit setup` for the sample.")
+
+# ---- the knowledge base this page works on (?kb=) ---------------------------------------------
+want = st.query_params.get("kb")
+if want in names and state.get("kb_pick") != want:
+    state["kb_pick"] = want
+if state.get("kb_pick") not in names:
+    state["kb_pick"] = names[0] if names else None
+
+create_col, ingest_col = st.columns(2, gap="large")
+with create_col, st.form("kb_create", border=True):
+    st.subheader("New knowledge base")
+    new_name = st.text_input("Name", key="kb_new_name", placeholder="my_docs")
+    new_desc = st.text_input("Description", key="kb_new_desc")
+    if st.form_submit_button("Create"):
+        try:
+            kbview.create(res, new_name, new_desc)
+        except FlowkitError as err:
+            st.error(str(err))
+        else:
+            state["kb_notice"] = f"Created '{new_name.strip()}'. Add files to it next."
+            st.query_params["kb"] = new_name.strip()
+            st.rerun()
+
+with ingest_col, st.container(border=True):
+    st.subheader("Add files")
+    if not names:
+        st.caption("Create a knowledge base first.")
+    else:
+        target = st.selectbox("Into", names, key="kb_ingest_target",
+                              index=names.index(state["kb_pick"]) if state.get("kb_pick") in names
+                              else 0)
+        files = st.file_uploader("Files (.txt, .md, .jsonl with id/title/text, .pdf)",
+                                 type=kbview.UPLOAD_TYPES, accept_multiple_files=True,
+                                 key="kb_files")
+        chunkers = kbview.chunkers()
+        chunker = st.selectbox("Chunking", list(chunkers), key="kb_chunker",
+                               format_func=lambda k: f"{k} · {chunkers[k].summary()}",
+                               index=list(chunkers).index("indexing.chunk_fixed")
+                               if "indexing.chunk_fixed" in chunkers else 0)
+        st.caption(chunkers[chunker].help().split("\n\n")[-1][:300])
+        params_text = st.text_area("Chunking params (JSON)", key=f"kb_params_{chunker}",
+                                   value=json.dumps(kbview.default_params(chunker), indent=2),
+                                   height=150)
+        try:
+            params = kbview.parse_params(chunker, params_text)
+            params_error = None
+        except ValueError as err:
+            params, params_error = {}, str(err)
+        if params_error:
+            st.error(params_error)
+        if st.button("Ingest ▶", type="primary", key="kb_ingest_go", disabled=bool(params_error)):
+            if not files:
+                st.error("Choose one or more files first.")
+            else:
+                job_id = submit_ingest(jobs, ws, target, [(f.name, f.getvalue()) for f in files],
+                                       chunker, params)
+                st.query_params["ingest"] = job_id
+                st.query_params["kb"] = target
+
+# ---- the ingest this page started (?ingest=<job>) ---------------------------------------------
+ingest_id = st.query_params.get("ingest")
+ingest_job = jobs.get(ingest_id) if ingest_id else None
+if ingest_job is not None:
+    running = not ingest_job.finished
+
+    @st.fragment(run_every=1.0 if running else None)
+    def _ingest_progress() -> None:
+        job = jobs.get(ingest_id)
+        if job is None:
+            return
+        if job.status == "queued":
+            st.progress(0.0, text=f"{job.label}: queued, {jobs.ahead_of(job.id)} job(s) ahead")
+        elif job.status == "running":
+            st.progress(min(max(job.progress or 0.0, 0.0), 1.0), text=f"{job.label}: {job.message}")
+        elif job.status == "error":
+            st.error(f"{job.label} failed: {job.error}")
+        else:
+            st.progress(1.0, text=f"{job.label}: {job.message}")
+            st.success(f"Ingested {(job.result or {}).get('chunks', 0)} chunks into "
+                       f"'{(job.result or {}).get('kb')}'.")
+        if running and job.finished:
+            st.rerun()
+
+    _ingest_progress()
+
+if not names:
+    st.stop()
+
+# ---- one knowledge base: chunks, search, graph, database ---------------------------------------
+st.divider()
+pick = st.selectbox("Knowledge base", names, key="kb_pick")
+if st.query_params.get("kb") != pick:
+    st.query_params["kb"] = pick
+kb = res.kb(pick)
+t_search, t_chunks, t_graph, t_db = st.tabs(["Search", "Chunks", "Knowledge graph", "Database"])
+
+with t_search:
+    qcol, kcol = st.columns([5, 1])
+    query = qcol.text_input("Search", key="kb_search_q", placeholder="e.g. Corren Lighthouse keeper")
+    k = kcol.number_input("Top k", 1, 50, 5, key="kb_search_k")
+    if query.strip():
+        try:
+            results = kbview.search(kb, query.strip(), int(k))
+        except FlowkitError as err:
+            st.error(str(err))
+        else:
+            for col, (method, docs) in zip(st.columns(3), results.items()):
+                with col:
+                    st.markdown(f"**{method}**")
+                    if not docs:
+                        st.caption("No results.")
+                    for rank, d in enumerate(docs, 1):
+                        with st.container(border=True):
+                            st.markdown(f"**{rank}.** `{d['id']}` · score {d['score']:.4f}")
+                            if d.get("title"):
+                                st.caption(d["title"])
+                            text = d.get("text", "")
+                            st.write(text[:280] + ("…" if len(text) > 280 else ""))
+
+with t_chunks:
+    total = kb.count() if kb.exists else 0
+    size = 20
+    pages = max(1, -(-total // size))
+    pcol, _ = st.columns([1, 4])
+    page_no = pcol.number_input(f"Page (of {pages})", 1, pages, 1, key=f"kb_chunks_page_{pick}")
+    st.caption(f"{total} chunks · showing {size * (page_no - 1) + 1 if total else 0}-"
+               f"{min(total, size * page_no)}")
+    chunk_rows = [{"id": d["id"], "title": d.get("title", ""),
+                   "doc": (d.get("meta") or {}).get("doc_id", ""),
+                   "chars": len(d.get("text", "")), "text": d.get("text", "")[:400]}
+                  for d in (kb.chunks(limit=size, offset=size * (page_no - 1)) if total else [])]
+    st.dataframe(chunk_rows, hide_index=True, width="stretch")
+
+with t_graph:
+    try:
+        graph = kbview.load_kg(kb.dir)
+    except FlowkitError as err:
+        graph = None
+        st.error(str(err))
+    if graph is None:
+        st.caption("No knowledge-graph index: ingest files with the `indexing.knowledge_graph` "
+                   "chunker to build one.")
+    else:
+        st.caption(f"{graph.number_of_nodes()} entities, {graph.number_of_edges()} relations. "
+                   "Drag to move, scroll to zoom, hover an edge for its relations.")
+        fcol, ncol = st.columns([4, 1])
+        focus = fcol.text_input("Focus on an entity", key=f"kb_graph_focus_{pick}",
+                                placeholder="e.g. Corren (its neighbours are drawn, in amber)")
+        most = ncol.number_input("Entities drawn", 5, 300, 60, step=5, key=f"kb_graph_n_{pick}")
+        nodes, edges = graphview.kg_picture(graph, int(most), focus)
+        if focus.strip() and not nodes:
+            st.caption(f"No entity matches '{focus.strip()}'.")
+        graphview.draw(nodes, edges, key=f"kb_graph_{pick}", height=560, physics=True)
+
+with t_db:
+    current = kbview.attached_database(kb)
+    if current is not None:
+        st.markdown(f"Attached: `{current}`")
+        try:
+            st.dataframe([{"table": t, "rows": n} for t, n in kbview.sqlite_tables(current)],
+                         hide_index=True)
+        except Exception as err:  # noqa: BLE001 - a broken file: say so, do not crash the page
+            st.error(f"cannot read it: {err}")
+    else:
+        st.caption("No SQLite database attached. Text-to-SQL flows query the one attached here.")
+    db_file = st.file_uploader("SQLite database", type=["sqlite", "sqlite3", "db"],
+                               key=f"kb_db_file_{pick}")
+    if st.button("Attach", key="kb_db_attach", disabled=db_file is None):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / Path(db_file.name).name
+            path.write_bytes(db_file.getvalue())
+            try:
+                where = kbview.attach(ws.data_dir, kb, path)
+            except (FlowkitError, OSError) as err:
+                st.error(str(err))
+            else:
+                state["kb_notice"] = f"Attached {db_file.name} to '{pick}' ({where.name})."
+                st.rerun()

@@ -1,0 +1,220 @@
+"""Replay: step through a stored run (never calling the model again) and fork it from any step.
+
+The address carries the run and the step (?run=...&step=N), so a refresh or a shared link opens
+the same place. A fork runs in the background job queue; the new run links back to this one.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from flowkit.errors import NotFoundError
+from flowkit.memory import OPERATOR_KEYS
+from studio import graphview, memview, replay, runview
+from studio.forkpanel import fork_status
+from studio.jobs import get_jobs
+from studio.tasks import submit_fork
+from studio.workspace import get_workspace
+
+ws = get_workspace()
+jobs = get_jobs()
+state = st.session_state
+
+st.title("Replay")
+
+# ---- which run -------------------------------------------------------------------------------
+runs = ws.store.list_runs(limit=100)
+by_id = {r.id: r for r in runs}
+wanted = st.query_params.get("run")
+if wanted and wanted not in by_id:
+    try:
+        found = ws.store.get_run(wanted)
+        by_id = {found.id: found, **by_id}
+        wanted = found.id
+    except NotFoundError:
+        st.warning(f"No run '{wanted}' in this workspace.")
+        wanted = None
+if not by_id:
+    st.info("No runs yet: start one on the Run page.")
+    st.stop()
+options = list(by_id)
+if wanted and state.get("replay_pick") != wanted:
+    state["replay_pick"] = wanted
+if state.get("replay_pick") not in options:
+    state["replay_pick"] = options[0]
+
+
+def _run_label(run_id: str) -> str:
+    r = by_id[run_id]
+    when = r.started_at.strftime("%m-%d %H:%M") if r.started_at else ""
+    fork = " (fork)" if r.parent_run_id else ""
+    return f"{r.id}{fork} · {r.flow_name} · {r.status} · {when} · {r.question[:60]}"
+
+
+pick = st.selectbox("Run", options, key="replay_pick", format_func=_run_label,
+                    help="The latest 100 runs; (fork): a fork of another run")
+if st.query_params.get("run") != pick:
+    st.query_params["run"] = pick
+    if "step" in st.query_params:
+        del st.query_params["step"]
+run = ws.store.get_run(pick)
+steps = ws.store.steps(run.id)
+
+# ---- the run in one glance -------------------------------------------------------------------
+head, totals = st.columns([3, 2])
+with head:
+    st.markdown(f"**{run.flow_name}** on `{run.kb or '-'}` · "
+                f":{runview.STATUS_COLOURS.get(run.status, 'gray')}-badge[{run.status}]")
+    st.markdown(f"> {run.question}")
+    st.markdown(f"**Answer:** {run.answer or '_(none)_'}")
+    if run.error:
+        st.error(run.error)
+    if run.parent_run_id:
+        st.markdown(f":material/call_split: Forked from run `{run.parent_run_id}` "
+                    f"step {run.parent_step}")
+        st.button(f"Open the parent run {run.parent_run_id}", key="replay_open_parent",
+                  icon=":material/north_west:", on_click=replay.open_run,
+                  args=(state, st.query_params, run.parent_run_id, run.parent_step))
+    if run.children:
+        st.markdown(f"Forks of this run: {len(run.children)}")
+        for child in run.children:
+            st.button(f"Fork {child}", key=f"replay_open_child_{child}",
+                      icon=":material/call_split:", on_click=replay.open_run,
+                      args=(state, st.query_params, child, 0))
+with totals:
+    cols = st.columns(4)
+    for col, (name, value) in zip(cols, runview.totals(run).items()):
+        col.metric(name, value)
+    st.caption(f"Model {run.model_id or '?'} · {run.model_hash[:12] or '?'}")
+
+fork_status(ws, jobs, run.id)
+
+if run.status == "running":
+    @st.fragment(run_every=2.0)
+    def _watch() -> None:
+        now = ws.store.get_run(run.id)
+        if now.status != "running" or now.steps != len(steps):
+            st.rerun()
+        st.caption(":material/progress_activity: Still running: the replay grows as steps finish.")
+    _watch()
+
+if not steps:
+    st.info("This run has no steps recorded.")
+    st.stop()
+
+# ---- step controls ---------------------------------------------------------------------------
+n = len(steps)
+replay.sync(state, run.id, n, st.query_params.get("step"))
+nav = st.columns([1, 1, 1, 1, 6], vertical_alignment="bottom")
+for col, (target, label, icon) in zip(nav, [
+        ("first", "First", ":material/first_page:"), ("prev", "Prev", ":material/chevron_left:"),
+        ("next", "Next", ":material/chevron_right:"), ("last", "Last", ":material/last_page:")]):
+    col.button(label, key=f"replay_{target}", icon=icon, on_click=replay.go,
+               args=(state, target, n), width="stretch")
+with nav[4]:
+    if n > 1:
+        st.slider("Step", 0, n - 1, key=replay.STEP_KEY)
+    else:
+        st.caption("One step")
+idx = int(state[replay.STEP_KEY])
+if st.query_params.get("step") != str(idx):
+    st.query_params["step"] = str(idx)
+step = steps[idx]
+
+# ---- graph and the step's summary ------------------------------------------------------------
+graph_col, info_col = st.columns([3, 2])
+with graph_col:
+    nodes, edges = graphview.flow_picture(run.spec, steps, idx)
+    graphview.draw(nodes, edges, key=f"replay_graph_{run.id}", height=300)
+    st.caption(":orange[■] this step · :blue[■] visited before · :red[■] failed · pale: not "
+               "reached yet · thick blue edges: the path so far")
+with info_col:
+    st.markdown(f"### Step {idx} of {n - 1}: `{step.node_id}`")
+    st.markdown(f"`{step.operator}` · visit {step.visit}"
+                + (f" · branch `{step.branch}`" if step.branch else ""))
+    c1, c2, c3 = st.columns(3)
+    c1.metric("LLM calls", len(step.llm_calls))
+    c2.metric("Tokens", step.tokens)
+    c3.metric("ms", round(step.ms))
+    if step.error and step.error.startswith("stopped:"):
+        st.warning(step.error)
+    elif step.error:
+        st.error(f"This step failed: {step.error}")
+
+tok_df, ms_df = replay.chart_data(steps, idx)
+chart_h = min(130 + 34 * n, 560)
+ch1, ch2 = st.columns(2)
+for col, df, title in ((ch1, tok_df, "Tokens per step"), (ch2, ms_df, "Milliseconds per step")):
+    with col:
+        st.caption(f"{title} (this step in amber)")
+        st.bar_chart(df, x="step", y=list(df.columns[1:]), color=["#f59e0b", "#93c5fd"],
+                     stack=True, horizontal=True, height=chart_h, sort=False, y_label="",
+                     x_label="")
+
+# ---- what the step did -----------------------------------------------------------------------
+n_docs = sum(len(r.docs) for r in step.retrievals)
+t_mem, t_llm, t_ret, t_fork = st.tabs(["Memory", f"LLM calls ({len(step.llm_calls)})",
+                                       f"Retrieved ({n_docs})", "Fork from this step"])
+with t_mem:
+    same = st.toggle("Show unchanged keys too", key="replay_show_same")
+    memview.render(step.memory_before, step.memory_after, show_same=same)
+
+with t_llm:
+    if not step.llm_calls:
+        st.caption("This step made no LLM call.")
+    for i, call in enumerate(step.llm_calls, 1):
+        st.markdown(f"**Call {i}** · {call.prompt_tokens} prompt + {call.completion_tokens} "
+                    f"completion tokens · {call.ms:.0f} ms · {call.finish_reason}")
+        st.caption("Prompt")
+        st.code(call.prompt, language=None, wrap_lines=True)
+        st.caption("Completion")
+        st.code(call.completion or "(empty)", language=None, wrap_lines=True)
+
+with t_ret:
+    if not step.retrievals:
+        st.caption("This step retrieved nothing.")
+    for r in step.retrievals:
+        st.markdown(f"**{r.method}** for `{r.query[:200]}`")
+        st.dataframe([{"rank": i, "id": d.get("id"), "title": d.get("title", ""),
+                       "score": d.get("score"), "text": (d.get("text") or "")[:300]}
+                      for i, d in enumerate(r.docs, 1)], hide_index=True, width="stretch",
+                     column_config={"score": st.column_config.NumberColumn(format="%.4f")})
+
+with t_fork:
+    why_not = replay.forkable(step, run.spec)
+    if why_not:
+        st.info(f"Cannot fork from this step: {why_not}.")
+    else:
+        st.caption(f"Run on from step {idx} (`{step.node_id}`) with its memory-before, changed as "
+                   "you say here. The model runs again from this node; the new run links back.")
+        what = st.radio("Change", ["a memory value", f"params of node {step.node_id}"],
+                        key="replay_fork_what", horizontal=True)
+        memory_changes, param_changes, problem = {}, {}, None
+        if what == "a memory value":
+            keys = list(OPERATOR_KEYS)
+            mem_key = st.selectbox("Memory key", keys, key="replay_fork_key",
+                                   help="The working-memory key to set before the node runs")
+            text = st.text_area("New value (JSON)", height=160,
+                                value=replay.memory_text(step.memory_before.get(mem_key)),
+                                key=f"replay_fork_val_{run.id}_{idx}_{mem_key}")
+            try:
+                memory_changes = replay.parse_memory_change(mem_key, text)
+            except ValueError as err:
+                problem = str(err)
+        else:
+            op, params = replay.node_params(run.spec, step.node_id)
+            text = st.text_area(f"Params of {step.node_id} ({op}) as JSON", height=220,
+                                value=replay.memory_text(params),
+                                key=f"replay_fork_params_{run.id}_{idx}")
+            try:
+                param_changes = replay.parse_param_changes(op, params, text)
+            except ValueError as err:
+                problem = str(err)
+            if not problem and not param_changes:
+                st.caption("No param changed yet: the fork would run the same params.")
+        if problem:
+            st.error(problem)
+        if st.button("Fork and run ▶", type="primary", key="replay_fork_go",
+                     disabled=bool(problem)):
+            job_id = submit_fork(jobs, ws, run.id, idx, memory_changes, param_changes)
+            st.query_params["fork"] = job_id
+            st.rerun()

@@ -1,0 +1,160 @@
+"""Run: pick a flow, a knowledge base and a question; the run goes to the background job queue and
+this page follows it live. The run id stays in the address (?run=...), so a refresh finds it again."""
+from __future__ import annotations
+
+import streamlit as st
+
+from flowkit.errors import FlowkitError
+from flowkit.validate import check
+from studio import datasets, runpanel, runview, sidebar
+from studio.jobs import get_jobs
+from studio.overrides import Overrides, tunable
+from studio.tasks import submit_run
+from studio.workspace import get_workspace
+
+ws = get_workspace()
+jobs = get_jobs()
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _questions(path: str, mtime: float) -> list[dict]:
+    from pathlib import Path
+    return datasets.load_questions(Path(path))
+
+
+def _fill_question(qs: list[dict]) -> None:
+    """Dataset picker callback: copy the chosen question into the question box."""
+    idx = st.session_state.get("run_dataset_q")
+    if idx is not None and 0 <= idx < len(qs):
+        st.session_state["run_question"] = qs[idx]["question"]
+        st.session_state["run_gold"] = {"question": qs[idx]["question"], "answers": qs[idx]["answers"]}
+
+
+st.title("Run")
+form_col, live_col = st.columns([2, 3], gap="large")
+
+with form_col:
+    # ---- flow: saved flows and templates, preselected from another page or the address -----
+    choices = runview.flow_choices(ws.store)
+    hint = st.session_state.pop("run_flow", None) or st.query_params.get("flow")
+    wanted = runview.find_ref(choices, hint)
+    if wanted is not None and st.session_state.get("run_flow_choice") != wanted:
+        st.session_state["run_flow_choice"] = wanted
+    if st.session_state.get("run_flow_choice") not in choices:
+        st.session_state.pop("run_flow_choice", None)
+    ref = st.selectbox("Flow", choices, format_func=runview.ref_label, key="run_flow_choice",
+                       help="A saved flow (its latest version) or a ready-made template")
+    if ref is not None and st.query_params.get("flow") != runview.ref_param(ref):
+        st.query_params["flow"] = runview.ref_param(ref)
+
+    # ---- knowledge base ----------------------------------------------------------------------
+    kb_names = ws.resources.kb_names()
+    kb_options = [*kb_names, ""]
+    want_kb = st.query_params.get("kb")
+    if st.session_state.get("run_kb") not in kb_options:
+        st.session_state["run_kb"] = (want_kb if want_kb in kb_options
+                                      else "sample" if "sample" in kb_names
+                                      else kb_options[0])
+    kb = st.selectbox("Knowledge base", kb_options, key="run_kb",
+                      format_func=lambda k: k or "(none: closed-book flows only)",
+                      help="Where the flow's retrieval nodes search (Knowledge bases page)")
+    if kb and st.query_params.get("kb") != kb:
+        st.query_params["kb"] = kb
+    if not kb_names:
+        st.caption("No knowledge base yet: create one on the Knowledge bases page, or run "
+                   "`flowkit setup` for the sample.")
+
+    # ---- question: typed, or picked from a dataset ---------------------------------------------
+    attached = st.query_params.get("run")
+    if attached and "run_question" not in st.session_state:   # after a refresh: the run's question
+        try:
+            st.session_state["run_question"] = ws.store.get_run(attached).question
+        except FlowkitError:
+            job = jobs.find_run(attached)
+            if job is not None:
+                st.session_state["run_question"] = job.meta.get("question", "")
+    sets = datasets.question_sets()
+    with st.expander("Pick a question from a dataset", expanded=False):
+        set_names = [s.name for s in sets]
+        set_name = st.selectbox("Dataset", set_names, key="run_dataset") if sets else None
+        if set_name is not None:
+            qset = sets[set_names.index(set_name)]
+            qs = _questions(str(qset.path), qset.path.stat().st_mtime)
+            st.selectbox("Question", list(range(len(qs))), index=None, key="run_dataset_q",
+                         format_func=lambda i: f"{qs[i]['id']}: {qs[i]['question']}",
+                         placeholder=f"{len(qs)} questions", on_change=_fill_question, args=(qs,))
+            st.caption(f"Read from `{qset.path}`")
+    question = st.text_area("Question", key="run_question", height=90,
+                            placeholder="Ask something the knowledge base can answer")
+    gold = st.session_state.get("run_gold")
+    if gold and gold["question"] == question and gold["answers"]:
+        st.caption("Expected: " + " | ".join(gold["answers"]))
+
+    # ---- model settings for this run only ------------------------------------------------------
+    spec, version, load_error = None, None, None
+    if ref is not None:
+        try:
+            spec, version = runview.load_ref(ws, ref)
+        except FlowkitError as err:
+            load_error = str(err)
+    overrides = Overrides()
+    with st.expander("Model settings for this run"):
+        st.caption(f"Model: {sidebar.model_line(ws)} (change it on the Settings page)")
+        base_t = float(ws.resources.settings.llm.temperature)
+        t = st.number_input("Temperature", min_value=0.0, max_value=2.0, step=0.1, value=base_t,
+                            key="run_temperature", help="0 = greedy; this run only")
+        if abs(t - base_t) > 1e-9:
+            overrides.temperature = float(t)
+        if spec is not None:
+            for node_id, name, value, schema in tunable(spec):
+                if not isinstance(value, (int, float)) or isinstance(value, bool):
+                    continue
+                kwargs = {k: schema[k] for k in ("minimum", "maximum") if k in schema}
+                is_int = schema.get("type") == "integer"
+                new = st.number_input(
+                    f"{node_id} · {name}", value=int(value) if is_int else float(value),
+                    min_value=kwargs.get("minimum"), max_value=kwargs.get("maximum"),
+                    step=1 if is_int else 0.1, key=f"run_param_{spec.name}_{node_id}_{name}",
+                    help=schema.get("description"))
+                if new != value:
+                    overrides.node_params.setdefault(node_id, {})[name] = new
+            lim = spec.limits
+            st.caption(f"Limits: {lim.max_steps} steps, {lim.max_llm_calls} LLM calls, "
+                       f"{lim.max_tokens} tokens, {lim.timeout_s:g} s (edit them in the Editor)")
+
+    if load_error:
+        st.error(load_error)
+    problems = [p for p in check(spec) if p.severity == "error"] if spec is not None else []
+    if problems:
+        st.error(f"The flow has {len(problems)} problem(s); fix them in the Editor first.")
+        for p in problems:
+            st.markdown(f"- {p}")
+    go = st.button("Run ▶", type="primary", key="run_go", width="stretch",
+                   disabled=spec is None or bool(problems))
+    if go and not question.strip():
+        st.error("Type a question first (or pick one from a dataset).")
+    elif go and spec is not None:
+        try:
+            _, new_run = submit_run(jobs, ws, spec, question.strip(), kb, flow_version=version,
+                                    overrides=overrides)
+        except FlowkitError as err:
+            st.error(str(err))
+        else:
+            st.query_params["run"] = new_run
+
+with live_col:
+    run_id = st.query_params.get("run")
+    if not run_id:
+        st.info("Choose a flow, a knowledge base and a question, then press **Run**. The run "
+                "goes on in the background even if you leave this page.")
+    else:
+        active = runpanel.is_active(ws, jobs, run_id)
+
+        @st.fragment(run_every=1.0 if active else None)
+        def _live() -> None:
+            still = runpanel.render(ws, jobs, run_id)
+            if active and not still:
+                st.rerun()   # the run ended: redraw the page once without the timer
+
+        _live()
+    runpanel.queue(jobs)

@@ -1,0 +1,86 @@
+"""Settings: the model, how it runs, the embedder, Chroma; what is loaded now."""
+from __future__ import annotations
+
+import streamlit as st
+
+from flowkit.runtime.resources import load_settings, save_settings
+from studio import settings as logic
+from studio.workspace import get_workspace, reset_workspace
+
+ws = get_workspace()
+st.title("Settings")
+st.caption(f"Data directory: `{ws.data_dir}` (set FLOWKIT_HOME to use another one)")
+notice = st.session_state.pop("settings_notice", None)
+if notice:
+    st.success(notice)
+
+current = load_settings(ws.data_dir)
+v = logic.FormValues.from_settings(current)
+
+with st.form("settings_form", border=True):
+    st.subheader("Model")
+    backend_index = logic.BACKENDS.index(v.backend) if v.backend in logic.BACKENDS else 0
+    backend = st.radio("Backend", logic.BACKENDS, index=backend_index, horizontal=True,
+                       key="settings_backend",
+                       help="llama_cpp runs a GGUF file in this process; openai talks to any "
+                            "OpenAI-compatible server")
+    source = st.radio("Model file (llama_cpp)", ["Default embedded model (SmolLM2-135M)",
+                                                 "A GGUF file on this machine"],
+                      index=0 if v.use_default_model else 1, key="settings_model_source")
+    model_path = st.text_input("GGUF path", value=v.model_path, key="settings_model_path",
+                               placeholder="/models/qwen2.5-1.5b-instruct-q4_k_m.gguf")
+    c1, c2, c3 = st.columns(3)
+    n_gpu_layers = c1.number_input("GPU layers", value=v.n_gpu_layers, min_value=-1, step=1,
+                                   key="settings_gpu",
+                                   help="-1: all layers on the GPU; 0: CPU only")
+    n_threads = c2.number_input("Threads", value=v.n_threads, min_value=0, step=1,
+                                key="settings_threads", help="0: all cores")
+    n_ctx = c3.number_input("Context (tokens)", value=v.n_ctx, min_value=256, max_value=1_048_576,
+                            step=512, key="settings_ctx")
+    c4, c5 = st.columns(2)
+    temperature = c4.number_input("Temperature", value=float(v.temperature), min_value=0.0,
+                                  max_value=2.0, step=0.1, key="settings_temperature")
+    seed = c5.number_input("Seed", value=v.seed, step=1, key="settings_seed")
+    c6, c7 = st.columns(2)
+    base_url = c6.text_input("Server base URL (openai)", value=v.base_url, key="settings_base_url",
+                             placeholder="http://localhost:8000/v1")
+    model_name = c7.text_input("Served model name (openai)", value=v.model_name,
+                               key="settings_model_name")
+    st.subheader("Retrieval")
+    embedder_path = st.text_input("Embedder path", value=v.embedder_path, key="settings_embedder",
+                                  help="Empty: all-MiniLM-L6-v2 from its package")
+    c8, c9 = st.columns([3, 1])
+    chroma_host = c8.text_input("Chroma host", value=v.chroma_host, key="settings_chroma_host",
+                                help="Empty: an embedded Chroma in the data directory")
+    chroma_port = c9.number_input("Chroma port", value=v.chroma_port, min_value=1,
+                                  max_value=65535, key="settings_chroma_port")
+    submitted = st.form_submit_button("Save settings", type="primary")
+
+if submitted:
+    values = logic.FormValues(
+        use_default_model=source.startswith("Default"), model_path=model_path,
+        n_gpu_layers=int(n_gpu_layers), n_threads=int(n_threads), n_ctx=int(n_ctx),
+        temperature=float(temperature), seed=int(seed), backend=backend, base_url=base_url,
+        model_name=model_name, embedder_path=embedder_path, chroma_host=chroma_host,
+        chroma_port=int(chroma_port))
+    new, problems = logic.build(current, values)
+    if new is None:
+        for p in problems:
+            st.error(p)
+    else:
+        save_settings(ws.data_dir, new)
+        reset_workspace()
+        st.session_state["settings_notice"] = ("Settings saved. The workspace was rebuilt: the "
+                                               "model loads again on the next run.")
+        st.rerun()
+
+st.subheader("Loaded now")
+info = logic.model_info(ws)
+rows = {"Backend": info["backend"], "Model": info["model_file"] or "-",
+        "Size": f"{info['size_mb']} MB" if info["size_mb"] is not None else "-",
+        "Loaded": "yes" if info["loaded"] else "no (loads on the first run)",
+        "GPU offload supported": {True: "yes", False: "no (CPU build of llama.cpp)",
+                                  None: "-"}[info["gpu_offload"]]}
+st.table({"": list(rows), "value": list(rows.values())})
+if info["error"]:
+    st.error(info["error"])

@@ -1,0 +1,69 @@
+"""The Compare page's charts (Altair): one bar chart per metric, and F1 against tokens per question
+(the quality / cost frontier: up and to the left is better)."""
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from flowkit.eval.metrics import METRICS
+from flowkit.eval.report import EvalReport
+
+RATES = ("em", "f1", "acc", "recall")
+
+
+def _frame(rep: EvalReport) -> pd.DataFrame:
+    rows = []
+    for f in rep.flows:
+        s = rep.summaries[f]
+        for m, title, higher in METRICS:
+            v = getattr(s, m)
+            if v is None:
+                continue
+            rows.append({"flow": f, "metric": rep.recall_title if m == "recall" else title,
+                         "key": m, "value": 100 * v if m in RATES else v,
+                         "better": "higher is better" if higher else "lower is better"})
+    return pd.DataFrame(rows)
+
+
+def metric_bars(rep: EvalReport) -> list[tuple[str, Any]]:
+    """(title, chart) per metric present, flows in column order with fixed colours."""
+    df = _frame(rep)
+    colour = alt.Color("flow:N", sort=rep.flows, legend=None)
+    out = []
+    for m, title, higher in METRICS:
+        title = rep.recall_title if m == "recall" else title
+        part = df[df["metric"] == title] if not df.empty else df
+        if part.empty:
+            continue
+        unit = " (%)" if m in RATES else ""
+        chart = (alt.Chart(part, title=f"{title}{unit} · {'higher' if higher else 'lower'} is "
+                                       "better")
+                 .mark_bar()
+                 .encode(x=alt.X("flow:N", sort=rep.flows, title=None,
+                                 axis=alt.Axis(labelAngle=0, labelLimit=120)),
+                         y=alt.Y("value:Q", title=title,
+                                 scale=alt.Scale(domain=[0, max(float(part["value"].max()), 1.0)])),
+                         color=colour,
+                         tooltip=["flow", alt.Tooltip("value:Q", format=".2f")])
+                 .properties(height=180))
+        out.append((title, chart))
+    return out
+
+
+def frontier(rep: EvalReport) -> Any:
+    """F1 (%) against tokens per question, one labelled point per flow."""
+    df = pd.DataFrame([{"flow": f, "tokens per question": rep.summaries[f].tokens,
+                        "F1 (%)": 100 * rep.summaries[f].f1,
+                        "EM (%)": 100 * rep.summaries[f].em} for f in rep.flows])
+    base = alt.Chart(df, title="Quality / cost: F1 against tokens per question").encode(
+        x=alt.X("tokens per question:Q", scale=alt.Scale(zero=True)),
+        y=alt.Y("F1 (%):Q", scale=alt.Scale(domain=[0, max(float(df["F1 (%)"].max()) * 1.15,
+                                                              5.0)])),
+        color=alt.Color("flow:N", sort=rep.flows),
+        tooltip=["flow", alt.Tooltip("tokens per question:Q", format=".0f"),
+                 alt.Tooltip("F1 (%):Q", format=".1f"), alt.Tooltip("EM (%):Q", format=".1f")])
+    points = base.mark_circle(size=160)
+    labels = base.mark_text(align="left", dx=10, dy=-8).encode(text="flow:N")
+    return (points + labels).properties(height=300)

@@ -1,0 +1,233 @@
+"""What the Compare page shows, as plain data: the choices (flows, datasets, knowledge bases), an
+evaluation's report, the questions the flows disagree on, and one question's traces side by side.
+No Streamlit here, so all of it is testable directly."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from flowkit import templates
+from flowkit.errors import FlowkitError
+from flowkit.eval.datasets import Dataset, known_sets, resolve
+from flowkit.eval.metrics import METRICS, QuestionResult
+from flowkit.eval.report import EvalReport, fmt, fmt_delta
+from flowkit.eval.runner import (EvalPlan, FlowEntry, evaluation_report, make_plan,
+                                 plan_from_eval)
+from flowkit.trace import StepEvent
+from storage.evals import EvalInfo, EvalRepo
+from storage.repo import RunInfo
+from storage.workspace import Workspace
+
+MIN_FLOWS, MAX_FLOWS = 2, 6
+FlowRef = tuple[str, str]      # ("saved" | "template", name), as on the run page
+
+
+# ---- choices -------------------------------------------------------------------------------
+def flow_choices(ws: Workspace) -> list[FlowRef]:
+    """Saved flows (by name), then the templates."""
+    return ([("saved", f.name) for f in ws.store.list_flows()]
+            + [("template", n) for n in templates.names()])
+
+
+def flow_label(ref: FlowRef) -> str:
+    return ref[1] if ref[0] == "saved" else f"{ref[1]} (template)"
+
+
+def flow_entries(ws: Workspace, refs: list[FlowRef]) -> list[FlowEntry]:
+    """The chosen flows resolved to specs. A template keeps its plain name as ref (the same
+    evaluation id as `flowkit eval --flow NAME`) unless a saved flow has that name too."""
+    if not MIN_FLOWS <= len(refs) <= MAX_FLOWS:
+        raise FlowkitError(f"pick {MIN_FLOWS} to {MAX_FLOWS} flows (got {len(refs)})")
+    saved = {f.name for f in ws.store.list_flows()}
+    out = []
+    for kind, name in refs:
+        if kind == "saved":
+            spec, version = ws.store.get_flow(name)
+            out.append(FlowEntry(ref=name, spec=spec, version=version))
+        else:
+            ref = f"template:{name}" if name in saved else name
+            out.append(FlowEntry(ref=ref, spec=templates.load_template(name)))
+    return out
+
+
+def dataset_choices(repo: EvalRepo) -> list[str]:
+    """Sets found on disk (../shared/data, the sample questions), then imported datasets."""
+    on_disk = list(known_sets())
+    return on_disk + [d.name for d in repo.list_datasets() if d.name not in on_disk]
+
+
+def load_dataset(repo: EvalRepo, name: str) -> Dataset:
+    return resolve(repo, name)
+
+
+def suggested_kb(dataset: Dataset, kb_names: list[str]) -> str:
+    """The knowledge base to preselect: the dataset's own, one named after it, else sample."""
+    if dataset.kb and dataset.kb in kb_names:
+        return dataset.kb
+    slug = kb_slug(dataset.name)
+    if slug in kb_names:
+        return slug
+    if dataset.name == "sample_questions" and "sample" in kb_names:
+        return "sample"
+    return kb_names[0] if kb_names else slug
+
+
+def kb_slug(name: str) -> str:
+    """A knowledge base name made from a dataset name."""
+    s = re.sub(r"[^A-Za-z0-9_\-]+", "_", name).strip("_-") or "dataset"
+    return s[:63]
+
+
+def new_plan(ws: Workspace, refs: list[FlowRef], dataset: Dataset, kb: str,
+             limit: int) -> EvalPlan:
+    return make_plan(flow_entries(ws, refs), dataset.name, dataset.questions, kb, limit=limit)
+
+
+def evaluations(repo: EvalRepo) -> list[EvalInfo]:
+    return repo.list_evals()
+
+
+def eval_label(info: EvalInfo) -> str:
+    flows = ", ".join(str(f.get("label") or f.get("ref")) for f in info.flows)
+    return (f"{info.created_at:%Y-%m-%d %H:%M} · {flows} · {len(info.question_ids)} q of "
+            f"{info.dataset} · {info.status} · {info.id}")
+
+
+def open_plan(repo: EvalRepo, eval_id: str) -> EvalPlan:
+    info = repo.get_eval(eval_id)
+    return plan_from_eval(info, repo.get_dataset(info.dataset).questions)
+
+
+def report(repo: EvalRepo, plan: EvalPlan, k: int | None = 5) -> EvalReport:
+    """The report so far (the first flow is the baseline)."""
+    return evaluation_report(repo, plan, None, k)
+
+
+# ---- tables --------------------------------------------------------------------------------
+def metrics_table(rep: EvalReport) -> list[dict[str, Any]]:
+    """One row per flow: n, then every metric (rates in %), as numbers for sorting and charts."""
+    rows = []
+    for f in rep.flows:
+        s = rep.summaries[f]
+        row: dict[str, Any] = {"flow": f, "n": s.n, "failed": s.failed}
+        for m, title, _ in METRICS:
+            v = getattr(s, m)
+            title = rep.recall_title if m == "recall" else title
+            if v is None:
+                row[title] = None
+            elif m in ("em", "f1", "acc", "recall"):
+                row[title] = round(100 * v, 1)
+            else:
+                row[title] = round(v, 2)
+        rows.append(row)
+    return rows
+
+
+def delta_table(rep: EvalReport) -> list[dict[str, str]]:
+    """Per flow, each metric's difference from the baseline with its 95% bootstrap interval."""
+    titles = {m: (rep.recall_title if m == "recall" else t) for m, t, _ in METRICS}
+    return [{"flow": f, **{f"Δ {titles[d.metric]}": fmt_delta(d) for d in ds}}
+            for f, ds in rep.deltas.items()]
+
+
+def _index(rep: EvalReport) -> dict[str, dict[str, QuestionResult]]:
+    return {f: {r.question_id: r for r in rs} for f, rs in rep.results.items()}
+
+
+def disagreement_table(rep: EvalReport) -> list[dict[str, str]]:
+    """The questions where the flows differ: gold, and each flow's answer marked ✓ (EM) or ✗."""
+    index = _index(rep)
+    rows = []
+    for qid in rep.disagreements:
+        first = next(index[f][qid] for f in rep.flows if qid in index[f])
+        row = {"id": qid, "type": first.type, "question": first.question,
+               "gold": " | ".join(first.answers)}
+        for f in rep.flows:
+            r = index[f].get(qid)
+            row[f] = "" if r is None else f"{'✓' if r.em else '✗'} {r.prediction}"
+        rows.append(row)
+    return rows
+
+
+def question_options(rep: EvalReport) -> list[str]:
+    """Question ids to inspect: the disagreements first, then the others, in question order."""
+    seen = []
+    for rs in rep.results.values():
+        for r in rs:
+            if r.question_id not in seen:
+                seen.append(r.question_id)
+    dis = [q for q in seen if q in rep.disagreements]
+    return dis + [q for q in seen if q not in rep.disagreements]
+
+
+def question_text(rep: EvalReport, qid: str) -> str:
+    for rs in rep.results.values():
+        for r in rs:
+            if r.question_id == qid:
+                return r.question
+    return ""
+
+
+# ---- traces side by side ---------------------------------------------------------------------
+@dataclass
+class FlowTrace:
+    """One flow's answer to one question, with its run and steps (None if it has not run yet)."""
+
+    flow: str
+    result: QuestionResult | None
+    run: RunInfo | None
+    steps: list[StepEvent] = field(default_factory=list)
+    passages: list[dict[str, Any]] = field(default_factory=list)
+
+
+def passages(steps: list[StepEvent], gold: set[str]) -> list[dict[str, Any]]:
+    """Distinct passages retrieved in any step, first seen first, marked when gold."""
+    out: dict[str, dict[str, Any]] = {}
+    for s in steps:
+        for r in s.retrievals:
+            for d in r.docs:
+                cid = str(d.get("id"))
+                if cid not in out:
+                    doc = cid.split("#", 1)[0]
+                    out[cid] = {"id": cid, "doc": doc, "title": d.get("title", ""),
+                                "score": d.get("score", 0.0), "text": d.get("text", ""),
+                                "gold": doc in gold, "step": s.index}
+    return list(out.values())
+
+
+def traces(ws: Workspace, plan: EvalPlan, rep: EvalReport, qid: str) -> list[FlowTrace]:
+    """Each flow's run on question `qid`, in flow order."""
+    qi = next((i for i, q in enumerate(plan.questions) if str(q["id"]) == qid), None)
+    if qi is None:
+        raise FlowkitError(f"question '{qid}' is not part of evaluation {plan.eval_id}")
+    gold = {str(d) for d in plan.questions[qi].get("supporting_doc_ids") or []}
+    index = _index(rep)
+    out = []
+    for fi, f in enumerate(plan.flows):
+        rid = f"{plan.eval_id}-{fi}-{qi}"
+        try:
+            run = ws.store.get_run(rid)
+        except FlowkitError:
+            out.append(FlowTrace(f.label, None, None))
+            continue
+        steps = ws.store.steps(run.id)
+        out.append(FlowTrace(f.label, index.get(f.label, {}).get(qid), run, steps,
+                             passages(steps, gold)))
+    return out
+
+
+def step_title(s: StepEvent) -> str:
+    calls = f", {len(s.llm_calls)} LLM call{'s' if len(s.llm_calls) != 1 else ''}" \
+        if s.llm_calls else ""
+    err = " · error" if s.error else ""
+    return (f"{s.index}. {s.node_id} (visit {s.visit}) · {s.operator} · {s.tokens} tok"
+            f"{calls} · {s.ms:.0f} ms{err}")
+
+
+def score_line(r: QuestionResult | None) -> str:
+    if r is None:
+        return "not run yet"
+    rec = "" if r.recall is None else f" · recall {fmt('recall', r.recall)}%"
+    return (f"EM {r.em:.0f} · F1 {r.f1:.2f} · Acc {r.acc:.0f}{rec} · {r.tokens} tok · "
+            f"{r.llm_calls} calls · {r.seconds:.1f} s")

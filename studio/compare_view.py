@@ -1,0 +1,326 @@
+"""The Compare page's sections: set up a comparison, follow it, and show its results (metrics with
+deltas, charts, the questions the flows disagree on, one question's traces side by side).
+
+Session keys are prefixed "compare_"; which evaluation and question are open lives in the query
+params (?eval=ID&q=QUESTION_ID), so a refresh shows the same thing again.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from flowkit.errors import FlowkitError
+from flowkit.eval import report as report_mod
+from flowkit.eval.datasets import Dataset, from_path, known_sets, resolve
+from flowkit.eval.report import EvalReport
+from flowkit.eval.runner import EvalPlan
+from storage.evals import EvalRepo
+from storage.workspace import Workspace
+
+from . import compare_charts as charts
+from . import compare_data as cd
+from . import compare_jobs as cj
+from .jobs import JobManager
+
+NEW_KB = "__new__"
+
+
+# ---- the open evaluation in the address -------------------------------------------------------
+def open_eval(eval_id: str | None) -> None:
+    """Show this evaluation (and forget the open question)."""
+    if eval_id:
+        st.query_params["eval"] = eval_id
+    else:
+        st.query_params.pop("eval", None)
+    st.query_params.pop("q", None)
+    st.session_state.pop("compare_q", None)
+
+
+def peek_dataset(repo: EvalRepo, name: str) -> Dataset | None:
+    """A dataset for the form (read only: nothing is stored until the comparison starts)."""
+    try:
+        sets = known_sets()
+        if name in sets:
+            return from_path(sets[name], name=name)
+        info = repo.get_dataset(name)
+        return Dataset(info.name, info.questions, source=info.source, kb=info.kb,
+                       corpus=resolve(repo, name).corpus if info.source else "")
+    except FlowkitError as err:
+        st.error(str(err))
+        return None
+
+
+# ---- new comparison ------------------------------------------------------------------------
+def setup_form(ws: Workspace, repo: EvalRepo, jobs: JobManager, switches: cj.StopSwitches) -> None:
+    """Flows (2-6), dataset, knowledge base, how many questions; starts a background job."""
+    choices = cd.flow_choices(ws)
+    if any(r not in choices for r in st.session_state.get("compare_flows", [])):
+        st.session_state["compare_flows"] = [r for r in st.session_state["compare_flows"]
+                                             if r in choices]
+    refs = st.multiselect("Flows (2 to 6; the first is the baseline)", choices,
+                          format_func=cd.flow_label, key="compare_flows",
+                          max_selections=cd.MAX_FLOWS,
+                          help="Saved flows and templates; deltas are measured against the first")
+    names = cd.dataset_choices(repo)
+    if not names:
+        st.info("No question set found: import one with `flowkit dataset import DIR_OR_CSV`.")
+        return
+    if st.session_state.get("compare_dataset") not in names:
+        st.session_state["compare_dataset"] = ("sample_questions" if "sample_questions" in names
+                                               else names[0])
+    name = st.selectbox("Question set", names, key="compare_dataset",
+                        help="Sets under ../shared/data, the sample questions, or imported ones")
+    ds = peek_dataset(repo, name)
+    if ds is None:
+        return
+    st.caption(f"{len(ds.questions)} questions"
+               + (" · gold passages named (recall@k)" if ds.has_gold_passages else "")
+               + (f" · corpus `{ds.corpus}`" if ds.corpus else " · no corpus file"))
+    kb_names = ws.resources.kb_names()
+    kb_options = [*kb_names, *([NEW_KB] if ds.corpus else [])]
+    if not kb_options:
+        st.warning("No knowledge base yet, and this set has no corpus to ingest.")
+        return
+    if st.session_state.get("compare_kb") not in kb_options or \
+            st.session_state.get("compare_kb_for") != name:
+        want = cd.suggested_kb(ds, kb_names)
+        st.session_state["compare_kb"] = want if want in kb_names else kb_options[-1]
+        st.session_state["compare_kb_for"] = name
+    kb = st.selectbox("Knowledge base", kb_options, key="compare_kb",
+                      format_func=lambda k: "new: ingest this set's corpus" if k == NEW_KB else k)
+    ingest_first = kb == NEW_KB
+    if ingest_first:
+        kb = st.text_input("Name of the new knowledge base", value=cd.kb_slug(ds.name),
+                           key="compare_new_kb").strip()
+        st.caption("Its corpus is ingested first, in the background (a large corpus takes "
+                   "minutes).")
+    n = len(ds.questions)
+    if st.session_state.get("compare_limit", 0) > n:
+        st.session_state["compare_limit"] = n
+    if "compare_limit" not in st.session_state:
+        st.session_state["compare_limit"] = min(30, n)
+    limit = st.number_input("Questions (the first N, file order)", min_value=1, max_value=n,
+                            step=1, key="compare_limit")
+    if st.button("Run the comparison", type="primary", key="compare_start",
+                 disabled=len(refs) < cd.MIN_FLOWS):
+        try:
+            plan = cd.new_plan(ws, list(refs), ds, kb, int(limit))
+            if not ingest_first:
+                ws.resources.kb(kb).require_ready()
+            dataset = cd.load_dataset(repo, name)       # stores its questions (for resume)
+            cj.submit_eval(jobs, switches, ws, plan, dataset, ingest_first=ingest_first)
+        except FlowkitError as err:
+            st.error(str(err))
+        else:
+            open_eval(plan.eval_id)
+            st.rerun()
+    if len(refs) < cd.MIN_FLOWS:
+        st.caption(f"Pick at least {cd.MIN_FLOWS} flows.")
+
+
+def open_picker(repo: EvalRepo) -> None:
+    """A selectbox over earlier evaluations; picking one opens it."""
+    evals = cd.evaluations(repo)
+    if not evals:
+        st.caption("No evaluation yet.")
+        return
+    ids = [e.id for e in evals]
+    labels = {e.id: cd.eval_label(e) for e in evals}
+    current = st.query_params.get("eval")
+    if current in ids and st.session_state.get("compare_open") != current:
+        st.session_state["compare_open"] = current
+
+    def picked() -> None:
+        open_eval(st.session_state.get("compare_open"))
+
+    st.selectbox("Open an evaluation", ids, index=None, key="compare_open",
+                 format_func=lambda i: labels.get(i, i), on_change=picked,
+                 placeholder=f"{len(ids)} evaluations")
+
+
+# ---- progress --------------------------------------------------------------------------------
+def progress_panel(ws: Workspace, jobs: JobManager, switches: cj.StopSwitches,
+                   plan: EvalPlan) -> None:
+    """Progress of the open evaluation, polled every second while it runs; when it ends the whole
+    page reruns to show the results."""
+    first = cj.progress(ws, jobs, plan.eval_id)
+
+    @st.fragment(run_every=1 if first.active else None)
+    def panel() -> None:
+        p = cj.progress(ws, jobs, plan.eval_id)
+        was = st.session_state.get("compare_was_active")
+        st.session_state["compare_was_active"] = {plan.eval_id: p.active}
+        if was and was.get(plan.eval_id) and not p.active:
+            st.rerun()                                  # finished: show the final results
+        label = f"{p.finished}/{p.total} answers · {p.status}"
+        if p.failed:
+            label += f" · {p.failed} failed"
+        st.progress(min(p.fraction, 1.0), text=label)
+        if p.message:
+            st.caption(p.message)
+        if p.active:
+            if st.button("Stop after the current question", key="compare_stop"):
+                cj.stop_eval(switches, plan.eval_id)
+                st.toast("Stopping after the current question")
+        elif p.finished < p.total:
+            if st.button("Resume", key="compare_resume", type="primary"):
+                try:
+                    cj.submit_eval(jobs, switches, ws, plan)
+                except FlowkitError as err:
+                    st.error(str(err))
+                else:
+                    st.rerun()
+
+    panel()
+
+
+# ---- results ---------------------------------------------------------------------------------
+def metrics_section(rep: EvalReport) -> None:
+    st.subheader("Metrics")
+    st.dataframe(cd.metrics_table(rep), hide_index=True, width="stretch",
+                 key="compare_metrics_df")
+    st.caption(f"EM, F1, Acc and {rep.recall_title} in %; tokens = prompt + completion per "
+               f"question; {rep.recall_title}: share of gold passages in the top "
+               f"{rep.k or 'all'} of any search of the run.")
+    deltas = cd.delta_table(rep)
+    if deltas:
+        st.markdown(f"**Against the baseline `{rep.baseline}`**: mean difference [95% paired "
+                    "bootstrap interval]; * the interval excludes 0")
+        st.dataframe(deltas, hide_index=True, width="stretch", key="compare_delta_df")
+
+
+def charts_section(rep: EvalReport) -> None:
+    st.subheader("Charts")
+    bars = charts.metric_bars(rep)
+    for i in range(0, len(bars), 4):
+        cols = st.columns(4)
+        for col, (_, chart) in zip(cols, bars[i:i + 4]):
+            col.altair_chart(chart, width="stretch")
+    st.altair_chart(charts.frontier(rep), width="stretch")
+
+
+def downloads(rep: EvalReport) -> None:
+    cols = st.columns(4)
+    for col, (label, ext, mime) in zip(cols, [("Report (HTML)", "html", "text/html"),
+                                              ("Report (Markdown)", "md", "text/markdown"),
+                                              ("Results (CSV)", "csv", "text/csv"),
+                                              ("Everything (JSON)", "json", "application/json")]):
+        writer = {"html": report_mod.to_html, "md": report_mod.to_markdown,
+                  "csv": report_mod.to_csv, "json": report_mod.to_json}[ext]
+        col.download_button(label, writer(rep), file_name=f"eval-{rep.eval_id}.{ext}", mime=mime,
+                            key=f"compare_dl_{ext}")
+
+
+def _select_from_table(rows: list[dict[str, str]]) -> None:
+    sel = st.session_state.get("compare_disagree_df")
+    picked = list(getattr(getattr(sel, "selection", None), "rows", None) or
+                  ((sel or {}).get("selection", {}).get("rows", []) if isinstance(sel, dict)
+                   else []))
+    if picked and picked[0] < len(rows):
+        st.session_state["compare_q"] = rows[picked[0]]["id"]
+        st.query_params["q"] = rows[picked[0]]["id"]
+
+
+def disagreements_section(rep: EvalReport) -> None:
+    rows = cd.disagreement_table(rep)
+    st.subheader(f"Questions where the flows disagree ({len(rows)})")
+    if not rows:
+        st.caption("The flows gave the same (normalised) answers to every question so far.")
+        return
+    st.caption("Different EM or different normalised answers. Click a row to see the traces.")
+    st.dataframe(rows, hide_index=True, width="stretch", key="compare_disagree_df",
+                 on_select=lambda: _select_from_table(rows), selection_mode="single-row")
+
+
+def question_picker(rep: EvalReport) -> str | None:
+    options = cd.question_options(rep)
+    if not options:
+        return None
+    wanted = st.query_params.get("q")
+    if wanted in options and st.session_state.get("compare_q") != wanted:
+        st.session_state["compare_q"] = wanted
+    if st.session_state.get("compare_q") not in options:
+        st.session_state["compare_q"] = options[0]
+    dis = set(rep.disagreements)
+
+    def label(qid: str) -> str:
+        mark = "≠ " if qid in dis else "= "
+        return f"{mark}{qid}: {cd.question_text(rep, qid)[:110]}"
+
+    def changed() -> None:
+        st.query_params["q"] = st.session_state["compare_q"]
+
+    return st.selectbox("Question to inspect (≠: the flows disagree)", options, key="compare_q",
+                        format_func=label, on_change=changed)
+
+
+def _trace_column(t: cd.FlowTrace, gold: list[str]) -> None:
+    st.markdown(f"#### {t.flow}")
+    if t.run is None:
+        st.caption("not run yet")
+        return
+    mark = "✓" if t.result and t.result.em else "✗"
+    st.markdown(f"**Answer** {mark} {t.run.answer or '_(empty)_'}")
+    st.caption(f"gold: {' | '.join(gold)} · {cd.score_line(t.result)} · status {t.run.status}")
+    if t.run.error:
+        st.error(t.run.error)
+    with st.expander(f"Retrieved passages ({len(t.passages)})"):
+        for p in t.passages:
+            star = "★ " if p["gold"] else ""
+            st.markdown(f"{star}**{p['title'] or p['doc']}** `{p['id']}` · score "
+                        f"{float(p['score']):.3f} · step {p['step']}")
+            st.caption(str(p["text"])[:300])
+    st.markdown("**Steps**")
+    for s in t.steps:
+        with st.expander(cd.step_title(s)):
+            if s.error:
+                st.error(s.error)
+            for r in s.retrievals:
+                st.markdown(f"*{r.method}* `{r.query[:200]}` → "
+                            + ", ".join(str(d.get("id")) for d in r.docs))
+            for i, c in enumerate(s.llm_calls):
+                st.markdown(f"Prompt {i + 1} ({c.prompt_tokens} tok)")
+                st.code(c.prompt, language=None, wrap_lines=True)
+                st.markdown(f"Completion ({c.completion_tokens} tok, {c.ms:.0f} ms)")
+                st.code(c.completion, language=None, wrap_lines=True)
+
+
+def traces_section(ws: Workspace, plan: EvalPlan, rep: EvalReport) -> None:
+    st.subheader("Side by side")
+    qid = question_picker(rep)
+    if qid is None:
+        return
+    q = next(q for q in plan.questions if str(q["id"]) == qid)
+    st.markdown(f"**{q['question']}**")
+    ts = cd.traces(ws, plan, rep, qid)
+    cols = st.columns(len(ts))
+    for col, t in zip(cols, ts):
+        with col:
+            _trace_column(t, list(q.get("answers") or []))
+
+
+def results(ws: Workspace, repo: EvalRepo, plan: EvalPlan) -> None:
+    rep = cd.report(repo, plan)
+    if not any(rep.results.values()):
+        st.info("No answers yet: the results appear here as the evaluation goes.")
+        return
+    metrics_section(rep)
+    downloads(rep)
+    charts_section(rep)
+    disagreements_section(rep)
+    traces_section(ws, plan, rep)
+
+
+def load_plan(repo: EvalRepo, eval_id: str) -> EvalPlan | None:
+    try:
+        return cd.open_plan(repo, eval_id)
+    except FlowkitError as err:
+        st.error(str(err))
+        return None
+
+
+def header(plan: EvalPlan) -> None:
+    flows = " · ".join(f"`{f.label}`" for f in plan.flows)
+    st.markdown(f"### {plan.name}")
+    st.caption(f"evaluation {plan.eval_id} · {flows} · {len(plan.questions)} questions of "
+               f"{plan.dataset} · knowledge base {plan.kb} · resume from a shell with "
+               f"`flowkit eval --resume {plan.eval_id}`")

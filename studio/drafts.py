@@ -1,0 +1,104 @@
+"""Unsaved editor drafts, kept on the server so they survive a browser refresh or a closed tab.
+
+One JSON file per draft under <data_dir>/drafts/: the flow it edits, the version it started from
+and the edited spec. The draft id travels in the page's query params; opening a flow without one
+resumes that flow's latest draft.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Draft:
+    """An edit in progress: `spec` (FlowSpec as JSON data) started from `base_version` of `flow`."""
+
+    flow: str
+    draft_id: str
+    base_version: int | None
+    spec: dict[str, Any]
+    updated_at: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"flow": self.flow, "draft_id": self.draft_id, "base_version": self.base_version,
+                "spec": self.spec, "updated_at": self.updated_at}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Draft:
+        return cls(flow=str(data["flow"]), draft_id=str(data["draft_id"]),
+                   base_version=data.get("base_version"), spec=dict(data["spec"]),
+                   updated_at=float(data.get("updated_at") or 0.0))
+
+
+def new_draft_id() -> str:
+    return secrets.token_hex(4)
+
+
+def _slug(flow: str) -> str:
+    """A file-name-safe form of a flow name, unique per name (hash suffix)."""
+    safe = re.sub(r"[^A-Za-z0-9_\-]+", "_", flow)[:60]
+    return f"{safe}-{hashlib.sha1(flow.encode()).hexdigest()[:8]}"
+
+
+class DraftStore:
+    """Drafts under one data directory. Writes are atomic (temp file + rename)."""
+
+    def __init__(self, data_dir: str | Path):
+        self.root = Path(data_dir) / "drafts"
+
+    def _path(self, flow: str, draft_id: str) -> Path:
+        if not re.fullmatch(r"[A-Za-z0-9]{1,32}", draft_id):
+            raise ValueError(f"bad draft id {draft_id!r}")
+        return self.root / f"{_slug(flow)}.{draft_id}.json"
+
+    def save(self, draft: Draft) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        draft.updated_at = time.time()
+        path = self._path(draft.flow, draft.draft_id)
+        tmp = path.with_suffix(f".{secrets.token_hex(3)}.tmp")
+        tmp.write_text(json.dumps(draft.to_dict(), ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)
+
+    def load(self, flow: str, draft_id: str) -> Draft | None:
+        try:
+            path = self._path(flow, draft_id)
+        except ValueError:
+            return None
+        return _read(path)
+
+    def for_flow(self, flow: str) -> list[Draft]:
+        """The drafts of one flow, newest first."""
+        if not self.root.is_dir():
+            return []
+        found = [_read(p) for p in self.root.glob(f"{_slug(flow)}.*.json")]
+        drafts = [d for d in found if d is not None and d.flow == flow]
+        return sorted(drafts, key=lambda d: d.updated_at, reverse=True)
+
+    def latest(self, flow: str) -> Draft | None:
+        drafts = self.for_flow(flow)
+        return drafts[0] if drafts else None
+
+    def delete(self, flow: str, draft_id: str) -> None:
+        try:
+            self._path(flow, draft_id).unlink(missing_ok=True)
+        except ValueError:
+            return
+
+    def delete_flow(self, flow: str) -> None:
+        """Remove every draft of a flow (when the flow is deleted)."""
+        for d in self.for_flow(flow):
+            self.delete(flow, d.draft_id)
+
+
+def _read(path: Path) -> Draft | None:
+    try:
+        return Draft.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

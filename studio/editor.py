@@ -1,0 +1,382 @@
+"""The editor's logic over a session: the draft, the canvas round trip, edits, save and conflicts.
+
+Pages build an `Editor` from `st.session_state` and the workspace on every run (cheap); it keeps
+everything in page-prefixed session keys and writes the draft to the server on every change, so
+a refresh or a second tab loses nothing.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import MutableMapping
+from typing import Any
+
+from streamlit_flow.state import StreamlitFlowState
+
+from flowkit import registry
+from flowkit.errors import FlowkitError, NotFoundError, Problem, SpecError, StaleSaveError
+from flowkit.spec import (EdgeSpec, FlowSpec, Limits, NodeSpec, Position, canonical, from_dict,
+                          to_dict)
+from flowkit.validate import check
+from storage.workspace import Workspace
+
+from . import canvas
+from .drafts import Draft, DraftStore, new_draft_id
+
+K_DRAFT = "editor_draft"            # Draft being edited
+K_BASE = "editor_base"              # (flow, version, spec dict) the draft started from
+K_CANVAS = "editor_canvas"          # the StreamlitFlowState last handed to the component
+K_SIG = "editor_canvas_sig"         # signature of that state
+K_PUSH = "editor_canvas_push"       # force handing a new state to the browser
+K_SEEN = "editor_canvas_seen"       # timestamp of the last component value taken in
+K_SEL = "editor_selected"           # the remembered selection (node id or canvas edge id)
+K_CONFLICT = "editor_conflict"      # {"expected": n, "actual": m} after a stale save
+K_GEN = "editor_form_gen"           # bumped to reset the side panel's widgets
+K_NOTICE = "editor_notice"          # (kind, text, when): the last message, shown a few seconds
+K_PROBLEMS = "editor_problems"      # (hash, problems) cache
+K_FIT = "editor_canvas_fit"         # fit the view once, when a flow is opened
+CANVAS_KEY = "editor_flow_canvas"   # the component's key prefix: no session variable (GUIDE rule 1)
+
+
+def canvas_key(flow: str) -> str:
+    """The component's key: one per flow, so another flow's last canvas value never leaks in."""
+    return f"{CANVAS_KEY}_{hashlib.sha1(flow.encode()).hexdigest()[:12]}"
+
+
+class Editor:
+    """One session's editor. All state lives in `state` (st.session_state in the app)."""
+
+    def __init__(self, state: MutableMapping[str, Any], ws: Workspace):
+        self.state = state
+        self.ws = ws
+        self.drafts = DraftStore(ws.data_dir)
+        self._parsed: tuple[dict[str, Any], FlowSpec] | None = None
+
+    # ---- opening -------------------------------------------------------------------------
+    @property
+    def draft(self) -> Draft | None:
+        return self.state.get(K_DRAFT)
+
+    def open(self, flow: str, draft_id: str | None = None) -> Draft:
+        """Edit `flow`: this session's draft, a draft on the server, or the saved flow."""
+        cur = self.draft
+        if cur is not None and cur.flow == flow and draft_id in (None, cur.draft_id):
+            return cur
+        draft = self.drafts.load(flow, draft_id) if draft_id else self.drafts.latest(flow)
+        if draft is not None and not self._readable(draft):
+            draft = None
+        restored = draft is not None
+        if draft is None:
+            spec, version = self.ws.store.get_flow(flow)   # NotFoundError: the page says so
+            draft = Draft(flow=flow, draft_id=draft_id or new_draft_id(), base_version=version,
+                          spec=to_dict(spec))
+        self._start(draft)
+        if restored and self.dirty():
+            self.notify("info", f"Restored your unsaved changes (started from version "
+                                            f"{draft.base_version}).")
+        return draft
+
+    def _readable(self, draft: Draft) -> bool:
+        try:
+            from_dict(draft.spec)
+        except SpecError:
+            return False
+        return True
+
+    def _start(self, draft: Draft) -> None:
+        self.state[K_DRAFT] = draft
+        self.state[K_BASE] = None
+        self.state[K_CANVAS] = None
+        self.state[K_SIG] = None
+        self.state[K_SEL] = None
+        self.state[K_CONFLICT] = None
+        self.state[K_PUSH] = True
+        self.state[K_FIT] = True
+        self.state[K_GEN] = int(self.state.get(K_GEN) or 0) + 1
+
+    def close(self) -> None:
+        self.state[K_DRAFT] = None
+
+    # ---- the spec ------------------------------------------------------------------------
+    @property
+    def spec(self) -> FlowSpec:
+        d = self.draft
+        if d is None:
+            raise FlowkitError("no flow is open in the editor")
+        if self._parsed is None or self._parsed[0] is not d.spec:   # parse once per change
+            self._parsed = (d.spec, from_dict(d.spec))
+        return self._parsed[1]
+
+    def base_spec(self) -> dict[str, Any] | None:
+        """The saved version the draft started from (as JSON data), None if it is gone."""
+        d = self.draft
+        if d is None or d.base_version is None:
+            return None
+        cached = self.state.get(K_BASE)
+        if cached and cached[0] == d.flow and cached[1] == d.base_version:
+            return cached[2]
+        try:
+            spec, _ = self.ws.store.get_flow(d.flow, d.base_version)
+        except NotFoundError:
+            return None
+        self.state[K_BASE] = (d.flow, d.base_version, to_dict(spec))
+        return self.state[K_BASE][2]
+
+    def dirty(self) -> bool:
+        d = self.draft
+        return d is not None and d.spec != self.base_spec()
+
+    def update(self, spec: FlowSpec) -> None:
+        """Make `spec` the draft and write it to the server (or drop the file when clean)."""
+        d = self.draft
+        data = to_dict(spec)
+        if d is None or data == d.spec:
+            return
+        d.spec = data
+        if self.dirty():
+            self.drafts.save(d)
+        else:
+            self.drafts.delete(d.flow, d.draft_id)
+
+    def problems(self, spec: FlowSpec | None = None) -> list[Problem]:
+        spec = spec or self.spec
+        key = hashlib.sha1(json.dumps(canonical(spec), sort_keys=True).encode()).hexdigest()
+        cached = self.state.get(K_PROBLEMS)
+        if cached and cached[0] == key:
+            return cached[1]
+        problems = check(spec)
+        self.state[K_PROBLEMS] = (key, problems)
+        return problems
+
+    # ---- the canvas round trip -----------------------------------------------------------
+    @property
+    def selected(self) -> str | None:
+        return self.state.get(K_SEL)
+
+    def select(self, sel: str | None) -> None:
+        self.state[K_SEL] = sel
+        self.state[K_GEN] = int(self.state.get(K_GEN) or 0) + 1
+
+    def canvas_state(self) -> StreamlitFlowState:
+        """The state to hand to streamlit_flow(): a new one (fresh timestamp) only when the
+        picture changed, so the browser keeps the user's view otherwise."""
+        spec = self.spec
+        desired = canvas.build_state(spec, self.problems(spec), self.selected)
+        sig = canvas.signature(desired)
+        current = self.state.get(K_CANVAS)
+        if current is None or self.state.get(K_PUSH) or sig != self.state.get(K_SIG):
+            last = max(int(self.state.get(K_SEEN) or 0), current.timestamp if current else 0)
+            desired.timestamp = max(canvas.now_ms(), last + 1)
+            self.state[K_CANVAS] = desired
+            self.state[K_SIG] = sig
+            self.state[K_PUSH] = False
+        return self.state[K_CANVAS]
+
+    @property
+    def fit_view(self) -> bool:
+        """Whether the canvas should fit its view (only until the browser first reports back:
+        later fits would reset the user's zoom on every change, GUIDE rule 4)."""
+        return bool(self.state.get(K_FIT))
+
+    def take_canvas(self, returned: StreamlitFlowState) -> bool:
+        """Take in what the component returned; True when the page should rerun to redraw."""
+        if returned is self.state.get(K_CANVAS) or returned.timestamp == self.state.get(K_SEEN):
+            return False   # nothing new from the browser
+        self.state[K_SEEN] = returned.timestamp
+        self.state[K_FIT] = False
+        spec = self.spec
+        new = canvas.apply_state(spec, returned)
+        sel = canvas.selection_id(new, returned)
+        if sel and sel != self.selected:
+            self.select(sel)
+        if to_dict(new) != to_dict(spec):
+            self.update(new)
+        if not canvas.in_step(new, returned):
+            self.state[K_PUSH] = True     # the browser lacks a change: hand it over again
+            return True
+        desired = canvas.build_state(new, self.problems(new), self.selected)
+        return canvas.signature(desired) != self.state.get(K_SIG)
+
+    def redraw(self) -> None:
+        """Hand the browser a fresh picture on the next run (after a Python-side change)."""
+        self.state[K_PUSH] = True
+
+    # ---- edits ---------------------------------------------------------------------------
+    def add_node(self, operator: str) -> str:
+        """Put a new `operator` node on the canvas (below the selection) and select it."""
+        cls = registry.get(operator)
+        if cls is None:
+            raise NotFoundError(f"unknown operator '{operator}'")
+        spec = self.spec
+        base = operator.split(".", 1)[1]
+        taken = {n.id for n in spec.nodes}
+        nid, i = base, 1
+        while nid in taken:
+            i += 1
+            nid = f"{base}_{i}"
+        pos = canvas.auto_layout(spec)
+        anchor = pos.get(self.selected or "")
+        if anchor is None and pos:
+            anchor = max(pos.values(), key=lambda p: (p.x, -p.y))
+        where = Position()
+        if anchor is not None:   # below the selection (or the rightmost node): likely in view
+            where = Position(x=anchor.x, y=anchor.y + canvas.Y_STEP)
+            while any(abs(p.x - where.x) < 150 and abs(p.y - where.y) < 60 for p in pos.values()):
+                where = Position(x=where.x, y=where.y + canvas.Y_STEP)
+        node = NodeSpec(id=nid, operator=operator, params={}, label="")
+        self.update(spec.model_copy(update={"nodes": [*spec.nodes, node],
+                                            "layout": {**spec.layout, nid: where}}))
+        self.select(nid)
+        self.redraw()
+        return nid
+
+    def delete_selected(self) -> str | None:
+        """Delete the selected node (with its edges) or edge; returns what was deleted."""
+        sel = self.selected
+        spec = self.spec
+        if not sel:
+            return None
+        if any(n.id == sel for n in spec.nodes):
+            nodes = [n for n in spec.nodes if n.id != sel]
+            edges = [e for e in spec.edges if sel not in (e.source, e.target)]
+            layout = {k: v for k, v in spec.layout.items() if k != sel}
+            entry = None if spec.entry == sel else spec.entry
+            self.update(spec.model_copy(update={"nodes": nodes, "edges": edges, "layout": layout,
+                                                "entry": entry}))
+        else:
+            found = canvas.find_edge(spec, sel)
+            if found is None:
+                self.select(None)
+                return None
+            edges = [e for i, e in enumerate(spec.edges) if i != found[0]]
+            self.update(spec.model_copy(update={"edges": edges}))
+        self.select(None)
+        self.redraw()
+        return sel
+
+    def _replace_node(self, node_id: str, **changes: Any) -> None:
+        spec = self.spec
+        nodes = [n.model_copy(update=changes) if n.id == node_id else n for n in spec.nodes]
+        self.update(spec.model_copy(update={"nodes": nodes}))
+
+    def set_param(self, node_id: str, name: str, value: Any) -> None:
+        """Set one param of a node (None removes it: the operator's default applies)."""
+        node = self.spec.node(node_id)
+        params = dict(node.params)
+        if value is None:
+            params.pop(name, None)
+        else:
+            params[name] = value
+        self._replace_node(node_id, params=params)
+
+    def set_label(self, node_id: str, label: str) -> None:
+        self._replace_node(node_id, label=label.strip())
+
+    def set_edge_label(self, edge_id: str, label: str | None) -> None:
+        spec = self.spec
+        found = canvas.find_edge(spec, edge_id)
+        if found is None:
+            return
+        i, e = found
+        edges = list(spec.edges)
+        edges[i] = EdgeSpec(source=e.source, target=e.target, label=label or None)
+        self.update(spec.model_copy(update={"edges": edges}))
+
+    def set_limits(self, **values: Any) -> None:
+        spec = self.spec
+        limits = Limits.model_validate({**spec.limits.model_dump(), **values})
+        self.update(spec.model_copy(update={"limits": limits}))
+
+    def set_flow_fields(self, *, description: str | None = None, entry: str | None = "") -> None:
+        """Change the description and/or the entry node ("" leaves the entry as it is)."""
+        spec = self.spec
+        changes: dict[str, Any] = {}
+        if description is not None:
+            changes["description"] = description
+        if entry != "":
+            changes["entry"] = entry
+        self.update(spec.model_copy(update=changes))
+
+    # ---- save, conflicts, discard --------------------------------------------------------
+    @property
+    def conflict(self) -> dict[str, Any] | None:
+        return self.state.get(K_CONFLICT)
+
+    def save(self, message: str = "") -> int | None:
+        """Save the draft as a new version; on a conflict, record it and return None."""
+        d = self.draft
+        if d is None:
+            return None
+        try:
+            version = self.ws.store.save_flow(self.spec, expected_version=d.base_version,
+                                              message=message)
+        except StaleSaveError as err:
+            self.state[K_CONFLICT] = {"expected": err.expected, "actual": err.actual,
+                                      "deleted": False}
+            return None
+        except NotFoundError:
+            self.state[K_CONFLICT] = {"expected": d.base_version, "actual": None, "deleted": True}
+            return None
+        self._saved(version)
+        return version
+
+    def _saved(self, version: int) -> None:
+        d = self.draft
+        if d is None:
+            return
+        d.base_version = version
+        self.state[K_BASE] = None
+        self.state[K_CONFLICT] = None
+        self.drafts.delete(d.flow, d.draft_id)
+        self.notify("success", f"Saved '{d.flow}' as version {version}.")
+
+    def overwrite(self, message: str = "") -> int | None:
+        """Conflict choice: save my draft on top of the stored version (whose number we reload)."""
+        d = self.draft
+        c = self.conflict
+        if d is None or c is None:
+            return None
+        current = None if c.get("deleted") else self.ws.store.get_flow(d.flow)[1]
+        d.base_version = current
+        return self.save(message or f"overwrote version {current}")
+
+    def save_as(self, new_name: str, message: str = "") -> str:
+        """Conflict choice (or 'save a copy'): save my draft as a new flow; edit that one now."""
+        new_name = new_name.strip()
+        if not new_name:
+            raise FlowkitError("give the new flow a name")
+        if self.ws.store.flow_exists(new_name):
+            raise FlowkitError(f"a flow named '{new_name}' already exists; choose another name")
+        old = self.draft
+        spec = self.spec.model_copy(update={"name": new_name})
+        version = self.ws.store.save_flow(spec, expected_version=None,
+                                          message=message or f"copy of '{old.flow if old else ''}'")
+        if old is not None:
+            self.drafts.delete(old.flow, old.draft_id)
+        self._start(Draft(flow=new_name, draft_id=new_draft_id(), base_version=version,
+                          spec=to_dict(spec)))
+        self.notify("success", f"Saved your draft as the new flow '{new_name}'.")
+        return new_name
+
+    def discard(self) -> None:
+        """Drop the draft and load the stored flow's latest version."""
+        d = self.draft
+        if d is None:
+            return
+        self.drafts.delete(d.flow, d.draft_id)
+        spec, version = self.ws.store.get_flow(d.flow)
+        self._start(Draft(flow=d.flow, draft_id=d.draft_id, base_version=version,
+                          spec=to_dict(spec)))
+        self.notify("info", f"Loaded version {version}; your changes were discarded.")
+
+    def notify(self, kind: str, text: str) -> None:
+        self.state[K_NOTICE] = (kind, text, time.monotonic())
+
+    def notice(self, max_age_s: float = 15.0) -> tuple[str, str] | None:
+        """The last message (kind, text) while it is fresh: a run that shows it may be cut short
+        by the next rerun, so it stays a few seconds instead of being shown once."""
+        notice = self.state.get(K_NOTICE)
+        if not notice or time.monotonic() - notice[2] > max_age_s:
+            return None
+        return notice[0], notice[1]

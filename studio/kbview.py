@@ -1,0 +1,145 @@
+"""Knowledge bases page logic: the list with counts, creating one, chunkers and their params,
+side-by-side search (BM25, dense, hybrid), the knowledge-graph index, attaching a SQLite file."""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from flowkit import registry
+from flowkit.errors import FlowkitError, ResourceError
+from flowkit.operators._fuse import rrf
+from flowkit.runtime.kb import KnowledgeBase, check_name
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+ATTACHED_FILE = "attached.sqlite"
+GRAPH_FILE = "graph.json"
+UPLOAD_TYPES = ["txt", "md", "jsonl", "pdf"]
+
+
+def kb_rows(resources: Any) -> list[dict[str, Any]]:
+    """One row per knowledge base: name, chunks, documents, chunker, embedder, graph, database."""
+    out = []
+    for name in resources.kb_names():
+        kb = resources.kb(name)
+        meta = kb.meta()
+        try:
+            count = kb.count()
+        except FlowkitError:
+            count = meta.get("chunks", 0)
+        out.append({"name": name, "chunks": count, "documents": meta.get("documents", 0),
+                    "chunker": meta.get("chunker", ""), "embedder": meta.get("embedder", ""),
+                    "graph": (kb.dir / GRAPH_FILE).is_file(),
+                    "database": attached_database(kb) is not None,
+                    "description": meta.get("description", "")})
+    return out
+
+
+def create(resources: Any, name: str, description: str = "") -> KnowledgeBase:
+    """A new, empty knowledge base (its folder and meta.json); ingest files into it next."""
+    name = check_name(name.strip())
+    if name in resources.kb_names():
+        raise ResourceError(f"a knowledge base named '{name}' already exists")
+    kb = resources.kb(name)
+    kb.update_meta(name=name, description=description.strip(), created=time.time(), chunks=0)
+    return kb
+
+
+def chunkers() -> dict[str, type]:
+    """Indexing operators that can chunk documents (they have a chunk() method)."""
+    return {k: c for k, c in registry.all_operators().items() if hasattr(c, "chunk")}
+
+
+def default_params(key: str) -> dict[str, Any]:
+    """The chunker's params with their defaults (what the params box starts from)."""
+    cls = chunkers()[key]
+    try:
+        return cls.Params().model_dump(mode="json")
+    except Exception:  # noqa: BLE001 - Params with required fields: start from nothing
+        return {}
+
+
+def parse_params(key: str, text: str) -> dict[str, Any]:
+    """The params box as a dict, checked against the chunker's Params (ValueError if wrong)."""
+    try:
+        data = json.loads(text or "{}")
+    except json.JSONDecodeError as err:
+        raise ValueError(f"params are not JSON (line {err.lineno}: {err.msg})") from None
+    if not isinstance(data, dict):
+        raise ValueError("params must be a JSON object")
+    from pydantic import ValidationError as PydanticValidationError
+    try:
+        chunkers()[key].Params.model_validate(data)
+    except PydanticValidationError as err:
+        first = err.errors()[0]
+        raise ValueError(f"{'.'.join(str(x) for x in first['loc'])}: {first['msg']}") from None
+    return data
+
+
+def search(kb: Any, query: str, k: int = 5) -> dict[str, list[dict[str, Any]]]:
+    """BM25, dense and hybrid (reciprocal rank fusion of the two) results for one query."""
+    lexical = kb.lexical(query, k)
+    dense = kb.dense(query, k)
+    hybrid = rrf([dense, lexical])[:k]
+    return {"BM25": lexical, "Dense": dense, "Hybrid (RRF)": hybrid}
+
+
+def load_kg(kb_dir: Path) -> Any:
+    """The knowledge-graph index of a knowledge base (networkx), or None when it has none."""
+    path = kb_dir / GRAPH_FILE
+    if not path.is_file():
+        return None
+    try:
+        from flowkit.operators.indexing.graph import load_graph
+    except ImportError:
+        load_graph = None
+    if load_graph is not None:
+        return load_graph(kb_dir)
+    from networkx.readwrite import json_graph
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return json_graph.node_link_graph(data, edges="links" if "links" in data else "edges")
+
+
+def attached_database(kb: Any) -> Path | None:
+    """The SQLite file attached to a knowledge base for text-to-SQL, if any."""
+    for name in (ATTACHED_FILE, "attached.db", "database.sqlite"):
+        p = kb.dir / name
+        if p.is_file():
+            return p
+    return None
+
+
+def attach(data_dir: Path, kb: Any, upload: Path) -> Path:
+    """Attach a SQLite file: through the text-to-SQL operator's helper where it exists, else by
+    checking the header and copying it to <kb dir>/attached.sqlite. Returns where it went."""
+    with upload.open("rb") as fh:
+        if fh.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+            raise ResourceError(f"{upload.name} is not a SQLite database (wrong header)")
+    try:
+        from flowkit.operators.pre_retrieval.text_to_sql import attach_database
+    except ImportError:
+        attach_database = None
+    if attach_database is not None:
+        out = attach_database(data_dir, kb.name, upload)
+        return Path(out) if out else kb.dir / ATTACHED_FILE
+    kb.dir.mkdir(parents=True, exist_ok=True)
+    target = kb.dir / ATTACHED_FILE
+    tmp = target.with_suffix(".tmp")
+    shutil.copyfile(upload, tmp)
+    tmp.replace(target)
+    kb.update_meta(database=target.name)
+    return target
+
+
+def sqlite_tables(path: Path) -> list[tuple[str, int]]:
+    """(table, rows) of a SQLite file, opened read-only."""
+    import sqlite3
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        names = [r[0] for r in con.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+        return [(n, con.execute(f'SELECT COUNT(*) FROM "{n}"').fetchone()[0]) for n in names]
+    finally:
+        con.close()

@@ -1,0 +1,102 @@
+"""Model settings for one run only: a temperature and node params, without touching what is shared.
+
+The workspace (and its loaded model) is shared by every session, so a run's overrides never change
+it. Node params (max_tokens, ...) change a copy of the spec; the temperature goes through a thin
+view of the resources whose LLM passes that temperature to every call that does not name its own.
+The run records the overridden settings, so its replay says what ran.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from flowkit import registry
+from flowkit.spec import FlowSpec
+from storage.workspace import Workspace
+
+#: Node params the run page offers to override, when a node's operator has them.
+TUNABLE_PARAMS: tuple[str, ...] = ("max_tokens", "temperature", "top_k", "top_n")
+
+
+@dataclass
+class Overrides:
+    """temperature: None keeps the settings' value. node_params: {node id: {param: value}}."""
+
+    temperature: float | None = None
+    node_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def empty(self) -> bool:
+        return self.temperature is None and not any(self.node_params.values())
+
+
+def tunable(spec: FlowSpec) -> list[tuple[str, str, Any, dict[str, Any]]]:
+    """(node id, param, current value, JSON schema) for each tunable param of the spec's nodes."""
+    out = []
+    for node in spec.nodes:
+        cls = registry.get(node.operator)
+        if cls is None:
+            continue
+        schema = cls.Params.model_json_schema()
+        props = schema.get("properties", {})
+        for name in TUNABLE_PARAMS:
+            if name in props:
+                value = node.params.get(name, props[name].get("default"))
+                out.append((node.id, name, value, props[name]))
+    return out
+
+
+def apply_params(spec: FlowSpec, node_params: dict[str, dict[str, Any]]) -> FlowSpec:
+    """A copy of the spec with the given node params replaced."""
+    if not any(node_params.values()):
+        return spec
+    nodes = [n.model_copy(update={"params": {**n.params, **node_params.get(n.id, {})}})
+             if node_params.get(n.id) else n for n in spec.nodes]
+    return spec.model_copy(update={"nodes": nodes})
+
+
+class _TunedLLM:
+    """The shared LLM with another default temperature (the model and its lock stay shared)."""
+
+    def __init__(self, inner: Any, temperature: float):
+        self._inner = inner
+        self._temperature = temperature
+
+    def complete(self, prompt: str, *, temperature: float | None = None, **kwargs: Any) -> Any:
+        t = self._temperature if temperature is None else temperature
+        return self._inner.complete(prompt, temperature=t, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _TunedResources:
+    """The shared Resources seen through one run's temperature."""
+
+    def __init__(self, base: Any, temperature: float):
+        self._base = base
+        self._temperature = temperature
+
+    @property
+    def settings(self) -> Any:
+        return self._base.settings.with_llm(temperature=self._temperature)
+
+    @property
+    def llm(self) -> _TunedLLM:
+        return _TunedLLM(self._base.llm, self._temperature)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._base, name)
+
+
+def with_overrides(ws: Workspace, spec: FlowSpec,
+                   overrides: Overrides | None) -> tuple[FlowSpec, Workspace]:
+    """The spec and a workspace to run it with, the overrides applied (ws itself is unchanged)."""
+    if overrides is None or overrides.empty():
+        return spec, ws
+    spec = apply_params(spec, overrides.node_params)
+    if overrides.temperature is None:
+        return spec, ws
+    view = Workspace.__new__(Workspace)      # shares the store; no second database or model
+    view.resources = _TunedResources(ws.resources, float(overrides.temperature))  # type: ignore[assignment]
+    view.store = ws.store
+    return spec, view

@@ -1,0 +1,63 @@
+"""The operator palette: the registry grouped by the six modules, searchable, with help texts."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+
+from flowkit import registry
+
+MODULE_TITLES: dict[str, str] = {
+    "indexing": "Indexing", "pre_retrieval": "Pre-retrieval", "retrieval": "Retrieval",
+    "post_retrieval": "Post-retrieval", "generation": "Generation",
+    "orchestration": "Orchestration",
+}
+
+
+def entries() -> dict[str, list[dict[str, Any]]]:
+    """describe() of every operator, grouped by module in the registry's module order."""
+    out: dict[str, list[dict[str, Any]]] = {m: [] for m in registry.MODULES}
+    for cls in registry.all_operators().values():
+        out.setdefault(cls.module, []).append(registry.describe(cls))
+    return out
+
+
+def search(groups: dict[str, list[dict[str, Any]]], query: str) -> dict[str, list[dict[str, Any]]]:
+    """Operators whose key, kind or help mention every word of `query` (case-insensitive)."""
+    words = query.lower().split()
+    if not words:
+        return groups
+    out = {}
+    for module, items in groups.items():
+        hits = [d for d in items
+                if all(w in f"{d['key']} {d['kind']} {d['help']}".lower() for w in words)]
+        out[module] = hits
+    return out
+
+
+def render(on_add: Callable[[str], None], key_prefix: str = "editor_palette") -> None:
+    """The palette: a search box, then one expander per module with an add button per operator
+    (its tooltip is the operator's full help text)."""
+    query = st.text_input("Search operators", key=f"{key_prefix}_q",
+                          placeholder="e.g. rerank, judge", label_visibility="collapsed")
+    groups = search(entries(), query)
+    shown = 0
+    for module, items in groups.items():
+        if not items:
+            if not query:
+                with st.expander(f"{MODULE_TITLES.get(module, module)} (0)"):
+                    st.caption("No operators in this module yet.")
+            continue
+        title = f"{MODULE_TITLES.get(module, module)} ({len(items)})"
+        with st.expander(title, expanded=bool(query)):
+            for d in items:
+                shown += 1
+                name = d["key"].split(".", 1)[1]
+                kind = "" if d["kind"] == "step" else f" · {d['kind']}"
+                st.button(name, key=f"{key_prefix}_add_{d['key']}", help=d["help"],
+                          icon=":material/add:", on_click=on_add, args=(d["key"],),
+                          width="stretch")
+                st.caption(f"{d['summary']}{kind}")
+    if query and not shown:
+        st.caption(f"No operator matches '{query}'.")

@@ -1,0 +1,141 @@
+"""Replay page logic: which step is shown, the per-step chart data, and the fork form's checks.
+
+A replay never calls the model: everything comes from the stored steps. The shown step lives in
+session state under `replay_step` (the slider's key; the buttons change it in callbacks, before
+the slider is drawn, so slider and buttons always agree) and in the address as ?step=N.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import MutableMapping
+from typing import Any
+
+import pandas as pd
+from pydantic import ValidationError as PydanticValidationError
+
+from flowkit import registry
+from flowkit.memory import OPERATOR_KEYS
+from flowkit.trace import StepEvent
+
+STEP_KEY = "replay_step"
+RUN_KEY = "replay_run"
+FINISH = "_finish"
+
+
+def clamp(value: int, n_steps: int) -> int:
+    return max(0, min(int(value), max(n_steps - 1, 0)))
+
+
+def sync(state: MutableMapping[str, Any], run_id: str, n_steps: int,
+         requested: str | None) -> int:
+    """The step to show: `requested` (?step=) when the run changed, else the current one, kept in
+    range as the run grows. Call before the step widgets are drawn."""
+    if state.get(RUN_KEY) != run_id:
+        state[RUN_KEY] = run_id
+        try:
+            state[STEP_KEY] = clamp(int(requested or 0), n_steps)
+        except ValueError:
+            state[STEP_KEY] = 0
+    else:
+        state[STEP_KEY] = clamp(state.get(STEP_KEY, 0), n_steps)
+    return int(state[STEP_KEY])
+
+
+def open_run(state: MutableMapping[str, Any], query: MutableMapping[str, Any], run_id: str,
+             step: int | None = 0) -> None:
+    """Show another run (a parent or a fork) on this page: in the address and in the picker.
+
+    Used instead of st.page_link, which, pointing at the page it is on, shows the new run
+    without updating the browser's address (a refresh would go back)."""
+    query["run"] = run_id
+    query["step"] = str(step or 0)
+    if "fork" in query:
+        del query["fork"]
+    state["replay_pick"] = run_id
+    state.pop(RUN_KEY, None)      # sync() then starts the new run at ?step=
+
+
+def go(state: MutableMapping[str, Any], target: str, n_steps: int) -> None:
+    """Button callback: target is first | prev | next | last."""
+    cur = int(state.get(STEP_KEY, 0))
+    new = {"first": 0, "prev": cur - 1, "next": cur + 1, "last": n_steps - 1}[target]
+    state[STEP_KEY] = clamp(new, n_steps)
+
+
+def chart_data(steps: list[StepEvent], current: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two frames (tokens, ms) indexed by step label, the current step in its own column."""
+    width = len(str(max(len(steps) - 1, 0)))
+    labels = [f"{s.index:0{width}d} {s.node_id}" for s in steps]
+
+    def frame(values: list[float], unit: str) -> pd.DataFrame:
+        return pd.DataFrame({
+            "step": labels,
+            f"{unit} (this step)": [v if i == current else 0 for i, v in enumerate(values)],
+            f"{unit} (other steps)": [0 if i == current else v for i, v in enumerate(values)],
+        })
+    return frame([s.tokens for s in steps], "tokens"), frame([round(s.ms) for s in steps], "ms")
+
+
+def step_label(s: StepEvent) -> str:
+    mark = " ✗" if s.error and not s.error.startswith("stopped:") else ""
+    return f"{s.index} · {s.node_id} (visit {s.visit}){mark}"
+
+
+def forkable(step: StepEvent, spec: dict[str, Any]) -> str | None:
+    """None when a run can be forked from this step, else why not."""
+    if step.node_id == FINISH:
+        return "the finishing step is the engine's own; fork from a node of the flow"
+    if step.branch:
+        return ("this step ran inside a parallel branch; fork from the node before the fan-out "
+                "or from the merge")
+    if step.node_id not in {n["id"] for n in spec.get("nodes", [])}:
+        return f"node '{step.node_id}' is not in the run's flow"
+    return None
+
+
+def node_params(spec: dict[str, Any], node_id: str) -> tuple[str, dict[str, Any]]:
+    """(operator key, params) of a node of the run's resolved spec."""
+    for n in spec.get("nodes", []):
+        if n["id"] == node_id:
+            return n["operator"], dict(n.get("params") or {})
+    raise KeyError(node_id)
+
+
+def parse_memory_change(key: str, text: str) -> dict[str, Any]:
+    """{key: value} from the form; raises ValueError with a message fit for the page."""
+    if key not in OPERATOR_KEYS:
+        raise ValueError(f"'{key}' is not a working-memory key ({', '.join(OPERATOR_KEYS)})")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"the new value is not JSON (line {err.lineno}, column {err.colno}: "
+                         f"{err.msg}); write strings in double quotes") from None
+    if key == "question" and (not isinstance(value, str) or not value.strip()):
+        raise ValueError("the question must be a non-empty JSON string")
+    return {key: value}
+
+
+def parse_param_changes(operator: str, current: dict[str, Any], text: str) -> dict[str, Any]:
+    """The params that differ from `current`, checked against the operator's Params."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"the params are not JSON (line {err.lineno}, column {err.colno}: "
+                         f"{err.msg})") from None
+    if not isinstance(data, dict):
+        raise ValueError("the params must be a JSON object")
+    changes = {k: v for k, v in data.items() if current.get(k, object()) != v}
+    cls = registry.get(operator)
+    if cls is not None:
+        try:
+            cls.Params.model_validate({**current, **data})
+        except PydanticValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(x) for x in first["loc"])
+            raise ValueError(f"param {where}: {first['msg']}") from None
+    return changes
+
+
+def memory_text(value: Any) -> str:
+    """A memory value as the JSON the fork form starts from."""
+    return json.dumps(value, indent=2, ensure_ascii=False)

@@ -1,0 +1,140 @@
+"""The run page's live panel: a queued, running or finished run, read from the job and SQLite.
+
+The job (in this process) knows about a run before it starts; the database knows its steps and
+how it ended, also after the studio restarted. The panel asks both on every poll.
+"""
+from __future__ import annotations
+
+import streamlit as st
+from streamlit.errors import StreamlitAPIException
+
+from flowkit.errors import NotFoundError
+from storage.repo import RunInfo
+from storage.workspace import Workspace
+
+from . import runview
+from .jobs import Job, JobManager
+
+REPLAY_PAGE = "pages/replay.py"
+
+
+def _run(ws: Workspace, run_id: str) -> RunInfo | None:
+    try:
+        return ws.store.get_run(run_id)
+    except NotFoundError:
+        return None
+
+
+def is_active(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
+    """Whether the run is still queued or running (the page then polls every second)."""
+    job = jobs.find_run(run_id)
+    if job is not None and not job.finished:
+        return True
+    run = _run(ws, run_id)
+    return run is not None and run.status == "running"
+
+
+def replay_link(run_id: str, label: str = "Open the replay", key: str | None = None,
+                step: int | None = None) -> None:
+    """A link to the replay page for a run (a plain link when the page is run on its own)."""
+    params = {"run": run_id, **({"step": str(step)} if step is not None else {})}
+    try:
+        st.page_link(REPLAY_PAGE, label=label, icon=":material/history:", query_params=params)
+    except (StreamlitAPIException, KeyError):
+        query = "&".join(f"{k}={v}" for k, v in params.items())
+        st.markdown(f"[{label}](/replay?{query})")
+
+
+def _status(status: str) -> None:
+    st.badge(status, color=runview.STATUS_COLOURS.get(status, "gray"))
+
+
+def _waiting(jobs: JobManager, job: Job) -> bool:
+    if job.status == "queued":
+        ahead = jobs.ahead_of(job.id)
+        _status("queued")
+        st.info(f"Queued: {ahead} job(s) ahead of this one. Runs take turns on the model.")
+        return True
+    if job.status == "running":
+        _status("starting")
+        st.info(job.message or "Starting...")
+        return True
+    if job.status == "error":
+        _status("error")
+        st.error(f"The run could not start: {job.error}")
+        return False
+    st.warning("The run ended but its record is missing from the database.")
+    return False
+
+
+def render(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
+    """Draw the run; True while it is still queued or running."""
+    job = jobs.find_run(run_id)
+    run = _run(ws, run_id)
+    if run is None:
+        if job is None:
+            st.warning(f"No run '{run_id}' here: it may have been queued before the studio "
+                       "restarted, or deleted.")
+            return False
+        st.markdown(f"**{job.meta.get('flow', '')}** on `{job.meta.get('kb') or '-'}`")
+        st.markdown(f"> {job.meta.get('question', '')}")
+        return _waiting(jobs, job)
+
+    st.markdown(f"**{run.flow_name}** on `{run.kb or '-'}` · run `{run.id}`")
+    st.markdown(f"> {run.question}")
+    steps = ws.store.steps(run.id)
+    if run.status == "running":
+        _status("running")
+        nxt = runview.next_nodes(run.spec, steps)
+        now = ", ".join(f"`{n}`" for n in nxt) if nxt else "finishing"
+        st.markdown(f":material/progress_activity: Running now: {now}")
+        cols = st.columns(3)
+        cols[0].metric("Steps finished", len(steps))
+        cols[1].metric("Tokens so far", job.tokens if job else sum(s.tokens for s in steps))
+        cols[2].metric("Seconds", f"{job.elapsed_s:.0f}" if job else "-")
+        if steps:
+            st.dataframe(runview.step_rows(steps), hide_index=True, width="stretch")
+        return True
+
+    _status(run.status)
+    if run.status == "error":
+        st.error(run.error or "the run failed")
+    elif run.status == "budget_exceeded":
+        st.warning(f"Stopped by the flow's limits: {run.halt_reason or run.error or 'budget'}. "
+                   "The answer below is what was in memory then.")
+    elif run.status == "interrupted":
+        st.warning(run.error or "interrupted")
+    st.subheader("Answer")
+    with st.container(border=True):
+        st.markdown(run.answer or "_(no answer)_")
+    cols = st.columns(4)
+    for col, (name, value) in zip(cols, runview.totals(run).items()):
+        col.metric(name, value)
+    cited = runview.cited_passages(run, steps)
+    if cited:
+        st.markdown("**Cited passages**")
+        for i, d in enumerate(cited, 1):
+            title = f"[{i}] {d['id']}" + (f" · {d['title']}" if d["title"] else "")
+            with st.expander(title, expanded=(i == 1)):
+                if d["found"]:
+                    st.write(d["text"])
+                    if d["score"] is not None:
+                        st.caption(f"score {d['score']}")
+                else:
+                    st.caption("Not in the run's memory or retrievals.")
+    elif run.status == "ok":
+        st.caption("The answer cites no passage.")
+    if run.parent_run_id:
+        st.caption(f"Forked from run {run.parent_run_id} step {run.parent_step}")
+    replay_link(run.id)
+    return False
+
+
+def queue(jobs: JobManager) -> None:
+    """The jobs queued or running in this studio process (every session's)."""
+    active = jobs.jobs(active_only=True)
+    if not active:
+        return
+    with st.expander(f"Background jobs ({len(active)})"):
+        for j in active:
+            st.markdown(f"- `{j.status}` {j.label}" + (f" · {j.message}" if j.message else ""))

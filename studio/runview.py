@@ -1,0 +1,121 @@
+"""What the run page shows: the flows to pick from, a run's progress, cited passages and totals."""
+from __future__ import annotations
+
+from typing import Any
+
+from flowkit import registry, templates
+from flowkit.spec import FlowSpec
+from flowkit.trace import StepEvent
+from storage.repo import RunInfo, Store
+from storage.workspace import Workspace
+
+FlowRef = tuple[str, str]   # ("saved" | "template", name)
+
+
+def flow_choices(store: Store) -> list[FlowRef]:
+    """Saved flows first (by name), then the templates."""
+    return ([("saved", f.name) for f in store.list_flows()]
+            + [("template", name) for name in templates.names()])
+
+
+def ref_label(ref: FlowRef) -> str:
+    kind, name = ref
+    return name if kind == "saved" else f"{name} (template)"
+
+
+def find_ref(choices: list[FlowRef], wanted: str | None) -> FlowRef | None:
+    """The choice a name means: a saved flow of that name, else a template ('template:NAME' too)."""
+    if not wanted:
+        return None
+    if wanted.startswith("template:"):
+        ref = ("template", wanted.split(":", 1)[1])
+        return ref if ref in choices else None
+    for kind in ("saved", "template"):
+        if (kind, wanted) in choices:
+            return (kind, wanted)
+    return None
+
+
+def ref_param(ref: FlowRef) -> str:
+    """How a choice is written in the page's query params."""
+    return ref[1] if ref[0] == "saved" else f"template:{ref[1]}"
+
+
+def load_ref(ws: Workspace, ref: FlowRef) -> tuple[FlowSpec, int | None]:
+    """The spec (and saved version) a choice stands for."""
+    kind, name = ref
+    if kind == "saved":
+        return ws.store.get_flow(name)
+    return templates.load_template(name), None
+
+
+def step_rows(steps: list[StepEvent]) -> list[dict[str, Any]]:
+    """One row per finished step for a progress table."""
+    return [{"#": s.index, "node": s.node_id, "visit": s.visit, "operator": s.operator,
+             "LLM calls": len(s.llm_calls), "tokens": s.tokens, "ms": round(s.ms),
+             "error": s.error or ""} for s in steps]
+
+
+def next_nodes(spec: dict[str, Any], steps: list[StepEvent]) -> list[str]:
+    """The node(s) probably running now, judged from the last finished step and the edges.
+
+    Before the first step: the entry node. After a router or judge: the edge with the label it
+    chose. After a node with no way on: [] (the run is finishing).
+    """
+    nodes = {n["id"]: n for n in spec.get("nodes", [])}
+    edges = spec.get("edges", [])
+    if not steps:
+        entry = spec.get("entry")
+        if entry:
+            return [entry]
+        targets = {e["target"] for e in edges}
+        roots = [n for n in nodes if n not in targets]
+        return roots[:1]
+    last = steps[-1]
+    if last.error or last.node_id not in nodes:
+        return []
+    out = [e for e in edges if e["source"] == last.node_id]
+    cls = registry.get(nodes[last.node_id].get("operator", ""))
+    if cls is not None and cls.kind in ("router", "judge"):
+        route = (last.memory_after or {}).get("route")
+        out = [e for e in out if e.get("label") == route]
+    return [e["target"] for e in out]
+
+
+def cited_passages(run: RunInfo, steps: list[StepEvent]) -> list[dict[str, Any]]:
+    """The passages the answer cites, in citation order: {id, title, text, score, found}.
+
+    Looked up in the run's final memory documents first (full text), then in what its steps
+    retrieved (the start of the text).
+    """
+    known: dict[str, dict[str, Any]] = {}
+    for step in steps:
+        for r in step.retrievals:
+            for d in r.docs:
+                if d.get("id"):
+                    known.setdefault(str(d["id"]), dict(d))
+        for d in (step.memory_after or {}).get("documents") or []:
+            if isinstance(d, dict) and d.get("id"):
+                known[str(d["id"])] = dict(d)
+    for d in (run.memory or {}).get("documents") or []:
+        if isinstance(d, dict) and d.get("id"):
+            known[str(d["id"])] = dict(d)
+    out = []
+    for cid in run.citations:
+        d = known.get(cid)
+        if d is None:
+            out.append({"id": cid, "title": "", "text": "", "score": None, "found": False})
+        else:
+            out.append({"id": cid, "title": d.get("title", ""), "text": d.get("text", ""),
+                        "score": d.get("score"), "found": True})
+    return out
+
+
+def totals(run: RunInfo) -> dict[str, Any]:
+    """Steps, LLM calls, tokens, seconds (labels as shown)."""
+    return {"Steps": run.steps, "LLM calls": run.llm_calls, "Tokens": run.tokens,
+            "Seconds": round((run.ms or 0) / 1000, 1)}
+
+
+STATUS_COLOURS = {"ok": "green", "budget_exceeded": "orange", "error": "red", "running": "blue",
+                  "interrupted": "gray", "queued": "gray"}

@@ -1,0 +1,86 @@
+"""Start the studio as a subprocess on a free port (browser tests and the UI benchmark).
+
+    with StudioServer(data_dir) as url:
+        ...drive a browser at url...
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class StudioServer:
+    """`streamlit run app.py` with FLOWKIT_HOME=data_dir; stopped (by its pid) on exit."""
+
+    def __init__(self, data_dir: str | Path, port: int | None = None, log: Path | None = None,
+                 env: dict[str, str] | None = None, timeout_s: float = 60.0):
+        self.data_dir = Path(data_dir)
+        self.port = port or free_port()
+        self.log = log or (self.data_dir / "streamlit.log")
+        self.extra_env = env or {}
+        self.timeout_s = timeout_s
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> str:
+        env = {**os.environ, "FLOWKIT_HOME": str(self.data_dir), "HF_HUB_OFFLINE": "1",
+               "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False", **self.extra_env}
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        out = open(self.log, "wb")   # noqa: SIM115 - closed with the process
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+             "--server.headless", "true", "--server.port", str(self.port),
+             "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+             "--server.fileWatcherType", "none"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + self.timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"streamlit exited ({self.proc.returncode}); see {self.log}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        return self.url
+            except (urllib.error.URLError, OSError):
+                time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"streamlit did not answer within {self.timeout_s}s; see {self.log}")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self.proc = None
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()

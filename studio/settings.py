@@ -1,0 +1,112 @@
+"""Settings page logic: turn the form's values into checked Settings, and say what is loaded."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from flowkit.errors import FlowkitError
+from flowkit.runtime.llm import default_model_path
+from flowkit.runtime.resources import Settings
+from storage.workspace import Workspace
+
+BACKENDS = ("llama_cpp", "openai")
+
+
+@dataclass
+class FormValues:
+    """What the settings form holds (strings as typed)."""
+
+    use_default_model: bool = True
+    model_path: str = ""
+    n_gpu_layers: int = 0
+    n_threads: int = 0
+    n_ctx: int = 8192
+    temperature: float = 0.0
+    seed: int = 42
+    backend: str = "llama_cpp"
+    base_url: str = ""
+    model_name: str = ""
+    embedder_path: str = ""
+    chroma_host: str = ""
+    chroma_port: int = 8000
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> FormValues:
+        llm = s.llm
+        return cls(use_default_model=not llm.model_path, model_path=llm.model_path,
+                   n_gpu_layers=llm.n_gpu_layers, n_threads=llm.n_threads, n_ctx=llm.n_ctx,
+                   temperature=llm.temperature, seed=llm.seed, backend=llm.backend,
+                   base_url=llm.base_url, model_name=llm.model_name,
+                   embedder_path=s.embedder_path, chroma_host=s.chroma_host,
+                   chroma_port=s.chroma_port)
+
+
+def build(current: Settings, v: FormValues) -> tuple[Settings | None, list[str]]:
+    """New settings from the form, or None and every problem found (paths must exist)."""
+    problems: list[str] = []
+    model_path = "" if v.use_default_model else v.model_path.strip()
+    if v.backend not in BACKENDS:
+        problems.append(f"backend must be one of {', '.join(BACKENDS)}")
+    if v.backend == "llama_cpp" and not v.use_default_model:
+        if not model_path:
+            problems.append("give the path of a GGUF model file, or choose the default model")
+        else:
+            p = Path(model_path).expanduser()
+            if not p.is_file():
+                problems.append(f"model file not found: {p}")
+            elif p.suffix.lower() != ".gguf":
+                problems.append(f"{p.name} is not a .gguf file")
+    if v.backend == "openai":
+        if not v.base_url.strip().startswith(("http://", "https://")):
+            problems.append("the openai backend needs a base URL like http://localhost:8000/v1")
+        if not v.model_name.strip():
+            problems.append("the openai backend needs the served model's name")
+    if v.embedder_path.strip() and not Path(v.embedder_path.strip()).expanduser().exists():
+        problems.append(f"embedder path not found: {v.embedder_path.strip()}")
+    if v.n_ctx < 256:
+        problems.append("context must be at least 256 tokens")
+    if not 0.0 <= v.temperature <= 2.0:
+        problems.append("temperature must be between 0 and 2")
+    if v.n_gpu_layers < -1:
+        problems.append("GPU layers: -1 (all), 0 (none) or a number of layers")
+    if v.n_threads < 0:
+        problems.append("threads: 0 (all cores) or a positive number")
+    if not 1 <= v.chroma_port <= 65535:
+        problems.append("Chroma port must be between 1 and 65535")
+    if problems:
+        return None, problems
+    llm = replace(current.llm, backend=v.backend, model_path=model_path,
+                  n_gpu_layers=int(v.n_gpu_layers), n_threads=int(v.n_threads), n_ctx=int(v.n_ctx),
+                  temperature=float(v.temperature), seed=int(v.seed),
+                  base_url=v.base_url.strip(), model_name=v.model_name.strip())
+    return replace(current, llm=llm, embedder_path=v.embedder_path.strip(),
+                   chroma_host=v.chroma_host.strip(), chroma_port=int(v.chroma_port)), []
+
+
+def model_info(ws: Workspace) -> dict[str, Any]:
+    """What the workspace's model is: file, size in MB, loaded or not, GPU offload support.
+
+    Looks only; never loads the model.
+    """
+    s = ws.resources.settings.llm
+    info: dict[str, Any] = {"backend": s.backend, "model_file": None, "size_mb": None,
+                            "loaded": False, "gpu_offload": None, "error": None}
+    if s.backend == "openai":
+        info["model_file"] = f"{s.model_name or '?'} at {s.base_url or '?'}"
+        return info
+    try:
+        path = Path(s.model_path).expanduser() if s.model_path else default_model_path()
+        info["model_file"] = str(path)
+        info["size_mb"] = round(path.stat().st_size / 1e6, 1)
+    except (FlowkitError, OSError) as err:
+        info["error"] = str(err)
+        return info
+    try:
+        llm = ws.resources.llm      # builds the wrapper only; the model loads on the first call
+        info["loaded"] = bool(getattr(llm, "loaded", True))
+        probe = getattr(llm, "gpu_offload_supported", None)
+        info["gpu_offload"] = bool(probe()) if callable(probe) else None
+    except (FlowkitError, ImportError, OSError) as err:
+        info["error"] = str(err)
+    return info

@@ -1,0 +1,86 @@
+"""Test support for the run, replay and knowledge pages: a Workspace on a temp dir with a scripted
+FakeLLM and a hashing embedder (no model loads), the sample KB ingested, and AppTest helpers."""
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+from flowkit.ingest import SAMPLE_DIR, SAMPLE_KB, ingest
+from flowkit.testing import FakeLLM
+from storage.workspace import Workspace
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class HashEmbedder:
+    """Bag-of-words vectors hashed into 128 dims, unit length: similar words, similar vectors."""
+
+    model_id = "hash-embedder"
+    dim = 128
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in re.findall(r"\w+", t.lower()):
+                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
+            n = np.linalg.norm(out[i])
+            out[i] = out[i] / n if n else out[i]
+        return out
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
+def fake_llm() -> FakeLLM:
+    """Answers the lighthouse question citing passage 1; anything else 'unknown'."""
+    return FakeLLM([(r"Corren Lighthouse", "It was first lit in 1884 [1]")], default="unknown [1]")
+
+
+def workspace(data_dir: Path, sample: bool = True) -> Workspace:
+    ws = Workspace(data_dir)
+    ws.resources.set_llm(fake_llm())
+    ws.resources.set_embedder(HashEmbedder())
+    if sample:
+        ingest(ws.resources, SAMPLE_KB, [SAMPLE_DIR / "articles.jsonl"])
+    return ws
+
+
+def page(path: str, **query: str) -> AppTest:
+    """AppTest of one page file (e.g. 'pages/run.py') with the given query params, not yet run.
+
+    Pages are tested on their own: in this streamlit's AppTest a multipage run (app.py with
+    st.navigation + switch_page) loses button clicks, because every run counts as a page change.
+    """
+    at = AppTest.from_file(str(ROOT / path), default_timeout=60)
+    for k, v in query.items():
+        at.query_params[k] = v
+    return at
+
+
+def until(at: AppTest, cond, timeout: float = 30.0) -> AppTest:
+    """Re-run the app until cond(at) holds (the browser's polling, done by hand)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        at.run()
+        assert not at.exception, [e.message for e in at.exception]
+        if cond(at):
+            return at
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met; page shows: "
+                                 + " | ".join(m.value for m in at.markdown)[:2000])
+        time.sleep(0.2)
+
+
+def texts(at: AppTest) -> str:
+    """Everything written on the page (markdown, captions, alerts, metrics), for assertions."""
+    parts = []
+    for kind in ("markdown", "caption", "info", "warning", "error", "success", "subheader",
+                 "title", "code"):
+        parts += [str(e.value) for e in getattr(at, kind)]
+    parts += [f"{m.label}: {m.value}" for m in at.metric]
+    return "\n".join(parts)

@@ -1,0 +1,145 @@
+"""The Compare page (AppTest): start a comparison in the background and follow it, open an earlier
+evaluation from the address, see metrics, charts, disagreements and traces side by side, resume a
+stopped one. The model is a FakeLLM; the sample KB uses a hashing embedder (no model loads)."""
+from __future__ import annotations
+
+import re
+import threading
+
+import pytest
+
+from flowkit import templates
+from flowkit.eval.datasets import known_sets
+from flowkit.eval.runner import make_plan, resolve_flows, run_evaluation
+from flowkit.testing import FakeLLM
+from storage.evals import EvalRepo
+from studio.compare_jobs import get_switches
+from studio.jobs import get_jobs
+from studio.workspace import use_workspace
+
+from _runkit import page, texts, until, workspace
+
+SAMPLE_ANSWERS = {"In what year was the Corren Lighthouse first lit?": "1884 [1]",
+                  "How many arches does the Sundby Viaduct have?": "11 [1]",
+                  "Who founded the Halvard Ferry Company?": "Jorun Abbe [1]",
+                  "How high is Mount Aldra, in metres?": "about 1,412 metres [1]"}
+
+
+def answer(prompt: str) -> str:
+    m = re.search(r"Question: (.*?)\nAnswer:", prompt, flags=re.S)
+    return SAMPLE_ANSWERS.get(m.group(1).strip(), "no idea") if m else "no idea"
+
+
+@pytest.fixture()
+def ws(tmp_path):
+    w = workspace(tmp_path / "home")
+    w.resources.set_llm(FakeLLM([(r"Question: .*\nAnswer:", answer)], default="no idea"))
+    vague = templates.load_template("naive_rag")
+    nodes = [n.model_copy(update={"params": {**n.params, "prompt": "Reply.\n{passages}\nQ: "
+                                              "{question}\nA:"}})
+             if n.operator == "generation.answer" else n for n in vague.nodes]
+    w.store.save_flow(vague.model_copy(update={"name": "vague", "nodes": nodes}), None)
+    use_workspace(w)
+    yield w
+    get_jobs().wait_idle(60)
+    use_workspace(None)
+
+
+def evaluated(ws, limit=3, stop_after=None):
+    repo = EvalRepo(ws.store)
+    from flowkit.eval.datasets import resolve
+    ds = resolve(repo, "sample_questions")
+    plan = make_plan(resolve_flows(ws, ["naive_rag", "vague"]), ds.name, ds.questions, "sample",
+                     limit=limit)
+    stop = threading.Event()
+
+    def prog(p):
+        if stop_after and p.done >= stop_after:
+            stop.set()
+    run_evaluation(ws, repo, plan, progress=prog, stop=stop)
+    return plan
+
+
+def test_start_a_comparison_and_follow_it(ws):
+    at = page("pages/compare.py")
+    at.run()
+    assert not at.exception
+    assert "Start a comparison" in texts(at)
+    flows = at.multiselect(key="compare_flows")
+    assert "naive_rag (template)" in flows.options and "vague" in flows.options
+    at.multiselect(key="compare_flows").set_value([("template", "naive_rag"), ("saved", "vague")])
+    at.selectbox(key="compare_dataset").set_value("sample_questions")
+    at.run()
+    assert at.selectbox(key="compare_kb").value == "sample"         # suggested for the sample
+    at.number_input(key="compare_limit").set_value(3)
+    at.button(key="compare_start").click()
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    eval_id = at.query_params["eval"][0] if isinstance(at.query_params["eval"], list) \
+        else at.query_params["eval"]
+    assert re.fullmatch(r"[0-9a-f]{12}", eval_id)
+    until(at, lambda a: "6/6 answers · done" in str([p.proto.text for p in a.get("progress")])
+          or "Side by side" in texts(a), timeout=60)
+    until(at, lambda a: "Side by side" in texts(a), timeout=30)
+    metrics = at.dataframe[0].value
+    assert list(metrics["flow"]) == ["naive_rag", "vague"]
+    assert list(metrics["EM"]) == [100.0, 0.0] and list(metrics["n"]) == [3, 3]
+    deltas = at.dataframe[1].value
+    assert deltas.iloc[0]["Δ EM"].startswith("-100.0 [-100.0, -100.0] *")
+    dis = at.dataframe(key="compare_disagree_df").value
+    assert list(dis["id"]) == ["q01", "q02", "q03"] and dis.iloc[0]["naive_rag"] == "✓ 1884"
+    assert len(at.get("vega_lite_chart")) >= 8                  # 7 bars + the frontier
+    # side by side: one column per flow, the answer, passages and steps with prompts
+    body = texts(at)
+    assert "#### naive_rag" in body and "#### vague" in body and "✓ 1884" in body
+    assert "✗ no idea" in body
+    titles = [e.label for e in at.expander]
+    assert any(t.startswith("Retrieved passages") for t in titles)
+    assert any("generate (visit 1) · generation.answer" in t for t in titles)
+    assert any("Question: In what year" in c.value for c in at.code)
+    # another question through the picker (and the address)
+    at.selectbox(key="compare_q").set_value("q02")
+    at.run()
+    assert at.query_params["q"] in ("q02", ["q02"]) and "✓ 11" in texts(at)
+    runs = EvalRepo(ws.store).runs(eval_id)
+    assert len(runs) == 6 and {r.status for r in runs} == {"ok"}
+
+
+def test_open_an_earlier_evaluation_from_the_address(ws):
+    plan = evaluated(ws, limit=2)
+    at = page("pages/compare.py", eval=plan.eval_id, q="q02")
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    body = texts(at)
+    assert plan.eval_id in body and "4/4 answers · done" in str(
+        [p.proto.text for p in at.get("progress")])
+    assert at.selectbox(key="compare_q").value == "q02"
+    assert "How many arches does the Sundby Viaduct have?" in body
+    assert at.selectbox(key="compare_open").value == plan.eval_id
+    assert [b.label for b in at.get("download_button")][:1] == ["Report (HTML)"]
+
+
+def test_stopped_evaluation_can_be_resumed(ws):
+    plan = evaluated(ws, limit=3, stop_after=2)
+    assert len(EvalRepo(ws.store).runs(plan.eval_id)) == 2
+    at = page("pages/compare.py", eval=plan.eval_id)
+    at.run()
+    assert "2/6 answers · stopped" in str([p.proto.text for p in at.get("progress")])
+    at.button(key="compare_resume").click()
+    at.run()
+    get_jobs().wait_idle(60)
+    until(at, lambda a: "6/6 answers · done" in str([p.proto.text for p in a.get("progress")]))
+    assert get_switches().event(plan.eval_id) is not None
+
+
+def test_bad_choices_are_refused(ws):
+    at = page("pages/compare.py")
+    at.run()
+    at.multiselect(key="compare_flows").set_value([("template", "naive_rag")])
+    at.run()
+    assert at.button(key="compare_start").disabled and "Pick at least 2 flows" in texts(at)
+    assert "sample_questions" in at.selectbox(key="compare_dataset").options
+    assert set(known_sets()) <= set(at.selectbox(key="compare_dataset").options)
+    at = page("pages/compare.py", eval="nope")
+    at.run()
+    assert "no evaluation 'nope'" in texts(at)

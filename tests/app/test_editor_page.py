@@ -1,0 +1,314 @@
+"""Editor page (AppTest) and the studio logic under it: canvas <-> FlowSpec, params forms, drafts.
+
+AppTest cannot drive the React Flow canvas itself, so what the canvas returns is fed to the
+editor's `take_canvas` directly; the browser test (tests/e2e) drags real edges.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from streamlit_flow.elements import StreamlitFlowEdge, StreamlitFlowNode
+from streamlit_flow.state import StreamlitFlowState
+
+from flowkit import registry, templates
+from flowkit.spec import FlowSpec, Limits
+from flowkit.testing import FakeLLM, flow
+from storage.workspace import Workspace
+from studio import canvas, forms
+from studio.drafts import Draft, DraftStore
+from studio.editor import K_CANVAS, Editor
+from studio.workspace import use_workspace
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
+    monkeypatch.setenv("FLOWKIT_HOME", str(tmp_path))
+    workspace = Workspace(tmp_path)
+    workspace.resources.set_llm(FakeLLM())
+    use_workspace(workspace)
+    yield workspace
+    use_workspace(None)
+
+
+def save(ws: Workspace, name: str, spec: FlowSpec | None = None) -> None:
+    spec = spec or templates.load_template("naive_rag")
+    ws.store.save_flow(spec.model_copy(update={"name": name}), None)
+
+
+def editor(flow_name: str, draft: str | None = None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["flow"] = flow_name
+    if draft:
+        at.query_params["draft"] = draft
+    at.switch_page("pages/editor.py")
+    return at.run()
+
+
+def texts(at: AppTest) -> str:
+    return "\n".join(str(e.value) for e in [*at.markdown, *at.caption, *at.success, *at.error,
+                                            *at.warning, *at.info])
+
+
+def draft_spec(at: AppTest) -> FlowSpec:
+    return FlowSpec.model_validate(at.session_state["editor_draft"].spec)
+
+
+# ---- the page ---------------------------------------------------------------------------------
+def test_opens_a_flow_with_canvas_and_problems(ws: Workspace) -> None:
+    save(ws, "plain")
+    at = editor("plain")
+    assert not at.exception
+    assert at.title[0].value == "Editor · plain"
+    assert "no unsaved changes" in texts(at)
+    assert "No problems: the flow can run." in texts(at)
+    state = at.session_state[K_CANVAS]
+    assert [n.id for n in state.nodes] == ["retrieve", "generate"]
+    assert [e.id for e in state.edges] == ["retrieve->generate"]
+    assert all(n.deletable for n in state.nodes) and all(e.deletable for e in state.edges)
+    assert at.query_params["draft"]
+
+
+def test_unknown_flow_says_so(ws: Workspace) -> None:
+    at = editor("nope")
+    assert "no saved flow named 'nope'" in texts(at)
+
+
+def test_palette_add_then_form_then_save(ws: Workspace) -> None:
+    save(ws, "grow")
+    at = editor("grow")
+    at.button(key="editor_palette_add_orchestration.rule_judge").click().run()
+    assert not at.exception
+    spec = draft_spec(at)
+    assert [n.id for n in spec.nodes] == ["retrieve", "generate", "rule_judge"]
+    assert "unsaved changes" in texts(at)
+    assert DraftStore(ws.data_dir).latest("grow") is not None        # written on the server
+    assert "rule_judge" in [n.id for n in at.session_state[K_CANVAS].nodes]
+
+    rounds = next(n for n in at.number_input if n.label == "Max Rounds")
+    rounds.set_value(2).run()
+    assert draft_spec(at).node("rule_judge").params == {"max_rounds": 2}
+    label = next(t for t in at.text_input if t.label == "Label")
+    label.input("Stop?").run()
+    assert draft_spec(at).node("rule_judge").label == "Stop?"
+    assert "**Stop?**" in at.session_state[K_CANVAS].nodes[2].data["content"]
+
+    at.text_input(key="editor_save_msg").input("added a judge").run()
+    at.button(key="editor_save").click().run()
+    spec, version = ws.store.get_flow("grow")
+    assert version == 2 and spec.node("rule_judge").params == {"max_rounds": 2}
+    assert ws.store.versions("grow")[0].message == "added a judge"
+    assert "Saved 'grow' as version 2." in texts(at)
+    assert DraftStore(ws.data_dir).latest("grow") is None
+
+
+def test_json_param_is_checked(ws: Workspace) -> None:
+    save(ws, "routing", flow("routing", [("route", "orchestration.keyword_router"),
+                                         ("answer", "generation.answer")], ["route>answer"]))
+    at = editor("routing")
+    at.session_state["editor_selected"] = "route"
+    at.run()
+    routes = next(t for t in at.text_area if t.label == "Routes")
+    routes.input("{not json").run()
+    assert "not valid JSON" in texts(at)
+    assert "routes" not in draft_spec(at).node("route").params
+    routes = next(t for t in at.text_area if t.label == "Routes")
+    routes.input('{"facts": ["who", "when"]}').run()
+    assert draft_spec(at).node("route").params["routes"] == {"facts": ["who", "when"]}
+
+
+def test_edge_label_from_route_labels_and_delete(ws: Workspace) -> None:
+    save(ws, "loop", flow("loop", [("retrieve", "retrieval.bm25"), ("judge", "orchestration.rule_judge"),
+                                   ("answer", "generation.answer")],
+                          ["retrieve>judge", "judge>answer", "judge>retrieve"]))
+    at = editor("loop")
+    assert "[missing_edge_label]" in texts(at)
+    assert "❗" in next(n for n in at.session_state[K_CANVAS].nodes if n.id == "judge").data["content"]
+    at.session_state["editor_selected"] = "judge->answer"
+    at.run()
+    box = next(s for s in at.selectbox if s.label == "Route label")
+    assert box.options == ["(none)", "continue", "done"]
+    box.select("done").run()
+    at.session_state["editor_selected"] = "judge->retrieve"
+    at.run()
+    next(s for s in at.selectbox if s.label == "Route label").select("continue").run()
+    spec = draft_spec(at)
+    assert {(e.source, e.target, e.label) for e in spec.edges} == {
+        ("retrieve", "judge", None), ("judge", "answer", "done"), ("judge", "retrieve", "continue")}
+    assert "[missing_edge_label]" not in texts(at)
+    assert [e.label for e in at.session_state[K_CANVAS].edges] == ["", "done", "continue"]
+
+    at.button(key="editor_delete").click().run()          # the selected edge judge->retrieve
+    assert [(e.source, e.target) for e in draft_spec(at).edges] == [("retrieve", "judge"),
+                                                                   ("judge", "answer")]
+    at.session_state["editor_selected"] = "judge"
+    at.run()
+    at.button(key="editor_delete").click().run()
+    spec = draft_spec(at)
+    assert [n.id for n in spec.nodes] == ["retrieve", "answer"] and spec.edges == []
+
+
+def test_limits_form(ws: Workspace) -> None:
+    save(ws, "limited")
+    at = editor("limited")
+    steps = next(n for n in at.number_input if n.label == "Max Steps")
+    steps.set_value(25).run()
+    assert draft_spec(at).limits.max_steps == 25
+
+
+def test_stale_save_shows_conflict_and_each_choice_keeps_work(ws: Workspace) -> None:
+    save(ws, "shared")
+    at = editor("shared")
+    at.button(key="editor_palette_add_retrieval.bm25").click().run()
+    theirs, v1 = ws.store.get_flow("shared")                  # someone else saves meanwhile
+    ws.store.save_flow(theirs.model_copy(update={"description": "theirs"}), expected_version=v1)
+
+    at.button(key="editor_save").click().run()
+    assert "Conflict: version 2 of 'shared' was saved while you edited version 1" in texts(at)
+    assert ws.store.get_flow("shared")[1] == 2
+    assert "bm25" in [n.id for n in draft_spec(at).nodes]     # nothing lost
+
+    at.button(key="editor_conflict_overwrite").click().run()
+    spec, version = ws.store.get_flow("shared")
+    assert version == 3 and "bm25" in [n.id for n in spec.nodes]
+    assert "Conflict" not in texts(at)
+
+    # again, and this time keep mine under a new name
+    at.button(key="editor_palette_add_retrieval.dense").click().run()
+    theirs, v3 = ws.store.get_flow("shared")
+    ws.store.save_flow(theirs, expected_version=v3)
+    at.button(key="editor_save").click().run()
+    at.text_input(key="editor_conflict_name").input("shared_copy")
+    at.button(key="editor_conflict_save_as").click().run()
+    copy, _ = ws.store.get_flow("shared_copy")
+    assert "dense" in [n.id for n in copy.nodes]
+    assert at.query_params["flow"] == ["shared_copy"] or at.query_params["flow"] == "shared_copy"
+
+    # and discard: load the stored version
+    at = editor("shared")
+    at.button(key="editor_palette_add_retrieval.dense").click().run()
+    theirs, v4 = ws.store.get_flow("shared")
+    ws.store.save_flow(theirs, expected_version=v4)
+    at.button(key="editor_save").click().run()
+    at.button(key="editor_conflict_discard").click().run()
+    assert "dense" not in [n.id for n in draft_spec(at).nodes]
+    assert at.session_state["editor_draft"].base_version == 5
+
+
+def test_draft_survives_a_new_session(ws: Workspace) -> None:
+    save(ws, "kept")
+    at = editor("kept")
+    at.button(key="editor_palette_add_retrieval.bm25").click().run()
+    draft_id = at.session_state["editor_draft"].draft_id
+
+    again = editor("kept", draft_id)                           # a refresh: new session, same URL
+    assert "bm25" in [n.id for n in draft_spec(again).nodes]
+    assert "Restored your unsaved changes" in texts(again)
+    fresh = editor("kept")                                     # no draft id: the latest draft
+    assert "bm25" in [n.id for n in draft_spec(fresh).nodes]
+
+
+def test_run_button_goes_to_the_run_page_with_the_flow(ws: Workspace) -> None:
+    save(ws, "runme")
+    at = editor("runme")
+    at.button(key="editor_run").click().run()
+    assert at.title[0].value == "Run"                # the run page (which takes "run_flow")
+    assert "runme" in str(at.query_params.get("flow"))
+
+
+# ---- canvas <-> spec ---------------------------------------------------------------------------
+def _returned(state: StreamlitFlowState, *, moves: dict[str, tuple[float, float]] | None = None,
+              new_edges: list[tuple[str, str]] = (), drop_nodes: tuple[str, ...] = (),
+              selected: str | None = None, ts: int = 1) -> StreamlitFlowState:
+    nodes = [StreamlitFlowNode.from_dict(n.asdict()) for n in state.nodes if n.id not in drop_nodes]
+    for n in nodes:
+        if moves and n.id in moves:
+            n.position = {"x": moves[n.id][0], "y": moves[n.id][1]}
+    edges = [StreamlitFlowEdge.from_dict(e.asdict()) for e in state.edges]
+    edges += [StreamlitFlowEdge(f"{canvas.NEW_EDGE_PREFIX}{s}-{t}", s, t) for s, t in new_edges]
+    return StreamlitFlowState(nodes=nodes, edges=edges, selected_id=selected,
+                              timestamp=state.timestamp + ts)
+
+
+def test_canvas_round_trip_moves_and_new_edges(ws: Workspace) -> None:
+    save(ws, "wired", flow("wired", [("retrieve", "retrieval.bm25"), ("answer", "generation.answer"),
+                                     ("judge", "orchestration.rule_judge")], ["retrieve>answer"]))
+    state: dict[str, Any] = {}
+    ed = Editor(state, ws)
+    ed.open("wired")
+    shown = ed.canvas_state()
+    assert ed.canvas_state() is shown                              # nothing changed: same state
+
+    back = _returned(shown, moves={"answer": (500.0, 40.0)}, new_edges=[("answer", "judge")],
+                     selected=f"{canvas.NEW_EDGE_PREFIX}answer-judge")
+    assert ed.take_canvas(back) is True                            # redraw: the ids differ
+    spec = ed.spec
+    assert spec.layout["answer"].x == 500.0 and spec.layout["answer"].y == 40.0
+    assert "retrieve" not in spec.layout                           # untouched: auto layout
+    assert [(e.source, e.target, e.label) for e in spec.edges] == [("retrieve", "answer", None),
+                                                                   ("answer", "judge", None)]
+    assert ed.selected == "answer->judge"
+    assert ed.take_canvas(back) is False                           # the same value again: stale
+    pushed = ed.canvas_state()
+    assert pushed.timestamp > back.timestamp                       # the browser adopts it
+    assert [e.id for e in pushed.edges] == ["retrieve->answer", "answer->judge"]
+
+    # a new edge out of a judge takes its first unwired route; a stale state lacking a node is
+    # not a deletion (deletions go through the button) but is handed the full picture again
+    back = _returned(pushed, new_edges=[("judge", "retrieve")], drop_nodes=("retrieve",))
+    assert ed.take_canvas(back) is True
+    assert [n.id for n in ed.spec.nodes] == ["retrieve", "answer", "judge"]
+    assert ed.spec.edges[-1].label == "continue"
+
+
+def test_build_state_marks_problems() -> None:
+    spec = flow("bad", [("a", "retrieval.bm25", {"top_k": 0}), ("b", "generation.answer")], ["a>b"])
+    from flowkit.validate import check
+    state = canvas.build_state(spec, check(spec), selected="a")
+    a = state.nodes[0]
+    assert a.data["content"].startswith("❗") and a.style["border"] == canvas.ERROR_BORDER
+    assert a.selected and not state.nodes[1].selected
+    assert state.nodes[1].style["border"] == canvas.PLAIN_BORDER
+    assert canvas.signature(state) == canvas.signature(canvas.build_state(spec, check(spec)))
+
+
+# ---- forms from JSON schema --------------------------------------------------------------------
+def test_fields_from_operator_schemas() -> None:
+    hybrid = forms.fields_from_schema(registry.describe(registry.get("retrieval.hybrid"))["params"])
+    kinds = {f.name: f for f in hybrid}
+    assert kinds["top_k"].kind == "int" and (kinds["top_k"].minimum, kinds["top_k"].maximum) == (1, 100)
+    assert kinds["query_from"].kind == "enum" and kinds["query_from"].options == ("question", "queries", "both")
+    assert kinds["add_last_answer"].kind == "bool"
+    assert kinds["dense_weight"].kind == "float"
+    assert kinds["where"].kind == "json"
+    answer = {f.name: f for f in forms.fields_from_schema(
+        registry.get("generation.answer").Params.model_json_schema())}
+    assert answer["prompt"].kind == "longtext"
+    judge = {f.name: f for f in forms.fields_from_schema(
+        registry.get("orchestration.rule_judge").Params.model_json_schema())}
+    assert judge["min_score"].kind == "float" and judge["min_score"].nullable
+    limits = {f.name: f for f in forms.fields_from_schema(Limits.model_json_schema())}
+    assert limits["max_steps"].kind == "int" and limits["timeout_s"].kind == "float"
+    with pytest.raises(ValueError, match="not valid JSON"):
+        forms.coerce(kinds["where"], "{x")
+    assert forms.coerce(kinds["where"], '{"source": "a.md"}') == {"source": "a.md"}
+    assert forms.coerce(kinds["top_k"], 3.0) == 3
+
+
+# ---- drafts ------------------------------------------------------------------------------------
+def test_draft_store(tmp_path: Path) -> None:
+    drafts = DraftStore(tmp_path)
+    first = Draft(flow="a/b c", draft_id="d1", base_version=1, spec={"name": "a/b c"})
+    drafts.save(first)
+    second = Draft(flow="a/b c", draft_id="d2", base_version=1, spec={"name": "a/b c", "x": 1})
+    drafts.save(second)
+    assert drafts.load("a/b c", "d1").spec == {"name": "a/b c"}
+    assert drafts.latest("a/b c").draft_id == "d2"
+    assert drafts.load("a/b c", "../../etc") is None
+    drafts.delete_flow("a/b c")
+    assert drafts.for_flow("a/b c") == []

@@ -1,0 +1,139 @@
+"""Flows page (AppTest): list with last run, create, import, export, versions, diff, restore, delete."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from flowkit import templates
+from flowkit.compile import compile_flow
+from flowkit.engine import run_flow
+from flowkit.spec import dumps
+from flowkit.testing import FakeLLM, fake_resources
+from storage.workspace import Workspace
+from studio import diffs, library
+from studio.drafts import Draft, DraftStore
+from studio.workspace import use_workspace
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
+    monkeypatch.setenv("FLOWKIT_HOME", str(tmp_path))
+    workspace = Workspace(tmp_path)
+    workspace.resources.set_llm(FakeLLM())
+    use_workspace(workspace)
+    yield workspace
+    use_workspace(None)
+
+
+def flows_page(state: dict | None = None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    for k, v in (state or {}).items():
+        at.session_state[k] = v
+    return at.run()
+
+
+def texts(at: AppTest) -> str:
+    return "\n".join(str(e.value) for e in [*at.markdown, *at.caption, *at.success, *at.error,
+                                            *at.warning, *at.info])
+
+
+def save_template(ws: Workspace, name: str, template: str = "naive_rag") -> None:
+    ws.store.save_flow(templates.load_template(template).model_copy(update={"name": name}), None)
+
+
+def test_lists_saved_flows_with_their_last_run(ws: Workspace) -> None:
+    save_template(ws, "alpha")
+    save_template(ws, "beta", "iter_retgen")
+    spec, version = ws.store.get_flow("alpha")
+    llm = FakeLLM(default="Mara Velt [1]")
+    run_flow(compile_flow(spec), "Who designed the lighthouse?", fake_resources(llm), kb="test",
+             sink=ws.store.sink(), flow_version=version)
+    at = flows_page()
+    assert not at.exception
+    shown = texts(at)
+    assert "**alpha** · version 1" in shown and "**beta** · version 1" in shown
+    assert "Last run: ok" in shown
+    assert "Not run yet" in shown           # beta
+    assert [b.label for b in at.button if b.key == "flows_open_alpha"] == ["Open"]
+
+
+def test_create_from_template_and_blank(ws: Workspace) -> None:
+    at = flows_page()
+    at.text_input(key="flows_new_name").input("mine")
+    at.selectbox(key="flows_new_template").select("naive_rag")
+    at.button(key="FormSubmitter:flows_new-Create and open").click().run()
+    assert not at.exception
+    spec, version = ws.store.get_flow("mine")
+    assert version == 1 and [n.id for n in spec.nodes] == ["retrieve", "generate"]
+
+    at = flows_page()
+    at.text_input(key="flows_new_name").input("empty")
+    at.selectbox(key="flows_new_template").select(library.BLANK)
+    at.button(key="FormSubmitter:flows_new-Create and open").click().run()
+    assert ws.store.get_flow("empty")[0].nodes == []
+
+    at = flows_page()
+    at.text_input(key="flows_new_name").input("mine")
+    at.button(key="FormSubmitter:flows_new-Create and open").click().run()
+    assert "already exists" in texts(at)
+
+
+def test_import_and_export_round_trip(ws: Workspace, tmp_path: Path) -> None:
+    save_template(ws, "source")
+    exported = library.export_bytes(ws.store, "source")
+    assert json.loads(exported)["name"] == "source"
+    spec, problems = library.parse_import(exported)
+    assert spec is not None and problems == []
+    library.import_flow(ws.store, spec, "copied")
+    assert dumps(ws.store.get_flow("copied")[0]).replace("copied", "source") == exported.decode()
+
+    bad, problems = library.parse_import(b"{not json")
+    assert bad is None and problems[0].code == "spec_invalid"
+    unknown, problems = library.parse_import(json.dumps({"name": "x", "nodes": [
+        {"id": "a", "operator": "retrieval.nope"}]}).encode())
+    assert unknown is not None and problems[0].code == "unknown_operator"
+    at = flows_page()
+    assert [b for b in at.get("download_button") if b.key == "flows_export_source"]
+
+
+def test_versions_diff_and_restore(ws: Workspace) -> None:
+    save_template(ws, "evolving")
+    spec, v1 = ws.store.get_flow("evolving")
+    nodes = [n.model_copy(update={"params": {**n.params, "top_k": 9}}) if n.id == "retrieve" else n
+             for n in spec.nodes]
+    ws.store.save_flow(spec.model_copy(update={"nodes": nodes}), expected_version=v1,
+                       message="more passages")
+    at = flows_page({"flows_selected": "evolving"})
+    assert not at.exception
+    shown = texts(at)
+    assert "~ node retrieve: param top_k: 4 -> 9" in shown
+    assert "+++ v2" in at.code[0].value and '"top_k": 9' in at.code[0].value
+
+    at.button(key="flows_restore_go_evolving").click().run()
+    restored, v3 = ws.store.get_flow("evolving")
+    assert v3 == 3 and restored.node("retrieve").params["top_k"] == 4
+    assert [v.message for v in ws.store.versions("evolving")][0] == "restored version 1"
+    assert diffs.structural(restored, spec) == []
+
+
+def test_delete_asks_first_and_removes_drafts(ws: Workspace) -> None:
+    save_template(ws, "doomed")
+    DraftStore(ws.data_dir).save(Draft(flow="doomed", draft_id="abc", base_version=1,
+                                       spec={"name": "doomed"}))
+    at = flows_page()
+    at.button(key="flows_delete_doomed").click().run()
+    assert ws.store.flow_exists("doomed")            # only asked
+    assert "Delete 'doomed' and all its versions?" in texts(at)
+    at.button(key="flows_delete_no_doomed").click().run()
+    assert ws.store.flow_exists("doomed")
+    at.button(key="flows_delete_doomed").click().run()
+    at.button(key="flows_delete_yes_doomed").click().run()
+    assert not ws.store.flow_exists("doomed")
+    assert DraftStore(ws.data_dir).for_flow("doomed") == []
+    assert "Deleted 'doomed'." in texts(at)

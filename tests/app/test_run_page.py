@@ -1,0 +1,147 @@
+"""Run page (AppTest): pick flow, KB and question; the run goes to the job queue; the page follows
+it, re-attaches after a refresh, and shows the answer with its cited passages and totals."""
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from flowkit import templates
+from studio.jobs import get_jobs
+from studio.workspace import use_workspace
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # _runkit beside this file
+import _runkit as kit  # noqa: E402
+
+LIGHTHOUSE = "In what year was the Corren Lighthouse first lit?"
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+    w = kit.workspace(tmp_path_factory.mktemp("run-page"))
+    use_workspace(w)
+    yield w
+    get_jobs().wait_idle(60)
+    use_workspace(None)
+
+
+def _submit(question: str = LIGHTHOUSE, **query: str):
+    at = kit.page("pages/run.py", **{"flow": "naive_rag", **query}).run()
+    at.text_area(key="run_question").input(question).run()
+    at.button(key="run_go").click().run()
+    assert not at.exception
+    assert "run" in at.query_params, kit.texts(at)
+    return at
+
+
+def _blocker():
+    """A job that holds the single worker until released (to see runs wait their turn)."""
+    release = threading.Event()
+    get_jobs().submit("test", "blocker", lambda report: release.wait(30) and None)
+    return release
+
+
+def test_flow_is_preselected_from_the_address_and_from_another_page(ws):
+    at = kit.page("pages/run.py", flow="naive_rag").run()
+    assert not at.exception
+    assert at.selectbox(key="run_flow_choice").value == ("template", "naive_rag")
+    assert at.selectbox(key="run_kb").value == "sample"
+
+    ws.store.save_flow(templates.load_template("naive_rag").model_copy(update={"name": "mine"}), None)
+    at = kit.page("pages/run.py")
+    at.session_state["run_flow"] = "mine"
+    at.run()
+    assert at.selectbox(key="run_flow_choice").value == ("saved", "mine")
+    assert at.query_params["flow"] == "mine"
+
+
+def test_run_shows_answer_cited_passages_totals_and_replay_link(ws):
+    at = _submit()
+    at = kit.until(at, lambda a: "Cited passages" in kit.texts(a))
+    text = kit.texts(at)
+    assert "It was first lit in 1884" in text
+    assert "first lit in 1884" in text and "Corren Point" in text   # the cited passage's text
+    assert any(e.label.startswith("[1] art-09") for e in at.expander)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Steps"] == "2" and metrics["LLM calls"] == "1"
+    assert int(metrics["Tokens"]) > 0
+    run = ws.store.get_run(at.query_params["run"])
+    assert run.status == "ok" and run.citations[0] == "art-09#0"
+    assert f"/replay?run={run.id}" in text      # standalone page: the plain link form
+
+
+def test_refresh_reattaches_to_a_queued_then_running_run(ws):
+    release = _blocker()
+    try:
+        at = _submit()
+        run_id = at.query_params["run"]
+        assert "Queued: 1 job(s) ahead" in kit.texts(at)
+        # a refresh: a new session with only the address
+        again = kit.page("pages/run.py", flow="naive_rag", run=run_id).run()
+        assert "Queued: 1 job(s) ahead" in kit.texts(again)
+        assert again.text_area(key="run_question").value == LIGHTHOUSE
+    finally:
+        release.set()
+    again = kit.until(again, lambda a: "Cited passages" in kit.texts(a))
+    assert "1884" in kit.texts(again)
+
+
+def test_two_sessions_running_at_once_are_queued_not_crashed(ws):
+    release = _blocker()
+    try:
+        first = _submit()
+        second = _submit("Who designed the Corren Lighthouse?")
+        assert "Queued: 1 job(s) ahead" in kit.texts(first)
+        assert "Queued: 2 job(s) ahead" in kit.texts(second)
+    finally:
+        release.set()
+    for at in (first, second):
+        kit.until(at, lambda a: "Answer" in [s.value for s in a.subheader])
+        assert ws.store.get_run(at.query_params["run"]).status == "ok"
+
+
+def test_dataset_question_fills_the_question_box_and_shows_the_expected_answer(ws):
+    at = kit.page("pages/run.py", flow="naive_rag").run()
+    at.selectbox(key="run_dataset_q").select(0).run()
+    assert at.text_area(key="run_question").value == LIGHTHOUSE
+    assert "Expected: 1884" in kit.texts(at)
+
+
+def test_model_overrides_apply_to_this_run_only(ws):
+    at = kit.page("pages/run.py", flow="naive_rag").run()
+    at.text_area(key="run_question").input(LIGHTHOUSE)
+    at.number_input(key="run_temperature").set_value(0.7)
+    at.number_input(key="run_param_naive_rag_retrieve_top_k").set_value(2)
+    at.run()
+    at.button(key="run_go").click().run()
+    kit.until(at, lambda a: "Cited passages" in kit.texts(a))
+    run = ws.store.get_run(at.query_params["run"])
+    assert run.settings["llm"]["temperature"] == 0.7
+    retrieve = next(n for n in run.spec["nodes"] if n["id"] == "retrieve")
+    assert retrieve["params"]["top_k"] == 2
+    assert ws.resources.settings.llm.temperature == 0.0     # the shared settings are untouched
+
+
+def test_a_failing_run_shows_error_status_and_text(ws):
+    at = kit.page("pages/run.py", flow="naive_rag").run()
+    at.selectbox(key="run_kb").select("").run()
+    at.text_area(key="run_question").input(LIGHTHOUSE).run()
+    at.button(key="run_go").click().run()
+    at = kit.until(at, lambda a: bool(a.error))
+    assert "needs a knowledge base" in at.error[0].value
+    assert ":red-badge[error]" in kit.texts(at)
+
+
+def test_an_unknown_run_in_the_address_says_so(ws):
+    at = kit.page("pages/run.py", run="doesnotexist").run()
+    assert not at.exception
+    assert "No run 'doesnotexist'" in kit.texts(at)
+
+
+def test_empty_question_is_refused(ws):
+    at = kit.page("pages/run.py", flow="naive_rag").run()
+    at.button(key="run_go").click().run()
+    assert "Type a question first" in at.error[0].value
+    assert "run" not in at.query_params

@@ -1,0 +1,97 @@
+"""Settings page (AppTest): the form, its checks, saving, and what is loaded."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from flowkit.runtime.resources import Settings, load_settings
+from flowkit.testing import FakeLLM
+from storage.workspace import Workspace
+from studio import settings as logic
+from studio.workspace import use_workspace
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
+    monkeypatch.setenv("FLOWKIT_HOME", str(tmp_path))
+    workspace = Workspace(tmp_path)
+    workspace.resources.set_llm(FakeLLM())
+    use_workspace(workspace)
+    yield workspace
+    use_workspace(None)
+
+
+def settings_page() -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.switch_page("pages/settings.py")
+    return at.run()
+
+
+def texts(at: AppTest) -> str:
+    return "\n".join(str(e.value) for e in [*at.markdown, *at.caption, *at.success, *at.error,
+                                            *at.warning, *at.info])
+
+
+def submit(at: AppTest) -> AppTest:
+    return at.button(key="FormSubmitter:settings_form-Save settings").click().run()
+
+
+def test_shows_data_dir_and_what_is_loaded(ws: Workspace) -> None:
+    at = settings_page()
+    assert not at.exception
+    assert str(ws.data_dir) in texts(at)
+    table = at.table[0].value
+    rows = dict(zip(table.iloc[:, 0], table.iloc[:, 1]))
+    assert rows["Backend"] == "llama_cpp"
+    assert rows["Model"].endswith(".gguf") and rows["Size"].endswith("MB")
+
+
+def test_bad_model_path_is_refused(ws: Workspace) -> None:
+    at = settings_page()
+    at.radio(key="settings_model_source").set_value("A GGUF file on this machine")
+    at.text_input(key="settings_model_path").input("/no/such/model.gguf")
+    submit(at)
+    assert "model file not found: /no/such/model.gguf" in texts(at)
+    assert not (ws.data_dir / "settings.json").exists()
+
+
+def test_save_writes_settings_and_rebuilds(ws: Workspace, tmp_path: Path) -> None:
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"GGUF" + b"\0" * 2_000_000)
+    at = settings_page()
+    at.radio(key="settings_model_source").set_value("A GGUF file on this machine")
+    at.text_input(key="settings_model_path").input(str(model))
+    at.number_input(key="settings_gpu").set_value(-1)
+    at.number_input(key="settings_threads").set_value(2)
+    at.number_input(key="settings_ctx").set_value(4096)
+    at.number_input(key="settings_temperature").set_value(0.3)
+    at.number_input(key="settings_seed").set_value(7)
+    at.text_input(key="settings_chroma_host").input("chroma.local")
+    submit(at)
+    assert "Settings saved" in texts(at)
+    s = load_settings(ws.data_dir)
+    assert s.llm.model_path == str(model) and s.llm.n_gpu_layers == -1 and s.llm.n_threads == 2
+    assert s.llm.n_ctx == 4096 and s.llm.temperature == pytest.approx(0.3) and s.llm.seed == 7
+    assert s.chroma_host == "chroma.local"
+
+
+def test_openai_backend_needs_url_and_model() -> None:
+    values = logic.FormValues(backend="openai")
+    new, problems = logic.build(Settings(), values)
+    assert new is None and len(problems) == 2
+    values = logic.FormValues(backend="openai", base_url="http://localhost:8000/v1",
+                              model_name="qwen")
+    new, problems = logic.build(Settings(), values)
+    assert problems == [] and new is not None and new.llm.backend == "openai"
+    assert logic.FormValues.from_settings(new).model_name == "qwen"
+
+
+def test_model_info_without_loading(tmp_path: Path) -> None:
+    info = logic.model_info(Workspace(tmp_path))
+    assert info["error"] is None and info["loaded"] is False
+    assert info["size_mb"] > 10 and isinstance(info["gpu_offload"], bool)

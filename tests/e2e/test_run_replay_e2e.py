@@ -1,0 +1,163 @@
+"""The studio in a real Chromium with the real default model: run naive_rag on a sample question,
+refresh while it runs, open the replay, step through it, fork it from a step with a changed memory
+value, follow the fork back to its parent; search a knowledge base side by side. Screenshots go to
+test-artifacts/.
+
+The sample knowledge base is ingested by `flowkit setup` into a temp FLOWKIT_HOME first.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+ART = ROOT / "test-artifacts"
+QUESTION = "In what year was the Corren Lighthouse first lit?"
+FORK_QUESTION = "Who designed the Corren Lighthouse?"
+RUN_TIMEOUT_MS = 420_000      # one real run on a busy 2-core machine can take minutes
+
+
+@pytest.fixture(scope="module")
+def studio_url(tmp_path_factory):
+    from studio.serve import CHROMIUM, StudioServer
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian chromium is not installed (make browser)")
+    home = tmp_path_factory.mktemp("e2e-home")
+    env = {**os.environ, "FLOWKIT_HOME": str(home), "HF_HUB_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
+    flowkit = Path(sys.executable).parent / "flowkit"
+    subprocess.run([str(flowkit), "setup"], env=env, check=True, cwd=ROOT, timeout=600,
+                   capture_output=True)
+    ART.mkdir(exist_ok=True)
+    with StudioServer(home, log=ART / "e2e-run-replay-streamlit.log", timeout_s=120) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def page(studio_url):
+    from playwright.sync_api import sync_playwright
+
+    from studio.serve import CHROMIUM, CHROMIUM_ARGS
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        pg = browser.new_page(viewport={"width": 1500, "height": 1500})
+        pg.set_default_timeout(60_000)
+        yield pg
+        browser.close()
+
+
+RUNNING_ICON = "[data-testid='stStatusWidgetRunningIcon']"
+
+
+def _settle(page) -> None:
+    """Wait until Streamlit has finished its script run (its running icon gone for a moment)."""
+    page.wait_for_selector("[data-testid='stApp']")
+    for _ in range(2):
+        page.wait_for_timeout(700)      # the icon shows only a little after a run starts
+        page.wait_for_selector(RUNNING_ICON, state="detached", timeout=120_000)
+
+
+def test_run_refresh_replay_fork(studio_url, page):
+    from playwright.sync_api import expect
+
+    # ---- run naive_rag on a sample question ----------------------------------------------------
+    page.goto(f"{studio_url}/run?flow=naive_rag")
+    expect.set_options(timeout=60_000)
+    # the first page of a fresh server imports the engine: slow on a busy machine
+    expect(page.get_by_role("heading", name="Run", exact=True)).to_be_visible(timeout=180_000)
+    _settle(page)
+    question = page.locator("textarea[aria-label='Question']")
+    question.fill(QUESTION)
+    question.press("Control+Enter")
+    _settle(page)
+    page.get_by_role("button", name="Run ▶").click()
+    page.wait_for_url(re.compile(r"[?&]run=\w+"))
+    run_id = re.search(r"[?&]run=(\w+)", page.url).group(1)
+
+    # ---- a refresh while it runs re-attaches to the same run -------------------------------------
+    page.reload()
+    expect(page.get_by_role("heading", name="Run", exact=True)).to_be_visible()
+    assert f"run={run_id}" in page.url
+    expect(page.locator("textarea[aria-label='Question']")).to_have_value(QUESTION)
+    expect(page.get_by_text(f"run {run_id}").or_(page.get_by_text("Queued:"))
+           .or_(page.get_by_text("starting (loading the model")).first).to_be_visible()
+    expect(page.get_by_text("Running now").or_(page.get_by_role("heading", name="Answer"))
+           .first).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    page.screenshot(path=str(ART / "run_page_running.png"), full_page=True)
+
+    answer = page.get_by_role("heading", name="Answer")
+    expect(answer).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    expect(page.get_by_text("Cited passages").or_(page.get_by_text("cites no passage"))
+           .first).to_be_visible()
+    expect(page.get_by_test_id("stMetric").filter(has_text="LLM calls")).to_be_visible()
+    _settle(page)
+    page.screenshot(path=str(ART / "run_page.png"), full_page=True)
+
+    # ---- the replay: step through it -------------------------------------------------------------
+    page.get_by_role("link", name="Open the replay").click()
+    page.wait_for_url(re.compile(r"/replay\?"))
+    expect(page.get_by_text("Step 0 of 1")).to_be_visible()
+    expect(page.locator("iframe[title='streamlit_agraph.agraph']")).to_be_visible()
+    page.get_by_role("button", name=re.compile(r"\bNext$")).click()
+    expect(page.get_by_text("Step 1 of 1")).to_be_visible()
+    assert "step=1" in page.url
+    page.get_by_role("button", name=re.compile(r"\bPrev$")).click()
+    expect(page.get_by_text("Step 0 of 1")).to_be_visible()
+    page.get_by_role("slider").focus()
+    page.keyboard.press("ArrowRight")
+    expect(page.get_by_text("Step 1 of 1")).to_be_visible()
+    _settle(page)
+    page.get_by_role("tab", name=re.compile("LLM calls")).click()
+    expect(page.get_by_text("Call 1", exact=False).first).to_be_visible()
+    expect(page.locator("[data-testid='stVegaLiteChart'] svg").first).to_be_visible()
+    page.screenshot(path=str(ART / "replay_page.png"), full_page=True)
+
+    # ---- fork from step 1 (the answer step, after retrieval) with another question -------------
+    page.get_by_role("tab", name="Fork from this step").click()
+    value = page.locator("textarea[aria-label='New value (JSON)']")
+    expect(value).to_have_value(re.compile("Corren Lighthouse first lit"))
+    value.fill(f'"{FORK_QUESTION}"')
+    value.press("Control+Enter")
+    _settle(page)
+    page.get_by_role("button", name="Fork and run ▶").click()
+    page.wait_for_url(re.compile(r"[?&]fork=\w+"))
+    expect(page.get_by_text("Fork from step 1 finished")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    page.get_by_role("button", name=re.compile("Open the forked run")).click()
+    page.wait_for_url(re.compile(rf"[?&]run=(?!{run_id})\w+"))
+    expect(page.get_by_text(f"Forked from run {run_id} step 1")).to_be_visible()
+    child_id = re.search(r"[?&]run=(\w+)", page.url).group(1)
+    expect(page.get_by_text(FORK_QUESTION).first).to_be_visible()
+    _settle(page)
+    page.screenshot(path=str(ART / "replay_forked_run.png"), full_page=True)
+
+    # ---- and the parent lists its fork ---------------------------------------------------------
+    page.get_by_role("button", name=re.compile(f"Open the parent run {run_id}")).click()
+    page.wait_for_url(re.compile(rf"[?&]run={run_id}"))
+    expect(page.get_by_text("Forks of this run: 1")).to_be_visible()
+    expect(page.get_by_text("Step 1 of 1")).to_be_visible()        # at the step it forked from
+    expect(page.get_by_role("button", name=re.compile(f"Fork {child_id}"))).to_be_visible()
+
+
+def test_knowledge_page_search_side_by_side(studio_url, page):
+    from playwright.sync_api import expect
+
+    page.goto(f"{studio_url}/knowledge?kb=sample")
+    expect(page.get_by_role("heading", name="Knowledge bases")).to_be_visible()
+    search = page.locator("input[aria-label='Search']")
+    search.fill("Corren Lighthouse keeper")
+    search.press("Enter")
+    for head in ("BM25", "Dense", "Hybrid (RRF)"):
+        expect(page.get_by_text(head, exact=True)).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("art-09#0").first).to_be_visible()
+    _settle(page)
+    page.screenshot(path=str(ART / "knowledge_page_search.png"), full_page=True)
+    page.get_by_role("tab", name="Chunks").click()
+    expect(page.get_by_text(re.compile(r"\d+ chunks · showing 1-20"))).to_be_visible()
+    page.screenshot(path=str(ART / "knowledge_page_chunks.png"), full_page=True)

@@ -1,0 +1,79 @@
+"""Reports: tables, deltas with intervals, JSON/CSV/Markdown/HTML exports (self-contained)."""
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+import re
+
+import pytest
+
+from flowkit.errors import FlowkitError
+from flowkit.eval.metrics import QuestionResult
+from flowkit.eval.report import (build_report, charts, delta_rows, summary_rows, to_csv, to_html,
+                                 to_json, to_markdown, type_rows, write)
+
+
+def _res(flow, qid, em, tokens, typ, pred, recall=None):
+    return QuestionResult(flow=flow, question_id=qid, question=f"question {qid}?", answers=["gold"],
+                          prediction=pred, status="ok", type=typ, em=em, f1=em, acc=em,
+                          recall=recall, tokens=tokens, llm_calls=1, seconds=1.0, run_id=f"r-{qid}")
+
+
+@pytest.fixture()
+def rep():
+    base = [_res("naive", f"q{i}", i % 2, 100, "bridge" if i < 2 else "comparison",
+                 "gold" if i % 2 else "x", recall=0.5) for i in range(4)]
+    other = [_res("iter", f"q{i}", 1, 300, "bridge" if i < 2 else "comparison",
+                  "gold" if i else "Gold!", recall=1.0) for i in range(4)]
+    return build_report({"naive": base, "iter": other}, eval_id="abc", name="naive vs iter",
+                        dataset="tiny", kb="kb1", k=5, planned=4)
+
+
+def test_tables(rep):
+    rows = summary_rows(rep)
+    assert rows[0] == ["flow", "n", "failed", "EM", "F1", "Acc", "R@5", "tokens/q", "LLM calls/q",
+                       "s/q"]
+    assert rows[1] == ["naive", "4", "0", "50.0", "50.0", "50.0", "50.0", "100", "1.00", "1.00"]
+    assert rows[2][:7] == ["iter", "4", "0", "100.0", "100.0", "100.0", "100.0"]
+    deltas = delta_rows(rep)
+    assert deltas[0] == ["flow", "EM", "F1", "Acc", "R@5", "tokens/q", "s/q"]
+    assert deltas[1][0] == "iter" and deltas[1][1].startswith("+50.0 [")
+    assert deltas[1][5] == "+200 [+200, +200] *" and deltas[1][6] == "+0.00 [+0.00, +0.00]"
+    types = type_rows(rep)
+    assert ["naive", "bridge", "2", "50.0", "50.0", "50.0", "50.0"] in types
+    assert rep.disagreements == ["q0", "q2"]        # q1, q3: both right with the same answer
+
+
+def test_baseline_choice(rep):
+    other = build_report(rep.results, baseline="iter")
+    assert list(other.deltas) == ["naive"] and other.deltas["naive"][0].mean == -0.5
+    with pytest.raises(FlowkitError, match="not one of the flows"):
+        build_report(rep.results, baseline="nope")
+
+
+def test_exports(rep, tmp_path):
+    data = json.loads(to_json(rep))
+    assert data["summary"]["iter"]["em"] == 1.0 and data["vs_baseline"]["iter"][0]["metric"] == "em"
+    assert len(data["results"]["naive"]) == 4 and data["disagreements"] == ["q0", "q2"]
+    rows = list(csv.DictReader(io.StringIO(to_csv(rep))))
+    assert len(rows) == 8 and rows[0]["flow"] == "naive" and rows[0]["recall"] == "0.5"
+    md = to_markdown(rep)
+    assert "| naive | 4 | 0 | 50.0 |" in md and "## By question type" in md
+    svg = base64.b64decode(re.search(r"data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)", md)[1])
+    assert svg.startswith(b"<svg")
+    page = to_html(rep)
+    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") == len(charts(rep)) == 8
+    assert "<script" not in page and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
+    for name in ("r.json", "r.csv", "r.md", "r.html"):
+        assert write(rep, tmp_path / name).stat().st_size > 100
+    with pytest.raises(FlowkitError, match=".json, .csv, .md or .html"):
+        write(rep, tmp_path / "r.txt")
+
+
+def test_no_gold_passages_no_recall_chart():
+    rs = {"a": [_res("a", "q1", 1, 10, "", "gold")], "b": [_res("b", "q1", 0, 20, "", "x")]}
+    rep = build_report(rs, k=None)
+    assert "R@all" not in charts(rep) and summary_rows(rep)[1][6] == "-"
+    assert json.loads(to_json(rep))["vs_baseline"]["b"][3]["mean"] is None    # NaN -> null

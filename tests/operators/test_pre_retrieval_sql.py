@@ -1,0 +1,199 @@
+"""Text-to-SQL: attaching a database, the happy path, and hostile model output that must be
+refused with a clear error while the database file stays byte-for-byte unchanged."""
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flowkit import ListSink, compile_flow, run_flow
+from flowkit.context import RunContext
+from flowkit.errors import OperatorInputError, ResourceError
+from flowkit.operators.pre_retrieval.sql import (attach_database, attached_db_path,
+                                                 detach_database, extract_sql)
+from flowkit.operators.pre_retrieval.sql_guard import check_select
+from flowkit.registry import get
+from flowkit.testing import FakeLLM, fake_resources, flow
+
+Q = "When was the Corren Lighthouse first lit?"
+
+
+def make_db(path: Path) -> Path:
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE lighthouses (name TEXT, island TEXT, first_lit INTEGER, "
+                 "\"height m\" REAL, photo BLOB)")
+    conn.execute("CREATE TABLE t (x INTEGER)")
+    conn.executemany("INSERT INTO lighthouses VALUES (?, ?, ?, ?, ?)",
+                     [("Corren Lighthouse", "Tessel", 1884, 31.5, b"\x89PNG"),
+                      ("Skallow Light", "Skallow", 1902, 18.0, None),
+                      ("Ede Beacon", "Little Ede", 1921, 9.5, None)])
+    conn.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(200)])
+    conn.commit()
+    conn.close()
+    return path
+
+
+@pytest.fixture()
+def attached(tmp_path: Path) -> Path:
+    return attach_database(tmp_path / "data", "test", make_db(tmp_path / "source.db"))
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def resources(llm: FakeLLM, data_dir: Path) -> Any:
+    res = fake_resources(llm)
+    res.data_dir = data_dir
+    return res
+
+
+def call(llm: FakeLLM, data_dir: Path, memory: dict[str, Any] | None = None,
+         **params: Any) -> dict[str, Any]:
+    cls = get("pre_retrieval.text_to_sql")
+    assert cls is not None
+    node = cls("sql", cls.Params.model_validate(params))
+    ctx = RunContext(resources(llm, data_dir), "test", "sql", 1)
+    return node.run(memory or {"question": Q}, ctx)
+
+
+def test_attach_checks_and_copies(tmp_path: Path, attached: Path):
+    data = tmp_path / "data"
+    assert attached == attached_db_path(data, "test") == data / "kb" / "test" / "attached.sqlite"
+    with sqlite3.connect(attached) as conn:
+        assert conn.execute("SELECT count(*) FROM lighthouses").fetchone() == (3,)
+    (tmp_path / "notes.txt").write_text("not a database")
+    with pytest.raises(ResourceError, match="not a SQLite database"):
+        attach_database(data, "test", tmp_path / "notes.txt")
+    with pytest.raises(ResourceError, match="is not a file"):
+        attach_database(data, "test", tmp_path / "missing.db")
+    with pytest.raises(ResourceError, match="not allowed"):
+        attached_db_path(data, "../etc")
+    empty = sqlite3.connect(tmp_path / "empty.db")
+    empty.execute("PRAGMA user_version = 7")
+    empty.close()
+    with pytest.raises(ResourceError, match="has no tables"):
+        attach_database(data, "test", tmp_path / "empty.db")
+    assert sorted(p.name for p in attached.parent.iterdir()) == ["attached.sqlite"]
+    assert detach_database(data, "test") and not attached.exists()
+    assert not detach_database(data, "test")
+
+
+def test_happy_path_writes_rows_as_documents_and_scratch(tmp_path: Path, attached: Path):
+    llm = FakeLLM([(r"Question: When was", "name, first_lit FROM lighthouses WHERE name LIKE "
+                    "'%Corren%'")])
+    out = call(llm, tmp_path / "data", {"question": Q, "scratch": {"kept": 1}})
+    prompt = llm.prompts[0]
+    assert "CREATE TABLE lighthouses (name TEXT, island TEXT, first_lit INTEGER, " \
+           "\"height m\" REAL, photo BLOB);" in prompt and prompt.endswith("SQL: SELECT")
+    sql = "SELECT name, first_lit FROM lighthouses WHERE name LIKE '%Corren%'"
+    assert out["scratch"] == {"kept": 1, "sql": sql, "columns": ["name", "first_lit"],
+                              "rows": [["Corren Lighthouse", 1884]], "truncated": False}
+    assert out["documents"] == [{"id": "sql:1", "title": "SQL row 1", "score": 1.0,
+                                 "text": "name: Corren Lighthouse; first_lit: 1884",
+                                 "meta": {"source": "attached.sqlite", "sql": sql, "row": 1}}]
+
+
+def test_fences_row_limit_table_layout_and_append(tmp_path: Path, attached: Path):
+    llm = FakeLLM([(r"Question:", "```sql\nSELECT * FROM lighthouses ORDER BY first_lit;\n```")])
+    docs = [{"id": "d1", "text": "old"}, {"id": "sql:9", "text": "stale row"}]
+    out = call(llm, tmp_path / "data", {"question": Q, "documents": docs}, max_rows=2,
+               layout="table", append=True)
+    assert out["scratch"]["truncated"] is True and len(out["scratch"]["rows"]) == 2
+    assert out["scratch"]["rows"][0] == ["Corren Lighthouse", "Tessel", 1884, 31.5, "<4 bytes>"]
+    assert [d["id"] for d in out["documents"]] == ["d1", "sql:result"]
+    assert out["documents"][1]["text"].splitlines()[1] == (
+        "name: Skallow Light; island: Skallow; first_lit: 1902; height m: 18.0; photo: NULL")
+
+
+def test_failed_query_is_retried_with_its_error(tmp_path: Path, attached: Path):
+    replies = iter(["SELECT year FROM lighthouses", "SELECT first_lit FROM lighthouses LIMIT 1"])
+    llm = FakeLLM([(r"Question:", lambda _p: next(replies))])
+    out = call(llm, tmp_path / "data")
+    assert out["scratch"]["rows"] == [[1884]]
+    assert "This query failed: SELECT year FROM lighthouses" in llm.prompts[1]
+    assert "no such column: year" in llm.prompts[1]
+    bad = FakeLLM(default="SELECT nope FROM lighthouses")
+    with pytest.raises(OperatorInputError, match="sql: the query failed: no such column: nope"):
+        call(bad, tmp_path / "data", retries=0)
+    assert len(bad.prompts) == 1
+    out = call(bad, tmp_path / "data", on_error="empty")
+    assert out["documents"] == [] and "no such column" in out["scratch"]["error"]
+    assert len(bad.prompts) == 3
+
+
+def test_time_limit_stops_a_runaway_query(tmp_path: Path, attached: Path):
+    llm = FakeLLM(default="WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+                  "SELECT count(*) FROM c")
+    with pytest.raises(OperatorInputError, match="longer than 0.2s"):
+        call(llm, tmp_path / "data", timeout_s=0.2)
+    assert len(llm.prompts) == 1             # never retried
+
+
+def test_missing_database_and_statement_checks(tmp_path: Path):
+    with pytest.raises(OperatorInputError, match="kb.attached_database: knowledge base 'test' "
+                       "has no attached SQLite database"):
+        call(FakeLLM(default="SELECT 1"), tmp_path / "data")
+    assert check_select("  SELECT 'a;b' ;  ") == "SELECT 'a;b'"
+    assert extract_sql("SQL: * FROM t", "SELECT") == "SELECT * FROM t"
+    assert extract_sql("DROP TABLE t", "SELECT") == "DROP TABLE t"
+    for sql, message in [("", "no SQL"), ("SELECT 1 -- ; DROP TABLE t", "comments"),
+                         ("SELECT 1 /* x */", "comments"), ("SELECT 1;;", "only one statement"),
+                         ("VACUUM INTO '/tmp/x.db'", "'VACUUM' statement")]:
+        with pytest.raises(OperatorInputError, match=message):
+            check_select(sql)
+
+
+HOSTILE = [
+    ("DROP TABLE x", "only a SELECT query may run; the model wrote a 'DROP' statement"),
+    ("DROP TABLE lighthouses", "'DROP' statement"),
+    ("ATTACH DATABASE '/tmp/x.db' AS y", "'ATTACH' statement"),
+    ("SELECT 1; DELETE FROM t", "only one statement may run"),
+    ("SELECT 1;\nDELETE FROM t;", "only one statement may run"),
+    ("SELECT load_extension('x')", r"refused \(function load_extension\(\)\)"),
+    ("PRAGMA writable_schema=1", "'PRAGMA' statement"),
+    ("SELECT * FROM pragma_table_info('t')", r"refused \(PRAGMA"),
+    ("WITH x AS (SELECT 1) DELETE FROM t", r"refused \(DELETE t\)"),
+    ("WITH x AS (SELECT 1) INSERT INTO t VALUES (1)", r"refused \(INSERT t\)"),
+    ("WITH x AS (SELECT 1) UPDATE t SET x = 0", r"refused \(UPDATE t x\)"),
+    ("SELECT * FROM other.t", "no such table: other.t"),
+    ("SELECT randomblob(100000000)", "too big"),
+    ("INSERT INTO t VALUES (1)", "'INSERT' statement"),
+    ("CREATE TEMP TABLE y AS SELECT 1", "'CREATE' statement"),
+    ("SELECT 1 -- harmless\n; DELETE FROM t", "comments"),
+]
+
+
+@pytest.mark.parametrize("reply,message", HOSTILE)
+def test_hostile_sql_is_refused_and_the_file_is_unchanged(tmp_path: Path, attached: Path,
+                                                          reply: str, message: str):
+    before = digest(attached)
+    llm = FakeLLM([(r"SQL: SELECT", reply)])
+    spec = flow("sql", [("sql_1", "pre_retrieval.text_to_sql", {"retries": 1})], [])
+    sink = ListSink()
+    result = run_flow(compile_flow(spec), "How many rows are in t?",
+                      resources(llm, tmp_path / "data"), kb="test", sink=sink)
+    assert result.status == "error"
+    assert "node 'sql_1' (pre_retrieval.text_to_sql" in result.error and "sql: " in result.error
+    assert re.search(message, result.error), result.error
+    assert sink.steps[-1].node_id == "sql_1" and sink.steps[-1].error
+    assert digest(attached) == before
+    assert sorted(p.name for p in attached.parent.iterdir()) == ["attached.sqlite"]
+
+
+def test_another_file_stays_out_of_reach(tmp_path: Path, attached: Path):
+    """An ATTACH attempt is refused, so a later read of the would-be schema finds nothing."""
+    other = make_db(tmp_path / "other.db")
+    before, other_before = digest(attached), digest(other)
+    replies = iter([f"ATTACH DATABASE '{other}' AS other", "SELECT * FROM other.t",
+                    "SELECT * FROM other.t"])
+    llm = FakeLLM([(r"Question:", lambda _p: next(replies))])
+    with pytest.raises(OperatorInputError, match="'ATTACH' statement"):
+        call(llm, tmp_path / "data")
+    with pytest.raises(OperatorInputError, match="no such table: other.t"):
+        call(llm, tmp_path / "data")
+    assert digest(attached) == before and digest(other) == other_before
