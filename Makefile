@@ -37,8 +37,9 @@ test: install browser
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not real and not e2e"
 
-bench: install
+bench: install browser
 	$(BIN)/python bench/engine.py
+	$(BIN)/python bench/ui.py
 
 clean:
 	rm -rf $(VENV) .flowkit test-artifacts

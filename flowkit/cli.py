@@ -299,8 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("kb", help="list knowledge bases")
     s.set_defaults(fn=cmd_kb)
 
-    from . import cli_more
+    from . import cli_judge, cli_more
     cli_more.register(sub)
+    cli_judge.register(sub)
     return p
 
 

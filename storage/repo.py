@@ -17,6 +17,7 @@ from flowkit.trace import RunEnd, RunStart, StepEvent
 
 from .db import engine_for
 from .models import FlowRow, FlowVersionRow, RunRow, StepRow, utcnow
+from flowkit.process import pid_alive as _pid_alive
 
 
 @dataclass
@@ -85,18 +86,6 @@ def _step_event(s: StepRow) -> StepEvent:
                                 "memory_before": s.memory_before, "memory_after": s.memory_after,
                                 "llm_calls": s.llm_calls, "retrievals": s.retrievals, "ms": s.ms,
                                 "error": s.error, "started_at": s.started_at})
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class Store:

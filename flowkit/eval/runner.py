@@ -24,6 +24,7 @@ from ..compile import compile_flow
 from ..errors import FlowkitError
 from ..spec import FlowSpec, from_dict, to_dict
 from .metrics import QuestionResult, score
+from ..process import pid_alive as _pid_alive
 
 FINISHED = ("ok", "budget_exceeded")
 
@@ -149,18 +150,6 @@ class Outcome:
     skipped: int = 0
     redone: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _guard_running(repo: EvalStore, eval_id: str) -> None:

@@ -1,5 +1,5 @@
 """Test doubles shipped with the library: a scripted LLM, an in-memory knowledge base, builders."""
-from .fakes import FakeLLM, MemoryKB, fake_resources
+from .fakes import FakeLLM, HashEmbedder, MemoryKB, fake_resources
 from .builders import flow
 
-__all__ = ["FakeLLM", "MemoryKB", "fake_resources", "flow"]
+__all__ = ["FakeLLM", "HashEmbedder", "MemoryKB", "fake_resources", "flow"]

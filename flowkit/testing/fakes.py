@@ -1,11 +1,14 @@
 """Fakes for unit tests: FakeLLM answers from a script; MemoryKB searches a small in-memory corpus."""
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..memory import Doc
 from ..runtime.llm import Completion
@@ -51,6 +54,25 @@ class FakeLLM:
         lp = [(w, self.logprob) for w in words] if logprobs else None
         return Completion(prompt=prompt, text=text, prompt_tokens=self.count_tokens(prompt),
                           completion_tokens=max(1, len(words)), ms=0.1, logprobs=lp)
+
+
+class HashEmbedder:
+    """Bag-of-words vectors hashed into 128 dims, unit length: similar words, similar vectors."""
+
+    model_id = "hash-embedder"
+    dim = 128
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in re.findall(r"\w+", t.lower()):
+                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
+            n = np.linalg.norm(out[i])
+            out[i] = out[i] / n if n else out[i]
+        return out
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
 
 
 class MemoryKB:

@@ -2,38 +2,16 @@
 FakeLLM and a hashing embedder (no model loads), the sample KB ingested, and AppTest helpers."""
 from __future__ import annotations
 
-import hashlib
-import re
 import time
 from pathlib import Path
 
-import numpy as np
 from streamlit.testing.v1 import AppTest
 
 from flowkit.ingest import SAMPLE_DIR, SAMPLE_KB, ingest
-from flowkit.testing import FakeLLM
+from flowkit.testing import FakeLLM, HashEmbedder  # noqa: F401  (re-exported for the page tests)
 from storage.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class HashEmbedder:
-    """Bag-of-words vectors hashed into 128 dims, unit length: similar words, similar vectors."""
-
-    model_id = "hash-embedder"
-    dim = 128
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for w in re.findall(r"\w+", t.lower()):
-                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
-            n = np.linalg.norm(out[i])
-            out[i] = out[i] / n if n else out[i]
-        return out
-
-    def embed_one(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
 
 
 def fake_llm() -> FakeLLM:

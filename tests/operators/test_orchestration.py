@@ -297,7 +297,7 @@ def test_classifier_judge_decides_on_the_chain(tmp_path):
     with pytest.raises(OperatorInputError, match="params.model_path: classifier file not found"):
         call("orchestration.classifier_judge", memory, res=res, model_path="missing.json")
     with pytest.raises(OperatorInputError, match="params.model_path: no weights file"):
-        call("orchestration.classifier_judge", memory, res=res)
+        call("orchestration.classifier_judge", memory, res=res, model_path=" ")
     save_classifier(tmp_path / "small.json", [1.0, 2.0], 0.0)
     with pytest.raises(OperatorInputError, match="2 features but the embedder gives 256"):
         call("orchestration.classifier_judge", memory, res=res, model_path="small.json")

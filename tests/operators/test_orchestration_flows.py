@@ -287,3 +287,38 @@ def test_orchestration_operators_on_the_real_stack(real_resources, tmp_path):
         assert seq[4:] == [("ret", 2), ("fl", 2)] and cj["label"] == "Insufficient"
         assert flare.memory["queries"] == [first["query"]]
         assert flare.answer == flare.memory["history"][-1]["sentence"]
+
+
+def _concat_flow(top_k: int) -> Any:
+    return flow("concat", [("q", "retrieval.dense", {"top_k": 1}),
+                           ("a", "retrieval.bm25", {"top_k": 2}),
+                           ("b", "retrieval.dense", {"top_k": 2}),
+                           ("m", "orchestration.concat", {"top_k": top_k}),
+                           ("g", "generation.answer", {"top_n": 3, "max_tokens": 16})],
+                ["q>a", "q>b", "a>m", "b>m", "m>g"], entry="q")
+
+
+def test_concat_merge_keeps_branch_order_without_repeats():
+    sink = ListSink()
+    result = run_flow(compile_flow(_concat_flow(3)), Q, fake_resources(FakeLLM(default="Tessel [1]"),
+                                                                       kb="sample"),
+                      kb="sample", sink=sink)
+    assert result.status == "ok", result.error
+    after = {s.node_id: s.memory_after for s in sink.steps}
+    a_ids = [d["id"] for d in after["a"]["documents"]]
+    b_ids = [d["id"] for d in after["b"]["documents"]]
+    merged = [d["id"] for d in after["m"]["documents"]]
+    expected = list(dict.fromkeys(a_ids + b_ids))[:3]
+    assert merged == expected and len(set(merged)) == len(merged)
+
+
+@pytest.mark.real
+def test_concat_merge_on_the_real_stack(real_resources):
+    sink = ListSink()
+    result = run_flow(compile_flow(_concat_flow(4)), "Who designed the Corren Lighthouse?",
+                      real_resources, kb="sample", sink=sink)
+    assert result.status == "ok", result.error
+    assert [n for n, _ in sink.sequence()][-2:] == ["m", "g"]
+    merged = sink.steps[-2].memory_after["documents"]
+    assert 1 <= len(merged) <= 4 and len({d["id"] for d in merged}) == len(merged)
+    assert any(d["id"].startswith("art-09") for d in merged) and result.answer

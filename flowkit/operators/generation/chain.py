@@ -35,8 +35,10 @@ class SubAnswer(Operator):
     writes = ("history", "drafts")
 
     def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
-        answered = {h.get("sub_question") for h in memory.get("history") or []}
-        pending = [q for q in memory.get("sub_questions") or [] if q not in answered]
+        # by position, not by text: a sub-question asked twice (a small model repeating itself)
+        # is answered twice, so the chain still grows and its judge still sees each step
+        answered = sum(1 for h in memory.get("history") or [] if h.get("sub_question"))
+        pending = list(memory.get("sub_questions") or [])[answered:]
         queries = list(memory.get("queries") or [])
         cands = list(memory.get("candidates") or [])
         level = 1 + max((int(h.get("level", 0)) for h in memory.get("history") or []

@@ -19,6 +19,25 @@ from ...errors import OperatorInputError, ResourceError
 from ...registry import Operator, Params, operator
 
 
+#: Where `flowkit train-judge` writes by default, relative to the data folder.
+DEFAULT_WEIGHTS = "judges/sufficiency.json"
+#: Weights trained by this project (from its own runs) that ship with flowkit.
+PACKAGED_DIR = Path(__file__).resolve().parents[2] / "judges"
+
+
+def resolve_weights(model_path: str, data_dir: str | Path | None) -> Path | None:
+    """The weights file `model_path` names: an absolute or existing path as is; a relative one
+    under the data folder, else the file of that name among flowkit's packaged weights (so a
+    user's own training, written to the data folder, wins). None when none exists."""
+    path = Path(model_path).expanduser()
+    candidates = [path]
+    if not path.is_absolute():
+        if data_dir is not None:
+            candidates.append(Path(data_dir) / path)
+        candidates.append(PACKAGED_DIR / path.name)
+    return next((c for c in candidates if c.is_file()), None)
+
+
 @dataclass(frozen=True)
 class Classifier:
     """Logistic-regression weights: p(sufficient) = sigmoid(w . x + b), sufficient at
@@ -114,8 +133,10 @@ class ClassifierJudge(Operator):
     the data folder."""
 
     class Params(Params):
-        model_path: str = Field("", max_length=1000, description="Weights file (.json or .npz) "
-                                "with w, b, threshold; relative to the data folder")
+        model_path: str = Field(DEFAULT_WEIGHTS, max_length=1000, description="Weights file "
+                                "(.json or .npz) with w, b, threshold; a relative path is read "
+                                "under the data folder, else among the weights that ship with "
+                                "flowkit")
         mode: Literal["classifier", "never"] = Field("classifier", description="Use the "
                                                      "classifier, or never stop early")
         max_chain: int = Field(4, ge=1, le=100, description="'done' once the chain has this many "
@@ -133,12 +154,12 @@ class ClassifierJudge(Operator):
         if not self.params.model_path.strip():
             raise OperatorInputError("params.model_path", "no weights file given; train one with "
                                      "`flowkit train-judge` or set mode to 'never'")
-        path = Path(self.params.model_path).expanduser()
         data_dir = getattr(ctx.resources, "data_dir", None)
-        if not path.is_absolute() and not path.is_file() and data_dir is not None:
-            path = Path(data_dir) / path
-        if not path.is_file():
-            raise OperatorInputError("params.model_path", f"classifier file not found: {path}")
+        path = resolve_weights(self.params.model_path, data_dir)
+        if path is None:
+            raise OperatorInputError("params.model_path", f"classifier file not found: "
+                                     f"{self.params.model_path} (looked in the data folder "
+                                     f"{data_dir} and in {PACKAGED_DIR})")
         try:
             return load_classifier(path)
         except ResourceError as err:

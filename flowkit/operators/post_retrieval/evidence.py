@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from ...registry import Operator, Params, operator
-from .._text import fill, first_line, passages, require_docs
+from .._text import fill, first_line, passages
 
 REFLECT_PROMPT = ("{passages}\n\nQuestion: {question}\nWrite the one fact from the passages that "
                   "helps answer the question. If none helps, write: No information found.\nFact:")
@@ -18,7 +18,7 @@ NONE = "No information found"
 class EvidenceReflector(Operator):
     """Read the passages just retrieved and keep only what matters for the current search, as one
     short evidence note in working memory, or "No information found" (Agent-UniRAG's evidence
-    reflector)."""
+    reflector). A search that found nothing gives that note without an LLM call."""
 
     class Params(Params):
         top_n: int = Field(3, ge=1, le=20, description="Passages read")
@@ -30,8 +30,11 @@ class EvidenceReflector(Operator):
     writes = ("evidence", "history")
 
     def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
-        docs = require_docs(memory)
         target = (memory.get("queries") or [memory["question"]])[-1]
+        docs = list(memory.get("documents") or [])
+        if not docs:   # the search found nothing: that is the note, and no LLM call is spent
+            return {"evidence": [*(memory.get("evidence") or []), NONE],
+                    "history": [{"evidence": NONE, "query": target}]}
         prompt = fill(REFLECT_PROMPT, "prompt", question=target,
                       passages=passages(docs, self.params.top_n, self.params.passage_chars))
         note = first_line(ctx.llm.complete(prompt, max_tokens=self.params.max_tokens).text)

@@ -1,0 +1,104 @@
+"""`flowkit train-judge`: train the early-stop chain's sufficiency classifier from our own runs.
+
+    flowkit train-judge --dataset hotpotqa_dev_500_ircotfmt --kb hotpot [--skip 100] [--limit 60]
+                        [--train-frac 0.7] [--match acc|em] [--out judges/sufficiency.json]
+
+The fixed-length chain (template corag_fixed, or --flow) runs on each question; every prefix of
+its chain is labelled by whether a final answer written from it matches the gold answer; a
+logistic regression over the embedder's vectors is trained on part of the questions and scored
+on the rest. The weights go to JSON; the classifier judge reads them (params.model_path).
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from .errors import FlowkitError
+
+DEFAULT_OUT = "judges/sufficiency.json"
+
+
+def cmd_train_judge(args: argparse.Namespace) -> int:
+    from storage.evals import EvalRepo
+
+    from .cli import _progress, err, out
+    from .cli_more import _make_workspace, ingest_corpus
+    from .eval.datasets import resolve
+    from .eval.metrics import accuracy, exact_match
+    from .eval.runner import resolve_flows
+    from .eval.train_judge import train_judge
+
+    if not 0.0 < args.train_frac < 1.0:
+        raise FlowkitError(f"--train-frac must be between 0 and 1; got {args.train_frac}")
+    if args.limit is not None and args.limit < 2:
+        raise FlowkitError(f"--limit must be at least 2 (some to train on, some to test); "
+                           f"got {args.limit}")
+    ws = _make_workspace(args)
+    repo = EvalRepo(ws.store)
+    ds = resolve(repo, args.dataset)
+    if args.ingest:
+        ingest_corpus(ws, ds, args.kb)
+    kb = ws.resources.kb(args.kb)
+    if not kb.exists or kb.count() == 0:
+        raise FlowkitError(f"knowledge base '{args.kb}' is empty: ingest the dataset's corpus "
+                           f"first (add --ingest)")
+    questions = [q for q in ds.questions if q.get("answers")]
+    questions = questions[args.skip:]
+    if args.limit:
+        questions = questions[: args.limit]
+    if len(questions) < 2:
+        raise FlowkitError(f"dataset '{ds.name}' has fewer than 2 questions with gold answers")
+    flow = resolve_flows(ws, [args.flow])[0]
+    spec = flow.spec
+    match = exact_match if args.match == "em" else accuracy
+    out_path = Path(args.out).expanduser()
+    if not out_path.is_absolute():
+        out_path = ws.data_dir / out_path
+    with _progress("train-judge") as prog:
+        task = prog.add_task(f"chains of '{spec.name}' on {len(questions)} questions",
+                             total=len(questions))
+        report = train_judge(ws, spec, questions, args.kb, str(out_path),
+                             lambda pred, golds: bool(match(pred, golds)),
+                             train_frac=args.train_frac, seed=args.seed,
+                             progress=lambda d, t: prog.update(task, completed=d, total=t))
+    _print(report, out)
+    err.print(f"[dim]select it in the classifier judge: params.model_path = {out_path}[/dim]")
+    return 0
+
+
+def _print(report: dict[str, Any], out: Any) -> None:
+    out.print(f"examples: {report['train_examples']} train ({report['train_positive']} sufficient), "
+              f"{report['test_examples']} held out")
+    out.print(f"train accuracy: {report['train_accuracy']:.3f}")
+    if "test_accuracy" in report:
+        out.print(f"held-out accuracy: {report['test_accuracy']:.3f} "
+                  f"(majority-class baseline {report['majority_baseline']:.3f}, "
+                  f"{report['test_positive']} sufficient)")
+    else:
+        out.print("held-out accuracy: no held-out examples (use more questions)")
+    out.print(f"wrote {report['path']}")
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the train-judge subcommand."""
+    s = sub.add_parser("train-judge", help="train the sufficiency classifier of the early-stop "
+                       "chain from runs on a question set")
+    s.add_argument("--dataset", default="hotpotqa_dev_500_ircotfmt",
+                   help="a question set (folder, .jsonl, .csv, a set in ../shared/data, or an "
+                   "imported dataset's name)")
+    s.add_argument("--kb", required=True, help="the knowledge base the chains retrieve from")
+    s.add_argument("--flow", default="corag_fixed", help="the fixed-length chain to run")
+    s.add_argument("--limit", type=int, default=60, help="questions to use (train + held out)")
+    s.add_argument("--skip", type=int, default=0, help="leave out the first N questions (keep "
+                   "them for evaluation, e.g. --skip 100 when `flowkit eval --limit 100`)")
+    s.add_argument("--train-frac", type=float, default=0.7, help="share of questions to train on")
+    s.add_argument("--match", choices=["acc", "em"], default="acc",
+                   help="a prefix is Sufficient when its answer contains (acc) or equals (em) a "
+                   "gold answer")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out", default=DEFAULT_OUT, help="weights file (.json or .npz); relative "
+                   "to the data folder")
+    s.add_argument("--ingest", action="store_true",
+                   help="ingest the dataset's corpus.jsonl into --kb first if it is empty")
+    s.set_defaults(fn=cmd_train_judge)
