@@ -29,20 +29,25 @@ def cmd_train_judge(args: argparse.Namespace) -> int:
     from .eval.runner import resolve_flows
     from .eval.train_judge import train_judge
 
+    if not args.examples and not args.kb:
+        raise FlowkitError("train-judge needs --kb (the knowledge base the chains retrieve "
+                           "from), or --examples FILE to refit without running anything")
     if not 0.0 < args.train_frac < 1.0:
         raise FlowkitError(f"--train-frac must be between 0 and 1; got {args.train_frac}")
     if args.limit is not None and args.limit < 2:
         raise FlowkitError(f"--limit must be at least 2 (some to train on, some to test); "
                            f"got {args.limit}")
     ws = _make_workspace(args)
+    if args.examples:
+        return _refit(ws, args, out)
     repo = EvalRepo(ws.store)
     ds = resolve(repo, args.dataset)
     if args.ingest:
         ingest_corpus(ws, ds, args.kb)
-    kb = ws.resources.kb(args.kb)
-    if not kb.exists or kb.count() == 0:
-        raise FlowkitError(f"knowledge base '{args.kb}' is empty: ingest the dataset's corpus "
-                           f"first (add --ingest)")
+    try:
+        ws.resources.kb(args.kb).require_ready()
+    except FlowkitError as e:
+        raise FlowkitError(f"{e} (or add --ingest to ingest the dataset's corpus)") from e
     questions = [q for q in ds.questions if q.get("answers")]
     questions = questions[args.skip:]
     if args.limit:
@@ -52,32 +57,52 @@ def cmd_train_judge(args: argparse.Namespace) -> int:
     flow = resolve_flows(ws, [args.flow])[0]
     spec = flow.spec
     match = exact_match if args.match == "em" else accuracy
-    out_path = Path(args.out).expanduser()
-    if not out_path.is_absolute():
-        out_path = ws.data_dir / out_path
+    out_path = _out_path(ws, args.out)
     with _progress("train-judge") as prog:
         task = prog.add_task(f"chains of '{spec.name}' on {len(questions)} questions",
                              total=len(questions))
         report = train_judge(ws, spec, questions, args.kb, str(out_path),
                              lambda pred, golds: bool(match(pred, golds)),
                              train_frac=args.train_frac, seed=args.seed,
-                             progress=lambda d, t: prog.update(task, completed=d, total=t))
+                             progress=lambda d, t: prog.update(task, completed=d, total=t),
+                             reuse_runs=not args.fresh)
     _print(report, out)
     err.print(f"[dim]select it in the classifier judge: params.model_path = {out_path}[/dim]")
+    return 0
+
+
+def _out_path(ws: Any, out: str) -> Path:
+    path = Path(out).expanduser()
+    return path if path.is_absolute() else ws.data_dir / path
+
+
+def _refit(ws: Any, args: argparse.Namespace, out: Any) -> int:
+    from .eval.train_judge import refit
+    src = Path(args.examples).expanduser()
+    if not src.is_file():
+        raise FlowkitError(f"--examples: no file {src}")
+    try:
+        report = refit(ws, src, str(_out_path(ws, args.out)))
+    except ValueError as err:
+        raise FlowkitError(f"--examples: {err}") from err
+    _print(report, out)
     return 0
 
 
 def _print(report: dict[str, Any], out: Any) -> None:
     out.print(f"examples: {report['train_examples']} train ({report['train_positive']} sufficient), "
               f"{report['test_examples']} held out")
+    cv = ", ".join(f"{k}: {v:.3f}" for k, v in report["cv"].items())
+    out.print(f"L2 {report['l2']} picked by grouped cross-validation (balanced accuracy {cv})")
     out.print(f"train accuracy: {report['train_accuracy']:.3f}")
     if "test_accuracy" in report:
-        out.print(f"held-out accuracy: {report['test_accuracy']:.3f} "
-                  f"(majority-class baseline {report['majority_baseline']:.3f}, "
-                  f"{report['test_positive']} sufficient)")
+        out.print(f"held-out accuracy: {report['test_accuracy']:.3f}, balanced "
+                  f"{report['test_balanced_accuracy']:.3f} (majority-class baseline "
+                  f"{report['majority_baseline']:.3f}; {report['test_positive']} of "
+                  f"{report['test_examples']} sufficient)")
     else:
         out.print("held-out accuracy: no held-out examples (use more questions)")
-    out.print(f"wrote {report['path']}")
+    out.print(f"wrote {report['path']} (examples: {report['examples_path']})")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -87,7 +112,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     s.add_argument("--dataset", default="hotpotqa_dev_500_ircotfmt",
                    help="a question set (folder, .jsonl, .csv, a set in ../shared/data, or an "
                    "imported dataset's name)")
-    s.add_argument("--kb", required=True, help="the knowledge base the chains retrieve from")
+    s.add_argument("--kb", default="", help="the knowledge base the chains retrieve from")
     s.add_argument("--flow", default="corag_fixed", help="the fixed-length chain to run")
     s.add_argument("--limit", type=int, default=60, help="questions to use (train + held out)")
     s.add_argument("--skip", type=int, default=0, help="leave out the first N questions (keep "
@@ -101,4 +126,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    "to the data folder")
     s.add_argument("--ingest", action="store_true",
                    help="ingest the dataset's corpus.jsonl into --kb first if it is empty")
+    s.add_argument("--examples", help="refit from an examples file that an earlier training "
+                   "wrote (<out>.examples.jsonl): no runs, no LLM calls")
+    s.add_argument("--fresh", action="store_true", help="run every chain again instead of "
+                   "reusing the chains an earlier train-judge stored for the same questions")
     s.set_defaults(fn=cmd_train_judge)

@@ -202,6 +202,16 @@ class Store:
                 q = q.where(RunRow.eval_id.is_(None))
             return [_run_info(r) for r in s.scalars(q).all()]
 
+    def find_eval_run(self, eval_id: str, flow_name: str, question: str) -> RunInfo | None:
+        """The newest finished run of `flow_name` on `question` recorded under `eval_id`."""
+        with Session(self.engine) as s:
+            r = s.scalars(select(RunRow).where(RunRow.eval_id == eval_id,
+                                               RunRow.flow_name == flow_name,
+                                               RunRow.question == question,
+                                               RunRow.status.in_(("ok", "budget_exceeded")))
+                          .order_by(RunRow.started_at.desc()).limit(1)).first()
+            return None if r is None else _run_info(r)
+
     def get_run(self, run_id: str) -> RunInfo:
         with Session(self.engine) as s:
             r = s.get(RunRow, run_id)

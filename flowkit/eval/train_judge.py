@@ -5,13 +5,17 @@ runs to length L; for every prefix of its chain a final answer is written from t
 passages retrieved for the original question), and the prefix is labelled Sufficient when that
 answer matches a gold answer, else Insufficient (the rejection-sampling construction of the
 early-stop paper). Features are the embedder's vector of "question || chain prefix"; the model is a
-class-balanced logistic regression trained with numpy and saved as JSON (never pickle).
+class-balanced logistic regression trained with numpy, its L2 strength picked by cross-validation
+grouped by question, and saved as JSON (never pickle). The labelled examples are written beside
+the weights (`<out>.examples.jsonl`) so a model can be refitted without running anything again.
 """
 from __future__ import annotations
 
+import json
 import random
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,6 +23,9 @@ import numpy as np
 from ..context import RunContext
 from ..operators.generation.answer import Answer
 from ..operators.orchestration.classifier_judge import chain_items, judge_text, save_classifier
+
+#: L2 strengths tried by cross-validation.
+L2_GRID = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
 
 
 @dataclass
@@ -29,13 +36,27 @@ class Example:
     prefix: int
 
 
-def label_prefixes(ws: Any, spec: Any, q: dict[str, Any], kb: str, match: Callable[[str, list[str]], bool],
-                   eval_id: str) -> list[Example]:
-    """Run the fixed-length chain on one question and label each prefix of its chain."""
-    result = ws.run(spec, q["question"], kb, eval_id=eval_id)
-    chain = [h for h in result.memory.get("history") or [] if h.get("sub_question")]
-    kbase = ws.resources.kb(kb)
-    docs = kbase.dense(q["question"], 4)
+def _qid(q: dict[str, Any]) -> str:
+    return str(q.get("id", q["question"]))
+
+
+def chain_of(ws: Any, spec: Any, q: dict[str, Any], kb: str, eval_id: str,
+             reuse: bool) -> list[dict[str, Any]]:
+    """The chain (history entries with a sub-question) of the fixed-length flow on one question:
+    from a run stored under `eval_id` when `reuse` and one exists, else from a new run."""
+    memory = None
+    if reuse:
+        found = ws.store.find_eval_run(eval_id, spec.name, q["question"])
+        memory = found.memory if found is not None else None
+    if memory is None:
+        memory = ws.run(spec, q["question"], kb, eval_id=eval_id).memory
+    return [h for h in memory.get("history") or [] if h.get("sub_question")]
+
+
+def label_prefixes(ws: Any, chain: list[dict[str, Any]], q: dict[str, Any], kb: str,
+                   match: Callable[[str, list[str]], bool]) -> list[Example]:
+    """Label each prefix of one question's chain by whether its final answer matches gold."""
+    docs = ws.resources.kb(kb).dense(q["question"], 4)
     out = []
     for k in range(1, len(chain) + 1):
         memory = {"question": q["question"], "documents": docs, "history": chain[:k]}
@@ -43,45 +64,75 @@ def label_prefixes(ws: Any, spec: Any, q: dict[str, Any], kb: str, match: Callab
         ctx = RunContext(ws.resources, kb, "train_final", 1)
         answer = op.run(memory, ctx)["answer"]
         text = judge_text(q["question"], chain_items({"history": chain[:k]}))
-        out.append(Example(str(q.get("id", q["question"])), text,
-                           int(match(answer, list(q["answers"]))), k))
+        out.append(Example(_qid(q), text, int(match(answer, list(q["answers"]))), k))
     return out
 
 
-def train_logreg(x: np.ndarray, y: np.ndarray, l2: float = 1e-2, epochs: int = 400,
-                 lr: float = 0.5) -> tuple[np.ndarray, float]:
-    """Class-balanced logistic regression by full-batch gradient descent."""
+def train_logreg(x: np.ndarray, y: np.ndarray, l2: float = 1e-2,
+                 iters: int = 30) -> tuple[np.ndarray, float]:
+    """Class-balanced, L2-regularised logistic regression fitted by Newton's method (stable for
+    any penalty; the bias is not penalised). Minimises mean weighted log-loss + l2/2 |w|^2."""
     n, d = x.shape
-    w, b = np.zeros(d), 0.0
+    xb = np.hstack([x, np.ones((n, 1))])
     pos = max(1, int(y.sum()))
     neg = max(1, n - pos)
-    weights = np.where(y == 1, n / (2 * pos), n / (2 * neg))
-    for _ in range(epochs):
-        p = 1 / (1 + np.exp(-(x @ w + b)))
-        g = (p - y) * weights
-        w -= lr * (x.T @ g / n + l2 * w)
-        b -= lr * float(g.mean())
-    return w, b
+    sw = np.where(y == 1, n / (2 * pos), n / (2 * neg))
+    penalty = np.full(d + 1, l2)
+    penalty[-1] = 0.0
+    theta = np.zeros(d + 1)
+    for _ in range(iters):
+        p = 1 / (1 + np.exp(-np.clip(xb @ theta, -60.0, 60.0)))
+        grad = xb.T @ (sw * (p - y)) / n + penalty * theta
+        hess = (xb * (sw * p * (1 - p))[:, None]).T @ xb / n + np.diag(penalty + 1e-9)
+        step = np.linalg.solve(hess, grad)
+        theta -= step
+        if float(np.abs(step).max()) < 1e-8:
+            break
+    return theta[:-1], float(theta[-1])
 
 
 def predict(x: np.ndarray, w: np.ndarray, b: float) -> np.ndarray:
-    return 1 / (1 + np.exp(-(x @ w + b)))
+    """p(sufficient) per row (the logit clipped so exp cannot overflow)."""
+    return 1 / (1 + np.exp(-np.clip(x @ w + b, -60.0, 60.0)))
 
 
-def train_judge(ws: Any, spec: Any, questions: list[dict[str, Any]], kb: str, out_path: str,
-                match: Callable[[str, list[str]], bool], train_frac: float = 0.7, seed: int = 0,
-                progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Build examples from runs, split by question, train, report held-out accuracy, save."""
-    qs = list(questions)
-    random.Random(seed).shuffle(qs)
-    n_train = max(1, int(len(qs) * train_frac))
-    eval_id = f"train-judge-{seed}"
-    examples: dict[str, list[Example]] = {}
-    for i, q in enumerate(qs, 1):
-        examples[str(q.get("id", q["question"]))] = label_prefixes(ws, spec, q, kb, match, eval_id)
-        if progress:
-            progress(i, len(qs))
-    train_ids = {str(q.get("id", q["question"])) for q in qs[:n_train]}
+def balanced_accuracy(pred: np.ndarray, y: np.ndarray) -> float:
+    """Mean of the accuracy on each class present (0.5 = chance, whatever the class balance)."""
+    accs = [float((pred[y == c] == c).mean()) for c in (0, 1) if (y == c).any()]
+    return float(np.mean(accs)) if accs else 0.0
+
+
+def pick_l2(x: np.ndarray, y: np.ndarray, groups: Sequence[str], folds: int = 4,
+            grid: Sequence[float] = L2_GRID) -> tuple[float, dict[str, float]]:
+    """The L2 strength with the best balanced accuracy in cross-validation grouped by question
+    (every prefix of a question falls in the same fold). Ties go to the stronger penalty."""
+    ids = sorted(set(groups))
+    if len(ids) < 2 or len(set(y.tolist())) < 2:
+        return grid[-1], {}
+    fold_of = {g: i % min(folds, len(ids)) for i, g in enumerate(ids)}
+    f = np.array([fold_of[g] for g in groups])
+    scores: dict[str, float] = {}
+    for l2 in grid:
+        accs = []
+        for k in sorted(set(f.tolist())):
+            tr, te = f != k, f == k
+            if len(set(y[tr].tolist())) < 2:
+                continue
+            w, b = train_logreg(x[tr], y[tr], l2=l2)
+            accs.append(balanced_accuracy((predict(x[te], w, b) >= 0.5).astype(int), y[te]))
+        scores[str(l2)] = float(np.mean(accs)) if accs else 0.0
+    best = max(grid, key=lambda l2: (round(scores[str(l2)], 6), l2))
+    return best, scores
+
+
+def examples_path(out_path: str | Path) -> Path:
+    p = Path(out_path)
+    return p.with_name(p.stem + ".examples.jsonl")
+
+
+def fit(ws: Any, examples: dict[str, list[Example]], train_ids: set[str], out_path: str,
+        meta: dict[str, Any]) -> dict[str, Any]:
+    """Fit on the training questions' examples, score the rest, save weights and examples."""
     train = [e for qid, ex in examples.items() if qid in train_ids for e in ex]
     test = [e for qid, ex in examples.items() if qid not in train_ids for e in ex]
     if not train:
@@ -89,20 +140,74 @@ def train_judge(ws: Any, spec: Any, questions: list[dict[str, Any]], kb: str, ou
     emb = ws.resources.embedder
     x_train = emb.embed([e.text for e in train]).astype(np.float64)
     y_train = np.array([e.label for e in train], dtype=np.float64)
-    w, b = train_logreg(x_train, y_train)
+    l2, cv = pick_l2(x_train, y_train.astype(int), [e.question_id for e in train])
+    w, b = train_logreg(x_train, y_train, l2=l2)
     threshold = 0.5
+    pred_train = (predict(x_train, w, b) >= threshold).astype(int)
     report: dict[str, Any] = {"train_examples": len(train), "test_examples": len(test),
-                              "train_positive": int(y_train.sum()),
-                              "train_accuracy": float(((predict(x_train, w, b) >= threshold)
-                                                       == (y_train == 1)).mean())}
+                              "train_positive": int(y_train.sum()), "l2": l2, "cv": cv,
+                              "train_accuracy": float((pred_train == y_train).mean())}
     if test:
         x_test = emb.embed([e.text for e in test]).astype(np.float64)
         y_test = np.array([e.label for e in test])
-        pred = predict(x_test, w, b) >= threshold
-        report.update(test_accuracy=float((pred == (y_test == 1)).mean()),
+        pred = (predict(x_test, w, b) >= threshold).astype(int)
+        report.update(test_accuracy=float((pred == y_test).mean()),
+                      test_balanced_accuracy=balanced_accuracy(pred, y_test),
                       test_positive=int(y_test.sum()),
                       majority_baseline=float(max(y_test.mean(), 1 - y_test.mean())))
-    save_classifier(out_path, w, b, threshold, {"embedder": ws.resources.embedder.model_id,
-                                                "flow": spec.name, "kb": kb, **report})
+    save_classifier(out_path, w, b, threshold, {"embedder": emb.model_id, **meta, **report})
+    with examples_path(out_path).open("w", encoding="utf-8") as f:
+        for qid, ex in examples.items():
+            for e in ex:
+                f.write(json.dumps({**asdict(e), "split": "train" if qid in train_ids
+                                    else "test"}) + "\n")
     report["path"] = out_path
+    report["examples_path"] = str(examples_path(out_path))
     return report
+
+
+def read_examples(path: str | Path) -> tuple[dict[str, list[Example]], set[str]]:
+    """Examples written by `fit` (one JSON object a line) and the ids of the training questions."""
+    examples: dict[str, list[Example]] = {}
+    train_ids: set[str] = set()
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            ex = Example(str(row["question_id"]), str(row["text"]), int(row["label"]),
+                         int(row["prefix"]))
+        except (ValueError, KeyError, TypeError) as err:
+            raise ValueError(f"{path}, line {n}: not an example ({err})") from err
+        examples.setdefault(ex.question_id, []).append(ex)
+        if row.get("split", "train") == "train":
+            train_ids.add(ex.question_id)
+    if not examples:
+        raise ValueError(f"{path}: no examples")
+    return examples, train_ids
+
+
+def refit(ws: Any, examples_file: str | Path, out_path: str) -> dict[str, Any]:
+    """Fit again from a saved examples file (same split): no flow runs, no LLM calls."""
+    examples, train_ids = read_examples(examples_file)
+    return fit(ws, examples, train_ids, out_path, {"refit_from": str(examples_file)})
+
+
+def train_judge(ws: Any, spec: Any, questions: list[dict[str, Any]], kb: str, out_path: str,
+                match: Callable[[str, list[str]], bool], train_frac: float = 0.7, seed: int = 0,
+                progress: Callable[[int, int], None] | None = None,
+                reuse_runs: bool = True) -> dict[str, Any]:
+    """Build examples from runs (reusing chains stored by an earlier training on the same
+    questions when `reuse_runs`), split by question, fit, report held-out accuracy, save."""
+    qs = list(questions)
+    random.Random(seed).shuffle(qs)
+    n_train = max(1, int(len(qs) * train_frac))
+    eval_id = f"train-judge-{seed}"
+    examples: dict[str, list[Example]] = {}
+    for i, q in enumerate(qs, 1):
+        chain = chain_of(ws, spec, q, kb, eval_id, reuse_runs)
+        examples[_qid(q)] = label_prefixes(ws, chain, q, kb, match)
+        if progress:
+            progress(i, len(qs))
+    train_ids = {_qid(q) for q in qs[:n_train]}
+    return fit(ws, examples, train_ids, out_path, {"flow": spec.name, "kb": kb})

