@@ -67,26 +67,41 @@ def main() -> None:
     run_flow(flow, QUESTIONS[0], res, kb="sample", sink=NullSink())
 
     t_flow, t_bare, t_on, t_off = [], [], [], []
-    for _ in range(args.rounds):
+    for r in range(args.rounds):
         for q in QUESTIONS:
-            t_bare.append(timed(lambda: bare_naive(res, q)))
-            t_off.append(timed(lambda: run_flow(flow, q, res, kb="sample", sink=NullSink())))
-            t_on.append(timed(lambda: run_flow(flow, q, res, kb="sample", sink=store.sink())))
+            variants = [
+                lambda: t_bare.append(timed(lambda: bare_naive(res, q))),
+                lambda: t_off.append(timed(lambda: run_flow(flow, q, res, kb="sample",
+                                                            sink=NullSink()))),
+                lambda: t_on.append(timed(lambda: run_flow(flow, q, res, kb="sample",
+                                                           sink=store.sink())))]
+            for v in variants[r % 3:] + variants[: r % 3]:   # rotate who goes first each round
+                v()
     t_flow = t_off
 
     # generation throughput: a long completion through the wrapper vs raw llama-cpp-python
     prompt = "Write a long story about a lighthouse keeper and a storm."
     llama = res.llm._load()
     text, stops = res.llm.render(prompt)
-    tps_fk, tps_raw = [], []
-    for _ in range(args.rounds):
+    tps_fk: list[float] = []
+    tps_raw: list[float] = []
+
+    def through_flowkit() -> None:
         out = res.llm.complete(prompt, max_tokens=160, temperature=0.0)
         tps_fk.append(out.completion_tokens / (out.ms / 1000))
+
+    def raw_llama() -> None:
         llama.reset()
         t0 = time.perf_counter()
         raw = llama.create_completion(text, max_tokens=160, temperature=0.0, stop=stops,
                                       seed=res.settings.llm.seed)
         tps_raw.append(raw["usage"]["completion_tokens"] / (time.perf_counter() - t0))
+
+    # ABBA order: whichever goes second in a pair runs on a warmer cache, so alternate
+    for i in range(2 * args.rounds):
+        first, second = (through_flowkit, raw_llama) if i % 2 == 0 else (raw_llama, through_flowkit)
+        first()
+        second()
 
     med = statistics.median
     print(f"rounds: {args.rounds} x {len(QUESTIONS)} questions; data dir {data_dir}")
