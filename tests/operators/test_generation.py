@@ -116,7 +116,14 @@ def test_verify_model_regenerates_until_supported():
     assert kept == {"answer": "Tessel", "drafts": ["Paris"], "judgement": kept["judgement"]}
     assert kept["judgement"]["rounds"][0]["by"] == "llm"
     with pytest.raises(OperatorInputError, match="answer"):
-        call("generation.verify_model", {**memory, "answer": ""}, llm)
+        call("generation.verify_model", {k: v for k, v in memory.items() if k != "answer"}, llm)
+    # the generator wrote nothing: unsupported without a judge call, then regenerated
+    empty_llm = FakeLLM([(r"previous answer \"\"", "Tessel [1]"),
+                         (r"Answer: Tessel\nIs the answer", "Yes")])
+    empty = call("generation.verify_model", {**memory, "answer": ""}, empty_llm)
+    assert empty["answer"] == "Tessel" and empty["judgement"]["verdict"] == "supported"
+    assert [r["by"] for r in empty["judgement"]["rounds"]] == ["empty answer", "llm"]
+    assert len(empty_llm.prompts) == 2
 
 
 def test_verification_flow_records_every_call():

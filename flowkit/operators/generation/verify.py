@@ -154,14 +154,16 @@ class VerifyModel(Operator):
     def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
         p = self.params
         question = str(memory["question"])
-        answer = strip_citations(str(memory.get("answer") or ""))
-        if not answer:
+        if "answer" not in memory:
             raise OperatorInputError("answer", "no answer to verify; put a generation operator "
                                      "before this node")
+        answer = strip_citations(str(memory.get("answer") or "")).strip()
         docs = require_docs(memory)[: p.top_n]
         shown = passages(docs, p.top_n, p.passage_chars)
         drafts = list(memory.get("drafts") or [])
-        rounds = [self.judge(ctx, question, answer, shown, docs)]
+        # an empty answer (the generator wrote nothing) is unsupported: regenerate, no judge call
+        rounds = [self.judge(ctx, question, answer, shown, docs) if answer else
+                  {"answer": "", "supported": False, "by": "empty answer", "raw": ""}]
         citations: list[str] | None = None
         while not rounds[-1]["supported"] and len(rounds) <= p.max_retries:
             out = ctx.llm.complete(fill(p.retry_prompt, "params.retry_prompt", passages=shown,
