@@ -5,7 +5,6 @@ editor's `take_canvas` directly; the browser test (tests/e2e) drags real edges.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,24 +15,13 @@ from streamlit_flow.state import StreamlitFlowState
 
 from flowkit import registry, templates
 from flowkit.spec import FlowSpec, Limits
-from flowkit.testing import FakeLLM, flow
+from flowkit.testing import flow
 from storage.workspace import Workspace
 from studio import canvas, forms
 from studio.drafts import Draft, DraftStore
 from studio.editor import K_CANVAS, Editor
-from studio.workspace import use_workspace
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
-    monkeypatch.setenv("FLOWKIT_HOME", str(tmp_path))
-    workspace = Workspace(tmp_path)
-    workspace.resources.set_llm(FakeLLM())
-    use_workspace(workspace)
-    yield workspace
-    use_workspace(None)
 
 
 def save(ws: Workspace, name: str, spec: FlowSpec | None = None) -> None:

@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from flowkit import templates
@@ -16,19 +14,8 @@ from flowkit.testing import FakeLLM, fake_resources
 from storage.workspace import Workspace
 from studio import diffs, library
 from studio.drafts import Draft, DraftStore
-from studio.workspace import use_workspace
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
-    monkeypatch.setenv("FLOWKIT_HOME", str(tmp_path))
-    workspace = Workspace(tmp_path)
-    workspace.resources.set_llm(FakeLLM())
-    use_workspace(workspace)
-    yield workspace
-    use_workspace(None)
 
 
 def flows_page(state: dict | None = None) -> AppTest:

@@ -1,29 +1,16 @@
 """Settings page (AppTest): the form, its checks, saving, and what is loaded."""
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from flowkit.runtime.resources import Settings, load_settings
-from flowkit.testing import FakeLLM
 from storage.workspace import Workspace
 from studio import settings as logic
-from studio.workspace import use_workspace
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
-    monkeypatch.setenv("FLOWKIT_HOME", str(tmp_path))
-    workspace = Workspace(tmp_path)
-    workspace.resources.set_llm(FakeLLM())
-    use_workspace(workspace)
-    yield workspace
-    use_workspace(None)
 
 
 def settings_page() -> AppTest:
