@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from ...registry import Operator, Params, operator
+from ...registry import Params, operator
+from .routers import LabelRouter
 from .._text import fill
 
 ROUTE_PROMPT = ("Message: {question}\n\nWhich route should handle this message?\n{routes}\n"
@@ -68,7 +69,7 @@ def ask_llm_for_route(question: str, descriptions: Mapping[str, str], ctx: Any, 
 
 
 @operator("orchestration.llm_router")
-class LLMRouter(Operator):
+class LLMRouter(LabelRouter):
     """Route by asking the LLM to name a route from their labels and descriptions.
 
     LLM-based routing (Modular RAG, Gao et al. 2024): the prompt lists the route labels with
@@ -96,13 +97,6 @@ class LLMRouter(Operator):
             if any(not label.strip() for label in v):
                 raise ValueError("a route label is empty")
             return v
-
-    kind = "router"
-    reads = ("question",)
-    writes = ("route", "judgement")
-
-    def route_labels(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys([*self.params.routes, self.params.default]))
 
     def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
         p = self.params

@@ -10,8 +10,20 @@ from ...registry import Operator, Params, operator
 from .._text import tokens
 
 
+class LabelRouter(Operator):
+    """Base of the routers whose params have `routes` (label -> ...) and a `default` label: they
+    read the question and write the route they pick (and why) to memory."""
+
+    kind = "router"
+    reads = ("question",)
+    writes = ("route", "judgement")
+
+    def route_labels(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([*self.params.routes, self.params.default]))
+
+
 @operator("orchestration.keyword_router")
-class KeywordRouter(Operator):
+class KeywordRouter(LabelRouter):
     """Route by keywords: each route has keywords; the route whose keywords occur most often in the
     question wins (Modular RAG's metadata keyword score), else the default route."""
 
@@ -27,13 +39,6 @@ class KeywordRouter(Operator):
             if not v:
                 raise ValueError("needs at least one route")
             return v
-
-    kind = "router"
-    reads = ("question",)
-    writes = ("route", "judgement")
-
-    def route_labels(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys([*self.params.routes, self.params.default]))
 
     def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
         words = tokens(memory["question"])

@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 
 from ...errors import OperatorInputError
 from ...registry import Operator, Params, operator
+from .routers import LabelRouter
 from .._text import tokens
 from .llm_routers import ask_llm_for_route
 
@@ -55,7 +56,7 @@ def keyword_counts(question: str, keywords: Mapping[str, list[str]]) -> dict[str
 
 
 @operator("orchestration.semantic_router")
-class SemanticRouter(Operator):
+class SemanticRouter(LabelRouter):
     """Route by meaning: the route whose example questions are closest to the question wins.
 
     Semantic routing (Modular RAG, Gao et al. 2024): the question is embedded and compared with
@@ -79,13 +80,6 @@ class SemanticRouter(Operator):
                 if not any(e.strip() for e in exs):
                     raise ValueError(f"route '{label}' needs at least one example utterance")
             return v
-
-    kind = "router"
-    reads = ("question",)
-    writes = ("route", "judgement")
-
-    def route_labels(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys([*self.params.routes, self.params.default]))
 
     def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
         sims = label_similarities(memory["question"], self.params.routes, ctx)
