@@ -34,10 +34,13 @@ class _RecordingLLM:
 
     def complete(self, prompt: str, *, max_tokens: int = 256, stop: list[str] | None = None,
                  temperature: float | None = None, logprobs: bool = False,
-                 system: str | None = None) -> Completion:
+                 system: str | None = None, timeout_s: float | None = None) -> Completion:
         self._ctx.check_budget()
+        left = self._ctx.seconds_left()
+        if left is not None:
+            timeout_s = left if timeout_s is None else min(timeout_s, left)
         out = self._inner.complete(prompt, max_tokens=max_tokens, stop=stop, temperature=temperature,
-                                   logprobs=logprobs, system=system)
+                                   logprobs=logprobs, system=system, timeout_s=timeout_s)
         self._ctx.llm_calls.append(LLMCall(prompt=out.prompt, completion=out.text,
                                            prompt_tokens=out.prompt_tokens,
                                            completion_tokens=out.completion_tokens, ms=round(out.ms, 2),
@@ -63,6 +66,7 @@ class RunContext:
         self.retrievals: list[Retrieval] = []
         self._budget = budget
         self._llm: _RecordingLLM | None = None
+        self._created = time.perf_counter()
 
     @property
     def llm(self) -> _RecordingLLM:
@@ -89,6 +93,14 @@ class RunContext:
             reason = self._budget(len(self.llm_calls), self.tokens)
             if reason:
                 raise BudgetHit(reason)
+
+    def seconds_left(self) -> float | None:
+        """Seconds until the flow's timeout_s (at least 1), or None when the flow sets none."""
+        timeout = getattr(self.limits, "timeout_s", None)
+        if not timeout:
+            return None
+        spent = float(self.usage.get("elapsed_s", 0.0)) + time.perf_counter() - self._created
+        return max(1.0, float(timeout) - spent)
 
     def record_retrieval(self, query: str, method: str, docs: list[Doc]) -> None:
         """Keep what a search returned (ids, titles, scores, the start of the text) in the step."""

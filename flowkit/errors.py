@@ -70,6 +70,22 @@ class ContextOverflowError(ResourceError):
     """A prompt that does not fit the model's context window."""
 
 
+class LLMServerError(ResourceError):
+    """An LLM server (the model worker or an external one) answered with an error."""
+
+
+class LLMUnreachable(LLMServerError):
+    """The LLM server could not be reached or dropped the connection mid-answer."""
+
+
+class LLMTimeout(LLMServerError):
+    """The LLM server did not answer within the time the call allowed."""
+
+
+class ModelProcessError(ResourceError):
+    """The model worker process died, hung or could not start; it starts again on the next call."""
+
+
 class StaleSaveError(FlowkitError):
     """A save based on an older version of a flow than the one stored."""
 

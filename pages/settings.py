@@ -22,7 +22,8 @@ with st.form("settings_form", border=True):
     backend_index = logic.BACKENDS.index(v.backend) if v.backend in logic.BACKENDS else 0
     backend = st.radio("Backend", logic.BACKENDS, index=backend_index, horizontal=True,
                        key="settings_backend",
-                       help="llama_cpp runs a GGUF file in this process; openai talks to any "
+                       help="llama_cpp runs a GGUF file in a supervised worker process (a crash "
+                            "there fails the run, never the studio); openai talks to any "
                             "OpenAI-compatible server")
     source = st.radio("Model file (llama_cpp)", ["Default embedded model (SmolLM2-135M)",
                                                  "A GGUF file on this machine"],
@@ -41,6 +42,13 @@ with st.form("settings_form", border=True):
     temperature = c4.number_input("Temperature", value=float(v.temperature), min_value=0.0,
                                   max_value=2.0, step=0.1, key="settings_temperature")
     seed = c5.number_input("Seed", value=v.seed, step=1, key="settings_seed")
+    extra_bufts = st.radio(
+        "Extra buffer types (AMX weight repacking)", logic.EXTRA_BUFTS_CHOICES,
+        index=logic.EXTRA_BUFTS_CHOICES.index(v.extra_bufts)
+        if v.extra_bufts in logic.EXTRA_BUFTS_CHOICES else 0,
+        horizontal=True, key="settings_extra_bufts",
+        help="auto: on, unless the CPU advertises AMX and a one-off probe in a child process shows "
+             "that this machine cannot use it (some virtual machines); on/off: force")
     c6, c7 = st.columns(2)
     base_url = c6.text_input("Server base URL (openai)", value=v.base_url, key="settings_base_url",
                              placeholder="http://localhost:8000/v1")
@@ -62,7 +70,7 @@ if submitted:
         n_gpu_layers=int(n_gpu_layers), n_threads=int(n_threads), n_ctx=int(n_ctx),
         temperature=float(temperature), seed=int(seed), backend=backend, base_url=base_url,
         model_name=model_name, embedder_path=embedder_path, chroma_host=chroma_host,
-        chroma_port=int(chroma_port))
+        chroma_port=int(chroma_port), extra_bufts=str(extra_bufts))
     new, problems = logic.build(current, values)
     if new is None:
         for p in problems:
@@ -80,7 +88,9 @@ rows = {"Backend": info["backend"], "Model": info["model_file"] or "-",
         "Size": f"{info['size_mb']} MB" if info["size_mb"] is not None else "-",
         "Loaded": "yes" if info["loaded"] else "no (loads on the first run)",
         "GPU offload supported": {True: "yes", False: "no (CPU build of llama.cpp)",
-                                  None: "-"}[info["gpu_offload"]]}
+                                  None: "-"}[info["gpu_offload"]],
+        "Runs in": info["process"] or "-",
+        "Extra buffer types (AMX)": info["extra_bufts"] or "decided when the model loads"}
 st.table({"": list(rows), "value": list(rows.values())})
 if info["error"]:
     st.error(info["error"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, inspect, text
 
 from .models import Base
 
@@ -32,8 +32,21 @@ def engine_for(url: str) -> Engine:
             if url.startswith("sqlite"):
                 event.listen(engine, "connect", _sqlite_pragmas)
             Base.metadata.create_all(engine)
+            _add_missing_columns(engine)
             _ENGINES[url] = engine
         return _ENGINES[url]
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """Columns added to a model after a database was created (nullable ones only) are added to it."""
+    insp = inspect(engine)
+    with engine.begin() as conn:
+        for table in Base.metadata.sorted_tables:
+            have = {c["name"] for c in insp.get_columns(table.name)}
+            for col in table.columns:
+                if col.name not in have and col.nullable:
+                    kind = col.type.compile(dialect=engine.dialect)
+                    conn.execute(text(f'ALTER TABLE {table.name} ADD COLUMN "{col.name}" {kind}'))
 
 
 def dispose_all() -> None:

@@ -17,7 +17,9 @@ from sqlalchemy.orm import Session
 from flowkit.errors import NotFoundError
 
 from .models import DatasetRow, EvalRow, RunRow, StepRow
-from .repo import RunInfo, Store, _pid_alive, _run_info
+from flowkit.process import pid_alive as _pid_alive
+
+from .repo import RunInfo, Store, _run_info
 
 
 @dataclass

@@ -67,6 +67,10 @@ class RunRow(Base):
     memory: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     pid: Mapped[int] = mapped_column(Integer, default=0)
     host: Mapped[str] = mapped_column(String(200), default="")
+    #: who runs it for certain: host|boot_id|pid|process start ticks (flowkit.process)
+    owner: Mapped[str | None] = mapped_column(String(300), nullable=True, default="")
+    #: renewed while the run goes on; a running run whose lease passed was left behind
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     parent_run_id: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
     parent_step: Mapped[int | None] = mapped_column(Integer, nullable=True)
     eval_id: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)

@@ -4,8 +4,9 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from sqlalchemy import delete, func, select, update
@@ -17,7 +18,15 @@ from flowkit.trace import RunEnd, RunStart, StepEvent
 
 from .db import engine_for
 from .models import FlowRow, FlowVersionRow, RunRow, StepRow, utcnow
-from flowkit.process import pid_alive as _pid_alive
+from flowkit.process import identity_alive, pid_alive, process_identity
+
+LEASE_S = 120.0          # a running run's lease; renewed every LEASE_RENEW_S while it goes on
+LEASE_RENEW_S = 20.0
+LEGACY_LEASE = timedelta(days=1)   # runs recorded before leases existed
+
+
+def _aware(when: datetime) -> datetime:
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
 @dataclass
@@ -94,6 +103,37 @@ class Store:
     def __init__(self, url: str):
         self.url = url
         self.engine = engine_for(url)
+        self._active: set[str] = set()          # runs this process is running (their leases)
+        self._active_lock = threading.Lock()
+        self._renewer: threading.Thread | None = None
+
+    # ---- leases of running runs ------------------------------------------------------------
+    def _hold(self, run_id: str) -> None:
+        with self._active_lock:
+            self._active.add(run_id)
+            if self._renewer is None or not self._renewer.is_alive():
+                self._renewer = threading.Thread(target=self._renew_leases, daemon=True,
+                                                 name="flowkit-run-leases")
+                self._renewer.start()
+
+    def _release(self, run_id: str) -> None:
+        with self._active_lock:
+            self._active.discard(run_id)
+
+    def _renew_leases(self) -> None:
+        while True:
+            time.sleep(LEASE_RENEW_S)
+            with self._active_lock:
+                ids = sorted(self._active)
+                if not ids:
+                    self._renewer = None
+                    return
+            try:
+                with Session(self.engine) as s, s.begin():
+                    s.execute(update(RunRow).where(RunRow.id.in_(ids), RunRow.status == "running")
+                              .values(lease_until=utcnow() + timedelta(seconds=LEASE_S)))
+            except Exception:  # noqa: BLE001 - a busy database only delays the next renewal
+                continue
 
     # ---- flows ---------------------------------------------------------------------------
     def list_flows(self) -> list[FlowInfo]:
@@ -174,16 +214,26 @@ class Store:
 
     # ---- runs ----------------------------------------------------------------------------
     def mark_interrupted(self) -> int:
-        """Runs left 'running' by a process that is gone become 'interrupted'. Returns how many."""
+        """Runs left 'running' by a process that is gone become 'interrupted'. Returns how many.
+
+        A run of this host and boot is judged by its owner's identity (pid and the process's start
+        time, so a reused pid does not pass for the run's process). A run of another host (another
+        machine, or a container since recreated) is judged by its lease, which its process renews
+        while it runs."""
         host = socket.gethostname()
+        now = utcnow()
         with Session(self.engine) as s, s.begin():
             rows = s.scalars(select(RunRow).where(RunRow.status == "running")).all()
             n = 0
             for r in rows:
-                if r.host == host and _pid_alive(r.pid) and r.pid != 0:
+                alive = identity_alive(r.owner) if r.owner else (
+                    pid_alive(r.pid) if r.host == host and r.pid else None)
+                if alive is None:       # not ours to judge by process: by lease
+                    lease = _aware(r.lease_until) if r.lease_until else \
+                        _aware(r.started_at) + LEGACY_LEASE
+                    alive = lease > now
+                if alive:
                     continue
-                if r.host != host and r.host:
-                    continue   # another machine's run: not ours to judge
                 r.status = "interrupted"
                 r.error = "the process running it stopped before it finished"
                 r.steps = s.scalar(select(func.count()).select_from(StepRow)
@@ -249,12 +299,14 @@ class TraceStore:
 
     def start(self, run: RunStart) -> None:
         self.run_id = run.run_id
+        self.store._hold(run.run_id)
         with Session(self.store.engine) as s, s.begin():
             s.add(RunRow(id=run.run_id, flow_name=run.flow_name, flow_version=run.flow_version,
                          spec=run.spec, operator_versions=run.operator_versions,
                          question=run.question, kb=run.kb, model_id=run.model_id,
                          model_hash=run.model_hash, settings=run.settings, status="running",
-                         pid=os.getpid(), host=socket.gethostname(),
+                         pid=os.getpid(), host=socket.gethostname(), owner=process_identity(),
+                         lease_until=utcnow() + timedelta(seconds=LEASE_S),
                          parent_run_id=run.parent_run_id, parent_step=run.parent_step,
                          eval_id=self.eval_id,
                          started_at=datetime.fromtimestamp(run.started_at or 0, timezone.utc)
@@ -273,6 +325,7 @@ class TraceStore:
                               llm_calls=RunRow.llm_calls + len(event.llm_calls)))
 
     def end(self, result: RunEnd) -> None:
+        self.store._release(result.run_id)
         with Session(self.store.engine) as s, s.begin():
             s.execute(update(RunRow).where(RunRow.id == result.run_id).values(
                 status=result.status, answer=result.answer, citations=result.citations,

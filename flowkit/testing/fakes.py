@@ -41,7 +41,7 @@ class FakeLLM:
 
     def complete(self, prompt: str, *, max_tokens: int = 256, stop: list[str] | None = None,
                  temperature: float | None = None, logprobs: bool = False,
-                 system: str | None = None) -> Completion:
+                 system: str | None = None, timeout_s: float | None = None) -> Completion:
         with self._lock:
             self.prompts.append(prompt)
         reply: str = self.default

@@ -1,0 +1,133 @@
+"""The HTTP client for OpenAI-compatible LLM servers: flowkit's own model worker, llama.cpp's
+`llama-server`, llama-cpp-python's server, vLLM, Ollama. Standard library only.
+
+Calls `POST {base_url}/chat/completions`. Two optional extensions are used where a server offers
+them and skipped where it does not:
+- `POST {root}/tokenize` (llama.cpp server, flowkit's worker; vLLM takes `prompt`): exact token
+  counts. Without it, counts are estimated at 4 characters a token.
+- a `flowkit.prompt` field in the answer (flowkit's worker): the exact text the chat template
+  produced, recorded in the trace. Without it, the trace records the messages as JSON.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+from ..errors import ContextOverflowError, LLMServerError, LLMTimeout, LLMUnreachable, ResourceError
+from .llm import Completion, LLMSettings
+
+_CONTEXT_WORDS = ("context", "too long", "exceed", "maximum")
+
+
+class OpenAICompatibleLLM:
+    """One OpenAI-compatible server. `token` overrides settings.api_key (the worker's own secret)."""
+
+    def __init__(self, settings: LLMSettings, timeout_s: float | None = None, *,
+                 base_url: str | None = None, token: str | None = None,
+                 model_id: str | None = None):
+        url = base_url or settings.base_url
+        if not url:
+            raise ResourceError("the openai backend needs settings.base_url, e.g. http://host:8000/v1")
+        self.settings = settings
+        self.base_url = url.rstrip("/")
+        self.model_id = model_id or settings.model_name or "server-model"
+        self.model_hash = f"server:{self.base_url}:{self.model_id}"
+        self.timeout_s = timeout_s or settings.request_timeout_s
+        self._token = settings.api_key if token is None else token
+        self._tokenize_ok: bool | None = None    # unknown until the first count
+
+    @property
+    def n_ctx(self) -> int:
+        return self.settings.n_ctx
+
+    @property
+    def _root(self) -> str:
+        return self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
+
+    def _post(self, url: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """POST JSON and read JSON; server problems become typed errors that name the server."""
+        headers = {"Content-Type": "application/json"}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                     headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+                return dict(json.loads(resp.read()))
+        except urllib.error.HTTPError as err:
+            raise _http_error(url, err) from err
+        except (TimeoutError, socket.timeout) as err:
+            raise LLMTimeout(f"LLM server {self.base_url} did not answer within {timeout_s:g} s") from err
+        except (urllib.error.URLError, ConnectionError, http.client.HTTPException) as err:
+            raise LLMUnreachable(f"LLM server {self.base_url} unreachable: {err}") from err
+        except json.JSONDecodeError as err:
+            raise LLMServerError(f"LLM server {self.base_url} sent something that is not JSON: {err}") from err
+
+    def count_tokens(self, text: str) -> int:
+        if self._tokenize_ok is not False:
+            try:
+                data = self._post(self._root + "/tokenize",
+                                  {"content": text, "prompt": text, "model": self.model_id,
+                                   "add_special": True}, min(self.timeout_s, 60.0))
+                tokens = data.get("tokens")
+                if isinstance(tokens, list):
+                    self._tokenize_ok = True
+                    return len(tokens)
+            except LLMServerError:
+                if self._tokenize_ok:      # it worked before: a real failure, not a missing route
+                    raise
+            self._tokenize_ok = False
+        return max(1, len(text) // 4)   # the server exposes no tokenizer: an estimate
+
+    def complete(self, prompt: str, *, max_tokens: int = 256, stop: list[str] | None = None,
+                 temperature: float | None = None, logprobs: bool = False,
+                 system: str | None = None, timeout_s: float | None = None) -> Completion:
+        messages = ([{"role": "system", "content": system}] if system else []) + \
+            [{"role": "user", "content": prompt}]
+        body: dict[str, Any] = {"model": self.model_id, "messages": messages, "max_tokens": max_tokens,
+                                "temperature": self.settings.temperature if temperature is None
+                                else temperature, "seed": self.settings.seed}
+        if stop:
+            body["stop"] = stop
+        if logprobs:
+            body["logprobs"] = True
+        t0 = time.perf_counter()
+        data = self._post(self.base_url + "/chat/completions", body, timeout_s or self.timeout_s)
+        ms = (time.perf_counter() - t0) * 1000
+        try:
+            choice = data["choices"][0]
+            text = choice["message"]["content"] or ""
+        except (KeyError, IndexError, TypeError) as err:
+            raise LLMServerError(f"LLM server {self.base_url} answered without choices[0].message: "
+                                 f"{str(data)[:200]}") from err
+        usage = data.get("usage") or {}
+        lp = None
+        if logprobs and choice.get("logprobs"):
+            lp = [(str(c["token"]), float(c["logprob"]))
+                  for c in choice["logprobs"].get("content") or []]
+        sent = (data.get("flowkit") or {}).get("prompt")
+        return Completion(prompt=sent if isinstance(sent, str) else json.dumps(messages, ensure_ascii=False),
+                          text=text.strip(), prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                          completion_tokens=int(usage.get("completion_tokens", 0)), ms=ms,
+                          finish_reason=choice.get("finish_reason") or "stop", logprobs=lp)
+
+
+def _http_error(url: str, err: urllib.error.HTTPError) -> LLMServerError | ContextOverflowError:
+    """An HTTP error answer as a typed error; a context-length complaint is a ContextOverflowError."""
+    try:
+        payload = json.loads(err.read() or b"{}")
+    except (json.JSONDecodeError, OSError):
+        payload = {}
+    detail = payload.get("error") if isinstance(payload, dict) else None
+    message = (detail.get("message") if isinstance(detail, dict) else detail) or err.reason
+    kind = detail.get("type", "") if isinstance(detail, dict) else ""
+    text = str(message)
+    if err.code == 400 and ("context" in kind or
+                            ("context" in text.lower() and any(w in text.lower() for w in _CONTEXT_WORDS))):
+        return ContextOverflowError(text)
+    return LLMServerError(f"LLM server {url} answered HTTP {err.code}: {text[:500]}")

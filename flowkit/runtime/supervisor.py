@@ -1,0 +1,232 @@
+"""WorkerLLM: the default llama.cpp backend, the model in a supervised worker process.
+
+The caller (studio, CLI, evaluation, tests) never loads llama.cpp itself. `WorkerLLM` starts
+`python -m flowkit.runtime.worker` on the first call, talks to it with the same OpenAI-compatible
+client used for external servers, and supervises it:
+
+- the worker dies (native crash, SIGKILL, out of memory): the call in flight raises
+  `ModelProcessError("the model process died: signal 11 (SIGSEGV) ...")`; the next call starts a
+  fresh worker. Nothing else in the caller stops.
+- the worker does not answer within the call's timeout (the flow's remaining `timeout_s`): it is
+  killed and the call raises `ModelProcessError`; the next call starts a fresh one.
+
+Calls are serialised by a lock, as the in-process model's lock did. The worker's stderr goes to
+`<log_dir>/model-worker.log`; its last lines are quoted when it dies.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import secrets
+import selectors
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..errors import LLMTimeout, LLMUnreachable, ModelProcessError
+from .amx import signal_name
+from .llm import Completion, LLMSettings, file_hash, resolve_model_path
+from .openai_client import OpenAICompatibleLLM
+
+START_TIMEOUT_S = 300.0     # AMX probe + loading a large GGUF from a cold disk
+_T = TypeVar("_T")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+@functools.lru_cache(maxsize=1)
+def _build_supports_gpu_offload() -> bool:
+    code = "import llama_cpp; print(int(llama_cpp.llama_supports_gpu_offload()))"
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0 and out.stdout.strip() == "1"
+
+
+class WorkerLLM:
+    """llama.cpp behind a supervised worker process; the `LLM` protocol, like LlamaCppLLM."""
+
+    def __init__(self, settings: LLMSettings, log_dir: Path | None = None):
+        self.settings = settings
+        self.path = resolve_model_path(settings)
+        self.model_id = self.path.name
+        self.log_path = Path(log_dir or tempfile.gettempdir()) / "model-worker.log"
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._client: OpenAICompatibleLLM | None = None
+        self._finalizer: weakref.finalize | None = None
+        #: the worker's ready line: port, pid, extra_bufts (+ reason), gpu_offload
+        self.info: dict[str, Any] = {}
+        #: how many workers were started after the first (crashes, kills, hangs)
+        self.restarts = 0
+        self._started_once = False
+
+    # ---- the LLM protocol ----------------------------------------------------------------
+    @property
+    def model_hash(self) -> str:
+        return file_hash(self.path)
+
+    @property
+    def n_ctx(self) -> int:
+        return self.settings.n_ctx
+
+    @property
+    def loaded(self) -> bool:
+        """Whether a worker is up with the model loaded."""
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id, while one runs."""
+        return self._proc.pid if self.loaded and self._proc else None
+
+    def gpu_offload_supported(self) -> bool:
+        """Whether the installed llama.cpp build can offload layers to a GPU (asked in a child
+        process, once per process; loads no model and starts no worker)."""
+        if "gpu_offload" in self.info:
+            return bool(self.info["gpu_offload"])
+        return _build_supports_gpu_offload()
+
+    def count_tokens(self, text: str) -> int:
+        return self._call(lambda c: c.count_tokens(text), self.settings.request_timeout_s)
+
+    def complete(self, prompt: str, *, max_tokens: int = 256, stop: list[str] | None = None,
+                 temperature: float | None = None, logprobs: bool = False,
+                 system: str | None = None, timeout_s: float | None = None) -> Completion:
+        timeout = timeout_s if timeout_s is not None else self.settings.request_timeout_s
+        return self._call(lambda c: c.complete(prompt, max_tokens=max_tokens, stop=stop,
+                                               temperature=temperature, logprobs=logprobs,
+                                               system=system, timeout_s=timeout), timeout)
+
+    def close(self) -> None:
+        """Stop the worker (a later call starts a new one)."""
+        with self._lock:
+            if self._proc is not None:
+                _stop(self._proc)
+            self._proc, self._client = None, None
+
+    # ---- supervision ---------------------------------------------------------------------
+    def _call(self, fn: Callable[[OpenAICompatibleLLM], _T], timeout: float) -> _T:
+        with self._lock:
+            client = self._ensure()
+            try:
+                return fn(client)
+            except LLMUnreachable as err:
+                raise self._lost(err) from err
+            except LLMTimeout as err:
+                proc = self._proc
+                if proc is not None:
+                    _stop(proc)
+                self._proc, self._client = None, None
+                raise ModelProcessError(
+                    f"the model process did not answer within {timeout:g} s (the flow's timeout_s) "
+                    "and was stopped; it starts again on the next call") from err
+
+    def _lost(self, err: Exception) -> ModelProcessError:
+        """The connection broke: say how the worker ended and forget it."""
+        proc = self._proc
+        self._proc, self._client = None, None
+        if proc is None:
+            return ModelProcessError(f"the model process is gone: {err}")
+        try:
+            code = proc.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            _stop(proc)
+            return ModelProcessError(f"the model process stopped answering ({err}) and was "
+                                     "stopped; it starts again on the next call")
+        how = signal_name(-code) if code < 0 else f"exit code {code}"
+        tail = self._log_tail()
+        return ModelProcessError(f"the model process died: {how} while answering; it starts again "
+                                 f"on the next call" + (f" (its last words: {tail})" if tail else ""))
+
+    def _log_tail(self, lines: int = 3) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return " | ".join(line.strip() for line in text[-lines:] if line.strip())[:400]
+
+    def _ensure(self) -> OpenAICompatibleLLM:
+        """The client of a live worker, starting one if there is none (caller holds the lock)."""
+        if self._client is not None and self._proc is not None and self._proc.poll() is None:
+            return self._client
+        if self._proc is not None:
+            _stop(self._proc)
+        token = secrets.token_hex(16)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")   # noqa: SIM115 - handed to the child, closed below
+        try:
+            proc = subprocess.Popen([sys.executable, "-m", "flowkit.runtime.worker"],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                    env={**os.environ, "FLOWKIT_WORKER_TOKEN": token})
+        finally:
+            log.close()
+        assert proc.stdin is not None   # noqa: S101 - Popen with PIPE always sets it
+        settings = {k: getattr(self.settings, k) for k in self.settings.__dataclass_fields__}
+        settings.update(model_path=str(self.path), in_process=True)
+        proc.stdin.write((json.dumps(settings) + "\n").encode())
+        proc.stdin.close()
+        info = self._await_ready(proc)
+        if self._started_once:
+            self.restarts += 1
+        self._started_once = True
+        self._proc, self.info = proc, info
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, _stop, proc)
+        self._client = OpenAICompatibleLLM(self.settings, base_url=f"http://127.0.0.1:{info['port']}/v1",
+                                           token=token, model_id=self.model_id)
+        self._client._tokenize_ok = True
+        return self._client
+
+    def _await_ready(self, proc: subprocess.Popen[bytes]) -> dict[str, Any]:
+        """Read the worker's ready line; a worker that exits or stays silent is an error."""
+        assert proc.stdout is not None   # noqa: S101 - Popen with PIPE always sets it
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        buf = b""
+        try:
+            while b"\n" not in buf:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    _stop(proc)
+                    raise ModelProcessError(f"the model process did not load {self.path.name} "
+                                            f"within {START_TIMEOUT_S:g} s")
+                if sel.select(timeout=min(left, 1.0)):
+                    chunk = os.read(proc.stdout.fileno(), 65536)
+                    if not chunk:
+                        break
+                    buf += chunk
+                elif proc.poll() is not None:
+                    break
+        finally:
+            sel.close()
+        line = buf.split(b"\n", 1)[0]
+        try:
+            info = json.loads(line)
+        except json.JSONDecodeError:
+            info = None
+        if not isinstance(info, dict) or not info.get("ready"):
+            code = proc.wait(timeout=10) if proc.poll() is None else proc.returncode
+            _stop(proc)
+            how = signal_name(-code) if code and code < 0 else f"exit code {code}"
+            raise ModelProcessError(f"the model process could not load {self.path}: {how}"
+                                    f" ({self._log_tail() or 'no output'})")
+        return info
