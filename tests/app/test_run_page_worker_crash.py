@@ -1,0 +1,52 @@
+"""The studio survives the model: a worker killed with SIGSEGV mid-run fails that run with the
+reason on the run page, and the next run from the same page answers (real default model)."""
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from studio.jobs import get_jobs
+from studio.workspace import use_workspace
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # _runkit beside this file
+import _runkit as kit  # noqa: E402
+
+from flowkit.testing.faults import KillWorkerDuringCall  # noqa: E402
+
+pytestmark = pytest.mark.real
+QUESTION = "Who designed the Corren Lighthouse?"
+
+
+def _submit():
+    at = kit.page("pages/run.py", flow="naive_rag").run()
+    at.text_area(key="run_question").input(QUESTION).run()
+    at.button(key="run_go").click().run()
+    assert not at.exception and "run" in at.query_params, kit.texts(at)
+    return at
+
+
+def test_killing_the_worker_mid_run_fails_the_run_and_the_studio_goes_on(tmp_path):
+    ws = kit.workspace(tmp_path)
+    ws.resources.set_llm(None)                       # the real default model, in its worker
+    real = ws.resources.llm
+    killer = KillWorkerDuringCall(real, signal.SIGSEGV, after_s=0.05)
+    ws.resources.set_llm(killer)
+    use_workspace(ws)
+    try:
+        at = kit.until(_submit(), lambda a: bool(a.error), timeout=120)
+        assert "the model process died: signal 11 (SIGSEGV)" in at.error[0].value
+        assert ":red-badge[error]" in kit.texts(at)
+        assert killer.killed and not real.loaded
+        run = ws.store.get_run(at.query_params["run"])
+        assert run.status == "error" and "signal 11" in run.error
+        nxt = kit.until(_submit(), lambda a: "Cited passages" in kit.texts(a)
+                        or "Answer" in [s.value for s in a.subheader], timeout=120)
+        assert ws.store.get_run(nxt.query_params["run"]).status == "ok"
+        assert real.restarts == 1
+    finally:
+        get_jobs().wait_idle(60)
+        use_workspace(None)
+        real.close()
