@@ -33,3 +33,52 @@ def sample_questions() -> list[dict]:
     import json
     path = ROOT / "assets" / "sample_kb" / "questions.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """One throwaway PostgreSQL cluster on loopback for the whole test run (initdb + pg_ctl).
+    Fails with the reason when PostgreSQL cannot start here; it never skips."""
+    from flowkit.testing.servers import postgres_server
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture()
+def pg_url(pg_server):
+    """A fresh, empty database on the session's PostgreSQL, as a SQLAlchemy URL."""
+    import uuid
+
+    from sqlalchemy import create_engine, text
+    name = f"fk_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(pg_server, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE {name}"))
+    admin.dispose()
+    yield pg_server.rsplit("/", 1)[0] + f"/{name}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request, tmp_path):
+    """The same storage test against SQLite (a file) and PostgreSQL (a real server)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'fk.db'}"
+    return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture(scope="session")
+def chroma_endpoint(tmp_path_factory):
+    """One real Chroma server (`chroma run`) on loopback for the whole test run: (host, port)."""
+    from flowkit.testing.servers import chroma_server
+    with chroma_server(tmp_path_factory.mktemp("chroma-server") / "data") as endpoint:
+        yield endpoint
+
+
+@pytest.fixture(scope="session")
+def llama_server_url(tmp_path_factory):
+    """llama-cpp-python's OpenAI-compatible server on the default model, once per test run."""
+    from flowkit.runtime.llm import default_model_path
+    from flowkit.testing.servers import llama_server
+    with llama_server(default_model_path(), n_ctx=4096,
+                      log_dir=tmp_path_factory.mktemp("llama-server")) as url:
+        yield url

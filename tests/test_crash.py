@@ -29,8 +29,8 @@ run_flow(compile_flow(spec), "Where was Mara Velt born?", fake_resources(FakeLLM
 '''
 
 
-def test_sigkill_leaves_readable_prefix(tmp_path):
-    url = f"sqlite:///{tmp_path / 'crash.db'}"
+def test_sigkill_leaves_readable_prefix(db_url):
+    url = db_url
     store = Store(url)
     proc = subprocess.Popen([sys.executable, "-c", CHILD, url])
     try:

@@ -15,8 +15,8 @@ from storage.repo import Store
 
 
 @pytest.fixture()
-def store(tmp_path):
-    return Store(f"sqlite:///{tmp_path / 'runs.db'}")
+def store(db_url):
+    return Store(db_url)
 
 
 def _running(store: Store, run_id: str, **fields) -> None:

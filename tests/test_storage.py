@@ -13,8 +13,8 @@ from storage.repo import Store
 
 
 @pytest.fixture()
-def store(tmp_path):
-    return Store(f"sqlite:///{tmp_path / 'fk.db'}")
+def store(db_url):
+    return Store(db_url)
 
 
 def spec(desc=""):
@@ -90,3 +90,44 @@ def test_dead_process_runs_become_interrupted(store):
     assert store.mark_interrupted() == 1
     assert store.get_run("deadbeef").status == "interrupted"
     assert store.mark_interrupted() == 0
+
+
+def test_concurrent_runs_and_a_reader_share_one_store(store):
+    """Four writers run flows at once while a reader lists runs and reads steps (SQLite WAL with a
+    busy timeout; PostgreSQL): every run is stored whole, no 'database is locked'."""
+    spec_ = spec()
+    compiled = compile_flow(spec_)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def writer(w: int) -> None:
+        try:
+            res = fake_resources(FakeLLM(default="Tessel [1]"))
+            for i in range(3):
+                run_flow(compiled, "Where was Mara Velt born?", res, kb="test",
+                         sink=store.sink(), run_id=f"w{w}-{i}")
+        except BaseException as err:  # noqa: BLE001 - collected and asserted below
+            errors.append(err)
+
+    def reader() -> None:
+        try:
+            while not stop.is_set():
+                for r in store.list_runs(limit=20):
+                    store.steps(r.id)
+        except BaseException as err:  # noqa: BLE001
+            errors.append(err)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    watcher = threading.Thread(target=reader)
+    watcher.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    stop.set()
+    watcher.join(10)
+    assert errors == []
+    runs = store.list_runs(limit=50)
+    assert len(runs) == 12 and {r.status for r in runs} == {"ok"}
+    for r in runs:
+        assert [s.index for s in store.steps(r.id)] == [0, 1]

@@ -22,6 +22,7 @@ from ..errors import ContextOverflowError, LLMServerError, LLMTimeout, LLMUnreac
 from .llm import Completion, LLMSettings
 
 _CONTEXT_WORDS = ("context", "too long", "exceed", "maximum")
+_TOKENIZE_ROUTES = ("/tokenize", "/extras/tokenize")
 
 
 class OpenAICompatibleLLM:
@@ -40,6 +41,7 @@ class OpenAICompatibleLLM:
         self.timeout_s = timeout_s or settings.request_timeout_s
         self._token = settings.api_key if token is None else token
         self._tokenize_ok: bool | None = None    # unknown until the first count
+        self._tokenize_route = ""
 
     @property
     def n_ctx(self) -> int:
@@ -69,20 +71,26 @@ class OpenAICompatibleLLM:
             raise LLMServerError(f"LLM server {self.base_url} sent something that is not JSON: {err}") from err
 
     def count_tokens(self, text: str) -> int:
-        if self._tokenize_ok is not False:
+        """Exact where the server tokenizes (llama.cpp, vLLM, flowkit's worker: `/tokenize`;
+        llama-cpp-python: `/extras/tokenize`), else an estimate of 4 characters a token."""
+        routes = [self._tokenize_route] if self._tokenize_route else \
+            ([] if self._tokenize_ok is False else list(_TOKENIZE_ROUTES))
+        for route in routes:
             try:
-                data = self._post(self._root + "/tokenize",
-                                  {"content": text, "prompt": text, "model": self.model_id,
-                                   "add_special": True}, min(self.timeout_s, 60.0))
-                tokens = data.get("tokens")
-                if isinstance(tokens, list):
-                    self._tokenize_ok = True
-                    return len(tokens)
+                data = self._post(self._root + route,
+                                  {"content": text, "prompt": text, "input": text,
+                                   "model": self.model_id, "add_special": True},
+                                  min(self.timeout_s, 60.0))
             except LLMServerError:
                 if self._tokenize_ok:      # it worked before: a real failure, not a missing route
                     raise
-            self._tokenize_ok = False
-        return max(1, len(text) // 4)   # the server exposes no tokenizer: an estimate
+                continue
+            tokens = data.get("tokens")
+            if isinstance(tokens, list):
+                self._tokenize_ok, self._tokenize_route = True, route
+                return len(tokens)
+        self._tokenize_ok = False
+        return max(1, len(text) // 4)
 
     def complete(self, prompt: str, *, max_tokens: int = 256, stop: list[str] | None = None,
                  temperature: float | None = None, logprobs: bool = False,
@@ -91,11 +99,16 @@ class OpenAICompatibleLLM:
             [{"role": "user", "content": prompt}]
         body: dict[str, Any] = {"model": self.model_id, "messages": messages, "max_tokens": max_tokens,
                                 "temperature": self.settings.temperature if temperature is None
-                                else temperature, "seed": self.settings.seed}
+                                else temperature, "seed": self.settings.seed,
+                                # as the embedded model samples: no penalties (llama-cpp-python's
+                                # server would otherwise apply repeat_penalty 1.1)
+                                "repeat_penalty": 1.0, "frequency_penalty": 0.0,
+                                "presence_penalty": 0.0}
         if stop:
             body["stop"] = stop
         if logprobs:
             body["logprobs"] = True
+            body["top_logprobs"] = 1     # some servers (llama-cpp-python's) send none without it
         t0 = time.perf_counter()
         data = self._post(self.base_url + "/chat/completions", body, timeout_s or self.timeout_s)
         ms = (time.perf_counter() - t0) * 1000

@@ -192,7 +192,7 @@ class WorkerLLM:
         self._finalizer = weakref.finalize(self, _stop, proc)
         self._client = OpenAICompatibleLLM(self.settings, base_url=f"http://127.0.0.1:{info['port']}/v1",
                                            token=token, model_id=self.model_id)
-        self._client._tokenize_ok = True
+        self._client._tokenize_ok, self._client._tokenize_route = True, "/tokenize"
         return self._client
 
     def _await_ready(self, proc: subprocess.Popen[bytes]) -> dict[str, Any]:

@@ -97,7 +97,11 @@ def write_world(root: Path) -> tuple[Path, Path, Path]:
 
 
 @pytest.fixture()
-def world(tmp_path: Path) -> World:
+def world(tmp_path: Path, db_url: str) -> World:
+    """The world on SQLite and again on a real PostgreSQL (settings.database_url)."""
     ds, good, vague = write_world(tmp_path / "files")
+    if db_url.startswith("postgresql"):
+        from flowkit.runtime.resources import Settings, save_settings
+        save_settings(tmp_path / "home", Settings(database_url=db_url))
     ws = make_workspace(tmp_path / "home")
     return World(tmp_path, ws, EvalRepo(ws.store), ds, good, vague)
