@@ -11,7 +11,7 @@ import networkx as nx
 from pydantic import ValidationError as PydanticValidationError
 
 from . import registry
-from .errors import Problem, SpecError, ValidationError
+from .errors import Problem, SpecError, ValidationError, short
 from .memory import INPUT_KEYS
 from .spec import FlowSpec, from_dict
 from .topology import analyse
@@ -36,6 +36,7 @@ CODES: dict[str, str] = {
     "fan_in_without_merge": "parallel branches meet at a node that is not a merge",
     "nested_fanout": "a fan-out inside a parallel branch (not supported yet)",
     "merge_from_router": "a merge's input comes from a router or judge edge",
+    "no_answer_path": "no path from the entry to an end passes a node that writes 'answer'",
 }
 
 
@@ -200,7 +201,41 @@ def check(spec: FlowSpec) -> list[Problem]:
                     problems.append(_p("merge_from_router", f"merge '{node}' is fed by router "
                                        f"'{pred}' inside a branch", node, "edges",
                                        hint="end each branch with a plain node"))
+    if entry in g and len(classes) == len(spec.nodes):
+        problems += _answer_path_problems(spec, g, entry, classes, instances)
     return problems
+
+
+def _exits(g: nx.MultiDiGraph, classes: dict[str, type[registry.Operator]],
+           instances: dict[str, registry.Operator], spec: FlowSpec) -> set[str]:
+    """Nodes where a run can end: no outgoing edge, or a router/judge route without an edge."""
+    ends = {n for n in g.nodes if g.out_degree(n) == 0}
+    for nid, op in instances.items():
+        if classes[nid].kind in ("router", "judge"):
+            wired = {e.label for e in spec.edges if e.source == nid}
+            if any(label not in wired for label in op.route_labels()):
+                ends.add(nid)
+    return ends
+
+
+def _answer_path_problems(spec: FlowSpec, g: nx.MultiDiGraph, entry: str,
+                          classes: dict[str, type[registry.Operator]],
+                          instances: dict[str, registry.Operator]) -> list[Problem]:
+    """The no_answer_path error: no entry-to-end path passes a node that declares it writes
+    'answer'. The engine's finishing step fills in an answer from memory after a halt, but a flow
+    that never writes one on any path has no answer step at all, so it is an error."""
+    ends = _exits(g, classes, instances, spec)
+    if not ends:
+        return []                                  # no_exit already says so
+    reach = {entry} | nx.descendants(g, entry)
+    for nid in reach:
+        if "answer" in classes[nid].writes and ((nx.descendants(g, nid) | {nid}) & ends):
+            return []
+    writers = _suggest_writers("answer")
+    ending = ", ".join(sorted(ends & reach)[:5]) or "-"
+    return [_p("no_answer_path", f"flow '{short(spec.name)}': no path from '{entry}' to an end "
+               f"({ending}) passes a node that writes 'answer'", None, "nodes",
+               hint=f"add an answer operator before the end, e.g. {', '.join(writers)}")]
 
 
 def errors(problems: list[Problem]) -> list[Problem]:

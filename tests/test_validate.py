@@ -142,3 +142,37 @@ def test_compile_reports_every_problem_at_once():
     codes = {p.code for p in info.value.problems}
     assert {"bad_param", "unknown_operator", "unknown_node"} <= codes
     assert "node 'a', field 'params.top_k'" in str(info.value)
+
+
+def _without(name: str, node: str):
+    from flowkit.templates import load_template
+    spec = load_template(name)
+    return spec.model_copy(update={
+        "nodes": [n for n in spec.nodes if n.id != node],
+        "edges": [e for e in spec.edges if node not in (e.source, e.target)]})
+
+
+def test_no_answer_path_naive_rag_without_generate():
+    p = problems(_without("naive_rag", "generate"), "no_answer_path")[0]
+    assert p.severity == "error" and p.field == "nodes"
+    assert "flow 'naive_rag'" in p.message and "generation.answer" in p.hint
+
+
+def test_no_answer_path_agent_without_final_node():
+    p = problems(_without("agent_unirag", "final"), "no_answer_path")[0]
+    assert p.severity == "error" and "'plan'" in p.message
+
+
+def test_answer_writer_off_every_path_to_an_end_is_still_an_error():
+    # the answer node is reachable, but the only end ('r2') comes before it on no path through it
+    spec = flow("side", [("a", R), ("g", G), ("j", J), ("r2", R)],
+                ["a>j", "j>g:continue", "g>a", "j>r2:done"], entry="a")
+    assert problems(spec, "no_answer_path")
+    fine = flow("ok", [("a", R), ("g", G), ("j", J)], ["a>g", "g>j", "j>a:continue"], entry="a")
+    assert "no_answer_path" not in {p.code for p in check(fine)}   # 'done' unwired: j is an end
+
+
+def test_every_template_has_an_answer_path():
+    from flowkit.templates import all_templates
+    for name, spec in all_templates().items():
+        assert not [p for p in check(spec) if p.severity == "error"], name
