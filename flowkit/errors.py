@@ -29,9 +29,15 @@ class SpecError(FlowkitError):
     path of the culprit in the document ('nodes[3].label', 'schema_version') or None for the file.
     """
 
-    def __init__(self, message: str, code: str = "spec_invalid", field: str | None = None):
-        self.code, self.field = code, field
-        super().__init__(message)
+    def __init__(self, message: str, code: str = "spec_invalid", field: str | None = None,
+                 source: str | None = None):
+        self.detail, self.code, self.field, self.source = message, code, field, source
+        where = ", ".join(x for x in (source, f"field '{field}'" if field else None) if x)
+        super().__init__(f"[{code}] {where}: {message}" if where else f"[{code}] {message}")
+
+    def at(self, source: str) -> SpecError:
+        """The same error, naming the file or upload it came from."""
+        return SpecError(self.detail, self.code, self.field, source)
 
 
 @dataclass(frozen=True)
