@@ -5,7 +5,6 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -16,7 +15,7 @@ from rich.console import Console  # noqa: E402
 from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from .errors import FlowkitError  # noqa: E402
+from .errors import FlowkitError, SpecError  # noqa: E402
 
 out = Console()
 err = Console(stderr=True)
@@ -33,10 +32,24 @@ def _progress(label: str) -> Any:
                     TimeRemainingColumn(), console=err, transient=False)
 
 
+def _json_option(text: str, option: str) -> dict[str, Any]:
+    """A JSON object given on the command line, or SpecError naming the option."""
+    from .jsonread import parse
+    from .spec import MAX_DEPTH, MAX_STRING
+    try:
+        value = parse(text, option, max_depth=MAX_DEPTH, max_string=MAX_STRING)
+    except SpecError as e:
+        raise SpecError(e.detail, e.code, option) from None
+    if not isinstance(value, dict):
+        raise SpecError(f"must be a JSON object like '{{\"size\": 200}}'; got "
+                        f"{type(value).__name__}", code="bad_json", field=option)
+    return value
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
     from .ingest import ingest
+    params = _json_option(args.params, "--params") if args.params else {}
     ws = _workspace(args)
-    params = json.loads(args.params) if args.params else {}
     with _progress("ingest") as prog:
         task = prog.add_task(f"ingest into '{args.kb}'", total=None)
         n = ingest(ws.resources, args.kb, args.files, chunker=args.chunker, params=params,
@@ -137,8 +150,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 
 def cmd_flows(args: argparse.Namespace) -> int:
-    from .spec import dump, load
-    from .validate import ensure_valid
+    from .errors import ValidationError
+    from .spec import dump, from_dict, to_dict
+    from .validate import check, errors, validate_file
     ws = _workspace(args)
     if args.action == "list":
         table = Table(title="saved flows")
@@ -151,10 +165,16 @@ def cmd_flows(args: argparse.Namespace) -> int:
     elif args.action == "import":
         if not args.target:
             raise FlowkitError("flows import needs a FILE")
-        spec = load(args.target)
-        if args.name:
-            spec = spec.model_copy(update={"name": args.name})
-        ensure_valid(spec)
+        spec, problems = validate_file(args.target)       # the same reader as `flowkit validate`
+        if spec is not None and args.name:
+            spec = from_dict({**to_dict(spec), "name": args.name})
+            problems = check(spec)
+        if spec is None:                                   # unreadable: one line, code + field
+            first = problems[0]
+            raise SpecError(first.message, first.code,
+                            None if first.field == "file" else first.field, args.target)
+        if errors(problems):
+            raise ValidationError(errors(problems))
         exists = ws.store.flow_exists(spec.name)
         expected = ws.store.get_flow(spec.name)[1] if exists else None
         v = ws.store.save_flow(spec, expected, message=f"imported from {args.target}")
@@ -205,12 +225,8 @@ def cmd_templates(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .validate import validate_document
-    try:
-        data = json.loads(Path(args.file).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise FlowkitError(f"{args.file}: cannot read JSON: {e}") from None
-    _, problems = validate_document(data)
+    from .validate import validate_file
+    _, problems = validate_file(args.file)
     if args.json:
         out.print_json(data=[p.to_dict() for p in problems])
     else:

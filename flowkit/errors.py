@@ -8,8 +8,36 @@ class FlowkitError(Exception):
     """Base class of every error flowkit raises on purpose."""
 
 
+#: How many characters of a user's value an error message quotes at most.
+QUOTE_CHARS = 80
+
+
+def short(value: object, limit: int = QUOTE_CHARS) -> str:
+    """`value` as text for a message, cut to `limit` characters so errors never repeat the input.
+
+    Lone surrogates are escaped, so the message itself can always be printed and stored."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class SpecError(FlowkitError):
-    """A flow file that cannot be read as a FlowSpec (malformed JSON, wrong shape, unknown version)."""
+    """A flow file that cannot be read as a FlowSpec (malformed JSON, wrong shape, unknown version).
+
+    `code` is a stable name of what is wrong (a validation code, e.g. 'too_deep'); `field` is the
+    path of the culprit in the document ('nodes[3].label', 'schema_version') or None for the file.
+    """
+
+    def __init__(self, message: str, code: str = "spec_invalid", field: str | None = None,
+                 source: str | None = None):
+        self.detail, self.code, self.field, self.source = message, code, field, source
+        where = ", ".join(x for x in (source, f"field '{field}'" if field else None) if x)
+        super().__init__(f"[{code}] {where}: {message}" if where else f"[{code}] {message}")
+
+    def at(self, source: str) -> SpecError:
+        """The same error, naming the file or upload it came from."""
+        return SpecError(self.detail, self.code, self.field, source)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 from . import registry
 from .errors import FlowkitError, ResourceError
-from .runtime.kb import read_documents
+from .runtime.docfiles import read_documents
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "assets" / "sample_kb"
 SAMPLE_KB = "sample"
@@ -39,6 +39,13 @@ def ingest(resources: Any, kb: str, paths: Iterable[str | Path], chunker: str = 
         raise ResourceError("the files contain no text to ingest")
     op = make_chunker(chunker, params)
     chunks = op.chunk(docs)
+    ids: dict[str, Any] = {}
+    for c in chunks:
+        if c.id in ids:
+            raise ResourceError(f"documents '{c.meta.get('doc_id')}' and "
+                                f"'{ids[c.id].meta.get('doc_id')}' give the same chunk id "
+                                f"'{c.id}'; rename one of them")
+        ids[c.id] = c
     base = resources.kb(kb)
     n = base.add(chunks, progress=progress)
     base.update_meta(chunker=chunker, chunker_params=op.params.model_dump(mode="json"),

@@ -14,15 +14,31 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
-from .errors import SpecError
+from . import jsonread
+from .errors import SpecError, short
 
 SCHEMA_VERSION = 1
+
+# Bounds on a flow document (README: "Limits of a flow file"). A flow is a small graph a person
+# draws; these leave ample room for that and refuse a hostile or broken file before it costs much.
+#: Largest flow file read, in bytes (the templates are 1-6 kB).
+MAX_FILE_BYTES = 2_000_000
+#: Most nodes in a flow (the largest template has 8; the canvas stays fluid to about 100).
+MAX_NODES = 500
+#: Most edges in a flow.
+MAX_EDGES = 2_000
+#: Longest text anywhere in a flow (description, labels, prompt templates in params), in characters.
+MAX_STRING = 20_000
+#: Deepest nesting of JSON objects/arrays, checked by a bracket scan before the parser recurses.
+MAX_DEPTH = 64
+#: Most pydantic errors listed in one message.
+_MAX_LISTED = 10
 
 
 class NodeSpec(BaseModel):
     """One operator instance in a flow."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z][A-Za-z0-9_\-]*$",
                     description="Unique node id, used in traces and edges")
     operator: str = Field(min_length=1, description="Registry key, e.g. 'retrieval.dense'")
@@ -42,7 +58,7 @@ class EdgeSpec(BaseModel):
 class Limits(BaseModel):
     """Budgets the flow enforces on itself; on overrun the run ends as `budget_exceeded`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     max_steps: int = Field(60, ge=1, le=10_000, description="Node visits in one run")
     max_llm_calls: int = Field(30, ge=1, le=10_000, description="LLM calls in one run")
     max_tokens: int = Field(30_000, ge=16, le=10_000_000, description="Prompt + completion tokens")
@@ -50,7 +66,9 @@ class Limits(BaseModel):
 
 
 class Position(BaseModel):
-    """Where a node sits on the canvas."""
+    """Where a node sits on the canvas (finite numbers only: JSON has no NaN or Infinity)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     x: float = 0.0
     y: float = 0.0
@@ -59,8 +77,8 @@ class Position(BaseModel):
 class FlowSpec(BaseModel):
     """A whole flow: nodes, edges, limits; `layout` holds canvas positions only."""
 
-    model_config = ConfigDict(extra="forbid")
-    schema_version: int = SCHEMA_VERSION
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    schema_version: int = Field(SCHEMA_VERSION, ge=1, strict=True)
     name: str = Field(min_length=1, max_length=200)
     description: str = ""
     entry: str | None = Field(None, description="First node; default: the node with no incoming edge")
@@ -87,53 +105,89 @@ class FlowSpec(BaseModel):
 def migrate(data: dict[str, Any]) -> dict[str, Any]:
     """Bring an older flow document up to SCHEMA_VERSION (returns a new dict)."""
     version = data.get("schema_version", 1)
-    if not isinstance(version, int):
-        raise SpecError(f"schema_version must be an integer; got {version!r}")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise SpecError(f"schema_version must be a positive integer; got {short(version)}",
+                        code="bad_schema_version", field="schema_version")
     if version > SCHEMA_VERSION:
         raise SpecError(f"schema_version {version} is newer than this flowkit understands "
-                        f"({SCHEMA_VERSION}); upgrade flowkit")
+                        f"({SCHEMA_VERSION}); upgrade flowkit", code="bad_schema_version",
+                        field="schema_version")
     return {**data, "schema_version": SCHEMA_VERSION}
 
 
-def _format_pydantic(err: PydanticValidationError) -> str:
-    parts = []
-    for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"])
-        parts.append(f"{loc}: {e['msg']}")
-    return "; ".join(parts)
+def _format_pydantic(err: PydanticValidationError) -> tuple[str, str | None]:
+    """One line naming each failing field (at most _MAX_LISTED), and the first field's path."""
+    errs = err.errors()
+    parts, first = [], None
+    for e in errs[:_MAX_LISTED]:
+        loc = ".".join(short(str(x), 40) for x in e["loc"])
+        first = first or loc or None
+        parts.append(f"{loc}: {short(e['msg'])}")
+    more = f"; and {len(errs) - _MAX_LISTED} more" if len(errs) > _MAX_LISTED else ""
+    return "; ".join(parts) + more, first
+
+
+def _check_sizes(data: dict[str, Any]) -> None:
+    """Count nodes and edges before anything walks or validates them."""
+    for key, bound, code in (("nodes", MAX_NODES, "too_many_nodes"),
+                             ("edges", MAX_EDGES, "too_many_edges"),
+                             ("layout", MAX_NODES, "too_many_nodes")):
+        value = data.get(key)
+        if isinstance(value, (list, dict)) and len(value) > bound:
+            raise SpecError(f"{len(value)} {key}; a flow has at most {bound}", code=code, field=key)
 
 
 def from_dict(data: Any) -> FlowSpec:
-    """Build a FlowSpec from parsed JSON; errors name the field path."""
+    """Build a FlowSpec from parsed JSON (or any untrusted dict); errors carry a code and the
+    field path, and quote at most a few dozen characters of the input."""
     if not isinstance(data, dict):
         raise SpecError(f"a flow must be a JSON object; got {type(data).__name__}")
+    _check_sizes(data)
+    jsonread.check_value(data, None, max_depth=MAX_DEPTH, max_string=MAX_STRING)
     try:
         return FlowSpec.model_validate(migrate(data))
     except PydanticValidationError as err:
-        raise SpecError(f"invalid flow: {_format_pydantic(err)}") from None
+        text, field = _format_pydantic(err)
+        raise SpecError(f"invalid flow: {text}", field=field) from None
 
 
-def loads(text: str, source: str = "<string>") -> FlowSpec:
-    """Parse a flow from JSON text."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise SpecError(f"{source}: not valid JSON at line {err.lineno}, column {err.colno}: "
-                        f"{err.msg}") from None
+def read_document(raw: bytes | str, source: str = "<string>") -> Any:
+    """Parse a flow document's bytes or text within the bounds (size, UTF-8, depth, numbers,
+    text); the parsed JSON value, or SpecError with a code."""
+    size = len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass"))
+    if size > MAX_FILE_BYTES:
+        raise SpecError(f"{size} bytes; a flow file has at most {MAX_FILE_BYTES}",
+                        code="file_too_large", source=source)
+    text = jsonread.decode_utf8(raw, source) if isinstance(raw, bytes) else raw
+    return jsonread.parse(text, source, max_depth=MAX_DEPTH, max_string=MAX_STRING)
+
+
+def loads(text: bytes | str, source: str = "<string>") -> FlowSpec:
+    """Parse a flow from JSON text or bytes."""
+    data = read_document(text, source)
     try:
         return from_dict(data)
     except SpecError as err:
-        raise SpecError(f"{source}: {err}") from None
+        raise err.at(source) from None
+
+
+def read_file(path: str | Path) -> bytes:
+    """A flow file's bytes, refusing (without reading it all) one over MAX_FILE_BYTES."""
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as err:
+        raise SpecError(f"cannot read flow file {p}: {err.strerror}", code="unreadable") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise SpecError(f"more than {MAX_FILE_BYTES} bytes; a flow file has at most "
+                        f"{MAX_FILE_BYTES}", code="file_too_large", source=str(p))
+    return raw
 
 
 def load(path: str | Path) -> FlowSpec:
     """Read a flow file."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as err:
-        raise SpecError(f"cannot read flow file {p}: {err.strerror}") from None
-    return loads(text, source=str(p))
+    return loads(read_file(path), source=str(path))
 
 
 def to_dict(spec: FlowSpec) -> dict[str, Any]:
@@ -142,7 +196,13 @@ def to_dict(spec: FlowSpec) -> dict[str, Any]:
 
 def dumps(spec: FlowSpec) -> str:
     """Canonical JSON: stable key order, two-space indent, trailing newline."""
-    return json.dumps(to_dict(spec), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    try:
+        text = json.dumps(to_dict(spec), indent=2, sort_keys=True, ensure_ascii=False,
+                          allow_nan=False)
+    except ValueError:   # NaN/Infinity in params set from Python: never write them to a file
+        raise SpecError(f"flow '{short(spec.name)}' holds a NaN or infinite number; JSON has "
+                        "none", code="non_finite_number") from None
+    return text + "\n"
 
 
 def dump(spec: FlowSpec, path: str | Path) -> None:

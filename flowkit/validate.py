@@ -11,9 +11,9 @@ import networkx as nx
 from pydantic import ValidationError as PydanticValidationError
 
 from . import registry
-from .errors import Problem, SpecError, ValidationError
+from .errors import Problem, SpecError, ValidationError, short
 from .memory import INPUT_KEYS
-from .spec import FlowSpec, from_dict
+from .spec import FlowSpec, from_dict, read_document, read_file
 from .topology import analyse
 
 #: Every code validation can report, with what it means (also the help page's list).
@@ -36,6 +36,19 @@ CODES: dict[str, str] = {
     "fan_in_without_merge": "parallel branches meet at a node that is not a merge",
     "nested_fanout": "a fan-out inside a parallel branch (not supported yet)",
     "merge_from_router": "a merge's input comes from a router or judge edge",
+    "no_answer_path": "no path from the entry to an end passes a node that writes 'answer'",
+    # reading the file (flowkit.spec.read_document; bounds in flowkit/spec.py)
+    "unreadable": "the file cannot be opened",
+    "file_too_large": "the file is larger than flowkit.spec.MAX_FILE_BYTES",
+    "not_utf8": "the file is not UTF-8 text",
+    "bad_json": "the file is not valid JSON",
+    "too_deep": "objects/arrays nest deeper than flowkit.spec.MAX_DEPTH",
+    "non_finite_number": "NaN, Infinity or a number too large for a float",
+    "bad_text": "a text holds a lone surrogate (not valid Unicode, cannot be stored)",
+    "string_too_long": "a text is longer than flowkit.spec.MAX_STRING characters",
+    "too_many_nodes": "more nodes (or layout entries) than flowkit.spec.MAX_NODES",
+    "too_many_edges": "more edges than flowkit.spec.MAX_EDGES",
+    "bad_schema_version": "schema_version is not a positive integer this flowkit understands",
 }
 
 
@@ -51,7 +64,7 @@ def _param_problems(node_id: str, cls: type[registry.Operator], params: dict[str
         out = []
         for e in err.errors():
             path = ".".join(str(x) for x in e["loc"])
-            got = f"; got {e['input']!r}" if e["type"] != "missing" else ""
+            got = f"; got {short(e['input'])}" if e["type"] != "missing" else ""
             out.append(_p("bad_param", f"param {path}: {e['msg']}{got}", node_id, f"params.{path}",
                           hint=_param_hint(cls, str(e["loc"][0]) if e["loc"] else "")))
         return out
@@ -83,7 +96,7 @@ def check(spec: FlowSpec) -> list[Problem]:
         if cls is None:
             known = sorted(k for k in registry.all_operators() if k.split(".")[0] ==
                            n.operator.split(".")[0]) or sorted(registry.all_operators())[:8]
-            problems.append(_p("unknown_operator", f"unknown operator '{n.operator}'", n.id,
+            problems.append(_p("unknown_operator", f"unknown operator '{short(n.operator)}'", n.id,
                                "operator", hint=f"known in this module: {', '.join(known)}"))
             continue
         classes[n.id] = cls
@@ -95,11 +108,12 @@ def check(spec: FlowSpec) -> list[Problem]:
     for i, e in enumerate(spec.edges):
         for end in ("source", "target"):
             if getattr(e, end) not in ids:
-                problems.append(_p("unknown_node", f"edge {e.source} -> {e.target}: no node "
-                                   f"'{getattr(e, end)}'", None, f"edges[{i}].{end}",
+                problems.append(_p("unknown_node", f"edge {short(e.source)} -> {short(e.target)}: "
+                                   f"no node '{short(getattr(e, end))}'", None, f"edges[{i}].{end}",
                                    hint="connect existing nodes only"))
     if spec.entry and spec.entry not in ids:
-        problems.append(_p("unknown_node", f"entry '{spec.entry}' is not a node", None, "entry"))
+        problems.append(_p("unknown_node", f"entry '{short(spec.entry)}' is not a node", None,
+                           "entry"))
 
     kinds = {nid: cls.kind for nid, cls in classes.items()}
     topo = analyse(spec, kinds)
@@ -163,16 +177,16 @@ def check(spec: FlowSpec) -> list[Problem]:
         if kind in ("router", "judge") and op is not None:
             labels = op.route_labels()
             if not e.label:
-                problems.append(_p("missing_edge_label", f"edge {e.source} -> {e.target} has no "
+                problems.append(_p("missing_edge_label", f"edge {e.source} -> {short(e.target)} has no "
                                    "label", e.source, f"edges[{i}].label",
                                    hint=f"choose one of: {', '.join(labels)}"))
             elif e.label not in labels:
-                problems.append(_p("unknown_route_label", f"edge {e.source} -> {e.target}: "
-                                   f"'{e.source}' never produces '{e.label}'", e.source,
+                problems.append(_p("unknown_route_label", f"edge {e.source} -> {short(e.target)}: "
+                                   f"'{e.source}' never produces '{short(e.label)}'", e.source,
                                    f"edges[{i}].label", hint=f"choose one of: {', '.join(labels)}"))
         elif e.label and kind is not None:
-            problems.append(_p("label_on_plain_edge", f"edge {e.source} -> {e.target} has label "
-                               f"'{e.label}' but '{e.source}' does not route", e.source,
+            problems.append(_p("label_on_plain_edge", f"edge {e.source} -> {short(e.target)} has label "
+                               f"'{short(e.label)}' but '{e.source}' does not route", e.source,
                                f"edges[{i}].label", hint="remove the label", severity="warning"))
     for nid, op in instances.items():
         if kinds.get(nid) in ("router", "judge"):
@@ -200,20 +214,80 @@ def check(spec: FlowSpec) -> list[Problem]:
                     problems.append(_p("merge_from_router", f"merge '{node}' is fed by router "
                                        f"'{pred}' inside a branch", node, "edges",
                                        hint="end each branch with a plain node"))
+    if entry in g and len(classes) == len(spec.nodes):
+        problems += _answer_path_problems(spec, g, entry, classes, instances)
     return problems
+
+
+def _exits(g: nx.MultiDiGraph, classes: dict[str, type[registry.Operator]],
+           instances: dict[str, registry.Operator], spec: FlowSpec) -> set[str]:
+    """Nodes where a run can end: no outgoing edge, or a router/judge route without an edge."""
+    ends = {n for n in g.nodes if g.out_degree(n) == 0}
+    for nid, op in instances.items():
+        if classes[nid].kind in ("router", "judge"):
+            wired = {e.label for e in spec.edges if e.source == nid}
+            if any(label not in wired for label in op.route_labels()):
+                ends.add(nid)
+    return ends
+
+
+def _answer_path_problems(spec: FlowSpec, g: nx.MultiDiGraph, entry: str,
+                          classes: dict[str, type[registry.Operator]],
+                          instances: dict[str, registry.Operator]) -> list[Problem]:
+    """The no_answer_path error: no entry-to-end path passes a node that declares it writes
+    'answer'. The engine's finishing step fills in an answer from memory after a halt, but a flow
+    that never writes one on any path has no answer step at all, so it is an error."""
+    ends = _exits(g, classes, instances, spec)
+    if not ends:
+        return []                                  # no_exit already says so
+    reach = {entry} | nx.descendants(g, entry)
+    for nid in reach:
+        if "answer" in classes[nid].writes and ((nx.descendants(g, nid) | {nid}) & ends):
+            return []
+    writers = _suggest_writers("answer")
+    ending = ", ".join(sorted(ends & reach)[:5]) or "-"
+    return [_p("no_answer_path", f"flow '{short(spec.name)}': no path from '{entry}' to an end "
+               f"({ending}) passes a node that writes 'answer'", None, "nodes",
+               hint=f"add an answer operator before the end, e.g. {', '.join(writers)}")]
 
 
 def errors(problems: list[Problem]) -> list[Problem]:
     return [p for p in problems if p.severity == "error"]
 
 
+def _refusal(err: SpecError) -> Problem:
+    return _p(err.code, err.detail, None, err.field or "file",
+              hint="compare with a template: flowkit templates")
+
+
 def validate_document(data: Any) -> tuple[FlowSpec | None, list[Problem]]:
-    """Parse and check a raw JSON document; a parse failure is reported as one spec_invalid problem."""
+    """Parse and check a parsed JSON document; a document that is not a FlowSpec is reported as
+    one problem with the SpecError's code (spec_invalid, too_deep, bad_text, ...) and field."""
     try:
         spec = from_dict(data)
     except SpecError as err:
-        return None, [_p("spec_invalid", str(err), hint="compare with a template: flowkit templates")]
+        return None, [_refusal(err)]
     return spec, check(spec)
+
+
+def validate_bytes(raw: bytes | str, source: str = "<upload>") -> tuple[FlowSpec | None,
+                                                                          list[Problem]]:
+    """Read (bounded, see flowkit.spec.read_document) and check a flow file's contents: the one
+    path that `flowkit validate`, `flowkit flows import` and the studio's import share."""
+    try:
+        data = read_document(raw, source)
+    except SpecError as err:
+        return None, [_refusal(err)]
+    return validate_document(data)
+
+
+def validate_file(path: str) -> tuple[FlowSpec | None, list[Problem]]:
+    """validate_bytes on a file, refusing an unreadable or oversized one as a problem."""
+    try:
+        raw = read_file(path)
+    except SpecError as err:
+        return None, [_refusal(err)]
+    return validate_bytes(raw, path)
 
 
 def ensure_valid(spec: FlowSpec) -> list[Problem]:

@@ -1,13 +1,12 @@
 """The flow library behind the Flows page: create, import, export, restore, delete."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from flowkit import templates
 from flowkit.errors import FlowkitError, Problem
 from flowkit.spec import FlowSpec, dumps
-from flowkit.validate import validate_document
+from flowkit.validate import validate_bytes
 from storage.repo import Store
 
 from .drafts import DraftStore
@@ -38,13 +37,11 @@ def create_flow(store: Store, name: str, template: str = BLANK) -> int:
 
 
 def parse_import(raw: bytes) -> tuple[FlowSpec | None, list[Problem]]:
-    """Read an uploaded flow file: the spec (None if unreadable) and its validation problems."""
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        return None, [Problem(code="spec_invalid", message=f"not a JSON file: {err}",
-                              hint="export a flow from the studio or use `flowkit` templates")]
-    return validate_document(data)
+    """Read an uploaded flow file: the spec (None if unreadable) and its validation problems.
+
+    The same bounded reader as `flowkit validate` and `flowkit flows import`, so an upload is
+    refused for the same reasons, with the same codes."""
+    return validate_bytes(raw, "upload")
 
 
 def import_flow(store: Store, spec: FlowSpec, name: str) -> int:

@@ -72,3 +72,33 @@ def test_ingest_run_trace_flows(tmp_path):
     assert exported["name"] == "mine" and len(exported["nodes"]) == 2
     p = fk(tmp_path, "run", "mine", "--kb", "demo", "-q", "When was the Corren Lighthouse first lit?")
     assert "answer:" in p.stdout and "totals:" in p.stdout
+
+
+def test_hostile_files_give_one_line_errors_and_write_nothing(tmp_path):
+    tpl = json.loads((ROOT / "flowkit" / "templates" / "naive_rag.json").read_text())
+    files = {"utf.json": b"\xff\xfe{}", "deep.json": b"[" * 995 + b"]" * 995,
+             "sur.json": json.dumps({**tpl, "description": "\ud800"}).encode(),
+             "inf.json": json.dumps({**tpl, "layout": {"retrieve": {"x": float("inf"), "y": 0}}})
+             .encode(),
+             "v0.json": json.dumps({**tpl, "schema_version": 0}).encode(),
+             "vt.json": json.dumps({**tpl, "schema_version": True}).encode()}
+    codes = ["not_utf8", "too_deep", "bad_text", "non_finite_number", "bad_schema_version",
+             "bad_schema_version"]
+    for (name, raw), code in zip(files.items(), codes):
+        (tmp_path / name).write_bytes(raw)
+        p = fk(tmp_path, "validate", str(tmp_path / name), check=False)
+        assert p.returncode == 1 and f"[{code}]" in p.stdout and "Traceback" not in p.stderr
+        p = fk(tmp_path, "flows", "import", str(tmp_path / name), check=False)
+        assert p.returncode == 2 and f"[{code}]" in p.stderr and "Traceback" not in p.stderr
+    assert "naive_rag" not in fk(tmp_path, "flows", "list").stdout
+    p = fk(tmp_path, "ingest", "--kb", "k", "--params", "[1", str(tmp_path / "x.jsonl"), check=False)
+    assert p.returncode == 2 and "[bad_json] field '--params'" in p.stderr
+    for name, raw, message in [("u.jsonl", b"\xff\n", "u.jsonl:1: not UTF-8"),
+                               ("d.jsonl", b"[" * 995 + b"]" * 995, "d.jsonl:1: JSON nested"),
+                               ("dup.jsonl", b'{"id": 1, "text": "a"}\n{"id": 1, "text": "b"}',
+                                "dup.jsonl:2: duplicate id '1'")]:
+        (tmp_path / name).write_bytes(raw)
+        p = fk(tmp_path, "ingest", "--kb", "k", str(tmp_path / name), check=False)
+        assert p.returncode == 2 and message in p.stderr.replace("\n", ""), p.stderr
+        assert "Traceback" not in p.stderr
+    assert "k" not in fk(tmp_path, "kb").stdout.split()

@@ -142,3 +142,132 @@ def test_compile_reports_every_problem_at_once():
     codes = {p.code for p in info.value.problems}
     assert {"bad_param", "unknown_operator", "unknown_node"} <= codes
     assert "node 'a', field 'params.top_k'" in str(info.value)
+
+
+def _without(name: str, node: str):
+    from flowkit.templates import load_template
+    spec = load_template(name)
+    return spec.model_copy(update={
+        "nodes": [n for n in spec.nodes if n.id != node],
+        "edges": [e for e in spec.edges if node not in (e.source, e.target)]})
+
+
+def test_no_answer_path_naive_rag_without_generate():
+    p = problems(_without("naive_rag", "generate"), "no_answer_path")[0]
+    assert p.severity == "error" and p.field == "nodes"
+    assert "flow 'naive_rag'" in p.message and "generation.answer" in p.hint
+
+
+def test_no_answer_path_agent_without_final_node():
+    p = problems(_without("agent_unirag", "final"), "no_answer_path")[0]
+    assert p.severity == "error" and "'plan'" in p.message
+
+
+def test_an_unreachable_answer_node_does_not_count():
+    spec = flow("side", [("a", R), ("b", R), ("g", G)], ["a>b"], entry="a")
+    assert problems(spec, "no_answer_path")[0].message.startswith("flow 'side'")
+    fine = flow("ok", [("a", R), ("g", G), ("j", J)], ["a>g", "g>j", "j>a:continue"], entry="a")
+    assert "no_answer_path" not in {p.code for p in check(fine)}   # 'done' unwired: j is an end
+
+
+def test_every_template_has_an_answer_path():
+    from flowkit.templates import all_templates
+    for name, spec in all_templates().items():
+        assert not [p for p in check(spec) if p.severity == "error"], name
+
+
+# ---- reading a flow file: every refusal has a code and a field, and quotes little -------------
+def _template_doc() -> dict:
+    import json
+    from flowkit.templates import _dir
+    return json.loads((_dir() / "naive_rag.json").read_text())
+
+
+def refused(raw, code):
+    from flowkit.validate import validate_bytes
+    spec, found = validate_bytes(raw if isinstance(raw, bytes) else __import__("json").dumps(raw))
+    assert spec is None and [p.code for p in found] == [code], [str(p) for p in found]
+    assert found[0].field and found[0].severity == "error"
+    return found[0]
+
+
+def test_unreadable(tmp_path):
+    from flowkit.validate import validate_file
+    spec, found = validate_file(str(tmp_path / "missing.json"))
+    assert spec is None and found[0].code == "unreadable"
+
+
+def test_file_too_large():
+    from flowkit.spec import MAX_FILE_BYTES
+    assert refused(b" " * (MAX_FILE_BYTES + 1), "file_too_large").field == "file"
+
+
+def test_not_utf8():
+    assert "offset 0" in refused(b"\xff\xfe{}", "not_utf8").message
+
+
+def test_bad_json():
+    assert "line 1" in refused(b'{"name": ', "bad_json").message
+
+
+def test_too_deep_is_caught_before_the_parser_recurses():
+    p = refused(b"[" * 5000 + b"]" * 5000, "too_deep")
+    assert "64" in p.message
+    doc = _template_doc()
+    nested: object = 1
+    for _ in range(40):
+        nested = [nested]
+    doc["nodes"][0]["params"] = {"a": nested}                  # 40 levels: not a depth problem
+    assert validate_document(doc)[1][0].code == "bad_param"
+    assert "[[[[" not in refused(b'[[[[' + b'"' * 10, "bad_json").message   # never echoes input
+
+
+def test_non_finite_number():
+    doc = _template_doc()
+    doc["layout"]["retrieve"]["x"] = float("inf")
+    refused(doc, "non_finite_number")
+    assert validate_document(doc)[1][0].field == "layout.retrieve.x"
+    refused(b'{"name": "x", "limits": {"timeout_s": 1e999}}', "non_finite_number")
+
+
+def test_bad_text():
+    doc = _template_doc()
+    doc["description"] = "ok \ud800"
+    assert refused(doc, "bad_text").field == "description"
+
+
+def test_string_too_long_quotes_little():
+    doc = _template_doc()
+    doc["nodes"][0]["label"] = "y" * 50_000
+    p = refused(doc, "string_too_long")
+    assert p.field == "nodes[0].label" and len(str(p)) < 300
+
+
+def test_too_many_nodes_is_quick():
+    import json
+    import time
+    doc = _template_doc()
+    doc["nodes"] = [{"id": f"n{i}", "operator": "retrieval.bm25"} for i in range(10_000)]
+    t = time.monotonic()
+    assert refused(json.dumps(doc).encode(), "too_many_nodes").field == "nodes"
+    assert time.monotonic() - t < 2.0
+
+
+def test_too_many_edges():
+    doc = _template_doc()
+    doc["edges"] = [{"source": "retrieve", "target": "generate"}] * 2001
+    assert refused(doc, "too_many_edges").field == "edges"
+
+
+@pytest.mark.parametrize("version", [-1, 0, True, "1", 1.0, 99])
+def test_bad_schema_version(version):
+    doc = _template_doc()
+    doc["schema_version"] = version
+    assert refused(doc, "bad_schema_version").field == "schema_version"
+
+
+def test_long_values_are_quoted_short():
+    p = problems(flow("q", [("a", "retrieval." + "z" * 5000)], []), "unknown_operator")[0]
+    assert len(p.message) < 120
+    p = problems(flow("b", [("a", R, {"top_k": "9" * 5000})], []), "bad_param")[0]
+    assert len(p.message) < 200

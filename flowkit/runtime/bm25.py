@@ -9,6 +9,9 @@ from typing import Any
 
 import numpy as np
 
+#: Marker file of an index whose chunks hold no word at all (bm25s cannot index an empty vocabulary).
+_NO_WORDS = "no-words"
+
 
 class BM25Index:
     """Lexical retrieval. `build` replaces the index; `search` returns (chunk id, score) pairs."""
@@ -26,22 +29,25 @@ class BM25Index:
     def build(self, ids: list[str], texts: list[str]) -> None:
         import bm25s
         retriever = bm25s.BM25()
-        if texts:
-            retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False),
-                            show_progress=False)
+        tokens = bm25s.tokenize(texts, stopwords="en", show_progress=False) if texts else None
+        indexed = bool(tokens is not None and tokens.vocab)   # texts without a single word: none
+        if indexed:
+            retriever.index(tokens, show_progress=False)
         tmp = self.directory.with_name(self.directory.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        if texts:
+        if indexed:
             retriever.save(str(tmp))
+        else:
+            (tmp / _NO_WORDS).write_text("")
         (tmp / "ids.json").write_text(json.dumps(ids))
         with self._lock:
             shutil.rmtree(self.directory, ignore_errors=True)
             tmp.replace(self.directory)
-            self._retriever, self._ids = (retriever if texts else None), list(ids)
+            self._retriever, self._ids = (retriever if indexed else None), list(ids)
 
     def _load(self) -> None:
-        if self._retriever is None and self.exists:
+        if self._retriever is None and self.exists and not (self.directory / _NO_WORDS).exists():
             import bm25s
             self._ids = json.loads((self.directory / "ids.json").read_text())
             if self._ids:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import NotFoundError, ResourceError
 from ..memory import Doc
 from .bm25 import BM25Index
+from .docfiles import read_documents  # noqa: F401  (re-exported: flowkit.ingest uses it)
 from .embed import Embedder
 from .vectorstore import ChromaStore
 
@@ -88,7 +89,6 @@ class KnowledgeBase:
         if not chunks:
             raise ResourceError(f"nothing to ingest into '{self.name}': the files gave no text")
         with self._lock:
-            self.update_meta(name=self.name)
             done = 0
             for i in range(0, len(chunks), batch):
                 part = chunks[i:i + batch]
@@ -99,7 +99,8 @@ class KnowledgeBase:
                 if progress:
                     progress(done, len(chunks))
             self.rebuild_bm25()
-            self.update_meta(chunks=self.count(), embedder=self.embedder.model_id)
+            # meta.json is written last: a KB whose ingest failed midway is not listed
+            self.update_meta(name=self.name, chunks=self.count(), embedder=self.embedder.model_id)
         return len(chunks)
 
     def rebuild_bm25(self) -> None:
@@ -146,7 +147,9 @@ def _clean_meta(meta: dict[str, Any]) -> dict[str, Any]:
     """Chroma takes str/int/float/bool values only."""
     out: dict[str, Any] = {}
     for k, v in meta.items():
-        if isinstance(v, (str, int, float, bool)):
+        if isinstance(v, int) and not isinstance(v, bool) and not -2**63 <= v < 2**63:
+            out[k] = str(v)                       # beyond SQLite's 64-bit integers
+        elif isinstance(v, (str, int, float, bool)):
             out[k] = v
         elif v is not None:
             out[k] = json.dumps(v)
@@ -156,46 +159,3 @@ def _clean_meta(meta: dict[str, Any]) -> dict[str, Any]:
 def _doc(cid: str, text: str, meta: dict[str, Any], score: float) -> Doc:
     return Doc(id=cid, text=text, title=str(meta.get("title", "")), score=round(float(score), 6),
                meta=meta)
-
-
-# ---- reading files ---------------------------------------------------------------------------
-def read_documents(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
-    """Documents {id, title, text, source} from .jsonl ({id,title,text}), .txt, .md or .pdf files."""
-    docs: list[dict[str, Any]] = []
-    for raw in paths:
-        p = Path(raw)
-        if not p.is_file():
-            raise ResourceError(f"file not found: {p}")
-        suffix = p.suffix.lower()
-        if suffix == ".jsonl":
-            with p.open(encoding="utf-8") as fh:
-                for lineno, line in enumerate(fh, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        obj = json.loads(line)
-                    except json.JSONDecodeError as err:
-                        raise ResourceError(f"{p}:{lineno}: not valid JSON ({err.msg})") from None
-                    if not isinstance(obj, dict) or not str(obj.get("text", "")).strip():
-                        raise ResourceError(f"{p}:{lineno}: each line needs a non-empty 'text' field")
-                    extra = {k: v for k, v in obj.items() if k not in ("id", "title", "text")}
-                    docs.append({"id": str(obj.get("id") or f"{p.stem}-{lineno}"),
-                                 "title": str(obj.get("title") or ""), "text": str(obj["text"]),
-                                 "source": p.name, **extra})
-        elif suffix in (".txt", ".md"):
-            text = p.read_text(encoding="utf-8", errors="replace")
-            if text.strip():
-                title = text.strip().splitlines()[0].lstrip("# ").strip()[:200]
-                docs.append({"id": p.stem, "title": title, "text": text, "source": p.name})
-        elif suffix == ".pdf":
-            from pypdf import PdfReader
-            try:
-                reader = PdfReader(str(p))
-            except Exception as err:  # pypdf raises several kinds for broken files
-                raise ResourceError(f"{p}: cannot read PDF: {err}") from err
-            text = "\n".join((page.extract_text() or "") for page in reader.pages)
-            if text.strip():
-                docs.append({"id": p.stem, "title": p.stem, "text": text, "source": p.name})
-        else:
-            raise ResourceError(f"{p}: unsupported file type '{suffix}'; use .jsonl, .txt, .md or .pdf")
-    return docs

@@ -81,7 +81,7 @@ def test_import_and_export_round_trip(ws: Workspace, tmp_path: Path) -> None:
     assert dumps(ws.store.get_flow("copied")[0]).replace("copied", "source") == exported.decode()
 
     bad, problems = library.parse_import(b"{not json")
-    assert bad is None and problems[0].code == "spec_invalid"
+    assert bad is None and problems[0].code == "bad_json"
     unknown, problems = library.parse_import(json.dumps({"name": "x", "nodes": [
         {"id": "a", "operator": "retrieval.nope"}]}).encode())
     assert unknown is not None and problems[0].code == "unknown_operator"

@@ -94,8 +94,9 @@ def test_chunk_params_that_make_no_sense_are_rejected():
 
 def test_chunk_sentences_packs_whole_sentences_in_a_flow():
     spec = flow("s", [("ret", "retrieval.bm25", {"top_k": 1}),
-                      ("chunk", "indexing.chunk_sentences", {"max_words": 12, "overlap_sentences": 1})],
-                ["ret>chunk"])
+                      ("chunk", "indexing.chunk_sentences", {"max_words": 12, "overlap_sentences": 1}),
+                      ("gen", "generation.answer")],
+                ["ret>chunk", "chunk>gen"])
     res = fake_resources(docs=[DOCS[0]])
     result = run_flow(compile_flow(spec), "Who designed the Corren Lighthouse?", res, kb="test")
     assert result.status == "ok", result.error
@@ -121,7 +122,8 @@ def test_metadata_attaches_fields_and_filters():
                          [{"id": "x#0", "text": "Mara Velt statue", "shelf": "art"}])
     spec = flow("m", [("ret", "retrieval.bm25", {"top_k": 5, "where": {"shelf": "people"}}),
                       ("meta", "indexing.metadata", {"size": 200, "overlap": 0,
-                                                     "fields": {"checked": True}})], ["ret>meta"])
+                                                     "fields": {"checked": True}}),
+                      ("gen", "generation.answer")], ["ret>meta", "meta>gen"])
     result = run_flow(compile_flow(spec), "Mara Velt", res, kb="test")
     assert result.status == "ok", result.error
     docs = result.memory["documents"]
@@ -161,7 +163,8 @@ def test_hierarchical_summaries_then_chunks(tmp_path):
     assert summaries["tessel"]["summary"] == "Tessel holds Lamp Night every November."  # fallback
     levels = {d["id"]: d["meta"]["level"] for d in kb.docs}
     assert levels["velt#summary"] == "summary" and levels["velt#0"] == "chunk"
-    spec = flow("h", [("hier", "indexing.hierarchical", {"top_docs": 1, "top_k": 2})], [])
+    spec = flow("h", [("hier", "indexing.hierarchical", {"top_docs": 1, "top_k": 2}),
+                      ("gen", "generation.answer")], ["hier>gen"])
     sink = ListSink()
     result = run_flow(compile_flow(spec), "Who designed the Corren Lighthouse?", res, kb="test",
                       sink=sink)
@@ -197,7 +200,8 @@ def test_knowledge_graph_ingest_and_neighbourhood(tmp_path):
     assert ("mara velt", "corren lighthouse", "designed", "llm", "velt#0") in edges
     assert "zeus" not in graph                               # not in the chunk: dropped
     assert ("tessel", "lamp night", "holds", "pattern", "tessel#0") in edges
-    spec = flow("g", [("kg", "indexing.knowledge_graph", {"top_k": 2})], [])
+    spec = flow("g", [("kg", "indexing.knowledge_graph", {"top_k": 2}), ("gen", "generation.answer")],
+                ["kg>gen"])
     result = run_flow(compile_flow(spec), "What did Mara Velt design?", res, kb="test")
     assert result.status == "ok", result.error
     assert [d["id"] for d in result.memory["documents"]] == ["velt#0"]

@@ -130,8 +130,8 @@ def test_classifier_judge_loop_over_a_chain(tmp_path: Path):
     res = fake_resources(llm, embedder=WordEmbedder())
     nodes = [("next", "pre_retrieval.next_subquestion"),
              ("ret", "retrieval.bm25", {"top_k": 2, "query_from": "queries"}),
-             ("sub", "generation.sub_answer")]
-    edges = ["next>ret", "ret>sub", "sub>j", "j>next:continue"]
+             ("sub", "generation.sub_answer"), ("final", "generation.answer")]
+    edges = ["next>ret", "ret>sub", "sub>j", "j>next:continue", "j>final:done"]
     fixed = flow("chain", [*nodes, ("j", "orchestration.classifier_judge",
                                     {"mode": "never", "max_chain": 3})], edges, entry="next")
     result, seq = run(fixed, res)
@@ -147,7 +147,7 @@ def test_classifier_judge_loop_over_a_chain(tmp_path: Path):
                                        "max_chain": 3})], edges, entry="next")
     result, seq = run(trained, res)
     assert result.status == "ok", result.error
-    assert seq == [("next", 1), ("ret", 1), ("sub", 1), ("j", 1)]
+    assert seq == [("next", 1), ("ret", 1), ("sub", 1), ("j", 1), ("final", 1)]
     assert result.memory["judgement"]["label"] == "Sufficient"
 
 

@@ -243,11 +243,11 @@ def test_post_retrieval_chain_in_a_flow():
     spec = flow("post", [("ret", "retrieval.bm25", {"top_k": 3}), ("dd", "post_retrieval.dedupe"),
                          ("rr", "post_retrieval.llm_rerank", {"top_k": 3}),
                          ("cr", "post_retrieval.llm_critique"),
-                         ("ro", "post_retrieval.reorder")],
-                ["ret>dd", "dd>rr", "rr>cr", "cr>ro"])
+                         ("ro", "post_retrieval.reorder"), ("gen", "generation.answer")],
+                ["ret>dd", "dd>rr", "rr>cr", "cr>ro", "ro>gen"])
     result = run_flow(compile_flow(spec), Q, fake_resources(llm), kb="test")
     assert result.status == "ok", result.error
-    assert result.llm_calls == 4 and ids(result.memory) == ["d2", "d1"]   # bm25 finds two
+    assert result.llm_calls == 5 and ids(result.memory) == ["d2", "d1"]   # bm25 finds two
     assert result.memory["judgement"]["verdict"] == "relevant"
 
 

@@ -150,13 +150,14 @@ def test_params_are_bounded_and_documented():
 def test_rewrite_then_search_in_a_flow():
     llm = FakeLLM([(r"search query", "Mara Velt birthplace island")])
     spec = flow("rr", [("rw", "pre_retrieval.rewrite"),
-                       ("ret", "retrieval.bm25", {"top_k": 1, "query_from": "queries"})],
-                ["rw>ret"])
+                       ("ret", "retrieval.bm25", {"top_k": 1, "query_from": "queries"}),
+                       ("gen", "generation.answer")],
+                ["rw>ret", "ret>gen"])
     sink = ListSink()
     result = run_flow(compile_flow(spec), "Where was Mara Velt born?", fake_resources(llm),
                       kb="test", sink=sink)
     assert result.status == "ok", result.error
-    assert sink.sequence() == [("rw", 1), ("ret", 1)]
+    assert sink.sequence() == [("rw", 1), ("ret", 1), ("gen", 1)]
     assert [r.query for r in sink.steps[1].retrievals] == ["Mara Velt birthplace island"]
     assert [d["id"] for d in result.memory["documents"]] == ["d2"]
 

@@ -173,7 +173,8 @@ def test_hostile_sql_is_refused_and_the_file_is_unchanged(tmp_path: Path, attach
                                                           reply: str, message: str):
     before = digest(attached)
     llm = FakeLLM([(r"SQL: SELECT", reply)])
-    spec = flow("sql", [("sql_1", "pre_retrieval.text_to_sql", {"retries": 1})], [])
+    spec = flow("sql", [("sql_1", "pre_retrieval.text_to_sql", {"retries": 1}),
+                        ("gen", "generation.answer")], ["sql_1>gen"])
     sink = ListSink()
     result = run_flow(compile_flow(spec), "How many rows are in t?",
                       resources(llm, tmp_path / "data"), kb="test", sink=sink)

@@ -1,0 +1,123 @@
+"""Bounded reading of untrusted JSON: flow files, uploads and .jsonl lines.
+
+Every way such input used to end in a traceback is turned into a SpecError with a stable code:
+bytes that are not UTF-8, nesting deep enough to exhaust the recursion of `json.loads` (measured
+by a cheap bracket scan *before* parsing), NaN/Infinity, lone surrogates (which SQLite and Chroma
+cannot encode), overlong strings, and Python values that are not JSON data at all.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from .errors import SpecError, short
+
+#: A JSON string literal (unrolled loop: linear time, no backtracking blow-up).
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_BRACKET = re.compile(r"[\[\]{}]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def decode_utf8(raw: bytes, source: str) -> str:
+    """The text of `raw`, or SpecError('not_utf8') naming the line and byte offset."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise SpecError(f"not UTF-8 text: byte 0x{raw[err.start]:02x} at offset {err.start} "
+                        f"(line {line})", code="not_utf8", source=source) from None
+
+
+def nesting_depth(text: str, limit: int) -> int:
+    """How deeply brackets nest outside string literals; stops counting once past `limit`."""
+    depth = deepest = 0
+    for m in _BRACKET.finditer(_STRING.sub('""', text)):
+        if m.group() in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    break
+        else:
+            depth -= 1
+    return deepest
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {short(text, 40)} is out of range")
+    return value
+
+
+def parse(text: str, source: str, *, max_depth: int, max_string: int) -> Any:
+    """Parse JSON text within the bounds; every failure is a SpecError with a code."""
+    if nesting_depth(text, max_depth) > max_depth:
+        raise SpecError(f"JSON nested deeper than {max_depth} levels", code="too_deep",
+                        source=source)
+    try:
+        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except json.JSONDecodeError as err:
+        raise SpecError(f"not valid JSON at line {err.lineno}, column {err.colno}: {err.msg}",
+                        code="bad_json", source=source) from None
+    except RecursionError:
+        raise SpecError(f"JSON nested deeper than {max_depth} levels", code="too_deep",
+                        source=source) from None
+    except ValueError as err:   # NaN/Infinity, 1e999, integers beyond Python's digit limit
+        raise SpecError(f"not valid JSON: {short(str(err))}", code="non_finite_number",
+                        source=source) from None
+    check_value(data, source, max_depth=max_depth, max_string=max_string)
+    return data
+
+
+def _join(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{short(key, 40)}" if path else short(key, 40)
+
+
+def check_value(data: Any, source: str | None, *, max_depth: int, max_string: int) -> None:
+    """Walk parsed data (iteratively, so depth itself cannot crash it) and refuse what SQLite,
+    Chroma or a JSON export could not hold: raise SpecError naming the field path."""
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if depth > max_depth:
+            raise SpecError(f"nested deeper than {max_depth} levels", code="too_deep",
+                            field=path or None, source=source)
+        if isinstance(value, str):
+            _check_text(value, path, source, max_string)
+        elif isinstance(value, bool) or value is None or isinstance(value, int):
+            continue
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise SpecError(f"{value} is not a finite number", code="non_finite_number",
+                                field=path or None, source=source)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                if not isinstance(k, str):
+                    raise SpecError(f"object key {short(k)} is not a string", code="spec_invalid",
+                                    field=path or None, source=source)
+                _check_text(k, _join(path, k), source, max_string)
+                stack.append((v, _join(path, k), depth + 1))
+        elif isinstance(value, list):
+            stack.extend((v, _join(path, i), depth + 1) for i, v in enumerate(value))
+        else:
+            raise SpecError(f"a {type(value).__name__} is not JSON data", code="spec_invalid",
+                            field=path or None, source=source)
+
+
+def _check_text(text: str, path: str, source: str | None, max_string: int) -> None:
+    if len(text) > max_string:
+        raise SpecError(f"text of {len(text)} characters; at most {max_string} allowed",
+                        code="string_too_long", field=path or None, source=source)
+    m = _SURROGATE.search(text)
+    if m:
+        raise SpecError(f"lone surrogate U+{ord(m.group()):04X} at character {m.start()}: not "
+                        "valid Unicode text", code="bad_text", field=path or None, source=source)

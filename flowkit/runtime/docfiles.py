@@ -1,0 +1,105 @@
+"""Reading the files `flowkit ingest` takes: .jsonl ({id, title, text, ...}), .txt, .md, .pdf.
+
+Every refusal is a ResourceError naming the file (and line, for .jsonl): bytes that are not UTF-8,
+lines nested too deeply or holding NaN or lone surrogates, lines without text, and an id used twice
+(which would silently overwrite the first document in the index).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..errors import ResourceError, SpecError, short
+from ..jsonread import check_value, decode_utf8, parse
+
+#: Deepest nesting of one .jsonl line (documents are flat records with a little metadata).
+MAX_LINE_DEPTH = 32
+#: Longest text in one document, in characters (the bound is there to stop hostile input only).
+MAX_DOC_CHARS = 20_000_000
+
+
+def read_documents(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """Documents {id, title, text, source} from .jsonl ({id,title,text}), .txt, .md or .pdf files."""
+    docs: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}            # id -> where it was first seen
+    for raw in paths:
+        p = Path(raw)
+        if not p.is_file():
+            raise ResourceError(f"file not found: {p}")
+        suffix = p.suffix.lower()
+        if suffix == ".jsonl":
+            found = list(_read_jsonl(p))
+        elif suffix in (".txt", ".md"):
+            found = _read_text(p)
+        elif suffix == ".pdf":
+            found = _read_pdf(p)
+        else:
+            raise ResourceError(f"{p}: unsupported file type '{suffix}'; use .jsonl, .txt, .md or .pdf")
+        for where, doc in found:
+            if doc["id"] in seen:
+                raise ResourceError(f"{where}: duplicate id '{short(doc['id'])}' (first at "
+                                    f"{seen[doc['id']]}); give every document its own id")
+            seen[doc["id"]] = where
+            docs.append(doc)
+    return docs
+
+
+def _read_jsonl(p: Path) -> Iterable[tuple[str, dict[str, Any]]]:
+    with p.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            where = f"{p}:{lineno}"
+            if not raw.strip():
+                continue
+            try:
+                obj = parse(decode_utf8(raw, where), where, max_depth=MAX_LINE_DEPTH,
+                            max_string=MAX_DOC_CHARS)
+            except SpecError as err:
+                raise ResourceError(f"{where}: {_what(err)}") from None
+            if not isinstance(obj, dict) or not isinstance(obj.get("text", ""), str) or \
+                    not str(obj.get("text", "")).strip():
+                raise ResourceError(f"{where}: each line needs a non-empty 'text' field (a string)")
+            extra = {k: v for k, v in obj.items() if k not in ("id", "title", "text")}
+            bad = [k for k in extra if not k or k.startswith("chroma:")]
+            if bad:
+                raise ResourceError(f"{where}: field name '{short(bad[0])}' is not allowed")
+            doc_id = obj.get("id")
+            yield where, {"id": _text(doc_id) if doc_id not in (None, "") else f"{p.stem}-{lineno}",
+                          "title": _text(obj.get("title") or ""), "text": obj["text"],
+                          "source": p.name, **extra}
+
+
+def _what(err: SpecError) -> str:
+    if err.code == "bad_json":
+        return f"not valid JSON ({err.detail.split(': ', 1)[-1]})"
+    field = f" (field {err.field})" if err.field else ""
+    return f"{err.detail}{field} [{err.code}]"
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _read_text(p: Path) -> list[tuple[str, dict[str, Any]]]:
+    text = p.read_bytes().decode("utf-8", errors="replace").replace("\x00", "")
+    if not text.strip():
+        return []
+    title = text.strip().splitlines()[0].lstrip("# ").strip()[:200]
+    return [(str(p), {"id": p.stem, "title": title, "text": text, "source": p.name})]
+
+
+def _read_pdf(p: Path) -> list[tuple[str, dict[str, Any]]]:
+    from pypdf import PdfReader
+    try:
+        reader = PdfReader(str(p))
+        text = "\n".join((page.extract_text() or "") for page in reader.pages)
+    except Exception as err:  # pypdf raises several kinds for broken files
+        raise ResourceError(f"{p}: cannot read PDF: {short(str(err))}") from err
+    if not text.strip():
+        return []
+    try:
+        check_value(text, str(p), max_depth=1, max_string=MAX_DOC_CHARS)
+    except SpecError as err:
+        raise ResourceError(f"{p}: {_what(err)}") from None
+    return [(str(p), {"id": p.stem, "title": p.stem, "text": text, "source": p.name})]
