@@ -94,7 +94,7 @@ def _plan(args: argparse.Namespace, ws: Any, repo: Any) -> Any:
                      limit=args.limit, eval_id=args.resume or None, name=args.name or "")
 
 
-def _run(plan: Any, ws: Any, repo: Any) -> Any:
+def _run(plan: Any, ws: Any, repo: Any, workers: int = 1, ray_address: str = "") -> Any:
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeElapsedColumn, TimeRemainingColumn)
 
@@ -109,7 +109,14 @@ def _run(plan: Any, ws: Any, repo: Any) -> Any:
         def on_progress(p: Any) -> None:
             prog.update(tasks[p.flow_index], advance=1, last=p.status)
 
-        return run_evaluation(ws, repo, plan, progress=on_progress)
+        factory = None
+        if workers > 1:
+            import functools
+
+            from storage.workspace import Workspace
+            factory = functools.partial(Workspace, ws.data_dir, ws.resources.settings)
+        return run_evaluation(ws, repo, plan, progress=on_progress, workers=workers,
+                              make_workspace=factory, ray_address=ray_address)
 
 
 def _print_table(title: str, rows: list[list[str]]) -> None:
@@ -145,7 +152,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     err.print(f"[bold]evaluation {plan.eval_id}[/bold]: {len(plan.flows)} flows x "
               f"{len(plan.questions)} questions of '{plan.dataset}' on '{plan.kb}' "
               f"[dim](resume: flowkit eval --resume {plan.eval_id})[/dim]")
-    outcome = _run(plan, ws, repo)
+    outcome = _run(plan, ws, repo, args.workers, args.ray_address or "")
     err.print(f"ran {outcome.ran}, skipped {outcome.skipped} already done, redid {outcome.redone} "
               "unfinished")
     k = None if args.k == 0 else args.k
@@ -193,6 +200,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="ingest the dataset's corpus.jsonl into --kb first if it is empty")
     s.add_argument("--k", type=int, default=5, help="recall@k cut-off (0: every retrieved passage)")
     s.add_argument("--name", help="a title for the evaluation")
+    s.add_argument("--workers", type=int, default=1,
+                   help="run questions x flows on this many Ray workers (each loads its own model)")
+    s.add_argument("--ray-address", default="",
+                   help="an existing Ray cluster (default: a local one); several machines need "
+                        "server engines in settings")
     s.set_defaults(fn=cmd_eval)
 
     s = sub.add_parser("evals", help="list evaluations")

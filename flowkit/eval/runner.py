@@ -161,51 +161,98 @@ def _guard_running(repo: EvalStore, eval_id: str) -> None:
 
 def run_evaluation(ws: Any, repo: EvalStore, plan: EvalPlan, *,
                    progress: Callable[[Progress], None] | None = None,
-                   stop: threading.Event | None = None) -> Outcome:
-    """Run (or resume) an evaluation. `stop` ends it cleanly before the next question."""
+                   stop: threading.Event | None = None, workers: int = 1,
+                   make_workspace: Callable[[], Any] | None = None,
+                   ray_address: str = "") -> Outcome:
+    """Run (or resume) an evaluation. `stop` ends it cleanly before the next question.
+
+    With `workers` > 1 the runs still to do go to that many Ray workers (flowkit.eval.parallel),
+    each with its own workspace from `make_workspace`; ids, storage and resume are the same."""
     ws.store.mark_interrupted()
     ws.resources.kb(plan.kb).require_ready()
+    if workers > 1:
+        if make_workspace is None:
+            raise FlowkitError("--workers needs a workspace factory for the workers")
+        from .parallel import check_engines
+        check_engines(ray_address, ws.resources.settings)
     repo.ensure_eval(plan.eval_id, plan.name, plan.dataset, plan.kb,
                      [f.record() for f in plan.flows], [str(q["id"]) for q in plan.questions])
     repo.set_status(plan.eval_id, "running")
-    compiled = [compile_flow(f.spec) for f in plan.flows]
     statuses = repo.statuses(plan.eval_id)
     _guard_running(repo, plan.eval_id)
     out = Outcome(plan.eval_id, "running")
     done = 0
+
+    def finished(fi: int, qi: int, status: str) -> None:
+        nonlocal done
+        done += 1
+        if status == "skipped":
+            out.skipped += 1
+        else:
+            out.ran += 1
+            out.statuses[status] = out.statuses.get(status, 0) + 1
+        if progress:
+            progress(Progress(done, plan.total, out.skipped, fi, qi, status, plan.flows[fi].label))
+
     try:
-        for qi, q in enumerate(plan.questions):
-            for fi, flow in enumerate(plan.flows):
-                rid = _run_id(plan.eval_id, fi, qi)
-                prev = statuses.get(rid)
-                if prev in FINISHED:
-                    out.skipped += 1
-                    done += 1
-                    if progress:
-                        progress(Progress(done, plan.total, out.skipped, fi, qi, "skipped",
-                                          flow.label))
-                    continue
-                if stop is not None and stop.is_set():
-                    out.status = "stopped"
-                    repo.set_status(plan.eval_id, "stopped")
-                    return out
-                if prev is not None:
-                    repo.discard_run(rid)
-                    out.redone += 1
-                result = ws.run(compiled[fi], str(q["question"]), plan.kb,
-                                flow_version=flow.version, eval_id=plan.eval_id, run_id=rid)
-                out.ran += 1
-                out.statuses[result.status] = out.statuses.get(result.status, 0) + 1
-                done += 1
-                if progress:
-                    progress(Progress(done, plan.total, out.skipped, fi, qi, result.status,
-                                      flow.label))
+        if workers > 1:
+            _run_on_workers(plan, repo, statuses, out, finished, stop, workers, make_workspace,
+                            ray_address)
+        else:
+            _run_serially(ws, plan, repo, statuses, out, finished, stop)
     except BaseException:
         repo.set_status(plan.eval_id, "interrupted")
         raise
+    if stop is not None and stop.is_set() and done < plan.total:
+        out.status = "stopped"
+        repo.set_status(plan.eval_id, "stopped")
+        return out
     out.status = "done"
     repo.set_status(plan.eval_id, "done")
     return out
+
+
+def _run_serially(ws: Any, plan: EvalPlan, repo: EvalStore, statuses: dict[str, str], out: Outcome,
+                  finished: Callable[[int, int, str], None], stop: threading.Event | None) -> None:
+    compiled = [compile_flow(f.spec) for f in plan.flows]
+    for qi, q in enumerate(plan.questions):
+        for fi, flow in enumerate(plan.flows):
+            rid = _run_id(plan.eval_id, fi, qi)
+            prev = statuses.get(rid)
+            if prev in FINISHED:
+                finished(fi, qi, "skipped")
+                continue
+            if stop is not None and stop.is_set():
+                return
+            if prev is not None:
+                repo.discard_run(rid)
+                out.redone += 1
+            result = ws.run(compiled[fi], str(q["question"]), plan.kb,
+                            flow_version=flow.version, eval_id=plan.eval_id, run_id=rid)
+            finished(fi, qi, result.status)
+
+
+def _run_on_workers(plan: EvalPlan, repo: EvalStore, statuses: dict[str, str], out: Outcome,
+                    finished: Callable[[int, int, str], None], stop: threading.Event | None,
+                    workers: int, make_workspace: Callable[[], Any], address: str) -> None:
+    from .parallel import Task, run_parallel
+    tasks: list[Task] = []
+    for qi, q in enumerate(plan.questions):
+        for fi in range(len(plan.flows)):
+            rid = _run_id(plan.eval_id, fi, qi)
+            prev = statuses.get(rid)
+            if prev in FINISHED:
+                finished(fi, qi, "skipped")
+                continue
+            if prev is not None:
+                repo.discard_run(rid)
+                out.redone += 1
+            tasks.append(Task(fi, qi, rid, str(q["question"])))
+    if tasks:
+        run_parallel(tasks, make_workspace, [f.spec for f in plan.flows],
+                     [f.version for f in plan.flows], plan.kb, plan.eval_id, workers, address,
+                     on_done=lambda t, status: finished(t.flow_index, t.question_index, status),
+                     should_stop=(lambda: stop.is_set()) if stop is not None else None)
 
 
 def plan_from_eval(info: Any, questions: list[dict[str, Any]]) -> EvalPlan:
