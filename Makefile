@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export FLOWKIT_HOME ?= $(CURDIR)/.flowkit
 
-.PHONY: install run test test-fast bench browser clean
+.PHONY: install run test test-fast bench browser servers clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -27,11 +27,15 @@ install: $(STAMP)
 browser:
 	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
+# Debian's PostgreSQL for the server-engine tests (each test run starts a throwaway cluster).
+servers:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null)
+
 run: install
 	$(BIN)/flowkit setup
 	$(BIN)/streamlit run app.py --server.address localhost --server.port 8501 --server.headless true --browser.gatherUsageStats false
 
-test: install browser
+test: install browser servers
 	$(BIN)/python -m pytest -q
 
 test-fast: install
