@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .errors import ResourceError
+from .errors import LLMServerError, ResourceError
 from .memory import Doc
 from .runtime.llm import Completion
 from .trace import LLMCall, Retrieval
@@ -46,6 +46,25 @@ class _RecordingLLM:
                                            completion_tokens=out.completion_tokens, ms=round(out.ms, 2),
                                            finish_reason=out.finish_reason, logprobs=out.logprobs))
         return out
+
+
+    def token_logprobs(self, text: str) -> list[tuple[str, float]] | None:
+        """Each token of `text` with its log-probability, where the model can score a prompt
+        (None where it cannot); recorded as an LLM call that generates nothing."""
+        scorer = getattr(self._inner, "token_logprobs", None)
+        if not callable(scorer):
+            return None
+        self._ctx.check_budget()
+        t0 = time.perf_counter()
+        try:
+            scored = [(str(t), float(lp)) for t, lp in scorer(text)]
+        except LLMServerError:
+            return None      # a server that cannot score prompts: the caller's fallback applies
+        self._ctx.llm_calls.append(LLMCall(prompt=text, completion="", prompt_tokens=len(scored),
+                                           completion_tokens=0,
+                                           ms=round((time.perf_counter() - t0) * 1000, 2),
+                                           finish_reason="scored", logprobs=scored))
+        return scored
 
 
 class RunContext:

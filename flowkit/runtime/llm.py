@@ -227,6 +227,12 @@ class LlamaCppLLM:
     def count_tokens(self, text: str) -> int:
         return len(self.tokenize(text))
 
+    def token_logprobs(self, text: str) -> list[tuple[str, float]]:
+        """Each token of `text` with its log-probability given the text before it (the first
+        token, with no text before it, gets 0.0); the pieces join to `text`. One batched pass."""
+        with self._lock:
+            return _prompt_logprobs(self._load(), text)
+
     def complete(self, prompt: str, *, max_tokens: int = 256, stop: list[str] | None = None,
                  temperature: float | None = None, logprobs: bool = False,
                  system: str | None = None, timeout_s: float | None = None) -> Completion:
@@ -272,6 +278,50 @@ def _chat_formatter(llama: Any) -> Any:
     bos = llama.detokenize([llama.token_bos()]).decode("utf-8", "ignore")
     return Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos,
                                add_generation_prompt=True)
+
+
+def _prompt_logprobs(llama: Any, text: str) -> list[tuple[str, float]]:
+    """Score the tokens of `text` in batches of n_batch, asking llama.cpp for every position's
+    logits (the context keeps only the last row by default)."""
+    import numpy as np
+
+    toks = list(llama.tokenize(text.encode("utf-8"), add_bos=True, special=False))
+    bos = llama.token_bos()
+    start = 1 if toks and toks[0] == bos and len(toks) > 1 else 0
+    if len(toks) > llama.n_ctx():
+        raise ContextOverflowError(f"the text to score is {len(toks)} tokens; the model's context "
+                                   f"is {llama.n_ctx()} (settings: n_ctx)")
+    n_vocab = llama.n_vocab()
+    llama.reset()
+    llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+    lps = [0.0] * len(toks)
+    prev_row: Any = None       # log-softmax of the last position of the previous batch
+    for i in range(0, len(toks), llama.n_batch):
+        batch = toks[i:i + llama.n_batch]
+        llama._batch.set_batch(batch=batch, n_past=i, logits_all=True)
+        llama._ctx.decode(llama._batch)
+        rows = np.array(np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(len(batch), n_vocab)),
+                        dtype=np.float32)
+        rows -= rows.max(axis=1, keepdims=True)
+        rows -= np.log(np.exp(rows).sum(axis=1, keepdims=True))
+        if prev_row is not None:
+            lps[i] = float(prev_row[batch[0]])
+        for j in range(1, len(batch)):
+            lps[i + j] = float(rows[j - 1, batch[j]])
+        prev_row = rows[-1].copy()
+    llama.reset()
+    out: list[tuple[str, float]] = []
+    pending = b""
+    for tok, lp in zip(toks[start:], lps[start:]):
+        pending += llama.detokenize([tok])
+        try:
+            piece, pending = pending.decode("utf-8"), b""
+        except UnicodeDecodeError:
+            piece = ""       # a character split across tokens: it appears with the last of them
+        out.append((piece, lp))
+    if start == 0 and out:
+        out[0] = (out[0][0], 0.0)
+    return out
 
 
 def _generate_with_logprobs(llama: Any, text: str, max_tokens: int, temperature: float,

@@ -92,6 +92,28 @@ class OpenAICompatibleLLM:
         self._tokenize_ok = False
         return max(1, len(text) // 4)
 
+    def token_logprobs(self, text: str, timeout_s: float | None = None) -> list[tuple[str, float]]:
+        """Each token of `text` with its log-probability given the text before it, through the
+        completions API's `echo` + `logprobs` (flowkit's worker, vLLM, llama-cpp-python started with
+        logits_all). Raises LLMServerError where the server cannot score a prompt."""
+        data = self._post(self.base_url + "/completions",
+                          {"model": self.model_id, "prompt": text, "max_tokens": 1, "echo": True,
+                           "logprobs": 1, "temperature": 0.0}, timeout_s or self.timeout_s)
+        try:
+            lp = data["choices"][0]["logprobs"]
+            pairs = list(zip(lp["tokens"], lp["token_logprobs"]))
+        except (KeyError, IndexError, TypeError) as err:
+            raise LLMServerError(f"LLM server {self.base_url} did not return prompt logprobs "
+                                 "(echo + logprobs)") from err
+        out: list[tuple[str, float]] = []
+        length = 0
+        for tok, value in pairs:          # the echoed prompt, without what was generated after it
+            if length >= len(text):
+                break
+            out.append((str(tok), float(value) if value is not None else 0.0))
+            length += len(str(tok))
+        return out
+
     def complete(self, prompt: str, *, max_tokens: int = 256, stop: list[str] | None = None,
                  temperature: float | None = None, logprobs: bool = False,
                  system: str | None = None, timeout_s: float | None = None) -> Completion:

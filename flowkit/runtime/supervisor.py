@@ -114,6 +114,12 @@ class WorkerLLM:
                                                temperature=temperature, logprobs=logprobs,
                                                system=system, timeout_s=timeout), timeout)
 
+    def token_logprobs(self, text: str) -> list[tuple[str, float]]:
+        """Each token of `text` with its log-probability given the text before it (selective
+        context's estimator), scored by the worker in one batched pass."""
+        timeout = self.settings.request_timeout_s
+        return self._call(lambda c: c.token_logprobs(text, timeout_s=timeout), timeout)
+
     def close(self) -> None:
         """Stop the worker (a later call starts a new one)."""
         with self._lock:

@@ -9,6 +9,8 @@ JSON on stdin and a bearer token in FLOWKIT_WORKER_TOKEN. It decides whether AMX
   GGUF's chat template; `max_tokens`, `stop`, `temperature`, `logprobs`; the answer carries the
   exact prompt text in `flowkit.prompt`. A prompt longer than the context answers HTTP 400 with
   type `exceed_context_size_error`, as llama.cpp's server does.
+- `POST /v1/completions` with `echo: true` and `logprobs`: the prompt's token log-probabilities
+  (what selective context scores passages with), in the completions API's shape.
 - `POST /tokenize` (`{"content": text}` -> `{"tokens": [...]}`, as llama.cpp's server),
   `GET /v1/models`, `GET /health`.
 
@@ -100,6 +102,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if self.path == "/v1/chat/completions":
                 self._send(200, _chat(self.server.llm, body))
+            elif self.path == "/v1/completions":
+                self._send(200, _score(self.server.llm, body))
             elif self.path == "/tokenize":
                 self._send(200, {"tokens": self.server.llm.tokenize(str(body.get("content", "")))})
             else:
@@ -134,6 +138,26 @@ def _chat(llm: LlamaCppLLM, body: dict[str, Any]) -> dict[str, Any]:
             "usage": {"prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
                       "total_tokens": out.total_tokens},
             "flowkit": {"prompt": out.prompt, "ms": round(out.ms, 2)}}
+
+
+def _score(llm: LlamaCppLLM, body: dict[str, Any]) -> dict[str, Any]:
+    """`/v1/completions` with `echo: true` and `logprobs`: the prompt's tokens and their
+    log-probabilities, as OpenAI's completions API reports them (this worker generates nothing
+    here; chat completions are for generation)."""
+    if not body.get("echo") or body.get("logprobs") is None:
+        raise ValueError("the flowkit worker's /v1/completions only scores a prompt: send echo: true "
+                         "and logprobs (use /v1/chat/completions to generate)")
+    prompt = body.get("prompt")
+    if not isinstance(prompt, str):
+        raise ValueError("prompt must be one string")
+    scored = llm.token_logprobs(prompt)
+    return {"id": f"cmpl-{uuid.uuid4().hex[:12]}", "object": "text_completion",
+            "created": int(time.time()), "model": llm.model_id,
+            "choices": [{"index": 0, "text": prompt, "finish_reason": "length",
+                         "logprobs": {"tokens": [t for t, _ in scored],
+                                      "token_logprobs": [lp for _, lp in scored]}}],
+            "usage": {"prompt_tokens": len(scored), "completion_tokens": 0,
+                      "total_tokens": len(scored)}}
 
 
 def _exit_with_parent(parent: int) -> None:

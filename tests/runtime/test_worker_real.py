@@ -116,3 +116,28 @@ def test_a_run_whose_worker_dies_is_failed_with_the_reason_and_the_next_run_answ
     assert steps[-1].node_id == "generate" and "signal 11" in (steps[-1].error or "")
     again = ws.run(spec, "Who designed the Corren Lighthouse?", "sample")
     assert again.status == "ok" and again.answer
+
+
+def test_prompt_logprobs_cross_the_worker_and_drive_selective_context(worker, real_resources) -> None:
+    """Selective context's LLM estimator runs with the real model: token log-probabilities of a
+    passage, scored in one pass by the worker, equal the in-process ones, and the operator uses them."""
+    from types import MappingProxyType
+
+    from flowkit import registry
+    from flowkit.context import RunContext
+
+    text = "The Corren Lighthouse was designed by Mara Velt. It was first lit in 1884. Café!"
+    here = LlamaCppLLM(LLMSettings(n_ctx=2048)).token_logprobs(text)
+    there = worker.token_logprobs(text)
+    assert "".join(t for t, _ in there) == text
+    assert [t for t, _ in there] == [t for t, _ in here]
+    assert max(abs(a - b) for (_, a), (_, b) in zip(there, here)) < 1e-4
+    assert dict(there)[" Lighthouse"] < -5          # a surprising word carries information
+
+    cls = registry.get("post_retrieval.selective_context")
+    op = cls("sc", cls.Params.model_validate({"keep_ratio": 0.5}))
+    ctx = RunContext(real_resources, "", "sc", 1)
+    out = op.run(MappingProxyType({"documents": [{"id": "d", "text": text}]}), ctx)
+    assert out["scratch"]["compression"]["estimator"] == "llm"
+    assert [c.finish_reason for c in ctx.llm_calls] == ["scored"]
+    assert len(out["documents"][0]["text"]) < len(text)
