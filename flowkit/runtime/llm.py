@@ -211,8 +211,8 @@ class LlamaCppLLM:
         self._load()
         messages = ([{"role": "system", "content": system}] if system else []) + \
             [{"role": "user", "content": prompt}]
-        if self._formatter is None:
-            return prompt, []
+        if self._formatter is None:     # a base model: the system text goes before the prompt
+            return (f"{system.strip()}\n\n{prompt}" if system else prompt), []
         out = self._formatter(messages=messages)
         stops = out.stop if isinstance(out.stop, list) else ([out.stop] if out.stop else [])
         stops = [s for s in stops if s]   # a special token detokenizes to '' and would stop at once

@@ -79,3 +79,4 @@ def test_cpu_flags_reads_the_first_flags_line() -> None:
     assert "amx_tile" in amx.cpu_flags(WITH_AMX)
     assert amx.cpu_flags("nothing here") == set()
     assert amx.signal_name(9) == "signal 9 (SIGKILL)"
+
