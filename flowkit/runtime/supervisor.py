@@ -158,8 +158,8 @@ class WorkerLLM:
                                      "stopped; it starts again on the next call")
         how = signal_name(-code) if code < 0 else f"exit code {code}"
         tail = self._log_tail()
-        return ModelProcessError(f"the model process died: {how} while answering; it starts again "
-                                 f"on the next call" + (f" (its last words: {tail})" if tail else ""))
+        return ModelProcessError(f"the model process died: {how}; it starts again on the next call"
+                                 + (f" (its last words: {tail})" if tail else ""))
 
     def _log_tail(self, lines: int = 3) -> str:
         try:

@@ -24,12 +24,36 @@ FORK_QUESTION = "Who designed the Corren Lighthouse?"
 RUN_TIMEOUT_MS = 420_000      # one real run on a busy 2-core machine can take minutes
 
 
+def _model_workers(home: Path) -> list[int]:
+    """Pids of the model worker processes serving the studio on FLOWKIT_HOME=home."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmd = (proc / "cmdline").read_bytes()
+            env = (proc / "environ").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if b"flowkit.runtime.worker" in cmd and f"FLOWKIT_HOME={home}".encode() in env:
+            pids.append(int(proc.name))
+    return pids
+
+
+def _cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])       # utime + stime
+
+
 @pytest.fixture(scope="module")
-def studio_url(tmp_path_factory):
+def studio_home(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("e2e-home")
+
+
+@pytest.fixture(scope="module")
+def studio_url(studio_home):
     from studio.serve import CHROMIUM, StudioServer
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian chromium is not installed (make browser)")
-    home = tmp_path_factory.mktemp("e2e-home")
+    home = studio_home
     env = {**os.environ, "FLOWKIT_HOME": str(home), "HF_HUB_OFFLINE": "1",
            "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
     flowkit = Path(sys.executable).parent / "flowkit"
@@ -161,3 +185,55 @@ def test_knowledge_page_search_side_by_side(studio_url, page):
     page.get_by_role("tab", name="Chunks").click()
     expect(page.get_by_text(re.compile(r"\d+ chunks · showing 1-20"))).to_be_visible()
     page.screenshot(path=str(ART / "knowledge_page_chunks.png"), full_page=True)
+
+
+def test_a_model_worker_killed_mid_run_fails_that_run_and_the_studio_goes_on(studio_url, studio_home,
+                                                                           page):
+    """kill -SEGV on the model process while it generates: the run fails with the reason, the
+    studio keeps serving, and the next run answers."""
+    import signal
+    import time
+
+    from playwright.sync_api import expect
+
+    page.goto(f"{studio_url}/run?flow=naive_rag")
+    expect(page.get_by_role("heading", name="Run", exact=True)).to_be_visible(timeout=180_000)
+    _settle(page)
+    question = page.locator("textarea[aria-label='Question']")
+    question.fill(FORK_QUESTION)
+    question.press("Control+Enter")
+    _settle(page)
+    page.get_by_role("button", name="Run ▶").click()
+    page.wait_for_url(re.compile(r"[?&]run=\w+"))
+    deadline = time.monotonic() + 300
+    killed = None
+    while killed is None and time.monotonic() < deadline:
+        pids = _model_workers(studio_home)
+        if pids:
+            pid, start = pids[0], _cpu_ticks(pids[0])
+            while time.monotonic() < deadline:       # busy: it is reading the prompt or generating
+                time.sleep(0.02)
+                try:
+                    if _cpu_ticks(pid) - start >= 5:
+                        os.kill(pid, signal.SIGSEGV)
+                        killed = pid
+                        break
+                except (OSError, ValueError):
+                    break
+        time.sleep(0.05)
+    assert killed, "no busy model worker found to kill"
+    expect(page.get_by_text(re.compile(r"the model process died: signal 11 \(SIGSEGV\)")).first
+           ).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    _settle(page)
+    page.screenshot(path=str(ART / "run_page_worker_killed.png"), full_page=True)
+
+    page.goto(f"{studio_url}/run?flow=naive_rag")          # the same studio, a new run
+    expect(page.get_by_role("heading", name="Run", exact=True)).to_be_visible()
+    _settle(page)
+    question = page.locator("textarea[aria-label='Question']")
+    question.fill(FORK_QUESTION)
+    question.press("Control+Enter")
+    _settle(page)
+    page.get_by_role("button", name="Run ▶").click()
+    expect(page.get_by_role("heading", name="Answer")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    assert _model_workers(studio_home) and killed not in _model_workers(studio_home)
