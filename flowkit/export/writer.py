@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import registry
-from ..compile import JoinEdge, LabelEdges, NextEdges, build_operators, wiring
+from ..compile import LabelEdges, NextEdges, build_operators, wiring
 from ..errors import FlowkitError
 from ..spec import FlowSpec, dumps
 from ..topology import analyse
@@ -122,8 +122,7 @@ def _edges(spec: FlowSpec) -> tuple[str, list[str]]:
             router = f"on_label({literal(table, 4)}" + (f", branch={literal(e.branch)})"
                                                          if e.branch else ")")
             dests = _targets({t for ts in e.table.values() for t in ts})
-        else:
-            assert isinstance(e, JoinEdge)
+        else:   # JoinEdge: parallel branches into their merge node
             src = literal(list(e.sources)) if len(e.sources) > 1 else literal(e.sources[0])
             lines.append(f"builder.add_edge({src}, {literal(e.target)})")
             continue
@@ -211,8 +210,9 @@ graph = builder.compile().with_config(recursion_limit=LIMITS.max_steps * 2 + 20)
 
 
 def render_langgraph_json(spec: FlowSpec) -> str:
+    """langgraph.json: this folder as the dependency, graph.py's `graph` under the flow's name."""
     data = {"dependencies": ["."], "graphs": {graph_id(spec): "./graph.py:graph"},
-            "description": spec.description or spec.name}
+            "python_version": "3.11", "env": {}}
     return json.dumps(data, indent=2) + "\n"
 
 

@@ -76,8 +76,10 @@ def test_every_template_exports_and_its_graph_compiles(name: str, tmp_path: Path
         ("__start__", spec.entry_node())]
     assert module.LIMITS == spec.limits
     assert json.loads((folder / "langgraph.json").read_text()) == {
-        "dependencies": ["."], "graphs": {name: "./graph.py:graph"},
-        "description": spec.description}
+        "dependencies": ["."], "graphs": {name: "./graph.py:graph"}, "python_version": "3.11",
+        "env": {}}
+    from langgraph_cli.config import get_unknown_keys     # the CLI's own check of the file
+    assert get_unknown_keys(json.loads((folder / "langgraph.json").read_text())) == []
 
 
 def test_graph_py_reads_like_hand_written_langgraph(tmp_path: Path):
@@ -248,3 +250,20 @@ def test_cli_export_template_file_and_saved_flow(tmp_path: Path, capsys: pytest.
         "saved_ircot": "./graph.py:graph"}
     assert main(["--data-dir", home, "export", "no_such_flow", "--out", str(tmp_path / "d")]) == 2
     assert "not a flow file, a saved flow or a template" in capsys.readouterr().err
+
+
+def test_node_ids_that_are_not_python_names_still_name_their_functions(tmp_path: Path):
+    from flowkit.testing import flow
+    spec = flow("odd ids", [("re-trieve", "retrieval.bm25", {"top_k": 2}),
+                            ("graph", "generation.answer")], ["re-trieve>graph"])
+    text = render(spec)["graph.py"]
+    assert "def re_trieve(" in text and "def graph_node(" in text
+    assert 'builder.add_node("re-trieve", re_trieve)' in text
+    folder, module = export(spec, tmp_path)
+    assert json.loads((folder / "langgraph.json").read_text())["graphs"] == {
+        "odd_ids": "./graph.py:graph"}
+    out = module.graph.invoke({"question": "Where was Mara Velt born?"}, config={"configurable": {
+        "flowkit_resources": fake_resources(FakeLLM(default="Tessel [1]"), kb="test"),
+        "kb": "test"}})
+    assert sequence(out["trace"]) == [("re-trieve", 1), ("graph", 1)]
+    assert out["answer"] == "Tessel"
