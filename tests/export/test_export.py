@@ -267,3 +267,16 @@ def test_node_ids_that_are_not_python_names_still_name_their_functions(tmp_path:
         "kb": "test"}})
     assert sequence(out["trace"]) == [("re-trieve", 1), ("graph", 1)]
     assert out["answer"] == "Tessel"
+
+
+def test_timeout_counts_from_the_runs_start_kept_in_the_state(tmp_path: Path):
+    import time
+    _, module = export(load_template("ircot"), tmp_path)
+    res = fake_resources(scripted(), kb="test")
+    cfg = {"configurable": {"flowkit_resources": res, "kb": "test"}}
+    fresh = module.graph.invoke({"question": TWO_HOP}, config=cfg)
+    assert fresh["halt"] == "" and abs(fresh["started"] - time.time()) < 60
+    late = module.graph.invoke({"question": TWO_HOP, "started": time.time() - 601}, config=cfg)
+    assert late["halt"] == "timeout_s (600)"
+    assert sequence(late["trace"]) == [(FINISH, 1)]      # nothing ran; the finish still answers
+    assert late["answer"]
