@@ -160,6 +160,7 @@ Every node calls a flowkit operator by registry key with the params below (param
 the operator's defaults). flowkit.export.runtime supplies the per-run context (limits, trace,
 resources from FLOWKIT_* environment variables or flowkit_settings.json); see README.md.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -255,8 +256,8 @@ Use a threadless run (as above) or a new thread per question: the run's counters
 
 ## Settings
 
-Environment variables win over `flowkit_settings.json` next to graph.py; empty values take
-flowkit's defaults. A run may pick another knowledge base with `config={{"configurable": {{"kb":
+Environment variables (from the shell, or `"env"` in langgraph.json) win over
+`flowkit_settings.json` next to graph.py; empty values take flowkit's defaults. A run may pick another knowledge base with `config={{"configurable": {{"kb":
 "NAME"}}}}`.
 
 | variable | setting | default |
