@@ -13,7 +13,10 @@ LangGraph already keeps it per run and per thread:
 
 - `started`: wall-clock time the run's first node began (keep-first reducer): drives `timeout_s`;
 - `steps`, `llm_calls`, `tokens`, `halt`, `visits`: flowkit's own counters, as in the engine;
-- `trace`: one record per node visit (append reducer): the run's trace sink.
+- `trace`: one record per node visit (append reducer): the run's trace sink;
+- `run_id`: the server's id of the run that filled the state. A second run on the same thread
+  would inherit the first one's counters and trace, so it fails with a clear error instead:
+  ask each question on a new thread or as a threadless run.
 
 Each node call then builds a short-lived engine run context (`flowkit.engine.bind_run`) from that
 state, the flow's limits, the resources and the knowledge base, and calls the engine's wrapper
@@ -177,6 +180,12 @@ class FlowRuntime:
         kb = str(configurable.get("kb") or (settings.kb if settings else "") or "")
         first = not state.get("started")
         started = float(state.get("started") or time.time())
+        served_run = _served_run_id(config)
+        if not first and served_run and state.get("run_id") not in (None, "", served_run):
+            raise FlowkitError(
+                f"flow '{self.name}': this thread already holds run {state.get('run_id')}; "
+                "flowkit's counters, visits and trace live in the graph state, so ask each "
+                "question on a new thread or as a threadless run (client.runs.wait(None, ...))")
         if first:
             question = state.get("question")
             if not isinstance(question, str) or not question.strip():
@@ -190,9 +199,17 @@ class FlowRuntime:
         update = dict(fn(dict(state), run_config) or {})
         if first:
             update["started"] = started
+            if served_run:
+                update["run_id"] = served_run
         if sink.steps:
             update["trace"] = [_record(e) for e in sink.steps]
         return update
+
+
+def _served_run_id(config: RunnableConfig) -> str:
+    """The run id a LangGraph server (or the caller) gives the run; empty when none was given."""
+    meta = config.get("metadata") or {}
+    return str(meta.get("run_id") or (config.get("configurable") or {}).get("run_id") or "")
 
 
 def _run_id(config: RunnableConfig) -> str:

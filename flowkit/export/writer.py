@@ -175,10 +175,11 @@ from flowkit.spec import Limits
 
 
 class State(Memory):
-    """flowkit's working memory, plus the run's start time and its trace (one record a step)."""
+    """flowkit's working memory, plus the run's start, its trace (a record a step) and id."""
 
     started: Annotated[float, keep_first]
     trace: Annotated[list[dict[str, Any]], append]
+    run_id: str
 
 
 LIMITS = Limits(
@@ -252,7 +253,8 @@ print(out["answer"], out["trace"])
 
 or in process: `from graph import graph; graph.invoke({{"question": "..."}})`.
 
-Use a threadless run (as above) or a new thread per question: the run's counters live in the state.
+Ask each question as a threadless run (as above) or on a new thread: the run's counters and
+trace live in the state, so a second run on a used thread fails with an error saying so.
 
 ## Settings
 

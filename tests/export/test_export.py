@@ -280,3 +280,21 @@ def test_timeout_counts_from_the_runs_start_kept_in_the_state(tmp_path: Path):
     assert late["halt"] == "timeout_s (600)"
     assert sequence(late["trace"]) == [(FINISH, 1)]      # nothing ran; the finish still answers
     assert late["answer"]
+
+
+def test_a_second_run_on_the_same_thread_fails_clearly(tmp_path: Path):
+    from langgraph.checkpoint.memory import InMemorySaver
+    _, module = export(load_template("naive_rag"), tmp_path)
+    graph = module.builder.compile(checkpointer=InMemorySaver())    # as the server keeps threads
+    res = fake_resources(scripted(), kb="test")
+
+    def ask(run_id: str, thread: str) -> dict[str, Any]:
+        return graph.invoke({"question": "Who designed the Corren Lighthouse?"}, config={
+            "configurable": {"flowkit_resources": res, "kb": "test", "thread_id": thread,
+                             "run_id": run_id}})
+    first = ask("run-1", "t1")
+    assert first["run_id"] == "run-1" and sequence(first["trace"]) == [("retrieve", 1),
+                                                                       ("generate", 1)]
+    with pytest.raises(FlowkitError, match="this thread already holds run run-1; .* new thread"):
+        ask("run-2", "t1")
+    assert sequence(ask("run-3", "t2")["trace"]) == [("retrieve", 1), ("generate", 1)]
