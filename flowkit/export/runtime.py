@@ -45,12 +45,13 @@ from langchain_core.runnables import RunnableConfig
 from .. import registry
 from ..compile import FINISH, label_router, next_router
 from ..engine import bind_run, make_finish, make_node
-from ..errors import FlowkitError, ResourceError
+from ..errors import FlowkitError, NodeError, ResourceError
 from ..runtime.resources import Resources, default_data_dir, load_settings
 from ..spec import Limits
 from ..trace import ListSink, StepEvent
 
-__all__ = ["FINISH", "ExportSettings", "FlowRuntime", "next_node", "on_label"]
+__all__ = ["FINISH", "ExportSettings", "FlowRuntime", "RunInputError", "RunNodeError", "next_node",
+           "on_label"]
 
 #: The settings file an exported package may keep next to graph.py.
 SETTINGS_FILE = "flowkit_settings.json"
@@ -59,6 +60,21 @@ SETTINGS_FILE = "flowkit_settings.json"
 ENV = {"home": "FLOWKIT_HOME", "kb": "FLOWKIT_KB", "model_path": "FLOWKIT_MODEL_PATH",
        "embedder_path": "FLOWKIT_EMBEDDER_PATH", "chroma_host": "FLOWKIT_CHROMA_HOST",
        "chroma_port": "FLOWKIT_CHROMA_PORT"}
+
+
+class RunInputError(FlowkitError, ValueError):
+    """A run cannot start: no question, no such knowledge base, a thread already used.
+
+    Also a ValueError: LangGraph's server passes the messages of builtin errors on to clients."""
+
+
+class RunNodeError(NodeError, RuntimeError):
+    """A node failed (the engine's NodeError); also a RuntimeError so that LangGraph's server
+    shows clients which node failed and why, not just the error's type."""
+
+    @classmethod
+    def of(cls, err: NodeError) -> RunNodeError:
+        return cls(err.node, err.operator, err.visit, err.cause)
 
 
 @dataclass(frozen=True)
@@ -182,21 +198,27 @@ class FlowRuntime:
         started = float(state.get("started") or time.time())
         served_run = _served_run_id(config)
         if not first and served_run and state.get("run_id") not in (None, "", served_run):
-            raise FlowkitError(
+            raise RunInputError(
                 f"flow '{self.name}': this thread already holds run {state.get('run_id')}; "
                 "flowkit's counters, visits and trace live in the graph state, so ask each "
                 "question on a new thread or as a threadless run (client.runs.wait(None, ...))")
         if first:
             question = state.get("question")
             if not isinstance(question, str) or not question.strip():
-                raise FlowkitError(f"flow '{self.name}': the input needs a non-empty 'question'")
+                raise RunInputError(f"flow '{self.name}': the input needs a non-empty 'question'")
             if kb:
-                resources.kb(kb).require_ready()
+                try:
+                    resources.kb(kb).require_ready()
+                except FlowkitError as err:
+                    raise RunInputError(f"flow '{self.name}': {err}") from err
         sink = ListSink()
         run_config = bind_run(config, run_id=_run_id(config), resources=resources, kb=kb,
                               sink=sink, limits=self.limits,
                               started=time.perf_counter() - (time.time() - started))
-        update = dict(fn(dict(state), run_config) or {})
+        try:
+            update = dict(fn(dict(state), run_config) or {})
+        except NodeError as err:
+            raise RunNodeError.of(err) from err
         if first:
             update["started"] = started
             if served_run:

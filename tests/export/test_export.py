@@ -298,3 +298,18 @@ def test_a_second_run_on_the_same_thread_fails_clearly(tmp_path: Path):
     with pytest.raises(FlowkitError, match="this thread already holds run run-1; .* new thread"):
         ask("run-2", "t1")
     assert sequence(ask("run-3", "t2")["trace"]) == [("retrieve", 1), ("generate", 1)]
+
+
+def test_errors_carry_a_builtin_base_so_the_server_shows_their_message(tmp_path: Path):
+    from flowkit.errors import NodeError
+    from flowkit.export.runtime import RunInputError, RunNodeError
+    _, module = export(load_template("post_retrieval_branching"), tmp_path)
+    res = fake_resources(scripted(), kb="test")          # no embedder: the ensemble node fails
+    with pytest.raises(RunNodeError) as info:
+        module.graph.invoke({"question": TWO_HOP}, config={"configurable": {
+            "flowkit_resources": res, "kb": "test"}})
+    assert isinstance(info.value, NodeError) and isinstance(info.value, RuntimeError)
+    assert info.value.node == "ensemble" and "this test gave no embedder" in str(info.value)
+    with pytest.raises(RunInputError) as bad:
+        module.graph.invoke({"question": ""}, config={"configurable": {"flowkit_resources": res}})
+    assert isinstance(bad.value, ValueError)

@@ -131,3 +131,22 @@ def test_served_graph_answers_like_run_flow(served: Served, real_resources: Any)
     assert out["answer"] == result.answer and out["answer"].strip()
     assert sequence(out["trace"]) == sink.sequence() == [("retrieve", 1), ("generate", 1)]
     assert out["llm_calls"] == result.llm_calls == 1
+
+
+def test_a_thread_takes_one_question_and_says_so_on_the_next(served: Served):
+    client = _client(served)
+    thread = client.threads.create()
+    out = client.runs.wait(thread["thread_id"], FLOW, input={"question": QUESTION})
+    assert out["answer"].strip() and sequence(out["trace"]) == [("retrieve", 1), ("generate", 1)]
+    again = client.runs.wait(thread["thread_id"], FLOW, input={"question": QUESTION},
+                             raise_error=False)
+    assert again["__error__"]["error"] == "RunInputError", again
+    assert "this thread already holds run" in again["__error__"]["message"]
+
+
+def test_a_run_names_its_knowledge_base_and_hears_what_is_wrong(served: Served):
+    client = _client(served)
+    out = client.runs.wait(None, FLOW, input={"question": QUESTION},
+                           config={"configurable": {"kb": "no_such_kb"}}, raise_error=False)
+    assert out["__error__"]["error"] == "RunInputError", out
+    assert "no_such_kb" in out["__error__"]["message"]
