@@ -50,8 +50,8 @@ from ..runtime.resources import Resources, default_data_dir, load_settings
 from ..spec import Limits
 from ..trace import ListSink, StepEvent
 
-__all__ = ["FINISH", "ExportSettings", "FlowRuntime", "RunInputError", "RunNodeError", "next_node",
-           "on_label"]
+__all__ = ["FINISH", "ExportSettings", "FlowRuntime", "GraphCodeError", "RunInputError",
+           "RunNodeError", "next_node", "on_label"]
 
 #: The settings file an exported package may keep next to graph.py.
 SETTINGS_FILE = "flowkit_settings.json"
@@ -66,6 +66,11 @@ class RunInputError(FlowkitError, ValueError):
     """A run cannot start: no question, no such knowledge base, a thread already used.
 
     Also a ValueError: LangGraph's server passes the messages of builtin errors on to clients."""
+
+
+class GraphCodeError(FlowkitError, ValueError):
+    """graph.py names an operator or params this flowkit cannot run (edited by hand, or written
+    by another flowkit version)."""
 
 
 class RunNodeError(NodeError, RuntimeError):
@@ -182,18 +187,18 @@ class FlowRuntime:
     def _operator(self, node_id: str, key: str, params: Mapping[str, Any]) -> registry.Operator:
         cls = registry.get(key)
         if cls is None:
-            raise FlowkitError(f"node '{node_id}': no operator '{key}' in this flowkit "
+            raise GraphCodeError(f"node '{node_id}': no operator '{key}' in this flowkit "
                                f"(see `flowkit operators`)")
         try:
             return cls(node_id, cls.Params.model_validate(dict(params)))
         except ValueError as err:
-            raise FlowkitError(f"node '{node_id}' ({key}): invalid params: {err}") from None
+            raise GraphCodeError(f"node '{node_id}' ({key}): invalid params: {err}") from None
 
     def _call(self, fn: Any, state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
         configurable = config.get("configurable") or {}
-        settings = None if configurable.get("flowkit_resources") else self.settings()
+        settings = self.settings()
         resources = configurable.get("flowkit_resources") or self.resources(settings)
-        kb = str(configurable.get("kb") or (settings.kb if settings else "") or "")
+        kb = str(configurable.get("kb") or settings.kb)
         first = not state.get("started")
         started = float(state.get("started") or time.time())
         served_run = _served_run_id(config)
@@ -235,10 +240,9 @@ def _served_run_id(config: RunnableConfig) -> str:
 
 
 def _run_id(config: RunnableConfig) -> str:
-    meta = config.get("metadata") or {}
-    configurable = config.get("configurable") or {}
-    return str(meta.get("run_id") or configurable.get("run_id") or configurable.get("thread_id")
-               or uuid.uuid4().hex[:12])
+    """The id written on the run's step events: the server's run id, else the thread, else new."""
+    return (_served_run_id(config) or str((config.get("configurable") or {}).get("thread_id") or "")
+            or uuid.uuid4().hex[:12])
 
 
 def _record(e: StepEvent) -> dict[str, Any]:

@@ -313,3 +313,17 @@ def test_errors_carry_a_builtin_base_so_the_server_shows_their_message(tmp_path:
     with pytest.raises(RunInputError) as bad:
         module.graph.invoke({"question": ""}, config={"configurable": {"flowkit_resources": res}})
     assert isinstance(bad.value, ValueError)
+
+
+def test_hand_edited_graph_py_with_a_wrong_operator_or_param_says_which_node(tmp_path: Path):
+    from flowkit.export.runtime import GraphCodeError
+    folder = tmp_path / "naive_rag"
+    write_package(load_template("naive_rag"), folder)
+    text = (folder / "graph.py").read_text()
+    cfg = {"configurable": {"flowkit_resources": fake_resources(scripted(), kb="test"), "kb": "test"}}
+    (folder / "graph.py").write_text(text.replace('"retrieval.hybrid"', '"retrieval.nope"'))
+    with pytest.raises(GraphCodeError, match="node 'retrieve': no operator 'retrieval.nope'"):
+        load_module(folder).graph.invoke({"question": TWO_HOP}, config=cfg)
+    (folder / "graph.py").write_text(text.replace('{"top_k": 4}', '{"top_k": 0}'))
+    with pytest.raises(GraphCodeError, match=r"node 'retrieve' \(retrieval.hybrid\): invalid params"):
+        load_module(folder).graph.invoke({"question": TWO_HOP}, config=cfg)
