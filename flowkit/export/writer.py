@@ -76,6 +76,8 @@ def _node_function(fn: str, node_id: str, key: str, label: str, params: dict[str
     summary = cls.summary() if cls else ""
     doc = f"{label or node_id} ({key}): {summary}".strip().rstrip(":")
     doc = doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    if doc.endswith('"'):
+        doc = doc[:-1] + '\\"'      # a quote right before the closing """ would end it early
     args = [f"{literal(node_id)}", literal(key), literal(params, 8), "state", "config"]
     if branch:
         args.append(f"branch={literal(branch)}")

@@ -327,3 +327,19 @@ def test_hand_edited_graph_py_with_a_wrong_operator_or_param_says_which_node(tmp
     (folder / "graph.py").write_text(text.replace('{"top_k": 4}', '{"top_k": 0}'))
     with pytest.raises(GraphCodeError, match=r"node 'retrieve' \(retrieval.hybrid\): invalid params"):
         load_module(folder).graph.invoke({"question": TWO_HOP}, config=cfg)
+
+
+def test_labels_and_params_with_quotes_and_backslashes_stay_literal(tmp_path: Path):
+    from flowkit.testing import flow
+    spec = flow("quotes", [("ret", "retrieval.bm25", {"top_k": 2}),
+                           ("gen", "generation.answer",
+                            {"prompt": 'Say "{question}" \\ then """ answer:\n{passages}'})],
+                ["ret>gen"])
+    spec = spec.model_copy(update={"nodes": [
+        n.model_copy(update={"label": 'Ends in a "quote" \\"'}) for n in spec.nodes]})
+    folder, module = export(spec, tmp_path)
+    assert module.gen.__doc__.startswith('Ends in a "quote" \\"')
+    llm = FakeLLM(default="Tessel [1]")
+    module.graph.invoke({"question": "Where was Mara Velt born?"}, config={"configurable": {
+        "flowkit_resources": fake_resources(llm, kb="test"), "kb": "test"}})
+    assert llm.prompts[0].startswith('Say "Where was Mara Velt born?" \\ then """ answer:\n')
