@@ -13,6 +13,7 @@ import keyword
 import re
 import zipfile
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from .. import registry
@@ -27,7 +28,7 @@ FLOW_FILE = "flow.json"
 _TAKEN = {"Annotated", "Any", "END", "FINISH", "FlowRuntime", "LIMITS", "Limits", "Memory", "Path",
           "RUNTIME", "RunnableConfig", "START", "State", "StateGraph", "append", "builder",
           "finish", "graph", "keep_first", "next_node", "on_label", "annotations"}
-_WIDTH = 99
+_WIDTH = 88
 
 
 def graph_id(spec: FlowSpec) -> str:
@@ -49,25 +50,57 @@ def function_names(spec: FlowSpec) -> dict[str, str]:
     return names
 
 
-def literal(value: Any, indent: int = 0) -> str:
-    """Python source for a JSON value: one line when it fits, else one item per line."""
+def literal(value: Any, indent: int = 0, used: int | None = None) -> str:
+    """Python source for a JSON value: one line when it fits after `used` columns (default: the
+    indent), else one item a line with a trailing comma (which `ruff format` keeps)."""
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if value is None or isinstance(value, (bool, int, float)):
         return repr(value)
+    pad = indent + 4
     if isinstance(value, dict):
-        items = [f"{literal(k)}: {literal(v, indent + 4)}" for k, v in value.items()]
+        flat = [f"{literal(k)}: {literal(v, pad, 0)}" for k, v in value.items()]
+        items = [f"{literal(k)}: {literal(v, pad, pad + len(literal(k)) + 2)}"
+                 for k, v in value.items()]
         open_, close = "{", "}"
     elif isinstance(value, (list, tuple)):
-        items = [literal(v, indent + 4) for v in value]
+        flat = [literal(v, pad, 0) for v in value]
+        items = [literal(v, pad) for v in value]
         open_, close = "[", "]"
     else:
         raise FlowkitError(f"cannot write {type(value).__name__} as a literal; params must be JSON")
-    one = open_ + ", ".join(items) + close
-    if "\n" not in one and len(one) + indent <= _WIDTH - 8:
+    one = open_ + ", ".join(flat) + close
+    if "\n" not in one and (indent if used is None else used) + len(one) + 1 <= _WIDTH:
         return one
-    pad = " " * (indent + 4)
-    return open_ + "\n" + "".join(f"{pad}{item},\n" for item in items) + " " * indent + close
+    if not items:
+        return one
+    return open_ + "\n" + "".join(f"{' ' * pad}{item},\n" for item in items) + " " * indent + close
+
+
+Arg = Callable[[int, int], str]
+
+
+def _lit(value: Any, keyword: str = "") -> Arg:
+    """A call argument holding a JSON value (`keyword=` value when keyword is given)."""
+    prefix = f"{keyword}=" if keyword else ""
+    return lambda indent, used: prefix + literal(value, indent, used + len(prefix))
+
+
+def _code(source: str) -> Arg:
+    """A call argument that is already source (a name, a nested call)."""
+    return lambda indent, used: source
+
+
+def _call(func: str, args: list[Arg], indent: int = 0, used: int | None = None) -> str:
+    """`func(a, b)` when it fits on the line after `used` columns, else one argument a line with
+    a trailing comma: the shapes `ruff format` leaves as they are."""
+    start = indent if used is None else used
+    one = f"{func}(" + ", ".join(a(indent, 0) for a in args) + ")"
+    if "\n" not in one and start + len(one) + 1 <= _WIDTH:
+        return one
+    pad = indent + 4
+    return (f"{func}(\n" + "".join(f"{' ' * pad}{a(pad, pad)},\n" for a in args)
+            + " " * indent + ")")
 
 
 def _node_function(fn: str, node_id: str, key: str, label: str, params: dict[str, Any],
@@ -78,14 +111,12 @@ def _node_function(fn: str, node_id: str, key: str, label: str, params: dict[str
     doc = doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
     if doc.endswith('"'):
         doc = doc[:-1] + '\\"'      # a quote right before the closing """ would end it early
-    args = [f"{literal(node_id)}", literal(key), literal(params, 8), "state", "config"]
+    args = [_lit(node_id), _lit(key), _lit(params), _code("state"), _code("config")]
     if branch:
-        args.append(f"branch={literal(branch)}")
+        args.append(_lit(branch, "branch"))
     if merge_inputs:
-        args.append(f"merge_inputs={literal(list(merge_inputs), 8)}")
-    call = "RUNTIME.step(" + ", ".join(args) + ")"
-    if len(call) + 11 > _WIDTH or "\n" in call:
-        call = "RUNTIME.step(\n" + "".join(f"        {a},\n" for a in args) + "    )"
+        args.append(_lit(list(merge_inputs), "merge_inputs"))
+    call = _call("RUNTIME.step", args, indent=4, used=len("    return "))
     return (f"def {fn}(state: State, config: RunnableConfig) -> dict[str, Any]:\n"
             f'    """{_wrap_doc(doc)}"""\n'
             f"    return {call}\n")
@@ -104,9 +135,16 @@ def _wrap_doc(text: str, indent: str = "    ") -> str:
     return (f"\n{indent}".join(lines) + (f"\n{indent}" if len(lines) > 1 else ""))
 
 
-def _targets(names: set[str]) -> str:
-    """The path map of a router: its targets sorted, then FINISH."""
-    return "[" + ", ".join([*(literal(t) for t in sorted(names)), "FINISH"]) + "]"
+def _paths(targets: set[str]) -> Arg:
+    """A router's path map: its targets sorted, then FINISH (a name, not a string)."""
+    names = [*(literal(t) for t in sorted(targets)), "FINISH"]
+
+    def render(indent: int, used: int) -> str:
+        one = "[" + ", ".join(names) + "]"
+        if used + len(one) + 1 <= _WIDTH:
+            return one
+        return "[\n" + "".join(f"{' ' * (indent + 4)}{n},\n" for n in names) + " " * indent + "]"
+    return render
 
 
 def _edges(spec: FlowSpec) -> tuple[str, list[str]]:
@@ -116,25 +154,21 @@ def _edges(spec: FlowSpec) -> tuple[str, list[str]]:
     lines = []
     for e in plan.edges:
         if isinstance(e, NextEdges):
-            args = [literal(t) for t in e.targets] + (["in_branch=True"] if e.in_branch else [])
-            router = f"next_node({', '.join(args)})"
-            dests = _targets(set(e.targets))
+            router = [_lit(t) for t in e.targets] + ([_code("in_branch=True")] if e.in_branch
+                                                     else [])
+            name, dests = "next_node", set(e.targets)
         elif isinstance(e, LabelEdges):
             table = {label: list(ts) for label, ts in e.table.items()}
-            router = f"on_label({literal(table, 4)}" + (f", branch={literal(e.branch)})"
-                                                         if e.branch else ")")
-            dests = _targets({t for ts in e.table.values() for t in ts})
+            router = [_lit(table)] + ([_lit(e.branch, "branch")] if e.branch else [])
+            name, dests = "on_label", {t for ts in e.table.values() for t in ts}
         else:   # JoinEdge: parallel branches into their merge node
-            src = literal(list(e.sources)) if len(e.sources) > 1 else literal(e.sources[0])
-            lines.append(f"builder.add_edge({src}, {literal(e.target)})")
+            src = list(e.sources) if len(e.sources) > 1 else e.sources[0]
+            lines.append(_call("builder.add_edge", [_lit(src), _lit(e.target)]))
             continue
-        one = f"builder.add_conditional_edges({literal(e.source)}, {router}, {dests})"
-        if len(one) <= _WIDTH and "\n" not in one:
-            lines.append(one)
-        else:
-            router = router.replace("\n", "\n    ")
-            lines.append(f"builder.add_conditional_edges(\n    {literal(e.source)},\n    {router},\n"
-                         f"    {dests},\n)")
+        lines.append(_call("builder.add_conditional_edges", [
+            _lit(e.source),
+            lambda indent, used, name=name, router=router: _call(name, router, indent, used),
+            _paths(dests)]))
     return plan.entry, lines
 
 
@@ -149,7 +183,11 @@ def render_graph(spec: FlowSpec) -> str:
     functions = "\n\n".join(
         _node_function(names[n.id], n.id, n.operator, n.label, n.params, plan[n.id].branch,
                        plan[n.id].merge_inputs) for n in spec.nodes)
-    add_nodes = "\n".join(f"builder.add_node({literal(n.id)}, {names[n.id]})" for n in spec.nodes)
+    add_nodes = "\n".join(_call("builder.add_node", [_lit(n.id), _code(names[n.id])])
+                          for n in spec.nodes)
+    runtime = _call("FlowRuntime", [_lit(spec.name), _code("LIMITS"),
+                                    _code("settings_dir=Path(__file__).parent")],
+                    used=len("RUNTIME = "))
     description = spec.description.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
     head = f"{spec.name}: exported from flowkit as a LangGraph graph."
     used = [r for r in ("next_node", "on_label") if any(f"{r}(" in line for line in edge_lines)]
@@ -168,12 +206,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END, START, StateGraph
-
 from flowkit.export.runtime import {runtime_imports}
 from flowkit.memory import Memory, append, keep_first
 from flowkit.spec import Limits
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
 
 
 class State(Memory):
@@ -190,7 +227,7 @@ LIMITS = Limits(
     max_tokens={lim.max_tokens!r},
     timeout_s={float(lim.timeout_s)!r},
 )
-RUNTIME = FlowRuntime({literal(spec.name)}, LIMITS, settings_dir=Path(__file__).parent)
+RUNTIME = {runtime}
 
 
 {functions}
@@ -204,11 +241,11 @@ builder = StateGraph(State)
 {add_nodes}
 builder.add_node(FINISH, finish)
 
-builder.add_edge(START, {literal(entry)})
+{_call("builder.add_edge", [_code("START"), _lit(entry)])}
 {chr(10).join(edge_lines)}
 builder.add_edge(FINISH, END)
 
-# Each node visit is at most one LangGraph step (plus the finish): room for max_steps visits.
+# A node visit is one LangGraph step (plus the finish): room for max_steps visits.
 graph = builder.compile().with_config(recursion_limit=LIMITS.max_steps * 2 + 20)
 '''
 
@@ -248,8 +285,10 @@ langgraph dev --no-browser --port 2024          # serves graph "{gid}" from lang
 
 ```python
 from langgraph_sdk import get_sync_client
+
 client = get_sync_client(url="http://127.0.0.1:2024")
-out = client.runs.wait(None, "{gid}", input={{"question": "Who designed the Corren Lighthouse?"}})
+question = "Who designed the Corren Lighthouse?"
+out = client.runs.wait(None, "{gid}", input={{"question": question}})
 print(out["answer"], out["trace"])
 ```
 
