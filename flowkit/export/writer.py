@@ -12,12 +12,12 @@ import json
 import keyword
 import re
 import zipfile
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from .. import registry
-from ..compile import LabelEdges, NextEdges, build_operators, wiring
+from ..compile import LabelEdges, NextEdges, Wiring, build_operators, wiring
 from ..errors import FlowkitError
 from ..spec import FlowSpec, dumps
 from ..topology import analyse
@@ -147,10 +147,8 @@ def _paths(targets: set[str]) -> Arg:
     return render
 
 
-def _edges(spec: FlowSpec) -> tuple[str, list[str]]:
-    ops = build_operators(spec)
-    topo = analyse(spec, {nid: op.kind for nid, op in ops.items()})
-    plan = wiring(spec, ops, topo)
+def _edges(plan: Wiring) -> list[str]:
+    """The edge statements, in the order of the plan (the flow's nodes, then the joins)."""
     lines = []
     for e in plan.edges:
         if isinstance(e, NextEdges):
@@ -169,16 +167,16 @@ def _edges(spec: FlowSpec) -> tuple[str, list[str]]:
             _lit(e.source),
             lambda indent, used, name=name, router=router: _call(name, router, indent, used),
             _paths(dests)]))
-    return plan.entry, lines
+    return lines
 
 
 def render_graph(spec: FlowSpec) -> str:
     """The source of graph.py for a valid flow."""
     ops = build_operators(spec)
-    topo = analyse(spec, {nid: op.kind for nid, op in ops.items()})
-    plan = {w.node_id: w for w in wiring(spec, ops, topo).nodes}
+    wires = wiring(spec, ops, analyse(spec, {nid: op.kind for nid, op in ops.items()}))
+    plan = {w.node_id: w for w in wires.nodes}
     names = function_names(spec)
-    entry, edge_lines = _edges(spec)
+    entry, edge_lines = wires.entry, _edges(wires)
     lim = spec.limits
     functions = "\n\n".join(
         _node_function(names[n.id], n.id, n.operator, n.label, n.params, plan[n.id].branch,
