@@ -318,6 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
     from . import cli_judge, cli_more
     cli_more.register(sub)
     cli_judge.register(sub)
+    from .export.cli import add_export_parser
+    add_export_parser(sub)
     return p
 
 

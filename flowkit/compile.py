@@ -10,7 +10,7 @@ loaded) and wires LangGraph nodes and edges:
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -52,43 +52,71 @@ class CompiledFlow:
         return data
 
 
-def compile_flow(spec: FlowSpec) -> CompiledFlow:
-    """Validate (raising ValidationError with every problem) and build the state machine."""
-    warnings = ensure_valid(spec)
-    ops: dict[str, registry.Operator] = {}
-    for n in spec.nodes:
-        cls = registry.get(n.operator)
-        assert cls is not None  # guaranteed by ensure_valid
-        ops[n.id] = cls(n.id, cls.Params.model_validate(n.params))
+@dataclass(frozen=True)
+class NodeWiring:
+    """How one node is wrapped: its parallel branch (if any) and, for a merge, the branches it joins."""
+
+    node_id: str
+    branch: str | None
+    merge_inputs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NextEdges:
+    """A plain node's way on: to `targets` (several: fan out), or to the finish when halted."""
+
+    source: str
+    targets: tuple[str, ...]
+    in_branch: bool
+
+
+@dataclass(frozen=True)
+class LabelEdges:
+    """A router's or judge's edges: the label it wrote to `route` picks the targets."""
+
+    source: str
+    table: Mapping[str, tuple[str, ...]]
+    branch: str | None
+
+
+@dataclass(frozen=True)
+class JoinEdge:
+    """Parallel branches ending at a merge node: it runs once all of `sources` are done."""
+
+    sources: tuple[str, ...]
+    target: str
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """The state machine's shape, shared by `compile_flow` and the LangGraph exporter."""
+
+    entry: str
+    nodes: tuple[NodeWiring, ...]
+    edges: tuple[NextEdges | LabelEdges | JoinEdge, ...]
+
+
+def wiring(spec: FlowSpec, ops: Mapping[str, registry.Operator], topo: Topology) -> Wiring:
+    """Node wrappers and edges, in the order of the flow's nodes (a pure function)."""
     kinds = {nid: op.kind for nid, op in ops.items()}
-    topo = analyse(spec, kinds)
-
-    from .engine import make_finish, make_node   # the node wrappers live beside the runner
-
-    builder: StateGraph = StateGraph(Memory)
+    nodes = []
     for nid, op in ops.items():
         inputs = tuple(sorted({topo.branch_of[p] for p in topo.predecessors(nid)
                                if p in topo.branch_of})) if op.kind == "merge" else ()
-        builder.add_node(nid, make_node(op, topo.branch_of.get(nid), inputs))
-    builder.add_node(FINISH, make_finish())
-    builder.add_conditional_edges(START, _start_router(topo.entry or spec.nodes[0].id),
-                                  [*ops.keys()])
-    builder.add_edge(FINISH, END)
-
+        nodes.append(NodeWiring(nid, topo.branch_of.get(nid), inputs))
+    edges: list[NextEdges | LabelEdges | JoinEdge] = []
     joins: dict[str, list[str]] = {}
     for nid, op in ops.items():
-        succ = topo.successors(nid)
         in_branch = nid in topo.branch_of
         if op.kind in ("router", "judge"):
             table: dict[str, list[str]] = {}
             for _, tgt, data in topo.graph.out_edges(nid, data=True):
                 table.setdefault(data.get("label") or "", []).append(tgt)
-            targets = sorted({t for ts in table.values() for t in ts} | {FINISH})
-            builder.add_conditional_edges(nid, _label_router(nid, table, topo.branch_of.get(nid)),
-                                          targets)
+            edges.append(LabelEdges(nid, MappingProxyType({k: tuple(v) for k, v in table.items()}),
+                                    topo.branch_of.get(nid)))
             continue
         plain, to_merge = [], []
-        for s in succ:
+        for s in topo.successors(nid):
             if kinds[s] == "merge" and in_branch and topo.branch_of.get(nid) != topo.branch_of.get(s):
                 to_merge.append(s)
             else:
@@ -96,23 +124,63 @@ def compile_flow(spec: FlowSpec) -> CompiledFlow:
         for m in to_merge:
             joins.setdefault(m, []).append(nid)
         if plain or not to_merge:
-            builder.add_conditional_edges(nid, _plain_router(plain, in_branch),
-                                          sorted(set(plain) | {FINISH}))
+            edges.append(NextEdges(nid, tuple(plain), in_branch))
     for merge, preds in joins.items():
-        builder.add_edge(sorted(preds) if len(preds) > 1 else preds[0], merge)
+        edges.append(JoinEdge(tuple(sorted(preds)), merge))
+    return Wiring(entry=topo.entry or spec.nodes[0].id, nodes=tuple(nodes), edges=tuple(edges))
+
+
+def build_operators(spec: FlowSpec) -> dict[str, registry.Operator]:
+    """One operator instance per node, params validated (call after `ensure_valid`)."""
+    ops: dict[str, registry.Operator] = {}
+    for n in spec.nodes:
+        cls = registry.get(n.operator)
+        assert cls is not None  # guaranteed by ensure_valid
+        ops[n.id] = cls(n.id, cls.Params.model_validate(n.params))
+    return ops
+
+
+def compile_flow(spec: FlowSpec) -> CompiledFlow:
+    """Validate (raising ValidationError with every problem) and build the state machine."""
+    warnings = ensure_valid(spec)
+    ops = build_operators(spec)
+    topo = analyse(spec, {nid: op.kind for nid, op in ops.items()})
+    wires = wiring(spec, ops, topo)
+
+    from .engine import make_finish, make_node   # the node wrappers live beside the runner
+
+    builder: StateGraph = StateGraph(Memory)
+    for w in wires.nodes:
+        builder.add_node(w.node_id, make_node(ops[w.node_id], w.branch, w.merge_inputs))
+    builder.add_node(FINISH, make_finish())
+    builder.add_conditional_edges(START, start_router(wires.entry), [*ops.keys()])
+    builder.add_edge(FINISH, END)
+    for e in wires.edges:
+        if isinstance(e, LabelEdges):
+            builder.add_conditional_edges(e.source, label_router(e.table, e.branch),
+                                          label_targets(e.table))
+        elif isinstance(e, NextEdges):
+            builder.add_conditional_edges(e.source, next_router(e.targets, e.in_branch),
+                                          sorted({*e.targets, FINISH}))
+        else:
+            builder.add_edge(list(e.sources) if len(e.sources) > 1 else e.sources[0], e.target)
 
     graph = builder.compile()
     return CompiledFlow(spec=spec, operators=MappingProxyType(ops), topology=topo, graph=graph,
                         warnings=tuple(warnings))
 
 
-def _start_router(entry: str) -> Any:
+def start_router(entry: str) -> Any:
+    """From START: the entry node, or the node a fork starts at (configurable `flowkit_start`)."""
     def start(state: dict[str, Any], config: RunnableConfig) -> str:
         return (config.get("configurable") or {}).get("flowkit_start") or entry
     return start
 
 
-def _plain_router(targets: list[str], in_branch: bool) -> Any:
+def next_router(targets: Sequence[str], in_branch: bool) -> Any:
+    """After a plain node: its successors (all of them: a fan-out), or the finish once halted."""
+    targets = list(targets)
+
     def route(state: dict[str, Any]) -> list[str] | str:
         if not targets or (state.get("halt") and not in_branch):
             return FINISH
@@ -120,7 +188,11 @@ def _plain_router(targets: list[str], in_branch: bool) -> Any:
     return route
 
 
-def _label_router(node: str, table: dict[str, list[str]], branch: str | None) -> Any:
+def label_router(table: Mapping[str, Sequence[str]], branch: str | None = None) -> Any:
+    """After a router or judge: the targets of the label it wrote to `route` (in its branch's
+    scope when inside a parallel branch); the finish when halted or the label is unwired."""
+    table = {k: list(v) for k, v in table.items()}
+
     def route(state: dict[str, Any]) -> list[str] | str:
         if state.get("halt") and branch is None:
             return FINISH
@@ -131,3 +203,8 @@ def _label_router(node: str, table: dict[str, list[str]], branch: str | None) ->
             return FINISH   # an unwired route ends the run (validation warned about it)
         return targets if len(targets) > 1 else targets[0]
     return route
+
+
+def label_targets(table: Mapping[str, Sequence[str]]) -> list[str]:
+    """Every node a label router can go to, the finish included (sorted)."""
+    return sorted({t for ts in table.values() for t in ts} | {FINISH})

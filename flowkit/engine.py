@@ -64,6 +64,18 @@ def _run_of(config: RunnableConfig) -> _Run:
     return config["configurable"]["flowkit_run"]
 
 
+def bind_run(config: RunnableConfig, *, run_id: str, resources: Any, kb: str, sink: TraceSink,
+             limits: Limits, started: float | None = None) -> RunnableConfig:
+    """A copy of `config` that carries a run context for the wrappers of `make_node` and
+    `make_finish`: for callers that invoke the graph without `run_flow` (the exported LangGraph
+    package, flowkit.export.runtime). `started` is a `time.perf_counter()` value."""
+    run = _Run(run_id=run_id, resources=resources, kb=kb, sink=sink, limits=limits)
+    if started is not None:
+        run.started = started
+    configurable = {**(config.get("configurable") or {}), "flowkit_run": run}
+    return {**config, "configurable": configurable}  # type: ignore[typeddict-item]
+
+
 def make_node(op: registry.Operator, branch: str | None, merge_inputs: tuple[str, ...]) -> Any:
     """The LangGraph node function for one operator instance."""
 

@@ -7,6 +7,7 @@ import streamlit as st
 
 from flowkit import templates
 from flowkit.errors import FlowkitError
+from flowkit.export import export_zip, graph_id
 from studio import diffs, library
 from studio.workspace import get_workspace
 
@@ -23,6 +24,8 @@ def _go(page: str, flow: str) -> None:
         st.session_state["run_flow"] = flow
     st.switch_page(page, query_params={"flow": flow})   # the target page's query params
 
+
+_LG_EXPORT = "Export as LangGraph package (zip)"
 
 st.title("Flows")
 notice = st.session_state.pop("flows_notice", None)
@@ -100,6 +103,16 @@ for f in flows:
                 st.session_state["flows_selected"] = f.name
             if b[4].button("Delete", key=f"flows_delete_{f.name}"):
                 st.session_state["flows_confirm_delete"] = confirm = f.name
+            try:
+                spec = store.get_flow(f.name)[0]
+                package = export_zip(spec)
+            except FlowkitError as err:   # a flow with problems cannot become code yet
+                st.button(_LG_EXPORT, key=f"flows_export_lg_{f.name}", disabled=True,
+                          help=f"Fix the flow first: {err}")
+            else:
+                st.download_button(_LG_EXPORT, data=package, file_name=f"{graph_id(spec)}.zip",
+                                   mime="application/zip", key=f"flows_export_lg_{f.name}",
+                                   help="graph.py + langgraph.json: `langgraph dev` serves it")
         if confirm == f.name:
             st.warning(f"Delete '{f.name}' and all its versions? Its runs stay in the history.")
             yes, no = st.columns([1, 6])

@@ -124,3 +124,18 @@ def test_delete_asks_first_and_removes_drafts(ws: Workspace) -> None:
     assert not ws.store.flow_exists("doomed")
     assert DraftStore(ws.data_dir).for_flow("doomed") == []
     assert "Deleted 'doomed'." in texts(at)
+
+
+def test_export_as_langgraph_package_zip(ws: Workspace) -> None:
+    from flowkit.spec import EdgeSpec
+    save_template(ws, "loop", "ircot")
+    broken = templates.load_template("naive_rag").model_copy(update={"name": "broken"})
+    broken = broken.model_copy(update={"edges": [*broken.edges, EdgeSpec(source="gone",
+                                                                         target="generate")]})
+    ws.store.save_flow(broken, None)
+    at = flows_page()
+    assert not at.exception
+    (button,) = [b for b in at.get("download_button") if b.key == "flows_export_lg_loop"]
+    assert button.proto.label == "Export as LangGraph package (zip)"
+    (off,) = [b for b in at.button if b.key == "flows_export_lg_broken"]
+    assert off.disabled and "gone" in off.help
