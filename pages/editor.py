@@ -243,7 +243,7 @@ with right:
     for p in problems:
         where = f"{inert.code(p.node)} " if p.node else ""
         text = f"{where}{inert.escape(p.message)}" + (f" — _{inert.escape(p.hint)}_" if p.hint else "")
-        (st.error if p.severity == "error" else st.warning)(f"\\[{p.code}\\] {text}")
+        (st.error if p.severity == "error" else st.warning)(f"[{p.code}] {text}")   # a code of ours
 
     with st.expander("Flow: description, entry, limits"):
         st.text_area("Description", value=spec.description, key=f"editor_desc_{gen}",

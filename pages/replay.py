@@ -31,7 +31,7 @@ if wanted and wanted not in by_id:
         by_id = {found.id: found, **by_id}
         wanted = found.id
     except NotFoundError:
-        st.warning(f"No run {inert.code(wanted, limit=80)} in this workspace.")
+        st.warning(f"No run '{inert.escape(wanted, limit=80)}' in this workspace.")
         wanted = None
 if not by_id:
     st.info("No runs yet: start one on the Run page.")

@@ -13,10 +13,12 @@ from typing import Any
 
 import streamlit as st
 
-# Every ASCII punctuation character may be backslash-escaped in CommonMark; escaping all the ones
-# that start syntax (links, images, emphasis, HTML, entities, code, math, Streamlit directives
-# such as :red[..] and :material/icon:) leaves the text exactly as written and inert.
-_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:&=\"'^%@/?;,])")
+# Every ASCII punctuation character may be backslash-escaped in CommonMark. What could fetch,
+# link or inject needs one of these: `[` `]` (links, images, Streamlit's :colour[..] directives),
+# `<` `>` (HTML, autolinks), `&` (entities), `$` (math), backticks (code spans that would swallow
+# the escapes) and the backslash itself. Emphasis and headings are cosmetic and stay readable
+# (line breaks become spaces, so no line can start a heading or a block).
+_SPECIAL = re.compile(r"([\\`\[\]<>&$])")
 _BACKTICKS = re.compile(r"`+")
 
 
@@ -50,7 +52,17 @@ def text(value: object, container: Any = None) -> None:
     (container or st).text("" if value is None else str(value))
 
 
+_BLOCK_MARK = re.compile(r"^([#>+*=|-])")
+_LIST_NUMBER = re.compile(r"^(\d+)([.)])")
+
+
 def quote(value: object) -> str:
-    """A Markdown block quote of `value`, escaped line by line."""
+    """A Markdown block quote of `value`, escaped line by line; no line can open a heading, a
+    list or a nested quote (its first marker is escaped)."""
     lines = ("" if value is None else str(value)).splitlines() or [""]
-    return "\n".join("> " + escape(line) for line in lines)
+    out = []
+    for line in lines:
+        text = escape(line).lstrip()
+        text = _LIST_NUMBER.sub(r"\1\\\2", _BLOCK_MARK.sub(r"\\\1", text))
+        out.append("> " + text)
+    return "  \n".join(out)

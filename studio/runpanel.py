@@ -73,7 +73,7 @@ def render(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
     run = _run(ws, run_id)
     if run is None:
         if job is None:
-            st.warning(f"No run {inert.code(run_id)} here: it may have been queued before the studio "
+            st.warning(f"No run '{inert.escape(run_id, limit=80)}' here: it may have been queued before the studio "
                        "restarted, or deleted.")
             return False
         st.markdown(f"**{inert.escape(job.meta.get('flow', ''))}** on "
@@ -120,7 +120,8 @@ def render(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
     if cited:
         st.markdown("**Cited passages**")
         for i, d in enumerate(cited, 1):
-            title = inert.escape(f"[{i}] {d['id']}" + (f" · {d['title']}" if d["title"] else ""))
+            title = f"[{i}] " + inert.escape(f"{d['id']}"
+                                             + (f" · {d['title']}" if d["title"] else ""))
             with st.expander(title, expanded=(i == 1)):
                 if d["found"]:
                     inert.text(d["text"])
