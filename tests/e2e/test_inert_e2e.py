@@ -98,14 +98,15 @@ def test_links_in_answers_and_passages_stay_text(studio, page, leak_server):
 
     page.goto(f"{url}/run?run={run_id}")
     expect(page.get_by_role("heading", name="Answer")).to_be_visible(timeout=180_000)
-    expect(page.get_by_text(f"The keeper said {link}")).to_be_visible()
-    expect(page.get_by_text(f"keeper wrote {link}")).to_be_visible()   # the cited passage
+    plain = page.get_by_test_id("stText")
+    expect(plain.filter(has_text=f"The keeper said {link}")).to_be_visible()
+    expect(plain.filter(has_text=f"keeper wrote {link}")).to_be_visible()   # the cited passage
     page.wait_for_timeout(1500)
     page.screenshot(path=str(ART / "inert_run_page.png"), full_page=True)
 
     page.goto(f"{url}/replay?run={run_id}")
     expect(page.get_by_text(re.compile(r"Step 0 of \d"))).to_be_visible()
-    expect(page.get_by_text(f"The keeper said {link}")).to_be_visible()
+    expect(plain.filter(has_text=f"The keeper said {link}")).to_be_visible()
     page.wait_for_timeout(1500)
     page.screenshot(path=str(ART / "inert_replay_page.png"), full_page=True)
 
