@@ -29,7 +29,7 @@ from flowkit.testing import HashEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
 CHILD = ROOT / "tests" / "kb_child.py"
-WORDS = "lighthouse keeper island ferry harbour storm tide beacon lamp rock coast".split()
+WORDS = ["lighthouse", "keeper", "island", "ferry", "harbour", "storm", "tide", "beacon", "lamp", "rock", "coast"]
 KILLS = 10
 
 
