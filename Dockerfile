@@ -19,4 +19,6 @@ COPY pages ./pages
 COPY assets ./assets
 VOLUME /data
 EXPOSE 8501
-CMD ["sh", "-c", "flowkit setup && streamlit run app.py --server.address 0.0.0.0 --server.port 8501 --server.headless true"]
+COPY docker-entrypoint.sh ./
+# binds 0.0.0.0, so it refuses to start unless FLOWKIT_STUDIO_TOKEN is set (studio/gate.py asks for it)
+CMD ["sh", "./docker-entrypoint.sh"]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from studio import sidebar
+from studio import gate, sidebar
 from studio.workspace import get_workspace
 
 ROOT = Path(__file__).resolve().parent
@@ -32,6 +32,7 @@ def _page(path: str, title: str, icon: str, default: bool) -> st.Page:
 
 
 st.set_page_config(page_title="flowkit studio", page_icon=":material/account_tree:", layout="wide")
+gate.require_token()   # FLOWKIT_STUDIO_TOKEN set: nothing renders before the session gives it
 nav = st.navigation([_page(p, t, i, default=(n == 0)) for n, (p, t, i) in enumerate(PAGES)])
 sidebar.render(get_workspace())
 nav.run()

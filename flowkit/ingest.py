@@ -32,7 +32,8 @@ def ingest(resources: Any, kb: str, paths: Iterable[str | Path], chunker: str = 
     """Read the files, chunk them, embed and index the chunks. Returns the number of chunks.
 
     All files are read and chunked before anything is written, so a bad file leaves the
-    knowledge base as it was.
+    knowledge base as it was. The writing holds the knowledge base's cross-process lock (a second
+    writer waits ~2 s, then ResourceError) and marks it "incomplete" in meta.json until it ends.
     """
     docs = read_documents(paths)
     if not docs:
@@ -47,11 +48,12 @@ def ingest(resources: Any, kb: str, paths: Iterable[str | Path], chunker: str = 
                                 f"'{c.id}'; rename one of them")
         ids[c.id] = c
     base = resources.kb(kb)
-    n = base.add(chunks, progress=progress)
-    base.update_meta(chunker=chunker, chunker_params=op.params.model_dump(mode="json"),
-                     documents=len({c.meta.get("doc_id") for c in chunks}))
-    if hasattr(op, "after_ingest"):
-        op.after_ingest(base, resources, docs)
+    with base.changing():   # cross-process lock; meta "incomplete" until the end
+        n = base.add(chunks, progress=progress)
+        base.update_meta(chunker=chunker, chunker_params=op.params.model_dump(mode="json"),
+                         documents=len({c.meta.get("doc_id") for c in chunks}))
+        if hasattr(op, "after_ingest"):
+            op.after_ingest(base, resources, docs)
     return n
 
 

@@ -9,7 +9,7 @@ from streamlit_flow import streamlit_flow
 from flowkit import registry
 from flowkit.errors import FlowkitError, NotFoundError
 from flowkit.spec import Limits
-from studio import canvas, diffs, forms, palette
+from studio import canvas, diffs, forms, inert, palette
 from studio.editor import K_GEN, Editor, canvas_key
 from studio.workspace import get_workspace
 
@@ -92,7 +92,7 @@ try:
     draft = ed.open(flow, st.query_params.get("draft"))
 except NotFoundError as err:
     st.title("Editor")
-    st.error(str(err))
+    st.error(inert.escape(err))
     st.page_link("pages/flows.py", label="Back to the flows", icon=":material/arrow_back:")
     st.stop()
 if st.query_params.get("flow") != draft.flow or st.query_params.get("draft") != draft.draft_id:
@@ -103,7 +103,7 @@ problems = ed.problems(spec)
 gen = st.session_state.get(K_GEN, 0)
 
 # ---- header and toolbar -----------------------------------------------------------------------
-st.title(f"Editor · {draft.flow}")
+st.title(f"Editor · {inert.escape(draft.flow)}")
 dirty = ed.dirty()
 st.caption(f"Started from version {draft.base_version}"
            + (" · **unsaved changes** (kept on the server: a refresh loses nothing)" if dirty
@@ -113,23 +113,25 @@ st.caption(f"Started from version {draft.base_version}"
 notice_box, conflict_box = st.empty(), st.container()
 notice = ed.notice()
 if notice:
-    (notice_box.success if notice[0] == "success" else notice_box.info)(notice[1])
+    (notice_box.success if notice[0] == "success" else notice_box.info)(inert.escape(notice[1]))
 
 conflict = ed.conflict
 if conflict:
     with conflict_box.container(border=True):
         if conflict.get("deleted"):
-            st.error(f"Conflict: '{draft.flow}' was deleted while you edited it. Your draft is "
+            st.error(f"Conflict: '{inert.escape(draft.flow)}' was deleted while you edited it. Your draft is "
                      "kept: save it as a new flow.")
         else:
-            st.error(f"Conflict: version {conflict['actual']} of '{draft.flow}' was saved while "
+            st.error(f"Conflict: version {conflict['actual']} of '{inert.escape(draft.flow)}' "
+                     "was saved while "
                      f"you edited version {conflict['expected']}. Your draft is kept; choose "
                      "what to do.")
             try:
                 theirs, _ = ws.store.get_flow(draft.flow)
                 changes = diffs.structural(theirs, spec)
                 with st.expander(f"Your draft compared with version {conflict['actual']}"):
-                    st.markdown("\n".join(f"- `{c}`" for c in changes) or "Only positions differ.")
+                    st.markdown("\n".join(f"- {inert.code(c)}" for c in changes)
+                                or "Only positions differ.")
             except NotFoundError:
                 pass
         c1, c2, c3 = st.columns(3)
@@ -140,7 +142,7 @@ if conflict:
                 try:
                     saved = ed.save_as(new_name)
                 except FlowkitError as err:
-                    st.error(str(err))
+                    st.error(inert.escape(err))
                 else:
                     st.query_params.update({"flow": saved, "draft": ed.draft.draft_id})
                     st.rerun()
@@ -195,13 +197,13 @@ with right:
         node = spec.node(sel)
         cls = registry.get(node.operator)
         head, close = st.columns([4, 1])
-        head.markdown(f"**Node `{node.id}`**")
+        head.markdown(f"**Node {inert.code(node.id)}**")
         close.button("✕", key="editor_deselect", on_click=_deselect, help="Close")
-        st.caption(f"`{node.operator}`")
+        st.caption(inert.code(node.operator))
         st.text_input("Label", value=node.label, key=f"editor_label_{gen}_{sel}",
                       on_change=_set_label, args=(sel, f"editor_label_{gen}_{sel}"))
         if cls is None:
-            st.error(f"Unknown operator '{node.operator}': delete this node.")
+            st.error(f"Unknown operator {inert.code(node.operator, limit=80)}: delete this node.")
         else:
             with st.expander("About this operator"):
                 st.markdown(cls.help())
@@ -213,11 +215,11 @@ with right:
         for p in problems:
             if p.node == sel:
                 (st.error if p.severity == "error" else st.warning)(
-                    f"{p.message}" + (f" — {p.hint}" if p.hint else ""))
+                    inert.escape(p.message) + (f" — {inert.escape(p.hint)}" if p.hint else ""))
     elif edge is not None:
         _, e = edge
         head, close = st.columns([4, 1])
-        head.markdown(f"**Edge `{e.source}` → `{e.target}`**")
+        head.markdown(f"**Edge {inert.code(e.source)} → {inert.code(e.target)}**")
         close.button("✕", key="editor_deselect", on_click=_deselect, help="Close")
         labels = canvas.route_labels(spec.node(e.source)) if e.source in node_ids else ()
         if labels:
@@ -225,9 +227,9 @@ with right:
             st.selectbox("Route label", options, index=options.index(e.label or "(none)"),
                          key=f"editor_edge_label_{gen}_{sel}", on_change=_set_edge_label,
                          args=(sel, f"editor_edge_label_{gen}_{sel}"),
-                         help=f"Which of '{e.source}''s routes follows this edge")
+                         help=f"Which of '{inert.escape(e.source)}''s routes follows this edge")
         else:
-            st.caption(f"'{e.source}' does not route: this edge is always followed.")
+            st.caption(f"'{inert.escape(e.source)}' does not route: this edge is always followed.")
             if e.label:
                 st.button("Remove the label", key=f"editor_edge_unlabel_{gen}",
                           on_click=lambda eid=sel: _ed().set_edge_label(eid, None))
@@ -239,9 +241,9 @@ with right:
     if not problems:
         st.success("No problems: the flow can run.")
     for p in problems:
-        where = f"`{p.node}` " if p.node else ""
-        text = f"{where}{p.message}" + (f" — _{p.hint}_" if p.hint else "")
-        (st.error if p.severity == "error" else st.warning)(f"[{p.code}] {text}")
+        where = f"{inert.code(p.node)} " if p.node else ""
+        text = f"{where}{inert.escape(p.message)}" + (f" — _{inert.escape(p.hint)}_" if p.hint else "")
+        (st.error if p.severity == "error" else st.warning)(f"[{p.code}] {text}")   # a code of ours
 
     with st.expander("Flow: description, entry, limits"):
         st.text_area("Description", value=spec.description, key=f"editor_desc_{gen}",

@@ -8,7 +8,7 @@ import streamlit as st
 from flowkit import templates
 from flowkit.errors import FlowkitError
 from flowkit.export import export_zip, graph_id
-from studio import diffs, library
+from studio import diffs, inert, library
 from studio.workspace import get_workspace
 
 ws = get_workspace()
@@ -30,7 +30,7 @@ _LG_EXPORT = "Export as LangGraph package (zip)"
 st.title("Flows")
 notice = st.session_state.pop("flows_notice", None)
 if notice:
-    st.success(notice)
+    st.success(inert.escape(notice))
 
 new_col, import_col = st.columns(2)
 with new_col, st.form("flows_new", clear_on_submit=False, border=True):
@@ -44,7 +44,7 @@ with new_col, st.form("flows_new", clear_on_submit=False, border=True):
         try:
             library.create_flow(store, name, template)
         except FlowkitError as err:
-            st.error(str(err))
+            st.error(inert.escape(err))
         else:
             _go("pages/editor.py", name.strip())
 
@@ -55,20 +55,20 @@ with import_col, st.container(border=True):
         spec, problems = library.parse_import(upload.getvalue())
         if spec is None:
             for p in problems:
-                st.error(str(p))
+                st.error(inert.escape(p))
         else:
             if problems:
                 st.warning(f"The flow has {len(problems)} problem(s); you can fix them in the "
                            "editor.")
                 with st.expander("Problems"):
                     for p in problems:
-                        st.markdown(f"- {p}")
+                        st.markdown(f"- {inert.escape(p)}")
             new_name = st.text_input("Save as", value=spec.name, key="flows_import_name")
             if st.button("Import", key="flows_import_go"):
                 try:
                     library.import_flow(store, spec, new_name)
                 except FlowkitError as err:
-                    st.error(str(err))
+                    st.error(inert.escape(err))
                 else:
                     st.session_state["flows_notice"] = f"Imported '{new_name.strip()}'."
                     st.rerun()
@@ -82,12 +82,13 @@ for f in flows:
     with st.container(border=True):
         info, act = st.columns([3, 4])
         with info:
-            st.markdown(f"**{f.name}** · version {f.version} · saved {_when(f.updated_at)}")
+            st.markdown(f"**{inert.escape(f.name)}** · version {f.version} · "
+                        f"saved {_when(f.updated_at)}")
             if f.description:
-                st.caption(f.description)
+                st.caption(inert.escape(f.description))
             if f.last_run_id:
-                st.caption(f"Last run: {f.last_run_status} · {_when(f.last_run_at)} · "
-                           f"`{f.last_run_id[:8]}`")
+                st.caption(f"Last run: {inert.escape(f.last_run_status)} · "
+                           f"{_when(f.last_run_at)} · {inert.code(f.last_run_id[:8])}")
             else:
                 st.caption("Not run yet")
         with act:
@@ -108,13 +109,14 @@ for f in flows:
                 package = export_zip(spec)
             except FlowkitError as err:   # a flow with problems cannot become code yet
                 st.button(_LG_EXPORT, key=f"flows_export_lg_{f.name}", disabled=True,
-                          help=f"Fix the flow first: {err}")
+                          help=f"Fix the flow first: {inert.escape(str(err))}")
             else:
                 st.download_button(_LG_EXPORT, data=package, file_name=f"{graph_id(spec)}.zip",
                                    mime="application/zip", key=f"flows_export_lg_{f.name}",
                                    help="graph.py + langgraph.json: `langgraph dev` serves it")
         if confirm == f.name:
-            st.warning(f"Delete '{f.name}' and all its versions? Its runs stay in the history.")
+            st.warning(f"Delete '{inert.escape(f.name)}' and all its versions? Its runs stay in "
+                       "the history.")
             yes, no = st.columns([1, 6])
             if yes.button("Yes, delete", key=f"flows_delete_yes_{f.name}", type="primary"):
                 library.delete(store, ws.data_dir, f.name)
@@ -129,7 +131,7 @@ for f in flows:
 
 selected = st.session_state.get("flows_selected")
 if selected and store.flow_exists(selected):
-    st.subheader(f"Versions of {selected}")
+    st.subheader(f"Versions of {inert.escape(selected)}")
     versions = store.versions(selected)
     st.dataframe([{"version": v.version, "saved": _when(v.created_at), "message": v.message,
                    "nodes": len(v.spec.nodes), "edges": len(v.spec.edges)} for v in versions],
@@ -147,7 +149,7 @@ if selected and store.flow_exists(selected):
             try:
                 v = library.restore(store, selected, back)
             except FlowkitError as err:
-                st.error(str(err))
+                st.error(inert.escape(err))
             else:
                 st.session_state["flows_notice"] = (f"Restored version {back} of '{selected}' "
                                                     f"as version {v}.")
@@ -158,7 +160,7 @@ if selected and store.flow_exists(selected):
     elif not changes:
         st.caption("No change except canvas positions.")
     else:
-        st.markdown("\n".join(f"- `{c}`" for c in changes))
+        st.markdown("\n".join(f"- {inert.code(c)}" for c in changes))
         with st.expander("Unified diff of the JSON"):
             st.code(diffs.unified(by_number[old], by_number[new], f"v{old}", f"v{new}"),
                     language="diff")

@@ -9,7 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from flowkit.errors import FlowkitError
-from studio import graphview, kbview
+from studio import graphview, inert, kbview
 from studio.jobs import get_jobs
 from studio.tasks import submit_ingest
 from studio.workspace import get_workspace
@@ -22,7 +22,7 @@ state = st.session_state
 st.title("Knowledge bases")
 notice = state.pop("kb_notice", None)
 if notice:
-    st.success(notice)
+    st.success(inert.escape(notice))
 
 rows = kbview.kb_rows(res)
 names = [r["name"] for r in rows]
@@ -49,7 +49,7 @@ with create_col, st.form("kb_create", border=True):
         try:
             kbview.create(res, new_name, new_desc)
         except FlowkitError as err:
-            st.error(str(err))
+            st.error(inert.escape(err))
         else:
             state["kb_notice"] = f"Created '{new_name.strip()}'. Add files to it next."
             st.query_params["kb"] = new_name.strip()
@@ -103,13 +103,15 @@ if ingest_job is not None:
         if job is None:
             return
         if job.status == "queued":
-            st.progress(0.0, text=f"{job.label}: queued, {jobs.ahead_of(job.id)} job(s) ahead")
+            st.progress(0.0, text=f"{inert.escape(job.label)}: queued, "
+                              f"{jobs.ahead_of(job.id)} job(s) ahead")
         elif job.status == "running":
-            st.progress(min(max(job.progress or 0.0, 0.0), 1.0), text=f"{job.label}: {job.message}")
+            st.progress(min(max(job.progress or 0.0, 0.0), 1.0),
+                        text=f"{inert.escape(job.label)}: {inert.escape(job.message)}")
         elif job.status == "error":
-            st.error(f"{job.label} failed: {job.error}")
+            st.error(f"{inert.escape(job.label)} failed: {inert.escape(job.error)}")
         else:
-            st.progress(1.0, text=f"{job.label}: {job.message}")
+            st.progress(1.0, text=f"{inert.escape(job.label)}: {inert.escape(job.message)}")
             st.success(f"Ingested {(job.result or {}).get('chunks', 0)} chunks into "
                        f"'{(job.result or {}).get('kb')}'.")
         if running and job.finished:
@@ -136,7 +138,7 @@ with t_search:
         try:
             results = kbview.search(kb, query.strip(), int(k))
         except FlowkitError as err:
-            st.error(str(err))
+            st.error(inert.escape(err))
         else:
             for col, (method, docs) in zip(st.columns(3), results.items()):
                 with col:
@@ -145,11 +147,12 @@ with t_search:
                         st.caption("No results.")
                     for rank, d in enumerate(docs, 1):
                         with st.container(border=True):
-                            st.markdown(f"**{rank}.** `{d['id']}` · score {d['score']:.4f}")
+                            st.markdown(f"**{rank}.** {inert.code(d['id'])} · "
+                                        f"score {d['score']:.4f}")
                             if d.get("title"):
-                                st.caption(d["title"])
+                                st.caption(inert.escape(d["title"]))
                             text = d.get("text", "")
-                            st.write(text[:280] + ("…" if len(text) > 280 else ""))
+                            inert.text(text[:280] + ("…" if len(text) > 280 else ""))
 
 with t_chunks:
     total = kb.count() if kb.exists else 0
@@ -170,7 +173,7 @@ with t_graph:
         graph = kbview.load_kg(kb.dir)
     except FlowkitError as err:
         graph = None
-        st.error(str(err))
+        st.error(inert.escape(err))
     if graph is None:
         st.caption("No knowledge-graph index: ingest files with the `indexing.knowledge_graph` "
                    "chunker to build one.")
@@ -183,18 +186,18 @@ with t_graph:
         most = ncol.number_input("Entities drawn", 5, 300, 60, step=5, key=f"kb_graph_n_{pick}")
         nodes, edges = graphview.kg_picture(graph, int(most), focus)
         if focus.strip() and not nodes:
-            st.caption(f"No entity matches '{focus.strip()}'.")
+            st.caption(f"No entity matches '{inert.escape(focus.strip())}'.")
         graphview.draw(nodes, edges, key=f"kb_graph_{pick}", height=560, physics=True)
 
 with t_db:
     current = kbview.attached_database(kb)
     if current is not None:
-        st.markdown(f"Attached: `{current}`")
+        st.markdown(f"Attached: {inert.code(current)}")
         try:
             st.dataframe([{"table": t, "rows": n} for t, n in kbview.sqlite_tables(current)],
                          hide_index=True)
         except Exception as err:  # noqa: BLE001 - a broken file: say so, do not crash the page
-            st.error(f"cannot read it: {err}")
+            st.error(f"cannot read it: {inert.escape(err)}")
     else:
         st.caption("No SQLite database attached. Text-to-SQL flows query the one attached here.")
     db_file = st.file_uploader("SQLite database", type=["sqlite", "sqlite3", "db"],
@@ -206,7 +209,7 @@ with t_db:
             try:
                 where = kbview.attach(ws.data_dir, kb, path)
             except (FlowkitError, OSError) as err:
-                st.error(str(err))
+                st.error(inert.escape(err))
             else:
                 state["kb_notice"] = f"Attached {db_file.name} to '{pick}' ({where.name})."
                 st.rerun()

@@ -9,7 +9,7 @@ import streamlit as st
 
 from flowkit.errors import NotFoundError
 from flowkit.memory import OPERATOR_KEYS
-from studio import graphview, memview, replay, runview
+from studio import graphview, inert, memview, replay, runview
 from studio.forkpanel import fork_status
 from studio.jobs import get_jobs
 from studio.tasks import submit_fork
@@ -31,7 +31,7 @@ if wanted and wanted not in by_id:
         by_id = {found.id: found, **by_id}
         wanted = found.id
     except NotFoundError:
-        st.warning(f"No run '{wanted}' in this workspace.")
+        st.warning(f"No run '{inert.escape(wanted, limit=80)}' in this workspace.")
         wanted = None
 if not by_id:
     st.info("No runs yet: start one on the Run page.")
@@ -62,12 +62,14 @@ steps = ws.store.steps(run.id)
 # ---- the run in one glance -------------------------------------------------------------------
 head, totals = st.columns([3, 2])
 with head:
-    st.markdown(f"**{run.flow_name}** on `{run.kb or '-'}` · "
+    st.markdown(f"**{inert.escape(run.flow_name)}** on {inert.code(run.kb or '-')} · "
                 f":{runview.STATUS_COLOURS.get(run.status, 'gray')}-badge[{run.status}]")
-    st.markdown(f"> {run.question}")
-    st.markdown(f"**Answer:** {run.answer or '_(none)_'}")
+    st.markdown(inert.quote(run.question))
+    st.markdown("**Answer:**" + ("" if run.answer else " _(none)_"))
+    if run.answer:
+        inert.text(run.answer)
     if run.error:
-        st.error(run.error)
+        st.error(inert.escape(run.error))
     if run.parent_run_id:
         st.markdown(f":material/call_split: Forked from run `{run.parent_run_id}` "
                     f"step {run.parent_step}")
@@ -84,7 +86,7 @@ with totals:
     cols = st.columns(4)
     for col, (name, value) in zip(cols, runview.totals(run).items()):
         col.metric(name, value)
-    st.caption(f"Model {run.model_id or '?'} · {run.model_hash[:12] or '?'}")
+    st.caption(f"Model {inert.escape(run.model_id or '?')} · {run.model_hash[:12] or '?'}")
 
 fork_status(ws, jobs, run.id)
 
@@ -128,17 +130,17 @@ with graph_col:
     st.caption(":orange[■] this step · :blue[■] visited before · :red[■] failed · pale: not "
                "reached yet · thick blue edges: the path so far")
 with info_col:
-    st.markdown(f"### Step {idx} of {n - 1}: `{step.node_id}`")
-    st.markdown(f"`{step.operator}` · visit {step.visit}"
-                + (f" · branch `{step.branch}`" if step.branch else ""))
+    st.markdown(f"### Step {idx} of {n - 1}: {inert.code(step.node_id)}")
+    st.markdown(f"{inert.code(step.operator)} · visit {step.visit}"
+                + (f" · branch {inert.code(step.branch)}" if step.branch else ""))
     c1, c2, c3 = st.columns(3)
     c1.metric("LLM calls", len(step.llm_calls))
     c2.metric("Tokens", step.tokens)
     c3.metric("ms", round(step.ms))
     if step.error and step.error.startswith("stopped:"):
-        st.warning(step.error)
+        st.warning(inert.escape(step.error))
     elif step.error:
-        st.error(f"This step failed: {step.error}")
+        st.error(f"This step failed: {inert.escape(step.error)}")
 
 tok_df, ms_df = replay.chart_data(steps, idx)
 chart_h = min(130 + 34 * n, 560)
@@ -173,7 +175,7 @@ with t_ret:
     if not step.retrievals:
         st.caption("This step retrieved nothing.")
     for r in step.retrievals:
-        st.markdown(f"**{r.method}** for `{r.query[:200]}`")
+        st.markdown(f"**{inert.escape(r.method)}** for {inert.code(r.query, limit=200)}")
         st.dataframe([{"rank": i, "id": d.get("id"), "title": d.get("title", ""),
                        "score": d.get("score"), "text": (d.get("text") or "")[:300]}
                       for i, d in enumerate(r.docs, 1)], hide_index=True, width="stretch",
@@ -182,7 +184,7 @@ with t_ret:
 with t_fork:
     why_not = replay.forkable(step, run.spec)
     if why_not:
-        st.info(f"Cannot fork from this step: {why_not}.")
+        st.info(f"Cannot fork from this step: {inert.escape(why_not)}.")
     else:
         st.caption(f"Run on from step {idx} (`{step.node_id}`) with its memory-before, changed as "
                    "you say here. The model runs again from this node; the new run links back.")
@@ -212,7 +214,7 @@ with t_fork:
             if not problem and not param_changes:
                 st.caption("No param changed yet: the fork would run the same params.")
         if problem:
-            st.error(problem)
+            st.error(inert.escape(problem))
         if st.button("Fork and run ▶", type="primary", key="replay_fork_go",
                      disabled=bool(problem)):
             job_id = submit_fork(jobs, ws, run.id, idx, memory_changes, param_changes)

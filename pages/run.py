@@ -6,7 +6,7 @@ import streamlit as st
 
 from flowkit.errors import FlowkitError
 from flowkit.validate import check
-from studio import datasets, runpanel, runview, sidebar
+from studio import datasets, inert, runpanel, runview, sidebar
 from studio.jobs import get_jobs
 from studio.overrides import Overrides, tunable
 from studio.tasks import submit_run
@@ -83,12 +83,12 @@ with form_col:
             st.selectbox("Question", list(range(len(qs))), index=None, key="run_dataset_q",
                          format_func=lambda i: f"{qs[i]['id']}: {qs[i]['question']}",
                          placeholder=f"{len(qs)} questions", on_change=_fill_question, args=(qs,))
-            st.caption(f"Read from `{qset.path}`")
+            st.caption(f"Read from {inert.code(qset.path)}")
     question = st.text_area("Question", key="run_question", height=90,
                             placeholder="Ask something the knowledge base can answer")
     gold = st.session_state.get("run_gold")
     if gold and gold["question"] == question and gold["answers"]:
-        st.caption("Expected: " + " | ".join(gold["answers"]))
+        st.caption("Expected: " + " | ".join(inert.escape(a) for a in gold["answers"]))
 
     # ---- model settings for this run only ------------------------------------------------------
     spec, version, load_error = None, None, None
@@ -123,12 +123,12 @@ with form_col:
                        f"{lim.max_tokens} tokens, {lim.timeout_s:g} s (edit them in the Editor)")
 
     if load_error:
-        st.error(load_error)
+        st.error(inert.escape(load_error))
     problems = [p for p in check(spec) if p.severity == "error"] if spec is not None else []
     if problems:
         st.error(f"The flow has {len(problems)} problem(s); fix them in the Editor first.")
         for p in problems:
-            st.markdown(f"- {p}")
+            st.markdown(f"- {inert.escape(p)}")
     go = st.button("Run ▶", type="primary", key="run_go", width="stretch",
                    disabled=spec is None or bool(problems))
     if go and not question.strip():
@@ -138,7 +138,7 @@ with form_col:
             _, new_run = submit_run(jobs, ws, spec, question.strip(), kb, flow_version=version,
                                     overrides=overrides)
         except FlowkitError as err:
-            st.error(str(err))
+            st.error(inert.escape(err))
         else:
             st.query_params["run"] = new_run
 

@@ -19,6 +19,7 @@ from storage.workspace import Workspace
 from . import compare_charts as charts
 from . import compare_data as cd
 from . import compare_jobs as cj
+from . import inert
 from .jobs import JobManager
 
 NEW_KB = "__new__"
@@ -45,7 +46,7 @@ def peek_dataset(repo: EvalRepo, name: str) -> Dataset | None:
         return Dataset(info.name, info.questions, source=info.source, kb=info.kb,
                        corpus=resolve(repo, name).corpus if info.source else "")
     except FlowkitError as err:
-        st.error(str(err))
+        st.error(inert.escape(err))
         return None
 
 
@@ -109,7 +110,7 @@ def setup_form(ws: Workspace, repo: EvalRepo, jobs: JobManager, switches: cj.Sto
             dataset = cd.load_dataset(repo, name)       # stores its questions (for resume)
             cj.submit_eval(jobs, switches, ws, plan, dataset, ingest_first=ingest_first)
         except FlowkitError as err:
-            st.error(str(err))
+            st.error(inert.escape(err))
         else:
             open_eval(plan.eval_id)
             st.rerun()
@@ -156,7 +157,7 @@ def progress_panel(ws: Workspace, jobs: JobManager, switches: cj.StopSwitches,
             label += f" · {p.failed} failed"
         st.progress(min(p.fraction, 1.0), text=label)
         if p.message:
-            st.caption(p.message)
+            st.caption(inert.escape(p.message))
         if p.active:
             if st.button("Stop after the current question", key="compare_stop"):
                 cj.stop_eval(switches, plan.eval_id)
@@ -166,7 +167,7 @@ def progress_panel(ws: Workspace, jobs: JobManager, switches: cj.StopSwitches,
                 try:
                     cj.submit_eval(jobs, switches, ws, plan)
                 except FlowkitError as err:
-                    st.error(str(err))
+                    st.error(inert.escape(err))
                 else:
                     st.rerun()
 
@@ -183,7 +184,8 @@ def metrics_section(rep: EvalReport) -> None:
                f"{rep.k or 'all'} of any search of the run.")
     deltas = cd.delta_table(rep)
     if deltas:
-        st.markdown(f"**Against the baseline `{rep.baseline}`**: mean difference [95% paired "
+        st.markdown(f"**Against the baseline {inert.code(rep.baseline)}**: mean difference "
+                    "[95% paired "
                     "bootstrap interval]; * the interval excludes 0")
         st.dataframe(deltas, hide_index=True, width="stretch", key="compare_delta_df")
 
@@ -254,29 +256,32 @@ def question_picker(rep: EvalReport) -> str | None:
 
 
 def _trace_column(t: cd.FlowTrace, gold: list[str]) -> None:
-    st.markdown(f"#### {t.flow}")
+    st.markdown(f"#### {inert.escape(t.flow)}")
     if t.run is None:
         st.caption("not run yet")
         return
     mark = "✓" if t.result and t.result.em else "✗"
-    st.markdown(f"**Answer** {mark} {t.run.answer or '_(empty)_'}")
-    st.caption(f"gold: {' | '.join(gold)} · {cd.score_line(t.result)} · status {t.run.status}")
+    st.markdown(f"**Answer** {mark}" + ("" if t.run.answer else " _(empty)_"))
+    if t.run.answer:
+        inert.text(t.run.answer)
+    st.caption(f"gold: {' | '.join(inert.escape(g) for g in gold)} · "
+               f"{cd.score_line(t.result)} · status {t.run.status}")
     if t.run.error:
-        st.error(t.run.error)
+        st.error(inert.escape(t.run.error))
     with st.expander(f"Retrieved passages ({len(t.passages)})"):
         for p in t.passages:
             star = "★ " if p["gold"] else ""
-            st.markdown(f"{star}**{p['title'] or p['doc']}** `{p['id']}` · score "
-                        f"{float(p['score']):.3f} · step {p['step']}")
-            st.caption(str(p["text"])[:300])
+            st.markdown(f"{star}**{inert.escape(p['title'] or p['doc'])}** "
+                        f"{inert.code(p['id'])} · score {float(p['score']):.3f} · step {p['step']}")
+            inert.text(str(p["text"])[:300])
     st.markdown("**Steps**")
     for s in t.steps:
-        with st.expander(cd.step_title(s)):
+        with st.expander(inert.escape(cd.step_title(s))):
             if s.error:
-                st.error(s.error)
+                st.error(inert.escape(s.error))
             for r in s.retrievals:
-                st.markdown(f"*{r.method}* `{r.query[:200]}` → "
-                            + ", ".join(str(d.get("id")) for d in r.docs))
+                st.markdown(f"*{inert.escape(r.method)}* {inert.code(r.query, limit=200)} → "
+                            + ", ".join(inert.escape(d.get("id")) for d in r.docs))
             for i, c in enumerate(s.llm_calls):
                 st.markdown(f"Prompt {i + 1} ({c.prompt_tokens} tok)")
                 st.code(c.prompt, language=None, wrap_lines=True)
@@ -290,7 +295,7 @@ def traces_section(ws: Workspace, plan: EvalPlan, rep: EvalReport) -> None:
     if qid is None:
         return
     q = next(q for q in plan.questions if str(q["id"]) == qid)
-    st.markdown(f"**{q['question']}**")
+    st.markdown(f"**{inert.escape(q['question'])}**")
     ts = cd.traces(ws, plan, rep, qid)
     cols = st.columns(len(ts))
     for col, t in zip(cols, ts):
@@ -314,13 +319,13 @@ def load_plan(repo: EvalRepo, eval_id: str) -> EvalPlan | None:
     try:
         return cd.open_plan(repo, eval_id)
     except FlowkitError as err:
-        st.error(str(err))
+        st.error(inert.escape(err))
         return None
 
 
 def header(plan: EvalPlan) -> None:
-    flows = " · ".join(f"`{f.label}`" for f in plan.flows)
-    st.markdown(f"### {plan.name}")
+    flows = " · ".join(inert.code(f.label) for f in plan.flows)
+    st.markdown(f"### {inert.escape(plan.name)}")
     st.caption(f"evaluation {plan.eval_id} · {flows} · {len(plan.questions)} questions of "
-               f"{plan.dataset} · knowledge base {plan.kb} · resume from a shell with "
+               f"{inert.escape(plan.dataset)} · knowledge base {plan.kb} · resume from a shell with "
                f"`flowkit eval --resume {plan.eval_id}`")

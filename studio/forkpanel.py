@@ -6,7 +6,7 @@ import streamlit as st
 
 from storage.workspace import Workspace
 
-from . import replay
+from . import inert, replay
 from .jobs import Job, JobManager
 
 
@@ -16,15 +16,16 @@ def _show(jobs: JobManager, job: Job) -> None:
         if job.status == "queued":
             st.info(f"Fork from step {step}: queued, {jobs.ahead_of(job.id)} job(s) ahead.")
         elif job.status == "running":
-            where = f" · last finished `{job.node}`" if job.node else ""
+            where = f" · last finished {inert.code(job.node)}" if job.node else ""
             st.info(f"Fork from step {step}: running as run `{job.run_id or '...'}` · "
                     f"{job.steps} step(s), {job.tokens} tokens so far{where}")
         elif job.status == "error":
-            st.error(f"The fork from step {step} failed: {job.error}")
+            st.error(f"The fork from step {step} failed: {inert.escape(job.error)}")
         else:
             result = job.result or {}
             st.success(f"Fork from step {step} finished: run `{job.run_id}` "
-                       f"({result.get('status', 'done')}). Answer: {result.get('answer', '')}")
+                       f"({result.get('status', 'done')}). Answer: "
+                       f"{inert.escape(result.get('answer', ''), limit=300)}")
             if job.run_id:   # a callback, drawn outside the fragment: it changes the whole page
                 st.button("Open the forked run", key="replay_open_fork", type="primary",
                           icon=":material/call_split:", on_click=replay.open_run,

@@ -14,6 +14,8 @@ from typing import Any
 
 import streamlit as st
 
+from . import inert
+
 LONG_TEXT_NAMES = ("prompt", "template", "instruction", "system")
 
 
@@ -172,7 +174,7 @@ def render_field(f: Field, value: Any, key: str, on_value: Callable[[str, Any], 
         st.text_input(label, value=shown or "", **common)
     err = st.session_state.get(key + "__error")
     if err:
-        st.error(f"{f.title}: {err}")
+        st.error(f"{f.title}: {inert.escape(err)}")
 
 
 def _int(v: float | None) -> int | None:

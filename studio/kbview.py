@@ -3,7 +3,6 @@ side-by-side search (BM25, dense, hybrid), the knowledge-graph index, attaching 
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,9 @@ from typing import Any
 from flowkit import registry
 from flowkit.errors import FlowkitError, ResourceError
 from flowkit.operators._fuse import rrf
+from flowkit.operators.pre_retrieval.sql import attach_database
 from flowkit.runtime.kb import KnowledgeBase, check_name
+from flowkit.runtime.kblock import kb_write_lock
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 ATTACHED_FILE = "attached.sqlite"
@@ -112,25 +113,16 @@ def attached_database(kb: Any) -> Path | None:
 
 
 def attach(data_dir: Path, kb: Any, upload: Path) -> Path:
-    """Attach a SQLite file: through the text-to-SQL operator's helper where it exists, else by
-    checking the header and copying it to <kb dir>/attached.sqlite. Returns where it went."""
+    """Attach a SQLite file through the text-to-SQL operator's helper: header, integrity check
+    and tables checked, a read-only snapshot copied to <kb dir>/attached.sqlite. Returns where it
+    went; ResourceError names what is wrong with the file."""
     with upload.open("rb") as fh:
         if fh.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
             raise ResourceError(f"{upload.name} is not a SQLite database (wrong header)")
-    try:
-        from flowkit.operators.pre_retrieval.text_to_sql import attach_database
-    except ImportError:
-        attach_database = None
-    if attach_database is not None:
-        out = attach_database(data_dir, kb.name, upload)
-        return Path(out) if out else kb.dir / ATTACHED_FILE
-    kb.dir.mkdir(parents=True, exist_ok=True)
-    target = kb.dir / ATTACHED_FILE
-    tmp = target.with_suffix(".tmp")
-    shutil.copyfile(upload, tmp)
-    tmp.replace(target)
-    kb.update_meta(database=target.name)
-    return target
+    with kb_write_lock(kb.dir, kb.name):
+        out = Path(attach_database(data_dir, kb.name, upload))
+        kb.update_meta(database=out.name)
+    return out
 
 
 def sqlite_tables(path: Path) -> list[tuple[str, int]]:

@@ -12,7 +12,7 @@ from flowkit.errors import NotFoundError
 from storage.repo import RunInfo
 from storage.workspace import Workspace
 
-from . import runview
+from . import inert, runview
 from .jobs import Job, JobManager
 
 REPLAY_PAGE = "pages/replay.py"
@@ -57,11 +57,11 @@ def _waiting(jobs: JobManager, job: Job) -> bool:
         return True
     if job.status == "running":
         _status("starting")
-        st.info(job.message or "Starting...")
+        st.info(inert.escape(job.message or "Starting..."))
         return True
     if job.status == "error":
         _status("error")
-        st.error(f"The run could not start: {job.error}")
+        st.error(f"The run could not start: {inert.escape(job.error)}")
         return False
     st.warning("The run ended but its record is missing from the database.")
     return False
@@ -73,20 +73,22 @@ def render(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
     run = _run(ws, run_id)
     if run is None:
         if job is None:
-            st.warning(f"No run '{run_id}' here: it may have been queued before the studio "
+            st.warning(f"No run '{inert.escape(run_id, limit=80)}' here: it may have been queued before the studio "
                        "restarted, or deleted.")
             return False
-        st.markdown(f"**{job.meta.get('flow', '')}** on `{job.meta.get('kb') or '-'}`")
-        st.markdown(f"> {job.meta.get('question', '')}")
+        st.markdown(f"**{inert.escape(job.meta.get('flow', ''))}** on "
+                    f"{inert.code(job.meta.get('kb') or '-')}")
+        st.markdown(inert.quote(job.meta.get('question', '')))
         return _waiting(jobs, job)
 
-    st.markdown(f"**{run.flow_name}** on `{run.kb or '-'}` · run `{run.id}`")
-    st.markdown(f"> {run.question}")
+    st.markdown(f"**{inert.escape(run.flow_name)}** on {inert.code(run.kb or '-')} · "
+                f"run {inert.code(run.id)}")
+    st.markdown(inert.quote(run.question))
     steps = ws.store.steps(run.id)
     if run.status == "running":
         _status("running")
         nxt = runview.next_nodes(run.spec, steps)
-        now = ", ".join(f"`{n}`" for n in nxt) if nxt else "finishing"
+        now = ", ".join(inert.code(n) for n in nxt) if nxt else "finishing"
         st.markdown(f":material/progress_activity: Running now: {now}")
         cols = st.columns(3)
         cols[0].metric("Steps finished", len(steps))
@@ -98,15 +100,19 @@ def render(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
 
     _status(run.status)
     if run.status == "error":
-        st.error(run.error or "the run failed")
+        st.error(inert.escape(run.error or "the run failed"))
     elif run.status == "budget_exceeded":
-        st.warning(f"Stopped by the flow's limits: {run.halt_reason or run.error or 'budget'}. "
+        st.warning("Stopped by the flow's limits: "
+                   f"{inert.escape(run.halt_reason or run.error or 'budget')}. "
                    "The answer below is what was in memory then.")
     elif run.status == "interrupted":
-        st.warning(run.error or "interrupted")
+        st.warning(inert.escape(run.error or "interrupted"))
     st.subheader("Answer")
     with st.container(border=True):
-        st.markdown(run.answer or "_(no answer)_")
+        if run.answer:
+            inert.text(run.answer)
+        else:
+            st.caption("(no answer)")
     cols = st.columns(4)
     for col, (name, value) in zip(cols, runview.totals(run).items()):
         col.metric(name, value)
@@ -114,10 +120,11 @@ def render(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
     if cited:
         st.markdown("**Cited passages**")
         for i, d in enumerate(cited, 1):
-            title = f"[{i}] {d['id']}" + (f" · {d['title']}" if d["title"] else "")
+            title = f"[{i}] " + inert.escape(f"{d['id']}"
+                                             + (f" · {d['title']}" if d["title"] else ""))
             with st.expander(title, expanded=(i == 1)):
                 if d["found"]:
-                    st.write(d["text"])
+                    inert.text(d["text"])
                     if d["score"] is not None:
                         st.caption(f"score {d['score']}")
                 else:
@@ -137,4 +144,5 @@ def queue(jobs: JobManager) -> None:
         return
     with st.expander(f"Background jobs ({len(active)})"):
         for j in active:
-            st.markdown(f"- `{j.status}` {j.label}" + (f" · {j.message}" if j.message else ""))
+            st.markdown(f"- `{j.status}` {inert.escape(j.label)}"
+                        + (f" · {inert.escape(j.message)}" if j.message else ""))

@@ -10,6 +10,8 @@ from flowkit.errors import FlowkitError
 from flowkit.ingest import SAMPLE_KB
 from storage.workspace import Workspace
 
+from . import inert
+
 
 def sample_kb_status(data_dir: Path) -> str:
     """'ready (N documents)' or 'not ingested', read from the knowledge base's meta file only."""
@@ -41,6 +43,6 @@ def model_line(ws: Workspace) -> str:
 def render(ws: Workspace) -> None:
     with st.sidebar:
         st.caption("flowkit studio")
-        st.markdown(f"**Data** `{ws.data_dir}`")
-        st.markdown(f"**Model** {model_line(ws)}")
+        st.markdown(f"**Data** {inert.code(ws.data_dir)}")
+        st.markdown(f"**Model** {inert.escape(model_line(ws))}")
         st.markdown(f"**Sample KB** {sample_kb_status(ws.data_dir)}")

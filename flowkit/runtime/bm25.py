@@ -26,6 +26,12 @@ class BM25Index:
     def exists(self) -> bool:
         return (self.directory / "ids.json").is_file()
 
+    def count(self) -> int:
+        """How many chunks the saved index holds (0 when there is none)."""
+        if not self.exists:
+            return 0
+        return len(json.loads((self.directory / "ids.json").read_text()))
+
     def build(self, ids: list[str], texts: list[str]) -> None:
         import bm25s
         retriever = bm25s.BM25()

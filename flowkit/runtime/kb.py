@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,12 @@ from ..memory import Doc
 from .bm25 import BM25Index
 from .docfiles import read_documents  # noqa: F401  (re-exported: flowkit.ingest uses it)
 from .embed import Embedder
+from .kblock import kb_write_lock
 from .vectorstore import ChromaStore
 
 KB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,62}$")
+INCOMPLETE = "incomplete"   # meta.json "state" while a change is under way (or was cut short)
+COMPLETE = "complete"
 
 
 @dataclass
@@ -49,6 +53,7 @@ class KnowledgeBase:
         self.embedder = embedder
         self.bm25 = BM25Index(self.dir / "bm25")
         self._lock = threading.Lock()
+        self._changing = False
 
     # ---- metadata -------------------------------------------------------------------------
     @property
@@ -74,15 +79,43 @@ class KnowledgeBase:
     def count(self) -> int:
         return self.store.count(self.name)
 
+    @property
+    def incomplete(self) -> bool:
+        """True while a change is under way, or after one was cut short (a re-ingest completes it)."""
+        return self.meta().get("state") == INCOMPLETE
+
+    def _require_complete(self) -> None:
+        if self.incomplete:
+            raise ResourceError(f"knowledge base '{self.name}' is incomplete: a change to it was "
+                                "interrupted or is still running; ingest its files again "
+                                f"(`flowkit ingest --kb {self.name} FILE...`) to complete it")
+
     def require_ready(self) -> None:
-        """Raise a clear error if the knowledge base is missing or empty."""
+        """Raise a clear error if the knowledge base is missing, incomplete or empty."""
         if not self.exists:
             raise NotFoundError(f"knowledge base '{self.name}' does not exist; create it with "
                                 f"`flowkit ingest --kb {self.name} FILE...`")
+        self._require_complete()
         if self.count() == 0:
             raise ResourceError(f"knowledge base '{self.name}' is empty; ingest files into it first")
 
     # ---- writing --------------------------------------------------------------------------
+    @contextmanager
+    def changing(self) -> Iterator[None]:
+        """Hold the cross-process write lock for a change and mark it in meta.json: "incomplete"
+        from the start (for a knowledge base already listed), "complete" with the chunk count at
+        a successful end. A change that dies midway leaves it marked incomplete."""
+        with kb_write_lock(self.dir, self.name):
+            if self.exists:
+                self.update_meta(state=INCOMPLETE)
+            self._changing = True
+            try:
+                yield
+            finally:
+                self._changing = False
+            if self.exists:
+                self.update_meta(state=COMPLETE, chunks=self.count())
+
     def add(self, chunks: list[Chunk], batch: int = 128,
             progress: Callable[[int, int], None] | None = None) -> int:
         """Embed and store chunks in batches, then rebuild BM25. Returns how many were added."""
@@ -100,7 +133,8 @@ class KnowledgeBase:
                     progress(done, len(chunks))
             self.rebuild_bm25()
             # meta.json is written last: a KB whose ingest failed midway is not listed
-            self.update_meta(name=self.name, chunks=self.count(), embedder=self.embedder.model_id)
+            self.update_meta(name=self.name, chunks=self.count(), embedder=self.embedder.model_id,
+                             **({"state": INCOMPLETE} if self._changing else {}))
         return len(chunks)
 
     def rebuild_bm25(self) -> None:
@@ -109,16 +143,19 @@ class KnowledgeBase:
 
     def drop(self) -> None:
         import shutil
-        self.store.drop(self.name)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        with kb_write_lock(self.dir, self.name):
+            self.store.drop(self.name)
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     # ---- reading --------------------------------------------------------------------------
     def dense(self, query: str, k: int, where: dict[str, Any] | None = None) -> list[Doc]:
+        self._require_complete()
         vec = self.embedder.embed_one(query)
         return [_doc(cid, text, meta, score)
                 for cid, score, text, meta in self.store.query(self.name, vec, k, where)]
 
     def lexical(self, query: str, k: int, where: dict[str, Any] | None = None) -> list[Doc]:
+        self._require_complete()
         hits = self.bm25.search(query, k if not where else max(k * 5, 50))
         if not hits:
             return []

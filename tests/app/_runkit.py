@@ -61,4 +61,5 @@ def texts(at: AppTest) -> str:
                  "title", "code"):
         parts += [str(e.value) for e in getattr(at, kind)]
     parts += [f"{m.label}: {m.value}" for m in at.metric]
+    parts += [str(t.value) for t in at.text]   # untrusted text is shown with st.text
     return "\n".join(parts)

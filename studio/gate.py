@@ -1,0 +1,44 @@
+"""The studio's access gate: when FLOWKIT_STUDIO_TOKEN is set, each browser session must type that
+token once before any page renders.
+
+The studio listens on localhost by default (.streamlit/config.toml). Serving it on another address
+(the Docker image binds 0.0.0.0) requires the token, or a reverse proxy that does authentication.
+"""
+from __future__ import annotations
+
+import hmac
+import os
+
+import streamlit as st
+
+TOKEN_ENV = "FLOWKIT_STUDIO_TOKEN"
+PASSED_KEY = "gate_passed"
+INPUT_KEY = "gate_token"
+
+
+def expected_token() -> str | None:
+    """The token the studio asks for, or None when no gate is configured."""
+    token = os.environ.get(TOKEN_ENV, "")
+    return token or None
+
+
+def token_matches(given: str, expected: str) -> bool:
+    """Constant-time comparison of what was typed with the configured token."""
+    return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
+
+
+def require_token() -> None:
+    """Stop the script run (st.stop) unless this session has given the right token, or no token
+    is configured. Shows the password box meanwhile."""
+    expected = expected_token()
+    if expected is None or st.session_state.get(PASSED_KEY):
+        return
+    st.title("flowkit studio")
+    given = st.text_input("Access token", type="password", key=INPUT_KEY,
+                          help=f"The value of {TOKEN_ENV} on the server")
+    if given:
+        if token_matches(given, expected):
+            st.session_state[PASSED_KEY] = True
+            st.rerun()
+        st.error("Wrong token.")
+    st.stop()
