@@ -112,10 +112,12 @@ def test_limit_ends_the_loop_with_an_answer():
 
 
 def test_step_limit_without_any_answer_makes_one_final_call():
+    # the answer node lies behind a judge that never says "done" within the step limit
     spec = flow("steps", [
         ("ret", "retrieval.bm25", {"top_k": 2}),
         ("judge", "orchestration.rule_judge", {"max_rounds": 100}),
-    ], ["ret>judge", "judge>ret:continue"], entry="ret", limits={"max_steps": 4})
+        ("gen", "generation.answer"),
+    ], ["ret>judge", "judge>ret:continue", "judge>gen:done"], entry="ret", limits={"max_steps": 4})
     llm = FakeLLM([(r"Answer the question in one short sentence", "Tessel")])
     result, sink = run(spec, llm)
     assert result.status == "budget_exceeded"
