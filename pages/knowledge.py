@@ -86,10 +86,14 @@ with ingest_col, st.container(border=True):
             if not files:
                 st.error("Choose one or more files first.")
             else:
-                job_id = submit_ingest(jobs, ws, target, [(f.name, f.getvalue()) for f in files],
-                                       chunker, params)
-                st.query_params["ingest"] = job_id
-                st.query_params["kb"] = target
+                try:
+                    job_id = submit_ingest(jobs, ws, target,
+                                           [(f.name, f.getvalue()) for f in files], chunker, params)
+                except FlowkitError as err:     # a refused file name: nothing was saved
+                    st.error(inert.escape(err))
+                else:
+                    st.query_params["ingest"] = job_id
+                    st.query_params["kb"] = target
 
 # ---- the ingest this page started (?ingest=<job>) ---------------------------------------------
 ingest_id = st.query_params.get("ingest")

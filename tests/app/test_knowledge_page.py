@@ -149,3 +149,23 @@ def test_attach_a_sqlite_database(ws, tmp_path):
     assert any("Attached shop.sqlite" in s.value for s in at.success)
     tables = at.dataframe[-1].value
     assert list(tables["table"]) == ["ferries"] and list(tables["rows"]) == [1]
+
+
+def test_ingest_refuses_a_file_name_that_is_a_path_and_saves_nothing(ws):
+    at = _open(kb="sample")
+    at.file_uploader(key="kb_files").set_value([
+        ("fine.md", b"# Fine\n\nA harmless note.\n", "text/markdown"),
+        ("../escape.md", b"# Escape\n\nThis must not be written anywhere.\n", "text/markdown")])
+    at.run()
+    before = sorted(p.name for p in ws.data_dir.iterdir())
+    uploads = ws.data_dir / "uploads"
+    kept = sorted(uploads.iterdir()) if uploads.is_dir() else []
+    at.button(key="kb_ingest_go").click().run()
+    assert not at.exception
+    assert "ingest" not in at.query_params
+    shown = " ".join(e.value for e in at.error)
+    assert "upload refused" in shown and "escape.md" in shown and "contains '/'" in shown
+    assert "fine.md" not in shown
+    assert sorted(p.name for p in ws.data_dir.iterdir()) == before
+    assert (sorted(uploads.iterdir()) if uploads.is_dir() else []) == kept
+    assert not (ws.data_dir / "escape.md").exists()
