@@ -7,10 +7,16 @@ from typing import Any
 
 import pytest
 
-from studio.jobs import JobManager
-from studio.tasks import MAX_NAME_BYTES, UploadRefused, name_problem, submit_ingest, upload_names
-from storage.workspace import Workspace
 from flowkit.testing import HashEmbedder
+from storage.workspace import Workspace
+from studio.jobs import JobManager
+from studio.tasks import (
+    MAX_NAME_BYTES,
+    UploadRefused,
+    name_problem,
+    submit_ingest,
+    upload_names,
+)
 
 
 class HeldJobs:
