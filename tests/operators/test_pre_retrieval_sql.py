@@ -3,6 +3,7 @@ refused with a clear error while the database file stays byte-for-byte unchanged
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import sqlite3
 from pathlib import Path
@@ -13,9 +14,13 @@ import pytest
 from flowkit import ListSink, compile_flow, run_flow
 from flowkit.context import RunContext
 from flowkit.errors import OperatorInputError, ResourceError
-from flowkit.operators.pre_retrieval.sql import (attach_database, attached_db_path,
-                                                 detach_database, extract_sql)
-from flowkit.operators.pre_retrieval.sql_guard import check_select
+from flowkit.operators.pre_retrieval.sql import (
+    attach_database,
+    attached_db_path,
+    detach_database,
+    extract_sql,
+)
+from flowkit.operators.pre_retrieval.sql_guard import check_select, resolve_allowlist
 from flowkit.registry import get
 from flowkit.testing import FakeLLM, fake_resources, flow
 
@@ -198,3 +203,131 @@ def test_another_file_stays_out_of_reach(tmp_path: Path, attached: Path):
     with pytest.raises(OperatorInputError, match="no such table: other.t"):
         call(llm, tmp_path / "data")
     assert digest(attached) == before and digest(other) == other_before
+
+
+# ---- allowlist of tables (and columns), json_each, '--' inside literals -----------------------
+
+def allow_only(data_dir: Path, tables: list[str], columns: dict[str, list[str]] | None = None) -> None:
+    """Store an allowlist in knowledge base 'test''s meta.json, as attaching in the studio does."""
+    meta = data_dir / "kb" / "test" / "meta.json"
+    meta.write_text(json.dumps({"database": "attached.sqlite",
+                                "database_allow": {"tables": tables, "columns": columns or {}}}))
+
+
+def test_an_allowlisted_table_is_read_and_the_prompt_shows_only_it(tmp_path: Path, attached: Path):
+    allow_only(tmp_path / "data", ["lighthouses"])
+    llm = FakeLLM([(r"Question:", "name FROM lighthouses WHERE first_lit = 1902")])
+    out = call(llm, tmp_path / "data")
+    assert out["scratch"]["rows"] == [["Skallow Light"]]
+    assert "CREATE TABLE lighthouses" in llm.prompts[0]
+    assert "CREATE TABLE t " not in llm.prompts[0]
+
+
+@pytest.mark.parametrize("reply", [
+    "SELECT count(*) FROM t",
+    "SELECT name FROM lighthouses WHERE first_lit IN (SELECT x FROM t)",
+    "WITH c AS (SELECT x FROM t) SELECT * FROM c",
+    "SELECT name FROM lighthouses JOIN t ON t.x = 1",
+])
+def test_a_table_outside_the_allowlist_is_refused_by_name(tmp_path: Path, attached: Path,
+                                                           reply: str):
+    allow_only(tmp_path / "data", ["lighthouses"])
+    before = digest(attached)
+    llm = FakeLLM(default=reply)
+    with pytest.raises(OperatorInputError, match=r"sql: the query was refused: it reads table "
+                       r"'t', which the attached database's allowlist does not include "
+                       r"\(allowed tables: lighthouses\)"):
+        call(llm, tmp_path / "data")
+    assert len(llm.prompts) == 1                    # refused, never retried
+    assert digest(attached) == before
+
+
+def test_the_schema_table_is_outside_every_allowlist(tmp_path: Path, attached: Path):
+    allow_only(tmp_path / "data", ["lighthouses", "t"])
+    with pytest.raises(OperatorInputError, match="table 'sqlite_master'"):
+        call(FakeLLM(default="SELECT sql FROM sqlite_master"), tmp_path / "data")
+
+
+def test_a_column_allowlist_hides_the_other_columns(tmp_path: Path, attached: Path):
+    allow_only(tmp_path / "data", ["lighthouses"], {"lighthouses": ["name", "first_lit"]})
+    llm = FakeLLM(default="SELECT name, first_lit FROM lighthouses ORDER BY first_lit LIMIT 1")
+    assert call(llm, tmp_path / "data")["scratch"]["rows"] == [["Corren Lighthouse", 1884]]
+    assert "CREATE TABLE lighthouses (name TEXT, first_lit INTEGER);" in llm.prompts[0]
+    with pytest.raises(OperatorInputError, match="column 'island' of table 'lighthouses'"):
+        call(FakeLLM(default="SELECT * FROM lighthouses"), tmp_path / "data")
+
+
+def test_without_a_stored_allowlist_every_table_is_allowed(tmp_path: Path, attached: Path):
+    out = call(FakeLLM(default="SELECT count(*) FROM t"), tmp_path / "data")
+    assert out["scratch"]["rows"] == [[200]]
+
+
+def test_a_recursive_cte_is_not_mistaken_for_a_table(tmp_path: Path, attached: Path):
+    allow_only(tmp_path / "data", ["lighthouses"])
+    llm = FakeLLM(default="WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
+                  "LIMIT 4) SELECT sum(x) FROM c")
+    assert call(llm, tmp_path / "data")["scratch"]["rows"] == [[10]]
+
+
+def test_json_each_is_accepted(tmp_path: Path, attached: Path):
+    allow_only(tmp_path / "data", ["lighthouses"])
+    llm = FakeLLM(default="SELECT l.name FROM lighthouses AS l, json_each('[1902, 1921]') AS j "
+                  "WHERE l.first_lit = j.value ORDER BY l.name")
+    out = call(llm, tmp_path / "data")
+    assert out["scratch"]["rows"] == [["Ede Beacon"], ["Skallow Light"]]
+    tree = FakeLLM(default="SELECT count(*) FROM json_tree('{\"a\": [1, 2]}')")
+    assert call(tree, tmp_path / "data")["scratch"]["rows"] == [[4]]
+
+
+def test_a_write_is_still_refused_when_json_each_is_called(tmp_path: Path, attached: Path):
+    before = digest(attached)
+    llm = FakeLLM(default="WITH j AS (SELECT value FROM json_each('[1]')) DELETE FROM t")
+    with pytest.raises(OperatorInputError, match=r"refused \(DELETE t\)"):
+        call(llm, tmp_path / "data")
+    assert digest(attached) == before
+
+
+def test_dashes_inside_a_literal_are_text_but_a_real_comment_is_refused(tmp_path: Path,
+                                                                         attached: Path):
+    assert check_select("SELECT 'a -- b' AS s;") == "SELECT 'a -- b' AS s"
+    assert check_select("SELECT 'it''s -- /* fine */' AS \"x--y\"") == \
+        "SELECT 'it''s -- /* fine */' AS \"x--y\""
+    out = call(FakeLLM(default="SELECT name || ' -- ' || island FROM lighthouses "
+                       "WHERE name = 'Ede Beacon'"), tmp_path / "data")
+    assert out["scratch"]["rows"] == [["Ede Beacon -- Little Ede"]]
+    for sql in ["SELECT '--' -- hidden\n, 1", "SELECT 'x' /* hidden */", "SELECT 'a''' -- x",
+                "SELECT [a--b] -- x", "SELECT 1 -- '\n; DELETE FROM t"]:
+        with pytest.raises(OperatorInputError, match="comments"):
+            check_select(sql)
+
+
+def test_resolve_allowlist_names_what_is_wrong(tmp_path: Path):
+    conn = sqlite3.connect(make_db(tmp_path / "db.sqlite"))
+    assert resolve_allowlist(conn).tables == ("lighthouses", "t")
+    allow = resolve_allowlist(conn, ["LIGHTHOUSES", "lighthouses"], {"Lighthouses": ["NAME"]})
+    assert allow.tables == ("lighthouses",) and allow.columns == {"lighthouses": ("name",)}
+    with pytest.raises(ResourceError, match=r"table\(s\) 'ferries' not found \(there are: "
+                       r"lighthouses, t\)"):
+        resolve_allowlist(conn, ["lighthouses", "ferries"])
+    with pytest.raises(ResourceError, match=r"column\(s\) of 'lighthouses' 'year' not found"):
+        resolve_allowlist(conn, ["lighthouses"], {"lighthouses": ["year"]})
+    with pytest.raises(ResourceError, match="not allowlisted"):
+        resolve_allowlist(conn, ["lighthouses"], {"t": ["x"]})
+    with pytest.raises(ResourceError, match="no table chosen"):
+        resolve_allowlist(conn, [])
+    conn.close()
+
+
+def test_attach_refuses_an_unknown_table_and_keeps_the_old_file(tmp_path: Path, attached: Path):
+    before = digest(attached)
+    with pytest.raises(ResourceError, match="'ferries' not found"):
+        attach_database(tmp_path / "data", "test", make_db(tmp_path / "new.db"), ["ferries"])
+    assert digest(attached) == before
+    assert sorted(p.name for p in attached.parent.iterdir()) == ["attached.sqlite"]
+
+
+def test_a_malformed_stored_allowlist_names_the_file(tmp_path: Path, attached: Path):
+    meta = tmp_path / "data" / "kb" / "test" / "meta.json"
+    meta.write_text(json.dumps({"database_allow": {"tables": "lighthouses"}}))
+    with pytest.raises(ResourceError, match=r"meta.json: 'database_allow.tables' must be a list"):
+        call(FakeLLM(default="SELECT 1"), tmp_path / "data")

@@ -18,10 +18,23 @@ from ...errors import OperatorInputError, ResourceError
 from ...memory import Doc
 from ...registry import Operator, Params, operator
 from .._text import fill
-from .sql_guard import (ATTACHED_FILE, QueryFailed, attach_database, attached_db_path,
-                        check_select, detach_database, open_readonly, run_select, schema_text)
+from .sql_guard import (
+    ATTACHED_FILE,
+    Allowlist,
+    QueryFailed,
+    attach_database,
+    attached_db_path,
+    check_select,
+    detach_database,
+    load_allowlist,
+    open_readonly,
+    resolve_allowlist,
+    run_select,
+    schema_text,
+)
 
-__all__ = ["TextToSQL", "attach_database", "attached_db_path", "detach_database", "extract_sql"]
+__all__ = ["Allowlist", "TextToSQL", "attach_database", "attached_db_path", "detach_database",
+           "extract_sql", "load_allowlist", "resolve_allowlist"]
 
 SQL_PROMPT = ("{schema}\n\nWrite one SQLite query that answers the question.\n"
               "Question: {question}\nSQL: SELECT")
@@ -71,9 +84,10 @@ class TextToSQL(Operator):
     """Write one SQLite SELECT for the question, run it on the knowledge base's attached database
     and put the rows in memory (query construction, text-to-SQL).
 
-    The prompt shows the tables and columns. The query runs read-only: URI mode=ro, an authorizer
-    that allows only reading (no ATTACH, PRAGMA, writes or load_extension), exactly one statement
-    without comments, at most `max_rows` rows and `timeout_s` seconds. Rows become documents
+    The prompt shows the tables and columns the database's allowlist allows (chosen when it was
+    attached; by default every table). The query runs read-only: URI mode=ro, an authorizer that
+    allows only reading allowlisted tables (no ATTACH, PRAGMA, writes or load_extension), exactly
+    one statement without comments, at most `max_rows` rows and `timeout_s` seconds. Rows become documents
     (one per row, or one table) and `scratch` gets the sql, columns and rows. A query that fails to
     run is shown to the model with its error for `retries` more attempts; a refused (unsafe) query
     always ends the node with an error.
@@ -118,7 +132,9 @@ class TextToSQL(Operator):
             raise ResourceError(f"cannot open the attached database {path}: {err}") from None
         try:
             try:
-                schema = schema_text(conn, p.schema_chars)
+                allow = load_allowlist(ctx.resources.data_dir, ctx.kb_name) or \
+                    resolve_allowlist(conn)
+                schema = schema_text(conn, p.schema_chars, allow)
             except sqlite3.Error as err:
                 raise ResourceError(f"cannot read the attached database {path}: {err}") from None
             prompt = fill(p.prompt, "params.prompt", question=question, schema=schema)
@@ -127,7 +143,7 @@ class TextToSQL(Operator):
                 reply = ctx.llm.complete(prompt, max_tokens=p.max_tokens, stop=[";", "\n\n"]).text
                 sql = check_select(extract_sql(reply, primer))   # unsafe: raises, never retried
                 try:
-                    columns, rows, truncated = run_select(conn, sql, p.max_rows, p.timeout_s)
+                    columns, rows, truncated = run_select(conn, sql, p.max_rows, p.timeout_s, allow)
                 except QueryFailed as failed:
                     if failed.retry and attempt < p.retries:
                         attempt += 1
