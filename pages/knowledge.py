@@ -197,21 +197,27 @@ with t_db:
     current = kbview.attached_database(kb)
     if current is not None:
         st.markdown(f"Attached: {inert.code(current)}")
+        allowed = kbview.allowed_tables(kb)
         try:
-            st.dataframe([{"table": t, "rows": n} for t, n in kbview.sqlite_tables(current)],
-                         hide_index=True)
+            st.dataframe([{"table": t, "rows": n, "allowed": allowed is None or t in allowed}
+                          for t, n in kbview.sqlite_tables(current)], hide_index=True)
         except Exception as err:  # noqa: BLE001 - a broken file: say so, do not crash the page
             st.error(f"cannot read it: {inert.escape(err)}")
     else:
         st.caption("No SQLite database attached. Text-to-SQL flows query the one attached here.")
     db_file = st.file_uploader("SQLite database", type=["sqlite", "sqlite3", "db"],
                                key=f"kb_db_file_{pick}")
+    offered = kbview.upload_tables(db_file.getvalue()) if db_file is not None else []
+    upload_id = getattr(db_file, "file_id", "") if db_file is not None else ""
+    chosen = st.multiselect("Tables text-to-SQL may read", offered, default=offered,
+                            key=f"kb_db_tables_{pick}_{upload_id}", disabled=not offered,
+                            help="The allowlist: a query that reads any other table is refused.")
     if st.button("Attach", key="kb_db_attach", disabled=db_file is None):
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / Path(db_file.name).name
             path.write_bytes(db_file.getvalue())
             try:
-                where = kbview.attach(ws.data_dir, kb, path)
+                where = kbview.attach(ws.data_dir, kb, path, chosen if offered else None)
             except (FlowkitError, OSError) as err:
                 st.error(inert.escape(err))
             else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,11 @@ from flowkit import registry
 from flowkit.errors import FlowkitError, ResourceError
 from flowkit.operators._fuse import rrf
 from flowkit.operators.pre_retrieval.sql import attach_database
+from flowkit.operators.pre_retrieval.sql_guard import (
+    ALLOW_KEY,
+    open_readonly,
+    resolve_allowlist,
+)
 from flowkit.runtime.kb import KnowledgeBase, check_name
 from flowkit.runtime.kblock import kb_write_lock
 
@@ -112,17 +118,53 @@ def attached_database(kb: Any) -> Path | None:
     return None
 
 
-def attach(data_dir: Path, kb: Any, upload: Path) -> Path:
+def attach(data_dir: Path, kb: Any, upload: Path, tables: Iterable[str] | None = None,
+           columns: Mapping[str, Iterable[str]] | None = None) -> Path:
     """Attach a SQLite file through the text-to-SQL operator's helper: header, integrity check
     and tables checked, a read-only snapshot copied to <kb dir>/attached.sqlite. Returns where it
-    went; ResourceError names what is wrong with the file."""
+    went; ResourceError names what is wrong with the file.
+
+    `tables` (default: every table and view in the file) and optional `columns` per table are the
+    allowlist text-to-SQL queries are held to; it is stored in the knowledge base's meta.json
+    (`database_allow`). A name not in the file is refused and nothing changes."""
     with upload.open("rb") as fh:
         if fh.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
             raise ResourceError(f"{upload.name} is not a SQLite database (wrong header)")
     with kb_write_lock(kb.dir, kb.name):
-        out = Path(attach_database(data_dir, kb.name, upload))
-        kb.update_meta(database=out.name)
+        out = Path(attach_database(data_dir, kb.name, upload, tables, columns))
+        con = open_readonly(out)
+        try:
+            allow = resolve_allowlist(con, tables, columns)
+        finally:
+            con.close()
+        kb.update_meta(database=out.name, **{ALLOW_KEY: allow.to_meta()})
     return out
+
+
+def allowed_tables(kb: Any) -> list[str] | None:
+    """The tables text-to-SQL may read in the attached database (None: no allowlist stored)."""
+    allow = kb.meta().get(ALLOW_KEY)
+    return list(allow.get("tables", [])) if isinstance(allow, dict) else None
+
+
+def upload_tables(data: bytes) -> list[str]:
+    """The tables and views of an uploaded SQLite file (to choose the allowlist from); [] when
+    it is not a readable SQLite file."""
+    import sqlite3
+    import tempfile
+    if not data.startswith(SQLITE_HEADER):
+        return []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "upload.sqlite"
+        path.write_bytes(data)
+        try:
+            con = open_readonly(path)
+            try:
+                return list(resolve_allowlist(con).tables)
+            finally:
+                con.close()
+        except (sqlite3.Error, ResourceError):
+            return []
 
 
 def sqlite_tables(path: Path) -> list[tuple[str, int]]:

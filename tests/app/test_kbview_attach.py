@@ -57,3 +57,22 @@ def test_a_corrupt_database_is_refused(kb, tmp_path: Path) -> None:
     with pytest.raises(ResourceError):
         kbview.attach(res.data_dir, base, src)
     assert kbview.attached_database(base) is None
+
+
+def test_attach_stores_the_allowlist_in_the_meta(kb, tmp_path: Path) -> None:
+    res, base = kb
+    src = _db(tmp_path / "shop.sqlite")
+    con = sqlite3.connect(src)
+    con.execute("CREATE TABLE staff (name TEXT, salary INTEGER)")
+    con.commit()
+    con.close()
+    kbview.attach(res.data_dir, base, src)                       # default: every table
+    assert base.meta()["database_allow"] == {"tables": ["items", "staff"], "columns": {}}
+    assert kbview.allowed_tables(base) == ["items", "staff"]
+    kbview.attach(res.data_dir, base, src, ["ITEMS"], {"items": ["name"]})
+    assert base.meta()["database_allow"] == {"tables": ["items"], "columns": {"items": ["name"]}}
+    with pytest.raises(ResourceError, match="'payroll' not found"):
+        kbview.attach(res.data_dir, base, src, ["payroll"])
+    assert kbview.allowed_tables(base) == ["items"]                # unchanged by the refusal
+    assert kbview.upload_tables(src.read_bytes()) == ["items", "staff"]
+    assert kbview.upload_tables(b"not a database") == []

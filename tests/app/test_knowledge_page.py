@@ -149,6 +149,29 @@ def test_attach_a_sqlite_database(ws, tmp_path):
     assert any("Attached shop.sqlite" in s.value for s in at.success)
     tables = at.dataframe[-1].value
     assert list(tables["table"]) == ["ferries"] and list(tables["rows"]) == [1]
+    assert list(tables["allowed"]) == [True]
+    assert ws.resources.kb("sample").meta()["database_allow"]["tables"] == ["ferries"]
+
+
+def test_attach_with_a_chosen_table_allowlist(ws, tmp_path):
+    db = tmp_path / "two.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE ferries (name TEXT)")
+    con.execute("CREATE TABLE crew (name TEXT)")
+    con.commit()
+    con.close()
+    at = _open(kb="sample")
+    at.file_uploader(key="kb_db_file_sample").upload("two.sqlite", db.read_bytes(),
+                                                      "application/octet-stream")
+    at.run()
+    (pick,) = [m for m in at.multiselect if m.label == "Tables text-to-SQL may read"]
+    assert pick.options == ["crew", "ferries"] and pick.value == ["crew", "ferries"]
+    pick.set_value(["ferries"]).run()
+    at.button(key="kb_db_attach").click().run()
+    assert not at.exception and not at.error
+    assert ws.resources.kb("sample").meta()["database_allow"]["tables"] == ["ferries"]
+    tables = at.dataframe[-1].value
+    assert dict(zip(tables["table"], tables["allowed"])) == {"crew": False, "ferries": True}
 
 
 def test_ingest_refuses_a_file_name_that_is_a_path_and_saves_nothing(ws):
