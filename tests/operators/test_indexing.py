@@ -227,8 +227,9 @@ def test_indexing_operators_on_the_real_stack(real_resources, tmp_path):
                              ("sent", "indexing.chunk_sentences", {"max_words": 40}),
                              ("meta", "indexing.metadata", {"size": 60, "overlap": 10,
                                                             "fields": {"shelf": "sample"}}),
-                             ("slide", "indexing.chunk_sliding", {"window": 2, "stride": 1})],
-                ["ret>sent", "sent>meta", "meta>slide"])
+                             ("slide", "indexing.chunk_sliding", {"window": 2, "stride": 1}),
+                             ("gen", "generation.answer", {"max_tokens": 8})],
+                ["ret>sent", "sent>meta", "meta>slide", "slide>gen"])
     result = run_flow(compile_flow(spec), "Who designed the Corren Lighthouse?", real_resources,
                       kb="sample", sink=sink)
     assert result.status == "ok", result.error
@@ -253,7 +254,8 @@ def test_indexing_operators_on_the_real_stack(real_resources, tmp_path):
     ingest(res, "meta", [both[0]], "indexing.metadata", {"fields": {"shelf": "people"}})
     ingest(res, "meta", [both[1]], "indexing.metadata", {"fields": {"shelf": "things"}})
     for method in ("retrieval.dense", "retrieval.bm25"):
-        spec = flow("w", [("ret", method, {"top_k": 5, "where": {"shelf": "things"}})], [])
+        spec = flow("w", [("ret", method, {"top_k": 5, "where": {"shelf": "things"}}), ("gen", "generation.answer", {"max_tokens": 8})],
+                    ["ret>gen"])
         got = run_flow(compile_flow(spec), "Corren Lighthouse Mara Velt", res, kb="meta")
         assert got.status == "ok", got.error
         docs = got.memory["documents"]
@@ -263,7 +265,8 @@ def test_indexing_operators_on_the_real_stack(real_resources, tmp_path):
     ingest(res, "s2b", both, "indexing.small_to_big",
            {"parent_words": 60, "child_words": 20, "child_overlap": 5})
     spec = flow("s2b", [("ret", "retrieval.dense", {"top_k": 4}),
-                        ("big", "indexing.small_to_big", {"top_k": 3})], ["ret>big"])
+                        ("big", "indexing.small_to_big", {"top_k": 3}), ("gen", "generation.answer", {"max_tokens": 8})],
+                ["ret>big", "big>gen"])
     got = run_flow(compile_flow(spec), "When was the Corren Lighthouse first lit?", res, kb="s2b")
     assert got.status == "ok", got.error
     parents = got.memory["documents"]

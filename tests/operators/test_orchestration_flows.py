@@ -258,10 +258,12 @@ def test_orchestration_operators_on_the_real_stack(real_resources, tmp_path):
         ("q", "retrieval.dense", {"top_k": 1}), ("a", "retrieval.bm25", {"top_k": 1}),
         ("b", "retrieval.dense", {"top_k": 1}),
         ("m", "orchestration.llm_fusion", {"top_n": 1, "max_tokens": 16, "passage_chars": 300}),
-        ("j", "orchestration.llm_judge", {"top_n": 2, "passage_chars": 300, "max_rounds": 2})],
-        ["q>a", "q>b", "a>m", "b>m", "m>j", "j>q:continue"], entry="q"))
+        ("j", "orchestration.llm_judge", {"top_n": 2, "passage_chars": 300, "max_rounds": 2}),
+        ("g", "generation.answer", short)],
+        ["q>a", "q>b", "a>m", "b>m", "m>j", "j>q:continue", "j>g:done"], entry="q"))
     assert fused.memory["documents"][0]["id"] == "fusion:m" and fused.memory["documents"][0]["text"]
-    assert seq[-1][0] == "j" and fused.memory["judgement"]["verdict"] == "done"
+    assert seq[-2][0] == "j" and seq[-1][0] == "g"
+    assert fused.memory["judgement"]["verdict"] == "done"
 
     emb = res.embedder
     pos, neg = emb.embed([judge_text(question, ["Mara Velt designed the Corren Lighthouse."]),

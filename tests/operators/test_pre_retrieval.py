@@ -175,8 +175,9 @@ def test_pre_retrieval_operators_on_the_real_stack(real_resources, tmp_path: Pat
     found: set[str] = set()
     for key, params in ops:
         spec = flow(key, [("pre", f"pre_retrieval.{key}", params),
-                          ("ret", "retrieval.bm25", {"top_k": 3, "query_from": "queries"})],
-                    ["pre>ret"])
+                          ("ret", "retrieval.bm25", {"top_k": 3, "query_from": "queries"}),
+                          ("gen", "generation.answer", {"max_tokens": 8})],
+                    ["pre>ret", "ret>gen"])
         sink = ListSink()
         result = run_flow(compile_flow(spec), q, real_resources, kb="sample", sink=sink)
         assert result.status == "ok", (key, result.error)
@@ -202,7 +203,8 @@ def test_pre_retrieval_operators_on_the_real_stack(real_resources, tmp_path: Pat
     try:
         before = path.read_bytes()
         spec = flow("sql", [("sql", "pre_retrieval.text_to_sql", {"max_tokens": 40, "retries": 0,
-                                                                  "on_error": "empty"})], [])
+                                                                  "on_error": "empty"}),
+                            ("gen", "generation.answer", {"max_tokens": 8})], ["sql>gen"])
         result = run_flow(compile_flow(spec), "When was the Corren Lighthouse first lit?",
                           real_resources, kb="sample")
         assert result.status == "ok", result.error
