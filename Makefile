@@ -41,9 +41,10 @@ test: install browser servers
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not real and not e2e"
 
-bench: install browser
+bench: install browser servers
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/ui.py
+	$(BIN)/python bench/scale.py
 
 clean:
 	rm -rf $(VENV) .flowkit test-artifacts
