@@ -147,3 +147,15 @@ def fake_resources(llm: FakeLLM | None = None, docs: list[dict[str, Any]] | None
         {"id": "d3", "title": "Tessel", "text": "Tessel holds a lantern festival every November."},
     ]
     return FakeResources(llm or FakeLLM(), {kb: MemoryKB(kb, docs)}, embedder=embedder)
+
+
+def template_script() -> FakeLLM:
+    """A FakeLLM whose replies keep every shipped template's parsers on their normal path (agents
+    search then answer, chains ask one next question, loops run several rounds)."""
+    return FakeLLM([
+        (r"Evidence so far:\n- .*Reply with two lines:", "Thought: enough.\nAction: Final Answer[Tessel]"),
+        (r"Reply with two lines:", "Thought: find the designer.\nAction: Search[Corren Lighthouse designer]"),
+        (r"Next question:", "Who designed the Corren Lighthouse?"),
+        (r"Reply yes or no", "yes"),
+        (r"Next sentence:", "Mara Velt was born on Tessel."),
+    ], default="Mara Velt was born on Tessel [1].")

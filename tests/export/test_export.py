@@ -25,6 +25,7 @@ from flowkit.export import export_zip, render, write_package
 from flowkit.export.runtime import ExportSettings
 from flowkit.spec import EdgeSpec, Limits, canonical, load
 from flowkit.templates import load_template, names
+from flowkit.testing.fakes import template_script
 from flowkit.testing import FakeLLM, HashEmbedder, fake_resources
 
 from .conftest import export, load_module, normalise, sequence
@@ -33,14 +34,7 @@ TWO_HOP = "On which island was the designer of the Corren Lighthouse born?"
 
 
 def scripted() -> FakeLLM:
-    """Replies that keep the templates' parsers on their normal path (loops run several rounds)."""
-    return FakeLLM([
-        (r"Evidence so far:\n- .*Reply with two lines:", "Thought: enough.\nAction: Final Answer[Tessel]"),
-        (r"Reply with two lines:", "Thought: find the designer.\nAction: Search[Corren Lighthouse designer]"),
-        (r"Next question:", "Who designed the Corren Lighthouse?"),
-        (r"Reply yes or no", "yes"),
-        (r"Next sentence:", "Mara Velt was born on Tessel."),
-    ], default="Mara Velt was born on Tessel [1].")
+    return template_script()
 
 
 def both_ways(spec: Any, tmp_path: Path, question: str = TWO_HOP) -> tuple[Any, ListSink, dict, FakeLLM, FakeLLM]:

@@ -14,6 +14,7 @@ from flowkit import ListSink, check, compile_flow, run_flow
 from flowkit.operators.orchestration.classifier_judge import (PACKAGED_DIR, load_classifier,
                                                               save_classifier)
 from flowkit.templates import load_template, names
+from flowkit.testing.fakes import template_script
 from flowkit.testing import FakeLLM, HashEmbedder, fake_resources
 
 #: The methods the templates issue asks for, by file name.
@@ -26,14 +27,7 @@ TWO_HOP = "On which island was the designer of the Corren Lighthouse born?"
 
 
 def scripted() -> FakeLLM:
-    """Replies that keep every template's parsers on their normal path."""
-    return FakeLLM([
-        (r"Evidence so far:\n- .*Reply with two lines:", "Thought: enough.\nAction: Final Answer[Tessel]"),
-        (r"Reply with two lines:", "Thought: find the designer.\nAction: Search[Corren Lighthouse designer]"),
-        (r"Next question:", "Who designed the Corren Lighthouse?"),
-        (r"Reply yes or no", "yes"),
-        (r"Next sentence:", "Mara Velt was born on Tessel."),
-    ], default="Mara Velt was born on Tessel [1].")
+    return template_script()
 
 
 def run(name: str, res: Any, question: str = TWO_HOP, **changes: Any) -> tuple[Any, ListSink]:
