@@ -56,9 +56,16 @@ class _Worker:
     """A Ray actor: one workspace (model, embedder, knowledge bases, store) that runs tasks."""
 
     def __init__(self, make_workspace: Callable[[], Any], specs: list[Any], kb: str,
-                 eval_id: str, versions: list[int | None]):
+                 eval_id: str, versions: list[int | None], threads: int = 0):
         from ..compile import compile_flow
         self.ws = make_workspace()
+        res = self.ws.resources
+        if threads and res.settings.llm.n_threads == 0:
+            # workers sharing one machine split its cores: llama.cpp's threads spin while they
+            # wait, so N models each on all cores run slower together than one alone
+            res.settings = res.settings.with_llm(n_threads=threads)
+            import torch
+            torch.set_num_threads(threads)
         self.flows = [compile_flow(s) for s in specs]
         self.kb, self.eval_id, self.versions = kb, eval_id, versions
 
@@ -96,7 +103,9 @@ def run_parallel(tasks: Sequence[Task], make_workspace: Callable[[], Any], specs
         started_here = True
     try:
         actor_cls = ray.remote(num_cpus=1)(_Worker)
-        actors = [actor_cls.remote(make_workspace, specs, kb, eval_id, versions)
+        threads = max(1, (os.cpu_count() or 1) // max(1, workers)) \
+            if address in LOCAL_ADDRESSES else 0
+        actors = [actor_cls.remote(make_workspace, specs, kb, eval_id, versions, threads)
                   for _ in range(max(1, workers))]
         pending = list(tasks)
         in_flight: dict[Any, Any] = {}
