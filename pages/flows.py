@@ -27,6 +27,17 @@ def _go(page: str, flow: str) -> None:
 
 _LG_EXPORT = "Export as LangGraph package (zip)"
 
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def _lg_package(db_url: str, name: str, version: int) -> tuple[bytes | None, str]:
+    """(zip, file name) of a saved flow version as a LangGraph package, or (None, the problem).
+    Built once per flow version, not on every rerun of the page."""
+    try:
+        spec = get_workspace().store.get_flow(name, version)[0]
+        return export_zip(spec), f"{graph_id(spec)}.zip"
+    except FlowkitError as err:   # a flow with problems cannot become code yet
+        return None, str(err)
+
 st.title("Flows")
 notice = st.session_state.pop("flows_notice", None)
 if notice:
@@ -104,14 +115,12 @@ for f in flows:
                 st.session_state["flows_selected"] = f.name
             if b[4].button("Delete", key=f"flows_delete_{f.name}"):
                 st.session_state["flows_confirm_delete"] = confirm = f.name
-            try:
-                spec = store.get_flow(f.name)[0]
-                package = export_zip(spec)
-            except FlowkitError as err:   # a flow with problems cannot become code yet
+            package, file_or_problem = _lg_package(store.url, f.name, f.version)
+            if package is None:
                 st.button(_LG_EXPORT, key=f"flows_export_lg_{f.name}", disabled=True,
-                          help=f"Fix the flow first: {inert.escape(str(err))}")
+                          help=f"Fix the flow first: {inert.escape(file_or_problem)}")
             else:
-                st.download_button(_LG_EXPORT, data=package, file_name=f"{graph_id(spec)}.zip",
+                st.download_button(_LG_EXPORT, data=package, file_name=file_or_problem,
                                    mime="application/zip", key=f"flows_export_lg_{f.name}",
                                    help="graph.py + langgraph.json: `langgraph dev` serves it")
         if confirm == f.name:
