@@ -7,6 +7,7 @@ from typing import Any
 
 from flowkit.errors import FlowkitError
 from flowkit.runtime.amx import EXTRA_BUFTS_CHOICES
+from flowkit.runtime.gguf import inspect_gguf
 from flowkit.runtime.llm import default_model_path
 from flowkit.runtime.resources import Settings
 from storage.workspace import Workspace
@@ -59,6 +60,11 @@ def build(current: Settings, v: FormValues) -> tuple[Settings | None, list[str]]
                 problems.append(f"model file not found: {p}")
             elif p.suffix.lower() != ".gguf":
                 problems.append(f"{p.name} is not a .gguf file")
+            else:
+                try:
+                    inspect_gguf(p)            # not GGUF, or cut short: refused before it is saved
+                except FlowkitError as err:
+                    problems.append(str(err))
     if v.backend == "openai":
         if not v.base_url.strip().startswith(("http://", "https://")):
             problems.append("the openai backend needs a base URL like http://localhost:8000/v1")

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from ..errors import ContextOverflowError, ResourceError
 from . import amx
+from .gguf import inspect_gguf
 
 
 @dataclass
@@ -94,10 +95,10 @@ def default_model_path() -> Path:
 
 
 def resolve_model_path(settings: LLMSettings) -> Path:
-    """The GGUF file the settings name (the default model where they name none); it must exist."""
+    """The GGUF file the settings name (the default model where they name none); it must exist
+    and pass `inspect_gguf` (a GGUF whose header and tensor table fit in the file)."""
     path = Path(settings.model_path).expanduser() if settings.model_path else default_model_path()
-    if not path.is_file():
-        raise ResourceError(f"model file not found: {path} (settings: model_path)")
+    inspect_gguf(path)     # missing, not GGUF or cut short: a clear ResourceError before llama.cpp
     return path
 
 

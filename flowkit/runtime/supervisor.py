@@ -229,6 +229,9 @@ class WorkerLLM:
             info = json.loads(line)
         except json.JSONDecodeError:
             info = None
+        if isinstance(info, dict) and info.get("error"):
+            _stop(proc)
+            raise ModelProcessError(f"the model process could not load the model: {info['error']}")
         if not isinstance(info, dict) or not info.get("ready"):
             code = proc.wait(timeout=10) if proc.poll() is None else proc.returncode
             _stop(proc)

@@ -173,8 +173,12 @@ def main() -> int:
     parent = os.getppid()
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     settings = LLMSettings(**json.loads(sys.stdin.readline()))
-    llm = LlamaCppLLM(settings)
-    llm.tokenize("warm up")            # loads the model (and decides about AMX) before "ready"
+    try:
+        llm = LlamaCppLLM(settings)
+        llm.tokenize("warm up")        # loads the model (and decides about AMX) before "ready"
+    except FlowkitError as err:        # a bad model file: say why in one line, not a traceback
+        print(json.dumps({"ready": False, "error": str(err)}), flush=True)
+        return 1
     import llama_cpp
     server = _Server(llm, os.environ.get("FLOWKIT_WORKER_TOKEN", ""))
     decision = llm.extra_bufts

@@ -7,6 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from flowkit.runtime.resources import Settings, load_settings
+from flowkit.testing.gguf import write_gguf
 from storage.workspace import Workspace
 from studio import settings as logic
 
@@ -47,9 +48,23 @@ def test_bad_model_path_is_refused(ws: Workspace) -> None:
     assert not (ws.data_dir / "settings.json").exists()
 
 
+def test_a_truncated_or_foreign_model_file_is_refused_with_the_reason(ws: Workspace,
+                                                                     tmp_path: Path) -> None:
+    cut = write_gguf(tmp_path / "cut.gguf", cut=200)
+    other = tmp_path / "zip.gguf"
+    other.write_bytes(b"PK\x03\x04" + b"\0" * 100)
+    for path, words in ((cut, "is cut short"), (other, "is not a GGUF file")):
+        at = settings_page()
+        at.radio(key="settings_model_source").set_value("A GGUF file on this machine")
+        at.text_input(key="settings_model_path").input(str(path))
+        submit(at)
+        assert not at.exception
+        assert f"model file {path} {words}" in texts(at)
+        assert not (ws.data_dir / "settings.json").exists()
+
+
 def test_save_writes_settings_and_rebuilds(ws: Workspace, tmp_path: Path) -> None:
-    model = tmp_path / "tiny.gguf"
-    model.write_bytes(b"GGUF" + b"\0" * 2_000_000)
+    model = write_gguf(tmp_path / "tiny.gguf")
     at = settings_page()
     at.radio(key="settings_model_source").set_value("A GGUF file on this machine")
     at.text_input(key="settings_model_path").input(str(model))
