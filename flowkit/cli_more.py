@@ -30,19 +30,18 @@ def _console() -> tuple[Any, Any]:
 
 # ---- datasets -----------------------------------------------------------------------------
 def ingest_corpus(ws: Any, dataset: Any, kb: str, force: bool = False) -> int:
-    """Ingest the dataset's corpus.jsonl into `kb` unless it already holds chunks. Returns chunks
-    added (0 when the knowledge base was ready)."""
+    """Ingest the dataset's corpus.jsonl into `kb` unless it is ready (complete, with chunks).
+    Returns chunks added (0 when the knowledge base was ready)."""
     from .cli import _progress
-    from .ingest import ingest
-    base = ws.resources.kb(kb)
-    if base.exists and base.count() > 0 and not force:
+    from .ingest import ingest_unless_ready
+    if ws.resources.kb(kb).ready and not force:
         return 0
     if not dataset.corpus:
         raise FlowkitError(f"dataset '{dataset.name}' has no corpus.jsonl to ingest")
     with _progress("ingest") as prog:
         task = prog.add_task(f"ingest {Path(dataset.corpus).name} into '{kb}'", total=None)
-        return ingest(ws.resources, kb, [dataset.corpus],
-                      progress=lambda d, t: prog.update(task, completed=d, total=t))
+        return ingest_unless_ready(ws.resources, kb, [dataset.corpus], force=force,
+                                   progress=lambda d, t: prog.update(task, completed=d, total=t))
 
 
 def cmd_dataset(args: argparse.Namespace) -> int:
@@ -68,7 +67,7 @@ def cmd_dataset(args: argparse.Namespace) -> int:
             raise FlowkitError("--ingest needs --kb NAME")
         n = ingest_corpus(ws, ds, args.kb)
         out.print(f"ingested {n} chunks into '{args.kb}'" if n else
-                  f"knowledge base '{args.kb}' already has chunks; not ingested again")
+                  f"knowledge base '{args.kb}' is ready; not ingested again")
     repo.save_dataset(ds.name, ds.source, ds.questions, kb=args.kb or "")
     out.print(f"dataset '{ds.name}': {len(ds.questions)} questions"
               + (f", gold passages named" if ds.has_gold_passages else ""))

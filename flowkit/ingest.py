@@ -57,11 +57,22 @@ def ingest(resources: Any, kb: str, paths: Iterable[str | Path], chunker: str = 
     return n
 
 
+def ingest_unless_ready(resources: Any, kb: str, paths: Iterable[str | Path], *,
+                       force: bool = False,
+                       progress: Callable[[int, int], None] | None = None) -> int:
+    """Ingest the files unless the knowledge base is ready (listed, complete, with chunks).
+    Returns the chunks ingested, 0 when it was ready. A knowledge base left incomplete by a
+    crash or kill is ingested again, which completes it (chunk ids are stable: no duplicates)."""
+    if resources.kb(kb).ready and not force:
+        return 0
+    return ingest(resources, kb, paths, progress=progress)
+
+
 def ensure_sample(resources: Any, progress: Callable[[int, int], None] | None = None) -> bool:
-    """Ingest the sample knowledge base if it is not there yet. True when it ingested."""
+    """Ingest the sample knowledge base if it is not ready yet. True when it ingested."""
     base = resources.kb(SAMPLE_KB)
-    if base.exists and base.count() > 0:
+    if not ingest_unless_ready(resources, SAMPLE_KB, [SAMPLE_DIR / "articles.jsonl"],
+                               progress=progress):
         return False
-    ingest(resources, SAMPLE_KB, [SAMPLE_DIR / "articles.jsonl"], progress=progress)
     base.update_meta(description="Sample: the fictional Halvard Archipelago (assets/sample_kb)")
     return True

@@ -78,9 +78,8 @@ def submit_eval(jobs: JobManager, switches: StopSwitches, ws: Workspace, plan: E
                      [f.record() for f in plan.flows], [str(q["id"]) for q in plan.questions])
 
     def work(report: Reporter) -> dict[str, Any]:
-        base = ws.resources.kb(plan.kb)
         if ingest_first and dataset is not None and dataset.corpus and \
-                not (base.exists and base.count() > 0):
+                not ws.resources.kb(plan.kb).ready:
             report.update(message=f"ingesting {dataset.name}'s corpus into '{plan.kb}'")
             ingest(ws.resources, plan.kb, [dataset.corpus],
                    progress=lambda d, t: report.update(progress=d / max(t, 1),

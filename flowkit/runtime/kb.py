@@ -90,6 +90,12 @@ class KnowledgeBase:
                                 "interrupted or is still running; ingest its files again "
                                 f"(`flowkit ingest --kb {self.name} FILE...`) to complete it")
 
+    @property
+    def ready(self) -> bool:
+        """Listed, complete and holding chunks: nothing to ingest. A knowledge base whose last
+        change was cut short is not ready, though it may hold chunks."""
+        return self.exists and not self.incomplete and self.count() > 0
+
     def require_ready(self) -> None:
         """Raise a clear error if the knowledge base is missing, incomplete or empty."""
         if not self.exists:
