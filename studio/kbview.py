@@ -45,12 +45,14 @@ def kb_rows(resources: Any) -> list[dict[str, Any]]:
 
 
 def create(resources: Any, name: str, description: str = "") -> KnowledgeBase:
-    """A new, empty knowledge base (its folder and meta.json); ingest files into it next."""
+    """A new, empty knowledge base (its folder and meta.json); ingest files into it next.
+    Written under the knowledge base's write lock, so it cannot race an ingest of the same name."""
     name = check_name(name.strip())
-    if name in resources.kb_names():
-        raise ResourceError(f"a knowledge base named '{name}' already exists")
     kb = resources.kb(name)
-    kb.update_meta(name=name, description=description.strip(), created=time.time(), chunks=0)
+    with kb_write_lock(kb.dir, name):
+        if name in resources.kb_names() or kb.exists:
+            raise ResourceError(f"a knowledge base named '{name}' already exists")
+        kb.update_meta(name=name, description=description.strip(), created=time.time(), chunks=0)
     return kb
 
 

@@ -7,6 +7,7 @@ not leave the knowledge base listed (nor with 0 chunks).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from flowkit.errors import FlowkitError
 from flowkit.ingest import ingest
+from flowkit.runtime import docfiles
 from flowkit.runtime.resources import Resources
 from flowkit.testing import HashEmbedder
 
@@ -107,12 +109,22 @@ def test_named_refusals(res: Resources, tmp_path: Path) -> None:
              "deep.jsonl": (b"[" * 5000 + b"]" * 5000, "deep.jsonl:1: JSON nested deeper"),
              "dup.jsonl": (b'{"id": "1", "text": "a"}\n{"id": "1", "text": "b"}\n',
                            "dup.jsonl:2: duplicate id '1' (first at"),
-             "nan.jsonl": (b'{"id": "1", "text": "a", "x": NaN}\n', "nan.jsonl:1:")}
+             "nan.jsonl": (b'{"id": "1", "text": "a", "x": NaN}\n', "nan.jsonl:1:"),
+             # undecodable text is refused, not silently replaced by U+FFFD
+             "latin1.txt": ("Café in Corren\n".encode("latin-1"),
+                            "latin1.txt: not UTF-8 text: byte 0xe9 at offset 3 (line 1)"),
+             "notes.md": (b"# Notes\n\nok\n\xff", "notes.md: not UTF-8 text: byte 0xff")}
     for name, (raw, message) in cases.items():
         (tmp_path / name).write_bytes(raw)
-        with pytest.raises(FlowkitError, match=message.replace("(", r"\(").replace("[", r"\[")):
+        with pytest.raises(FlowkitError, match=re.escape(message)):
             ingest(res, KB, [tmp_path / name])
         assert KB not in res.kb_names()
+    big = tmp_path / "big.txt"
+    with big.open("wb") as f:                          # sparse: no real disk used
+        f.truncate(docfiles.MAX_FILE_BYTES + 1)
+    with pytest.raises(FlowkitError, match=r"big.txt: 536,870,913 bytes is more than one ingest"):
+        ingest(res, KB, [big])
+    assert KB not in res.kb_names()
     good = tmp_path / "good.jsonl"
     good.write_bytes(b"\n".join(_line(d) for d in GOOD))
     assert ingest(res, KB, [good]) == 2 and res.kb(KB).count() == 2

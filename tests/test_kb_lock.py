@@ -159,3 +159,20 @@ def test_an_incomplete_kb_refuses_queries_until_reingested(tmp_path: Path) -> No
     ingest(res, "half", [doc])
     base.require_ready()
     assert base.lexical("keeper", 3)[0]["text"].startswith("The Corren")
+
+
+def test_creating_an_empty_kb_takes_the_write_lock(tmp_path: Path) -> None:
+    """The studio's 'create knowledge base' writes meta.json under the lock: while another
+    process changes a KB of that name, creating it is refused and nothing is written."""
+    from studio import kbview
+    res = Resources(tmp_path / "data")
+    res.set_embedder(HashEmbedder())
+    base = res.kb("pier")
+    with kb_write_lock(base.dir, "pier", wait_s=0):     # an ingest into 'pier' under way
+        with pytest.raises(ResourceError, match="being changed by another process"):
+            kbview.create(res, "pier", "harbour notes")
+    assert not base.exists and "pier" not in res.kb_names()
+    kbview.create(res, "pier", "harbour notes")
+    assert base.meta()["description"] == "harbour notes" and "pier" in res.kb_names()
+    with pytest.raises(ResourceError, match="already exists"):
+        kbview.create(res, "pier")

@@ -18,6 +18,7 @@ from ..jsonread import check_value, decode_utf8, parse
 MAX_LINE_DEPTH = 32
 #: Longest text in one document, in characters (the bound is there to stop hostile input only).
 MAX_DOC_CHARS = 20_000_000
+MAX_FILE_BYTES = 512 * 1024 * 1024   # one ingested file; a larger corpus: split it into files
 
 
 def read_documents(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
@@ -28,6 +29,10 @@ def read_documents(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
         p = Path(raw)
         if not p.is_file():
             raise ResourceError(f"file not found: {p}")
+        size = p.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ResourceError(f"{p}: {size:,} bytes is more than one ingest takes "
+                                f"({MAX_FILE_BYTES:,}); split it into smaller files")
         suffix = p.suffix.lower()
         if suffix == ".jsonl":
             found = list(_read_jsonl(p))
@@ -82,7 +87,10 @@ def _text(value: Any) -> str:
 
 
 def _read_text(p: Path) -> list[tuple[str, dict[str, Any]]]:
-    text = p.read_bytes().decode("utf-8", errors="replace").replace("\x00", "")
+    try:
+        text = decode_utf8(p.read_bytes(), str(p)).replace("\x00", "")
+    except SpecError as err:
+        raise ResourceError(f"{p}: {_what(err)}; save it as UTF-8 text") from None
     if not text.strip():
         return []
     title = text.strip().splitlines()[0].lstrip("# ").strip()[:200]
