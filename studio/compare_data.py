@@ -17,7 +17,7 @@ from flowkit.eval.runner import (EvalPlan, FlowEntry, evaluation_report, make_pl
 from flowkit.trace import StepEvent
 from storage.evals import EvalInfo, EvalRepo
 from storage.repo import RunInfo
-from storage.workspace import Workspace
+from service.workspace import Workspace
 
 MIN_FLOWS, MAX_FLOWS = 2, 6
 FlowRef = tuple[str, str]      # ("saved" | "template", name), as on the run page

@@ -18,7 +18,7 @@ from flowkit.eval.datasets import Dataset
 from flowkit.eval.runner import EvalPlan, run_evaluation
 from flowkit.ingest import ingest
 from storage.evals import EvalRepo
-from storage.workspace import Workspace
+from service.workspace import Workspace
 
 from .jobs import Job, JobManager, Reporter
 

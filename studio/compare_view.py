@@ -14,7 +14,7 @@ from flowkit.eval.datasets import Dataset, from_path, known_sets, resolve
 from flowkit.eval.report import EvalReport
 from flowkit.eval.runner import EvalPlan
 from storage.evals import EvalRepo
-from storage.workspace import Workspace
+from service.workspace import Workspace
 
 from . import compare_charts as charts
 from . import compare_data as cd

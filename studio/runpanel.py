@@ -10,7 +10,7 @@ from streamlit.errors import StreamlitAPIException
 
 from flowkit.errors import NotFoundError
 from storage.repo import RunInfo
-from storage.workspace import Workspace
+from service.workspace import Workspace
 
 from . import inert, runview
 from .jobs import Job, JobManager

@@ -7,7 +7,7 @@ from flowkit import registry, templates
 from flowkit.spec import FlowSpec
 from flowkit.trace import StepEvent
 from storage.repo import RunInfo, Store
-from storage.workspace import Workspace
+from service.workspace import Workspace
 
 FlowRef = tuple[str, str]   # ("saved" | "template", name)
 

@@ -9,7 +9,7 @@ from flowkit.errors import FlowkitError
 from flowkit.runtime.amx import EXTRA_BUFTS_CHOICES
 from flowkit.runtime.llm import default_model_path
 from flowkit.runtime.resources import Settings
-from storage.workspace import Workspace
+from service.workspace import Workspace
 
 BACKENDS = ("llama_cpp", "openai")
 

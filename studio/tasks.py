@@ -17,7 +17,7 @@ from flowkit.errors import ResourceError, short
 from flowkit.ingest import ingest
 from flowkit.spec import FlowSpec
 from flowkit.trace import RunEnd, RunStart, StepEvent
-from storage.workspace import Workspace
+from service.workspace import Workspace
 
 from .jobs import JobManager, Reporter
 from .overrides import Overrides, with_overrides

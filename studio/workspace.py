@@ -15,7 +15,7 @@ from pathlib import Path
 import streamlit as st
 
 from flowkit.runtime.resources import default_data_dir
-from storage.workspace import Workspace
+from service.workspace import Workspace
 
 _override_lock = threading.Lock()
 _override: list[Workspace] = []   # the test hook: at most one injected Workspace

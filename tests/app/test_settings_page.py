@@ -7,7 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from flowkit.runtime.resources import Settings, load_settings
-from storage.workspace import Workspace
+from service.workspace import Workspace
 from studio import settings as logic
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from flowkit.testing import HashEmbedder
-from storage.workspace import Workspace
+from service.workspace import Workspace
 from studio.jobs import JobManager
 from studio.tasks import (
     MAX_NAME_BYTES,

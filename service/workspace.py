@@ -1,7 +1,8 @@
 """A workspace: one data directory's resources (model, embedder, Chroma) and its database.
 
 The CLI and the studio both go through this: resolve a flow reference, run and store a run, fork a
-run from a step. The engine itself never imports storage; it writes to the sink it is handed.
+run from a step. It is the service between the library and storage: the engine never imports
+storage (it writes to the sink it is handed) and storage never runs a flow.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from flowkit.runtime.resources import Resources, Settings
 from flowkit.spec import FlowSpec, load
 from flowkit.trace import MultiSink, RunEnd, TraceSink
 
-from .repo import Store
+from storage.repo import Store
 
 
 class Workspace:
