@@ -17,8 +17,8 @@ import streamlit as st
 from flowkit.eval.datasets import Dataset
 from flowkit.eval.runner import EvalPlan, run_evaluation
 from flowkit.ingest import ingest
-from storage.evals import EvalRepo
 from service.workspace import Workspace
+from storage.evals import EvalRepo
 
 from .jobs import Job, JobManager, Reporter
 

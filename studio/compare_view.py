@@ -13,13 +13,14 @@ from flowkit.eval import report as report_mod
 from flowkit.eval.datasets import Dataset, from_path, known_sets, resolve
 from flowkit.eval.report import EvalReport
 from flowkit.eval.runner import EvalPlan
-from storage.evals import EvalRepo
 from service.workspace import Workspace
+from storage.evals import EvalRepo
 
 from . import compare_charts as charts
 from . import compare_data as cd
 from . import compare_jobs as cj
 from . import inert
+from .state import query_select
 from .jobs import JobManager
 
 NEW_KB = "__new__"
@@ -237,22 +238,14 @@ def question_picker(rep: EvalReport) -> str | None:
     options = cd.question_options(rep)
     if not options:
         return None
-    wanted = st.query_params.get("q")
-    if wanted in options and st.session_state.get("compare_q") != wanted:
-        st.session_state["compare_q"] = wanted
-    if st.session_state.get("compare_q") not in options:
-        st.session_state["compare_q"] = options[0]
     dis = set(rep.disagreements)
 
     def label(qid: str) -> str:
         mark = "≠ " if qid in dis else "= "
         return f"{mark}{qid}: {cd.question_text(rep, qid)[:110]}"
 
-    def changed() -> None:
-        st.query_params["q"] = st.session_state["compare_q"]
-
-    return st.selectbox("Question to inspect (≠: the flows disagree)", options, key="compare_q",
-                        format_func=label, on_change=changed)
+    return query_select("Question to inspect (≠: the flows disagree)", options, key="compare_q",
+                        param="q", format_func=label)
 
 
 def _trace_column(t: cd.FlowTrace, gold: list[str]) -> None:

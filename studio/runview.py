@@ -6,8 +6,8 @@ from typing import Any
 from flowkit import registry, templates
 from flowkit.spec import FlowSpec
 from flowkit.trace import StepEvent
-from storage.repo import RunInfo, Store
 from service.workspace import Workspace
+from storage.repo import RunInfo, Store
 
 FlowRef = tuple[str, str]   # ("saved" | "template", name)
 
