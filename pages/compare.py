@@ -12,7 +12,10 @@ import streamlit as st
 from storage.evals import EvalRepo
 from studio import compare_jobs, compare_view
 from studio.jobs import get_jobs
+from studio.shell import route_through_app
 from studio.workspace import get_workspace
+
+route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
 ws = get_workspace()
 jobs = get_jobs()

@@ -9,8 +9,11 @@ from flowkit import templates
 from flowkit.errors import FlowkitError
 from flowkit.export import export_zip, graph_id
 from studio import diffs, inert, library
+from studio.shell import route_through_app
 from studio.state import flash, show_flash
 from studio.workspace import get_workspace
+
+route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
 ws = get_workspace()
 store = ws.store

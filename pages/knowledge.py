@@ -11,9 +11,12 @@ import streamlit as st
 from flowkit.errors import FlowkitError
 from studio import graphview, inert, kbview
 from studio.jobs import get_jobs
+from studio.shell import route_through_app
 from studio.state import flash, query_select, show_flash, sync_from_query
 from studio.tasks import submit_ingest
 from studio.workspace import get_workspace
+
+route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
 ws = get_workspace()
 jobs = get_jobs()

@@ -12,9 +12,12 @@ from flowkit.memory import OPERATOR_KEYS
 from studio import graphview, inert, memview, replay, runview
 from studio.forkpanel import fork_status
 from studio.jobs import get_jobs
+from studio.shell import route_through_app
 from studio.state import query_select
 from studio.tasks import submit_fork
 from studio.workspace import get_workspace
+
+route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
 ws = get_workspace()
 jobs = get_jobs()

@@ -9,9 +9,12 @@ from flowkit.validate import check
 from studio import datasets, inert, runpanel, runview, sidebar
 from studio.jobs import get_jobs
 from studio.overrides import Overrides, tunable
+from studio.shell import route_through_app
 from studio.state import query_select
 from studio.tasks import submit_run
 from studio.workspace import get_workspace
+
+route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
 ws = get_workspace()
 jobs = get_jobs()

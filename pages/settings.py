@@ -5,8 +5,11 @@ import streamlit as st
 
 from flowkit.runtime.resources import load_settings, save_settings
 from studio import settings as logic
+from studio.shell import route_through_app
 from studio.state import flash, show_flash
 from studio.workspace import get_workspace, reset_workspace
+
+route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
 ws = get_workspace()
 st.title("Settings")
