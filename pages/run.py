@@ -11,7 +11,7 @@ from studio.jobs import get_jobs
 from studio.overrides import Overrides, tunable
 from studio.shell import route_through_app
 from studio.state import query_select
-from studio.tasks import submit_run
+from studio.tasks import RunRefused, submit_run
 from studio.workspace import get_workspace
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
@@ -133,6 +133,8 @@ with form_col:
         try:
             _, new_run = submit_run(jobs, ws, spec, question.strip(), kb, flow_version=version,
                                     overrides=overrides)
+        except RunRefused as refused:
+            st.error("Not queued: " + "; ".join(inert.escape(p) for p in refused.problems))
         except FlowkitError as err:
             st.error(inert.escape(err))
         else:

@@ -118,4 +118,4 @@ def totals(run: RunInfo) -> dict[str, Any]:
 
 
 STATUS_COLOURS = {"ok": "green", "budget_exceeded": "orange", "error": "red", "running": "blue",
-                  "interrupted": "gray", "queued": "gray"}
+                  "interrupted": "gray", "queued": "gray", "cancelled": "gray"}
