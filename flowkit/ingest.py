@@ -57,11 +57,17 @@ def ingest(resources: Any, kb: str, paths: Iterable[str | Path], chunker: str = 
     return n
 
 
+def has_chunks(resources: Any, kb: str) -> bool:
+    """Whether knowledge base `kb` exists and holds at least one chunk."""
+    base = resources.kb(kb)
+    return bool(base.exists and base.count() > 0)
+
+
 def ensure_sample(resources: Any, progress: Callable[[int, int], None] | None = None) -> bool:
     """Ingest the sample knowledge base if it is not there yet. True when it ingested."""
-    base = resources.kb(SAMPLE_KB)
-    if base.exists and base.count() > 0:
+    if has_chunks(resources, SAMPLE_KB):
         return False
     ingest(resources, SAMPLE_KB, [SAMPLE_DIR / "articles.jsonl"], progress=progress)
-    base.update_meta(description="Sample: the fictional Halvard Archipelago (assets/sample_kb)")
+    resources.kb(SAMPLE_KB).update_meta(
+        description="Sample: the fictional Halvard Archipelago (assets/sample_kb)")
     return True

@@ -19,7 +19,6 @@ from flowkit.memory import OPERATOR_KEYS
 from flowkit.runtime.resources import Resources, Settings
 from flowkit.spec import FlowSpec, load
 from flowkit.trace import MultiSink, RunEnd, RunStart, TraceSink
-
 from storage.repo import Store
 
 

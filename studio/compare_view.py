@@ -18,10 +18,9 @@ from storage.evals import EvalRepo
 
 from . import compare_charts as charts
 from . import compare_data as cd
-from . import inert
-from . import tasks
-from .state import query_select
+from . import inert, tasks
 from .jobs import JobManager
+from .state import query_select
 
 NEW_KB = "__new__"
 

@@ -57,7 +57,7 @@ def cancel_button(jobs: JobManager, job: Job | None, key: str) -> None:
     stops at its next step and is stored as `cancelled`."""
     if job is None or job.finished or job.kind not in CANCELLABLE:
         return
-    if st.button("Cancel", key=key, icon=":material/stop_circle:", disabled=job.cancel_requested,
+    if st.button("Cancel", key=key, icon=":material/stop_circle:", disabled=not job.cancellable,
                  help="A queued run never starts; a running one stops at its next step"):
         jobs.cancel(job.id)
         st.toast("Cancelled" if job.status == "queued" else "Cancelling: stops at the next step")

@@ -23,7 +23,7 @@ from typing import Any
 from flowkit.errors import FlowkitError
 from flowkit.eval.datasets import Dataset
 from flowkit.eval.runner import EvalPlan, run_evaluation
-from flowkit.ingest import ingest
+from flowkit.ingest import has_chunks, ingest
 from flowkit.spec import FlowSpec, to_dict
 from flowkit.trace import RunEnd, RunStart, StepEvent
 from flowkit.validate import check
@@ -232,9 +232,8 @@ def submit_eval(jobs: JobManager, ws: Workspace, plan: EvalPlan, dataset: Datase
                      [f.record() for f in plan.flows], [str(q["id"]) for q in plan.questions])
 
     def work(report: Reporter) -> dict[str, Any]:
-        base = ws.resources.kb(plan.kb)
         if ingest_first and dataset is not None and dataset.corpus and \
-                not (base.exists and base.count() > 0):
+                not has_chunks(ws.resources, plan.kb):
             report.update(message=f"ingesting {dataset.name}'s corpus into '{plan.kb}'")
             ingest(ws.resources, plan.kb, [dataset.corpus],
                    progress=lambda d, t: report.update(progress=d / max(t, 1),

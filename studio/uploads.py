@@ -6,7 +6,6 @@ from pathlib import Path
 
 from flowkit.errors import ResourceError, short
 
-
 #: The longest file name most file systems accept, in bytes of UTF-8.
 MAX_NAME_BYTES = 255
 

@@ -45,9 +45,8 @@ def json_option(text: str, option: str) -> dict[str, Any]:
 def ingest_corpus(ws: Workspace, dataset: Any, kb: str, force: bool = False) -> int:
     """Ingest the dataset's corpus.jsonl into `kb` unless it already holds chunks. Returns chunks
     added (0 when the knowledge base was ready)."""
-    from flowkit.ingest import ingest
-    base = ws.resources.kb(kb)
-    if base.exists and base.count() > 0 and not force:
+    from flowkit.ingest import has_chunks, ingest
+    if has_chunks(ws.resources, kb) and not force:
         return 0
     if not dataset.corpus:
         raise FlowkitError(f"dataset '{dataset.name}' has no corpus.jsonl to ingest")

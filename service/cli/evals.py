@@ -43,7 +43,7 @@ def cmd_dataset(args: argparse.Namespace) -> int:
                   f"knowledge base '{args.kb}' already has chunks; not ingested again")
     repo.save_dataset(ds.name, ds.source, ds.questions, kb=args.kb or "")
     common.out.print(f"dataset '{ds.name}': {len(ds.questions)} questions"
-              + (f", gold passages named" if ds.has_gold_passages else ""))
+              + (", gold passages named" if ds.has_gold_passages else ""))
     return 0
 
 
@@ -67,8 +67,14 @@ def _plan(args: argparse.Namespace, ws: Any, repo: Any) -> Any:
 
 
 def _run(plan: Any, ws: Any, repo: Any, workers: int = 1, ray_address: str = "") -> Any:
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from flowkit.eval.runner import run_evaluation
     n = len(plan.questions)
