@@ -96,3 +96,47 @@ def test_a_cancelled_job_is_not_a_duplicate_of_a_new_submit():
     finally:
         release.set()
     jobs.wait_idle(10)
+
+
+def test_a_cancelled_queued_run_shows_as_cancelled_in_the_replay(ws):
+    from studio.workspace import use_workspace
+    spec = templates.load_template("naive_rag")
+    jobs = JobManager()
+    release = _held(jobs)
+    try:
+        _, run_id = tasks.submit_run(jobs, ws, spec, "Who founded the Halvard Ferry Company?",
+                                     "sample")
+        assert tasks.cancel(jobs, jobs.find_run(run_id).id)
+    finally:
+        release.set()
+    use_workspace(ws)
+    try:
+        at = kit.page("pages/replay.py", run=run_id).run()
+        assert not at.exception
+        assert ":gray-badge[cancelled]" in kit.texts(at)
+        assert any(run_id in o and "cancelled" in o for o in at.selectbox(key="replay_pick").options)
+    finally:
+        use_workspace(None)
+    jobs.wait_idle(10)
+
+
+def test_cancel_a_queued_evaluation_marks_it_stopped(ws):
+    from flowkit.eval.datasets import resolve
+    from flowkit.eval.runner import make_plan, resolve_flows
+    from storage.evals import EvalRepo
+    repo = EvalRepo(ws.store)
+    ds = resolve(repo, "sample_questions")
+    plan = make_plan(resolve_flows(ws, ["naive_rag"]), ds.name, ds.questions, "sample", limit=2)
+    jobs = JobManager()
+    release = _held(jobs)
+    try:
+        job_id = tasks.submit_eval(jobs, ws, plan)
+        assert tasks.submit_eval(jobs, ws, plan) == job_id            # queued once
+        assert tasks.stop_eval(jobs, plan.eval_id)
+        assert jobs.get(job_id).status == "cancelled"
+        assert tasks.progress(ws, jobs, plan.eval_id).status == "stopped"
+        assert tasks.stop_eval(jobs, plan.eval_id) is False           # nothing left to cancel
+    finally:
+        release.set()
+    jobs.wait_idle(10)
+    assert repo.runs(plan.eval_id) == []                               # it never ran
