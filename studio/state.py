@@ -14,7 +14,7 @@ is never overwritten by an older address.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, MutableMapping, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import streamlit as st
 
@@ -36,7 +36,7 @@ class Keys:
 
 
 def _state(state: MutableMapping[str, Any] | None) -> MutableMapping[str, Any]:
-    return st.session_state if state is None else state
+    return cast(MutableMapping[str, Any], st.session_state) if state is None else state
 
 
 def flash(key: str, text: str, kind: FlashKind = "success",
