@@ -11,6 +11,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY flowkit ./flowkit
 COPY storage ./storage
+COPY service ./service
 COPY studio ./studio
 RUN python3 -m pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
  && CMAKE_ARGS="${LLAMA_CMAKE_ARGS}" python3 -m pip install -e .

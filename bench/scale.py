@@ -31,9 +31,9 @@ from flowkit.runtime.resources import Resources, Settings, save_settings  # noqa
 from flowkit.runtime.vectorstore import ChromaStore  # noqa: E402
 from flowkit.templates import load_template  # noqa: E402
 from flowkit.testing.servers import chroma_server, llama_server, postgres_server  # noqa: E402
+from service.workspace import Workspace  # noqa: E402
 from storage.evals import EvalRepo  # noqa: E402
 from storage.repo import Store  # noqa: E402
-from storage.workspace import Workspace  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = ["Who designed the Corren Lighthouse?", "When was the Corren Lighthouse first lit?",

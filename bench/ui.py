@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from flowkit import templates  # noqa: E402
 from flowkit.spec import EdgeSpec, FlowSpec, NodeSpec, Position  # noqa: E402
-from storage.workspace import Workspace  # noqa: E402
+from service.workspace import Workspace  # noqa: E402
 from studio.serve import CHROMIUM, CHROMIUM_ARGS, StudioServer  # noqa: E402
 
 OPERATORS = ("retrieval.bm25", "retrieval.dense", "generation.answer")

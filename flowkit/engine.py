@@ -25,6 +25,10 @@ from .memory import initial_memory, visible
 from .spec import Limits
 from .trace import ListSink, RunEnd, RunStart, StepEvent, TraceSink, jsonable
 
+#: The halt reason (and run status) of a run whose `cancel` event was set: it stopped at the next
+#: step boundary.
+CANCELLED = "cancelled"
+
 
 @dataclass
 class _Run:
@@ -39,9 +43,12 @@ class _Run:
     index: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     error: NodeError | None = None
+    cancel: threading.Event | None = None
 
     def limit_hit(self, state: dict[str, Any], calls: int = 0, tokens: int = 0) -> str:
         lim = self.limits
+        if self.cancel is not None and self.cancel.is_set():
+            return CANCELLED
         if state.get("steps", 0) >= lim.max_steps:
             return f"max_steps ({lim.max_steps})"
         if state.get("llm_calls", 0) + calls >= lim.max_llm_calls:
@@ -157,7 +164,7 @@ def make_finish() -> Any:
 
     def finish(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         run = _run_of(config)
-        if not state.get("halt") or state.get("answer"):
+        if not state.get("halt") or state.get("answer") or state["halt"] == CANCELLED:
             return {}
         before = jsonable(visible(state))
         ctx = RunContext(run.resources, run.kb, FINISH, 1)
@@ -192,10 +199,11 @@ def run_flow(flow: CompiledFlow, question: str, resources: Any, *, kb: str = "",
              flow_version: int | None = None, start_at: str | None = None,
              memory: dict[str, Any] | None = None, counters: dict[str, Any] | None = None,
              parent_run_id: str | None = None, parent_step: int | None = None,
-             settings: dict[str, Any] | None = None) -> RunEnd:
+             settings: dict[str, Any] | None = None,
+             cancel: threading.Event | None = None) -> RunEnd:
     """Run a compiled flow on one question and return how it ended (status ok | budget_exceeded |
-    error). Every node visit goes to `sink` as it happens. `start_at` + `memory` fork a run from a
-    step of an earlier one."""
+    error | cancelled). Every node visit goes to `sink` as it happens. `start_at` + `memory` fork a
+    run from a step of an earlier one. Setting `cancel` stops the run before its next step."""
     if not isinstance(question, str) or not question.strip():
         raise FlowkitError("the question is empty")
     sink = sink if sink is not None else ListSink()
@@ -217,7 +225,8 @@ def run_flow(flow: CompiledFlow, question: str, resources: Any, *, kb: str = "",
     state = initial_memory(question, memory)
     for k, v in (counters or {}).items():
         state[k] = v
-    run = _Run(run_id=run_id, resources=resources, kb=kb, sink=sink, limits=flow.spec.limits)
+    run = _Run(run_id=run_id, resources=resources, kb=kb, sink=sink, limits=flow.spec.limits,
+               cancel=cancel)
     sink.start(RunStart(run_id=run_id, flow_name=flow.name, spec=flow.resolved_spec(),
                         question=question, kb=kb, model_id=str(getattr(llm, "model_id", "")),
                         model_hash=str(getattr(llm, "model_hash", "")),
@@ -231,7 +240,7 @@ def run_flow(flow: CompiledFlow, question: str, resources: Any, *, kb: str = "",
     try:
         final = flow.graph.invoke(state, config=config)
         if final.get("halt"):
-            status = "budget_exceeded"
+            status = CANCELLED if final["halt"] == CANCELLED else "budget_exceeded"
     except NodeError as err:
         status, error = "error", str(err)
     except GraphRecursionError:

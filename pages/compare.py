@@ -10,13 +10,15 @@ from __future__ import annotations
 import streamlit as st
 
 from storage.evals import EvalRepo
-from studio import compare_jobs, compare_view
+from studio import compare_view
 from studio.jobs import get_jobs
+from studio.shell import route_through_app
 from studio.workspace import get_workspace
+
+route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
 ws = get_workspace()
 jobs = get_jobs()
-switches = compare_jobs.get_switches()
 repo = EvalRepo(ws.store)
 
 st.title("Compare")
@@ -26,13 +28,13 @@ top_left, top_right = st.columns([3, 2], gap="large")
 with top_right:
     compare_view.open_picker(repo)
 with top_left, st.expander("New comparison", expanded=not eval_id):
-    compare_view.setup_form(ws, repo, jobs, switches)
+    compare_view.setup_form(ws, repo, jobs)
 
 if eval_id:
     plan = compare_view.load_plan(repo, eval_id)
     if plan is not None:
         compare_view.header(plan)
-        compare_view.progress_panel(ws, jobs, switches, plan)
+        compare_view.progress_panel(ws, jobs, plan)
         compare_view.results(ws, repo, plan)
 else:
     st.info("Start a comparison, or open an earlier evaluation.")

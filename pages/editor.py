@@ -11,7 +11,10 @@ from flowkit.errors import FlowkitError, NotFoundError
 from flowkit.spec import Limits
 from studio import canvas, diffs, forms, inert, palette
 from studio.editor import K_GEN, Editor, canvas_key
+from studio.shell import route_through_app
 from studio.workspace import get_workspace
+
+route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
 
 def _ed() -> Editor:

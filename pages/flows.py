@@ -9,7 +9,11 @@ from flowkit import templates
 from flowkit.errors import FlowkitError
 from flowkit.export import export_zip, graph_id
 from studio import diffs, inert, library
+from studio.shell import route_through_app
+from studio.state import flash, show_flash
 from studio.workspace import get_workspace
+
+route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
 ws = get_workspace()
 store = ws.store
@@ -39,9 +43,7 @@ def _lg_package(db_url: str, name: str, version: int) -> tuple[bytes | None, str
         return None, str(err)
 
 st.title("Flows")
-notice = st.session_state.pop("flows_notice", None)
-if notice:
-    st.success(inert.escape(notice))
+show_flash("flows_notice")
 
 new_col, import_col = st.columns(2)
 with new_col, st.form("flows_new", clear_on_submit=False, border=True):
@@ -81,7 +83,7 @@ with import_col, st.container(border=True):
                 except FlowkitError as err:
                     st.error(inert.escape(err))
                 else:
-                    st.session_state["flows_notice"] = f"Imported '{new_name.strip()}'."
+                    flash("flows_notice", f"Imported '{new_name.strip()}'.")
                     st.rerun()
 
 st.subheader("Saved flows")
@@ -132,7 +134,7 @@ for f in flows:
                 st.session_state["flows_confirm_delete"] = None
                 if st.session_state.get("flows_selected") == f.name:
                     st.session_state["flows_selected"] = None
-                st.session_state["flows_notice"] = f"Deleted '{f.name}'."
+                flash("flows_notice", f"Deleted '{f.name}'.")
                 st.rerun()
             if no.button("Cancel", key=f"flows_delete_no_{f.name}"):
                 st.session_state["flows_confirm_delete"] = None
@@ -160,8 +162,8 @@ if selected and store.flow_exists(selected):
             except FlowkitError as err:
                 st.error(inert.escape(err))
             else:
-                st.session_state["flows_notice"] = (f"Restored version {back} of '{selected}' "
-                                                    f"as version {v}.")
+                flash("flows_notice", f"Restored version {back} of '{selected}' "
+                                      f"as version {v}.")
                 st.rerun()
     changes = diffs.structural(by_number[old], by_number[new])
     if old == new:

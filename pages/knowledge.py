@@ -11,8 +11,12 @@ import streamlit as st
 from flowkit.errors import FlowkitError
 from studio import graphview, inert, kbview
 from studio.jobs import get_jobs
+from studio.shell import route_through_app
+from studio.state import flash, query_select, show_flash, sync_from_query
 from studio.tasks import submit_ingest
 from studio.workspace import get_workspace
+
+route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
 ws = get_workspace()
 jobs = get_jobs()
@@ -20,9 +24,7 @@ res = ws.resources
 state = st.session_state
 
 st.title("Knowledge bases")
-notice = state.pop("kb_notice", None)
-if notice:
-    st.success(inert.escape(notice))
+show_flash("kb_notice")
 
 rows = kbview.kb_rows(res)
 names = [r["name"] for r in rows]
@@ -34,11 +36,7 @@ else:
     st.info("No knowledge base yet. Create one below, or run `flowkit setup` for the sample.")
 
 # ---- the knowledge base this page works on (?kb=) ---------------------------------------------
-want = st.query_params.get("kb")
-if want in names and state.get("kb_pick") != want:
-    state["kb_pick"] = want
-if state.get("kb_pick") not in names:
-    state["kb_pick"] = names[0] if names else None
+sync_from_query(names, key="kb_pick", param="kb")
 
 create_col, ingest_col = st.columns(2, gap="large")
 with create_col, st.form("kb_create", border=True):
@@ -51,7 +49,7 @@ with create_col, st.form("kb_create", border=True):
         except FlowkitError as err:
             st.error(inert.escape(err))
         else:
-            state["kb_notice"] = f"Created '{new_name.strip()}'. Add files to it next."
+            flash("kb_notice", f"Created '{new_name.strip()}'. Add files to it next.")
             st.query_params["kb"] = new_name.strip()
             st.rerun()
 
@@ -128,9 +126,7 @@ if not names:
 
 # ---- one knowledge base: chunks, search, graph, database ---------------------------------------
 st.divider()
-pick = st.selectbox("Knowledge base", names, key="kb_pick")
-if st.query_params.get("kb") != pick:
-    st.query_params["kb"] = pick
+pick = query_select("Knowledge base", names, key="kb_pick", param="kb")
 kb = res.kb(pick)
 t_search, t_chunks, t_graph, t_db = st.tabs(["Search", "Chunks", "Knowledge graph", "Database"])
 
@@ -221,5 +217,5 @@ with t_db:
             except (FlowkitError, OSError) as err:
                 st.error(inert.escape(err))
             else:
-                state["kb_notice"] = f"Attached {db_file.name} to '{pick}' ({where.name})."
+                flash("kb_notice", f"Attached {db_file.name} to '{pick}' ({where.name}).")
                 st.rerun()

@@ -12,8 +12,12 @@ from flowkit.memory import OPERATOR_KEYS
 from studio import graphview, inert, memview, replay, runview
 from studio.forkpanel import fork_status
 from studio.jobs import get_jobs
+from studio.shell import route_through_app
+from studio.state import query_select
 from studio.tasks import submit_fork
 from studio.workspace import get_workspace
+
+route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
 ws = get_workspace()
 jobs = get_jobs()
@@ -37,10 +41,6 @@ if not by_id:
     st.info("No runs yet: start one on the Run page.")
     st.stop()
 options = list(by_id)
-if wanted and state.get("replay_pick") != wanted:
-    state["replay_pick"] = wanted
-if state.get("replay_pick") not in options:
-    state["replay_pick"] = options[0]
 
 
 def _run_label(run_id: str) -> str:
@@ -50,12 +50,9 @@ def _run_label(run_id: str) -> str:
     return f"{r.id}{fork} · {r.flow_name} · {r.status} · {when} · {r.question[:60]}"
 
 
-pick = st.selectbox("Run", options, key="replay_pick", format_func=_run_label,
+pick = query_select("Run", options, key="replay_pick", param="run", clear=("step",),
+                    from_param=lambda _: wanted, format_func=_run_label,
                     help="The latest 100 runs; (fork): a fork of another run")
-if st.query_params.get("run") != pick:
-    st.query_params["run"] = pick
-    if "step" in st.query_params:
-        del st.query_params["step"]
 run = ws.store.get_run(pick)
 steps = ws.store.steps(run.id)
 

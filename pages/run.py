@@ -9,8 +9,12 @@ from flowkit.validate import check
 from studio import datasets, inert, runpanel, runview, sidebar
 from studio.jobs import get_jobs
 from studio.overrides import Overrides, tunable
-from studio.tasks import submit_run
+from studio.shell import route_through_app
+from studio.state import query_select
+from studio.tasks import RunRefused, submit_run
 from studio.workspace import get_workspace
+
+route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
 ws = get_workspace()
 jobs = get_jobs()
@@ -36,30 +40,22 @@ form_col, live_col = st.columns([2, 3], gap="large")
 with form_col:
     # ---- flow: saved flows and templates, preselected from another page or the address -----
     choices = runview.flow_choices(ws.store)
-    hint = st.session_state.pop("run_flow", None) or st.query_params.get("flow")
-    wanted = runview.find_ref(choices, hint)
-    if wanted is not None and st.session_state.get("run_flow_choice") != wanted:
-        st.session_state["run_flow_choice"] = wanted
-    if st.session_state.get("run_flow_choice") not in choices:
-        st.session_state.pop("run_flow_choice", None)
-    ref = st.selectbox("Flow", choices, format_func=runview.ref_label, key="run_flow_choice",
+    hint = st.session_state.pop("run_flow", None)      # set by the Flows and Editor pages
+    if (found := runview.find_ref(choices, hint)) is not None:
+        st.session_state["run_flow_choice"] = found
+    ref = query_select("Flow", choices, key="run_flow_choice", param="flow",
+                       from_param=lambda p: runview.find_ref(choices, p),
+                       to_param=runview.ref_param, format_func=runview.ref_label,
                        help="A saved flow (its latest version) or a ready-made template")
-    if ref is not None and st.query_params.get("flow") != runview.ref_param(ref):
-        st.query_params["flow"] = runview.ref_param(ref)
 
     # ---- knowledge base ----------------------------------------------------------------------
     kb_names = ws.resources.kb_names()
     kb_options = [*kb_names, ""]
-    want_kb = st.query_params.get("kb")
-    if st.session_state.get("run_kb") not in kb_options:
-        st.session_state["run_kb"] = (want_kb if want_kb in kb_options
-                                      else "sample" if "sample" in kb_names
-                                      else kb_options[0])
-    kb = st.selectbox("Knowledge base", kb_options, key="run_kb",
+    kb = query_select("Knowledge base", kb_options, key="run_kb", param="kb",
+                      default=lambda: "sample" if "sample" in kb_names else kb_options[0],
+                      to_param=lambda k: k or None,
                       format_func=lambda k: k or "(none: closed-book flows only)",
                       help="Where the flow's retrieval nodes search (Knowledge bases page)")
-    if kb and st.query_params.get("kb") != kb:
-        st.query_params["kb"] = kb
     if not kb_names:
         st.caption("No knowledge base yet: create one on the Knowledge bases page, or run "
                    "`flowkit setup` for the sample.")
@@ -137,6 +133,8 @@ with form_col:
         try:
             _, new_run = submit_run(jobs, ws, spec, question.strip(), kb, flow_version=version,
                                     overrides=overrides)
+        except RunRefused as refused:
+            st.error("Not queued: " + "; ".join(inert.escape(p) for p in refused.problems))
         except FlowkitError as err:
             st.error(inert.escape(err))
         else:

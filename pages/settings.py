@@ -5,14 +5,16 @@ import streamlit as st
 
 from flowkit.runtime.resources import load_settings, save_settings
 from studio import settings as logic
+from studio.shell import route_through_app
+from studio.state import flash, show_flash
 from studio.workspace import get_workspace, reset_workspace
+
+route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
 ws = get_workspace()
 st.title("Settings")
 st.caption(f"Data directory: `{ws.data_dir}` (set FLOWKIT_HOME to use another one)")
-notice = st.session_state.pop("settings_notice", None)
-if notice:
-    st.success(notice)
+show_flash("settings_notice")
 
 current = load_settings(ws.data_dir)
 v = logic.FormValues.from_settings(current)
@@ -78,8 +80,8 @@ if submitted:
     else:
         save_settings(ws.data_dir, new)
         reset_workspace()
-        st.session_state["settings_notice"] = ("Settings saved. The workspace was rebuilt: the "
-                                               "model loads again on the next run.")
+        flash("settings_notice", "Settings saved. The workspace was rebuilt: the model loads again "
+                                    "on the next run.")
         st.rerun()
 
 st.subheader("Loaded now")

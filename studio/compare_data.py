@@ -15,9 +15,9 @@ from flowkit.eval.report import EvalReport, fmt, fmt_delta
 from flowkit.eval.runner import (EvalPlan, FlowEntry, evaluation_report, make_plan,
                                  plan_from_eval)
 from flowkit.trace import StepEvent
+from service.workspace import Workspace
 from storage.evals import EvalInfo, EvalRepo
 from storage.repo import RunInfo
-from storage.workspace import Workspace
 
 MIN_FLOWS, MAX_FLOWS = 2, 6
 FlowRef = tuple[str, str]      # ("saved" | "template", name), as on the run page

@@ -13,14 +13,14 @@ from flowkit.eval import report as report_mod
 from flowkit.eval.datasets import Dataset, from_path, known_sets, resolve
 from flowkit.eval.report import EvalReport
 from flowkit.eval.runner import EvalPlan
+from service.workspace import Workspace
 from storage.evals import EvalRepo
-from storage.workspace import Workspace
 
 from . import compare_charts as charts
 from . import compare_data as cd
-from . import compare_jobs as cj
-from . import inert
+from . import inert, tasks
 from .jobs import JobManager
+from .state import query_select
 
 NEW_KB = "__new__"
 
@@ -51,7 +51,7 @@ def peek_dataset(repo: EvalRepo, name: str) -> Dataset | None:
 
 
 # ---- new comparison ------------------------------------------------------------------------
-def setup_form(ws: Workspace, repo: EvalRepo, jobs: JobManager, switches: cj.StopSwitches) -> None:
+def setup_form(ws: Workspace, repo: EvalRepo, jobs: JobManager) -> None:
     """Flows (2-6), dataset, knowledge base, how many questions; starts a background job."""
     choices = cd.flow_choices(ws)
     if any(r not in choices for r in st.session_state.get("compare_flows", [])):
@@ -108,7 +108,7 @@ def setup_form(ws: Workspace, repo: EvalRepo, jobs: JobManager, switches: cj.Sto
             if not ingest_first:
                 ws.resources.kb(kb).require_ready()
             dataset = cd.load_dataset(repo, name)       # stores its questions (for resume)
-            cj.submit_eval(jobs, switches, ws, plan, dataset, ingest_first=ingest_first)
+            tasks.submit_eval(jobs, ws, plan, dataset, ingest_first=ingest_first)
         except FlowkitError as err:
             st.error(inert.escape(err))
         else:
@@ -139,15 +139,14 @@ def open_picker(repo: EvalRepo) -> None:
 
 
 # ---- progress --------------------------------------------------------------------------------
-def progress_panel(ws: Workspace, jobs: JobManager, switches: cj.StopSwitches,
-                   plan: EvalPlan) -> None:
+def progress_panel(ws: Workspace, jobs: JobManager, plan: EvalPlan) -> None:
     """Progress of the open evaluation, polled every second while it runs; when it ends the whole
     page reruns to show the results."""
-    first = cj.progress(ws, jobs, plan.eval_id)
+    first = tasks.progress(ws, jobs, plan.eval_id)
 
     @st.fragment(run_every=1 if first.active else None)
     def panel() -> None:
-        p = cj.progress(ws, jobs, plan.eval_id)
+        p = tasks.progress(ws, jobs, plan.eval_id)
         was = st.session_state.get("compare_was_active")
         st.session_state["compare_was_active"] = {plan.eval_id: p.active}
         if was and was.get(plan.eval_id) and not p.active:
@@ -159,13 +158,15 @@ def progress_panel(ws: Workspace, jobs: JobManager, switches: cj.StopSwitches,
         if p.message:
             st.caption(inert.escape(p.message))
         if p.active:
-            if st.button("Stop after the current question", key="compare_stop"):
-                cj.stop_eval(switches, plan.eval_id)
-                st.toast("Stopping after the current question")
+            if st.button("Cancel", key="compare_stop", disabled=p.message.startswith("cancelling"),
+                         help="Stops at the next step of the run in flight; the finished "
+                              "answers are kept and Resume goes on from there"):
+                tasks.stop_eval(jobs, plan.eval_id)
+                st.toast("Cancelling: stops at the next step")
         elif p.finished < p.total:
             if st.button("Resume", key="compare_resume", type="primary"):
                 try:
-                    cj.submit_eval(jobs, switches, ws, plan)
+                    tasks.submit_eval(jobs, ws, plan)
                 except FlowkitError as err:
                     st.error(inert.escape(err))
                 else:
@@ -237,22 +238,14 @@ def question_picker(rep: EvalReport) -> str | None:
     options = cd.question_options(rep)
     if not options:
         return None
-    wanted = st.query_params.get("q")
-    if wanted in options and st.session_state.get("compare_q") != wanted:
-        st.session_state["compare_q"] = wanted
-    if st.session_state.get("compare_q") not in options:
-        st.session_state["compare_q"] = options[0]
     dis = set(rep.disagreements)
 
     def label(qid: str) -> str:
         mark = "≠ " if qid in dis else "= "
         return f"{mark}{qid}: {cd.question_text(rep, qid)[:110]}"
 
-    def changed() -> None:
-        st.query_params["q"] = st.session_state["compare_q"]
-
-    return st.selectbox("Question to inspect (≠: the flows disagree)", options, key="compare_q",
-                        format_func=label, on_change=changed)
+    return query_select("Question to inspect (≠: the flows disagree)", options, key="compare_q",
+                        param="q", format_func=label)
 
 
 def _trace_column(t: cd.FlowTrace, gold: list[str]) -> None:

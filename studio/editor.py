@@ -19,7 +19,7 @@ from flowkit.errors import FlowkitError, NotFoundError, Problem, SpecError, Stal
 from flowkit.spec import (EdgeSpec, FlowSpec, Limits, NodeSpec, Position, canonical, from_dict,
                           to_dict)
 from flowkit.validate import check
-from storage.workspace import Workspace
+from service.workspace import Workspace
 
 from . import canvas
 from .drafts import Draft, DraftStore, new_draft_id

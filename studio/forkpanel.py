@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from storage.workspace import Workspace
+from service.workspace import Workspace
 
 from . import inert, replay
 from .jobs import Job, JobManager

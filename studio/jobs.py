@@ -8,9 +8,13 @@ once are queued, never run side by side.
 
     jobs = get_jobs()
     job_id = jobs.submit("run", "naive_rag on sample", work, run_id="ab12...")
-    jobs.get(job_id).status        # queued | running | done | error
+    jobs.get(job_id).status        # queued | running | done | error | cancelled
+    jobs.cancel(job_id)            # queued: never runs; running: its work sees report.cancel
 
-`work(report)` does the job; `report` is the job's `Reporter` (progress, current node, tokens).
+`work(report)` does the job; `report` is the job's `Reporter` (progress, current node, tokens, and
+`cancel`, the Event a cancellable work checks between its steps). A job submitted with a
+`dedupe_key` while an unfinished job has the same key is not queued again: `submit` returns the
+id of the one already queued or running (three clicks on Run make one run).
 """
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ import streamlit as st
 
 log = logging.getLogger(__name__)
 
-STATUSES = ("queued", "running", "done", "error")
+STATUSES = ("queued", "running", "done", "error", "cancelled")
 KEEP_FINISHED = 200   # finished jobs remembered per process (older ones are dropped)
 
 
@@ -59,10 +63,17 @@ class Job:
     result: dict[str, Any] | None = None
     error: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    dedupe_key: str | None = None
+    cancel_requested: bool = False
 
     @property
     def finished(self) -> bool:
-        return self.status in ("done", "error")
+        return self.status in ("done", "error", "cancelled")
+
+    @property
+    def cancellable(self) -> bool:
+        """Queued, or running and not yet asked to stop."""
+        return not self.finished and not self.cancel_requested
 
     @property
     def elapsed_s(self) -> float:
@@ -85,8 +96,16 @@ class Reporter:
     def add_tokens(self, n: int) -> None:
         self._manager._add_tokens(self.job_id, n)
 
+    @property
+    def cancel(self) -> threading.Event:
+        """Set when someone cancels the job: the work stops at its next step boundary."""
+        return self._manager._cancel_event(self.job_id)
+
 
 Work = Callable[[Reporter], dict[str, Any] | None]
+#: What a job cancelled while still queued does instead of its work (e.g. record the run as
+#: cancelled); it gets the same Reporter.
+OnCancelled = Callable[[Reporter], dict[str, Any] | None]
 
 
 class JobManager:
@@ -95,6 +114,8 @@ class JobManager:
     def __init__(self) -> None:
         self._jobs: dict[str, Job] = {}
         self._work: dict[str, Work] = {}
+        self._on_cancelled: dict[str, OnCancelled] = {}
+        self._cancels: dict[str, threading.Event] = {}
         self._order: list[str] = []
         self._queue: queue.Queue[str] = queue.Queue()
         self._lock = threading.Lock()
@@ -103,13 +124,25 @@ class JobManager:
 
     # ---- submitting -----------------------------------------------------------------------
     def submit(self, kind: str, label: str, work: Work, *, run_id: str | None = None,
-               parent_run_id: str | None = None, meta: dict[str, Any] | None = None) -> str:
-        """Queue `work` and return the job id at once; the worker runs it when its turn comes."""
+               parent_run_id: str | None = None, meta: dict[str, Any] | None = None,
+               dedupe_key: str | None = None, on_cancelled: OnCancelled | None = None) -> str:
+        """Queue `work` and return the job id at once; the worker runs it when its turn comes.
+
+        With `dedupe_key`, an unfinished job with the same key is returned instead (nothing new is
+        queued). `on_cancelled` runs instead of `work` when the job is cancelled while queued."""
         job = Job(id=uuid.uuid4().hex[:10], kind=kind, label=label, run_id=run_id,
-                  parent_run_id=parent_run_id, meta=dict(meta or {}))
+                  parent_run_id=parent_run_id, meta=dict(meta or {}), dedupe_key=dedupe_key)
         with self._lock:
+            if dedupe_key is not None:
+                for other in self._jobs.values():
+                    if other.dedupe_key == dedupe_key and not other.finished \
+                            and not other.cancel_requested:
+                        return other.id
             self._jobs[job.id] = job
             self._work[job.id] = work
+            self._cancels[job.id] = threading.Event()
+            if on_cancelled is not None:
+                self._on_cancelled[job.id] = on_cancelled
             self._order.append(job.id)
             self._forget_old()
             self._ensure_worker()
@@ -126,6 +159,7 @@ class JobManager:
         for job_id in finished[:max(0, len(finished) - KEEP_FINISHED)]:
             self._order.remove(job_id)
             self._jobs.pop(job_id, None)
+            self._cancels.pop(job_id, None)
 
     # ---- the worker -----------------------------------------------------------------------
     def _serve(self) -> None:
@@ -134,6 +168,7 @@ class JobManager:
             with self._lock:
                 job = self._jobs.get(job_id)
                 work = self._work.pop(job_id, None)
+                self._on_cancelled.pop(job_id, None)
                 if job is None or work is None:
                     continue
                 job.status, job.started_at = "running", time.time()
@@ -143,7 +178,8 @@ class JobManager:
                 log.exception("job %s (%s) failed", job_id, job.label)
                 self._finish(job_id, "error", None, _error_text(err))
             else:
-                self._finish(job_id, "done", result, None)
+                done = "cancelled" if self._cancel_event(job_id).is_set() else "done"
+                self._finish(job_id, done, result, None)
 
     def _finish(self, job_id: str, status: str, result: dict[str, Any] | None,
                 error: str | None) -> None:
@@ -165,6 +201,35 @@ class JobManager:
                 if k not in Job.__dataclass_fields__ or k in ("id", "status"):
                     raise KeyError(f"a job has no settable field '{k}'")
                 setattr(job, k, v)
+
+    def _cancel_event(self, job_id: str) -> threading.Event:
+        with self._lock:
+            return self._cancels.setdefault(job_id, threading.Event())
+
+    def cancel(self, job_id: str) -> bool:
+        """Ask the job to stop. A queued job is cancelled at once: its work never runs and its
+        `on_cancelled` runs now, in the caller's thread. A running one is asked to stop at its next
+        step boundary (its work sees `report.cancel`). False when it had already finished."""
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None or job.finished:
+                return False
+            self._cancels.setdefault(job_id, threading.Event()).set()
+            job.cancel_requested = True
+            if job.status != "queued":
+                job.message = "cancelling: stops at the next step"
+                return True
+            self._work.pop(job_id, None)
+            on_cancelled = self._on_cancelled.pop(job_id, None)
+        result = None
+        if on_cancelled is not None:
+            try:
+                result = on_cancelled(Reporter(self, job_id))
+            except Exception:  # noqa: BLE001 - the job is cancelled whatever the record says
+                log.exception("job %s: recording its cancellation failed", job_id)
+        self._finish(job_id, "cancelled", result, None)
+        self._update(job_id, message="cancelled before it started")
+        return True
 
     def _add_tokens(self, job_id: str, n: int) -> None:
         with self._lock:

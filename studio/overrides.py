@@ -12,7 +12,7 @@ from typing import Any
 
 from flowkit import registry
 from flowkit.spec import FlowSpec
-from storage.workspace import Workspace
+from service.workspace import Workspace
 
 #: Node params the run page offers to override, when a node's operator has them.
 TUNABLE_PARAMS: tuple[str, ...] = ("max_tokens", "temperature", "top_k", "top_n")

@@ -9,11 +9,14 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from flowkit.errors import NotFoundError
+from service.workspace import Workspace
 from storage.repo import RunInfo
-from storage.workspace import Workspace
 
 from . import inert, runview
 from .jobs import Job, JobManager
+
+#: Jobs that stop at their next step when cancelled (an ingest runs to its end).
+CANCELLABLE = ("run", "fork", "eval")
 
 REPLAY_PAGE = "pages/replay.py"
 
@@ -49,16 +52,33 @@ def _status(status: str) -> None:
     st.badge(status, color=runview.STATUS_COLOURS.get(status, "gray"))
 
 
+def cancel_button(jobs: JobManager, job: Job | None, key: str) -> None:
+    """A Cancel button for a queued or running job: a queued one never starts, a running one
+    stops at its next step and is stored as `cancelled`."""
+    if job is None or job.finished or job.kind not in CANCELLABLE:
+        return
+    if st.button("Cancel", key=key, icon=":material/stop_circle:", disabled=not job.cancellable,
+                 help="A queued run never starts; a running one stops at its next step"):
+        jobs.cancel(job.id)
+        st.toast("Cancelled" if job.status == "queued" else "Cancelling: stops at the next step")
+
+
 def _waiting(jobs: JobManager, job: Job) -> bool:
     if job.status == "queued":
         ahead = jobs.ahead_of(job.id)
         _status("queued")
         st.info(f"Queued: {ahead} job(s) ahead of this one. Runs take turns on the model.")
+        cancel_button(jobs, job, f"run_cancel_{job.id}")
         return True
     if job.status == "running":
         _status("starting")
         st.info(inert.escape(job.message or "Starting..."))
+        cancel_button(jobs, job, f"run_cancel_{job.id}")
         return True
+    if job.status == "cancelled":
+        _status("cancelled")
+        st.warning("Cancelled before it started.")
+        return False
     if job.status == "error":
         _status("error")
         st.error(f"The run could not start: {inert.escape(job.error)}")
@@ -94,6 +114,9 @@ def render(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
         cols[0].metric("Steps finished", len(steps))
         cols[1].metric("Tokens so far", job.tokens if job else sum(s.tokens for s in steps))
         cols[2].metric("Seconds", f"{job.elapsed_s:.0f}" if job else "-")
+        cancel_button(jobs, job, f"run_cancel_{run.id}")
+        if job is not None and job.cancel_requested:
+            st.caption("Cancelling: the run stops at its next step.")
         if steps:
             st.dataframe(runview.step_rows(steps), hide_index=True, width="stretch")
         return True
@@ -107,6 +130,9 @@ def render(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
                    "The answer below is what was in memory then.")
     elif run.status == "interrupted":
         st.warning(inert.escape(run.error or "interrupted"))
+    elif run.status == "cancelled":
+        st.warning(inert.escape(run.error or "Cancelled: it stopped at a step boundary. The "
+                                "answer below is what was in memory then."))
     st.subheader("Answer")
     with st.container(border=True):
         if run.answer:
@@ -144,5 +170,8 @@ def queue(jobs: JobManager) -> None:
         return
     with st.expander(f"Background jobs ({len(active)})"):
         for j in active:
-            st.markdown(f"- `{j.status}` {inert.escape(j.label)}"
-                        + (f" · {inert.escape(j.message)}" if j.message else ""))
+            text_col, button_col = st.columns([5, 1])
+            text_col.markdown(f"- `{j.status}` {inert.escape(j.label)}"
+                              + (f" · {inert.escape(j.message)}" if j.message else ""))
+            with button_col:
+                cancel_button(jobs, j, f"jobs_cancel_{j.id}")

@@ -6,8 +6,8 @@ from typing import Any
 from flowkit import registry, templates
 from flowkit.spec import FlowSpec
 from flowkit.trace import StepEvent
+from service.workspace import Workspace
 from storage.repo import RunInfo, Store
-from storage.workspace import Workspace
 
 FlowRef = tuple[str, str]   # ("saved" | "template", name)
 
@@ -118,4 +118,4 @@ def totals(run: RunInfo) -> dict[str, Any]:
 
 
 STATUS_COLOURS = {"ok": "green", "budget_exceeded": "orange", "error": "red", "running": "blue",
-                  "interrupted": "gray", "queued": "gray"}
+                  "interrupted": "gray", "queued": "gray", "cancelled": "gray"}

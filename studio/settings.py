@@ -10,7 +10,7 @@ from flowkit.runtime.amx import EXTRA_BUFTS_CHOICES
 from flowkit.runtime.gguf import inspect_gguf
 from flowkit.runtime.llm import default_model_path
 from flowkit.runtime.resources import Settings
-from storage.workspace import Workspace
+from service.workspace import Workspace
 
 BACKENDS = ("llama_cpp", "openai")
 

@@ -8,7 +8,7 @@ import streamlit as st
 
 from flowkit.errors import FlowkitError
 from flowkit.ingest import SAMPLE_KB
-from storage.workspace import Workspace
+from service.workspace import Workspace
 
 from . import inert
 

@@ -1,26 +1,51 @@
-"""The studio's background jobs: a run, a fork, an ingest, each submitted to the job manager.
+"""Every background job the studio submits, in one place: a run, a fork, an ingest, an evaluation.
 
-A run goes through `Workspace.run` (which stores every step in SQLite as it happens) with an extra
-sink that tells the job which node finished and how many tokens were used so far. The run id is
-chosen here before the job is queued, so the page can put it in its query params at once and a
-refresh finds the same run again.
+Each goes to the process-wide job manager (studio.jobs), which runs them one after the other and
+can cancel each one: a queued job never starts, a running run or evaluation stops at its next
+step (the engine checks the job's cancel event between steps) and is stored as `cancelled`.
+
+A run is checked before it is queued (`check_run`: the question, the flow, the knowledge base,
+the question's length against the model's context), so a run that cannot work fails at once
+instead of after its wait in the queue; the same run submitted again while it is queued or
+running is not queued twice. The run id is chosen here, before the job is queued, so the page can
+put it in its query params at once and a refresh finds the same run again.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 import uuid
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from flowkit.errors import ResourceError, short
+from flowkit.errors import FlowkitError
+from flowkit.eval.datasets import Dataset
+from flowkit.eval.runner import EvalPlan, run_evaluation
 from flowkit.ingest import ingest
-from flowkit.spec import FlowSpec
+from flowkit.spec import FlowSpec, to_dict
 from flowkit.trace import RunEnd, RunStart, StepEvent
-from storage.workspace import Workspace
+from flowkit.validate import check
+from service.workspace import Workspace
+from storage.evals import EvalRepo
 
-from .jobs import JobManager, Reporter
+from .jobs import Job, JobManager, Reporter
 from .overrides import Overrides, with_overrides
+from .uploads import save_uploads
+
+EVAL = "eval"
+#: A cheap bound for the question's length in tokens without loading the model (the same
+#: estimate the OpenAI-compatible client makes where a server cannot tokenize).
+CHARS_PER_TOKEN = 4
+
+
+class RunRefused(FlowkitError):
+    """The run cannot work, so it is not queued; `problems` lists why, one sentence each."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("; ".join(problems))
 
 
 class ProgressSink:
@@ -52,123 +77,89 @@ def _result(end: RunEnd) -> dict[str, Any]:
     return out
 
 
+def question_tokens(question: str) -> int:
+    """About how many tokens `question` is (CHARS_PER_TOKEN characters a token)."""
+    return -(-len(question) // CHARS_PER_TOKEN)
+
+
+def check_run(ws: Workspace, spec: FlowSpec, question: str, kb: str) -> None:
+    """What can be known before queueing: RunRefused lists every reason the run would fail."""
+    problems = []
+    if not question.strip():
+        problems.append("the question is empty")
+    errors = [p for p in check(spec) if p.severity == "error"]
+    if errors:
+        problems.append(f"flow '{spec.name}' has {len(errors)} problem(s): "
+                        + "; ".join(str(p) for p in errors[:3]))
+    if kb:
+        try:
+            ws.resources.kb(kb).require_ready()
+        except FlowkitError as err:
+            problems.append(str(err))
+    n_ctx = int(ws.resources.settings.llm.n_ctx or 0)
+    tokens = question_tokens(question)
+    if n_ctx and tokens > n_ctx // 2:
+        problems.append(f"the question is about {tokens} tokens ({len(question)} characters); the "
+                        f"model's context is {n_ctx} tokens (settings: n_ctx), which leaves no "
+                        "room for passages and the answer: shorten the question")
+    if problems:
+        raise RunRefused(problems)
+
+
+def _key(*parts: Any) -> str:
+    text = json.dumps(parts, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
 def submit_run(jobs: JobManager, ws: Workspace, spec: FlowSpec, question: str, kb: str, *,
                flow_version: int | None = None, overrides: Overrides | None = None) -> tuple[str, str]:
-    """Queue a run of `spec` on `question` against knowledge base `kb` (may be "").
-
-    Returns (job id, run id). `overrides` (temperature, node params) apply to this run only.
-    """
-    run_id = new_run_id()
+    """Check (RunRefused) and queue a run of `spec` on `question` against knowledge base `kb`
+    (may be ""). Returns (job id, run id); the same run already queued or running is returned
+    instead of a new one. `overrides` (temperature, node params) apply to this run only."""
+    check_run(ws, spec, question, kb)
     spec, view = with_overrides(ws, spec, overrides)
+    key = _key("run", to_dict(spec), question, kb, flow_version,
+               overrides.temperature if overrides else None)
+    run_id = new_run_id()
 
     def work(report: Reporter) -> dict[str, Any]:
         report.update(node=None, message="starting (loading the model on the first run)")
         end = view.run(spec, question, kb, flow_version=flow_version, run_id=run_id,
-                       extra_sink=ProgressSink(report))
+                       extra_sink=ProgressSink(report), cancel=report.cancel)
         return _result(end)
 
+    def cancelled(report: Reporter) -> dict[str, Any]:
+        return _result(ws.record_cancelled(spec, question, kb, run_id, flow_version=flow_version))
+
     label = f"{spec.name} on {kb or 'no KB'}: {question[:60]}"
-    job_id = jobs.submit("run", label, work, run_id=run_id,
+    job_id = jobs.submit("run", label, work, run_id=run_id, dedupe_key=key, on_cancelled=cancelled,
                          meta={"flow": spec.name, "kb": kb, "question": question})
-    return job_id, run_id
+    job = jobs.get(job_id)
+    return job_id, (job.run_id if job is not None and job.run_id else run_id)
 
 
 def submit_fork(jobs: JobManager, ws: Workspace, run_id: str, step_index: int,
                 memory_changes: dict[str, Any] | None = None,
                 param_changes: dict[str, Any] | None = None) -> str:
-    """Queue `Workspace.fork(run_id, step_index, ...)`; the new run id appears once it starts."""
+    """Queue `Workspace.fork(run_id, step_index, ...)`; the new run id appears once it starts.
+    The same fork already queued or running is returned instead of a new one."""
 
     def work(report: Reporter) -> dict[str, Any]:
         end = ws.fork(run_id, step_index, memory_changes or None, param_changes or None,
-                      extra_sink=ProgressSink(report))
+                      extra_sink=ProgressSink(report), cancel=report.cancel)
         return _result(end)
 
     changed = [*(memory_changes or {}), *(f"params.{k}" for k in (param_changes or {}))]
     label = f"fork of {run_id} at step {step_index} ({', '.join(changed) or 'no change'})"
     return jobs.submit("fork", label, work, parent_run_id=run_id,
+                       dedupe_key=_key("fork", run_id, step_index, memory_changes, param_changes),
                        meta={"parent_step": step_index, "memory_changes": memory_changes or {},
                              "param_changes": param_changes or {}})
 
 
-#: The longest file name most file systems accept, in bytes of UTF-8.
-MAX_NAME_BYTES = 255
-
-
-class UploadRefused(ResourceError):
-    """One or more uploaded files have names that cannot be saved as they are; `names` lists them."""
-
-    def __init__(self, problems: list[tuple[str, str]]):
-        self.names = [name for name, _ in problems]
-        parts = "; ".join(f"{short(repr(name))}: {why}" for name, why in problems)
-        super().__init__(f"upload refused, {len(problems)} file name(s) not allowed: {parts}")
-
-
-def name_problem(name: str) -> str | None:
-    """Why `name` cannot be an uploaded file's name, or None when it can.
-
-    Refused: empty (or only spaces), '.' or '..', a NUL, a '/' or '\\' (a path, not a name), or
-    more than MAX_NAME_BYTES bytes in UTF-8."""
-    if not name.strip():
-        return "the name is empty"
-    if name in (".", ".."):
-        return f"'{name}' is not a file name"
-    if "\x00" in name:
-        return "the name contains a NUL character"
-    for sep in ("/", "\\"):
-        if sep in name:
-            return f"the name contains '{sep}' (a path, not a file name)"
-    try:
-        size = len(name.encode("utf-8"))
-    except UnicodeEncodeError:
-        return "the name is not valid Unicode text (a lone surrogate)"
-    if size > MAX_NAME_BYTES:
-        return f"the name is {size} bytes long in UTF-8 (at most {MAX_NAME_BYTES})"
-    return None
-
-
-def _numbered(name: str, n: int) -> str:
-    """`name` with ' (n)' before its extension, the stem cut so it stays within MAX_NAME_BYTES."""
-    path = Path(name)
-    stem, ext = path.stem, path.suffix
-    if len(f" ({n}){ext}".encode()) >= MAX_NAME_BYTES:   # an absurd extension: number the end
-        stem, ext = name, ""
-    tail = f" ({n}){ext}"
-    room = MAX_NAME_BYTES - len(tail.encode())
-    head = stem.encode("utf-8")[:room].decode("utf-8", "ignore")
-    return head + tail
-
-
-def upload_names(names: list[str]) -> list[str]:
-    """The names to save uploads under, in order: each checked (UploadRefused lists every bad
-    one), a repeated name (compared without case) numbered 'name (2).txt', 'name (3).txt', ..."""
-    problems = [(n, why) for n in names if (why := name_problem(n)) is not None]
-    if problems:
-        raise UploadRefused(problems)
-    taken: set[str] = set()
-    out = []
-    for name in names:
-        candidate, n = name, 1
-        while candidate.casefold() in taken:
-            n += 1
-            candidate = _numbered(name, n)
-        taken.add(candidate.casefold())
-        out.append(candidate)
-    return out
-
-
-def _save_uploads(folder: Path, files: list[tuple[str, bytes]]) -> list[Path]:
-    """Write the (name, bytes) files into a new `folder` (names checked first: a refused name
-    creates nothing); a failed write removes the folder again."""
-    names = upload_names([name for name, _ in files])
-    folder.mkdir(parents=True, exist_ok=False)
-    try:
-        paths = [folder / name for name in names]
-        for path, (_, data) in zip(paths, files):
-            path.write_bytes(data)
-    except OSError:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    return paths
+def cancel(jobs: JobManager, job_id: str) -> bool:
+    """Cancel a queued or running job (see JobManager.cancel); False when it had finished."""
+    return jobs.cancel(job_id)
 
 
 def submit_ingest(jobs: JobManager, ws: Workspace, kb: str, files: list[tuple[str, bytes]],
@@ -176,12 +167,12 @@ def submit_ingest(jobs: JobManager, ws: Workspace, kb: str, files: list[tuple[st
     """Save uploaded (name, bytes) files under <data_dir>/uploads/<id>/ and queue their ingest.
 
     A file name that is empty, '.' or '..', holds a NUL, '/' or '\\', or is over 255 bytes raises
-    UploadRefused (naming each such file) before anything is created; two files with the same
+    uploads.UploadRefused (naming each such file) before anything is created; two files with the same
     name are both kept, the second as 'name (2).ext'. The saved copies are removed when the
     ingest ends, whether it worked or not.
     """
     folder = ws.data_dir / "uploads" / uuid.uuid4().hex[:10]
-    paths = _save_uploads(folder, files)
+    paths = save_uploads(folder, files)
     try:
         return _queue_ingest(jobs, ws, kb, folder, paths, chunker, params)
     except BaseException:
@@ -209,3 +200,114 @@ def _queue_ingest(jobs: JobManager, ws: Workspace, kb: str, folder: Path, paths:
     names = ", ".join(p.name for p in paths)
     return jobs.submit("ingest", f"ingest {names} into {kb}", work,
                        meta={"kb": kb, "chunker": chunker, "params": params})
+
+
+# ---- evaluations ------------------------------------------------------------------------------
+def active_job(jobs: JobManager, eval_id: str) -> Job | None:
+    """The queued or running job of this evaluation, if any."""
+    for job in reversed(jobs.jobs(kind=EVAL, active_only=True)):
+        if job.meta.get("eval_id") == eval_id:
+            return job
+    return None
+
+
+def last_job(jobs: JobManager, eval_id: str) -> Job | None:
+    for job in reversed(jobs.jobs(kind=EVAL)):
+        if job.meta.get("eval_id") == eval_id:
+            return job
+    return None
+
+
+def submit_eval(jobs: JobManager, ws: Workspace, plan: EvalPlan, dataset: Dataset | None = None,
+                ingest_first: bool = False) -> str:
+    """Queue the evaluation (or return the job already queued for it). With `ingest_first`, the
+    dataset's corpus is ingested into the plan's knowledge base first when that one is empty.
+
+    It runs in the job manager's one worker thread, after whatever was queued before it, so the
+    model is never used by two threads. Every answer is stored as a run as it finishes; a
+    cancelled or interrupted evaluation resumes from where it stopped when it is started again."""
+    repo = EvalRepo(ws.store)
+    # record the evaluation now, so the page can open it at once (before the job starts)
+    repo.ensure_eval(plan.eval_id, plan.name, plan.dataset, plan.kb,
+                     [f.record() for f in plan.flows], [str(q["id"]) for q in plan.questions])
+
+    def work(report: Reporter) -> dict[str, Any]:
+        if ingest_first and dataset is not None and dataset.corpus and \
+                not ws.resources.kb(plan.kb).ready:
+            report.update(message=f"ingesting {dataset.name}'s corpus into '{plan.kb}'")
+            ingest(ws.resources, plan.kb, [dataset.corpus],
+                   progress=lambda d, t: report.update(progress=d / max(t, 1),
+                                                       message=f"ingesting: {d}/{t} chunks"))
+            repo.set_dataset_kb(dataset.name, plan.kb)
+        report.update(progress=0.0, message="starting (the model loads on the first call)")
+
+        def on_progress(p: Any) -> None:
+            report.update(progress=p.done / max(p.total, 1),
+                          message=f"{p.done}/{p.total}: {p.flow} on question {p.question_index + 1}"
+                                  f" ({p.status})")
+
+        out = run_evaluation(ws, repo, plan, progress=on_progress, stop=report.cancel)
+        return {"eval_id": out.eval_id, "status": out.status, "ran": out.ran,
+                "skipped": out.skipped, "redone": out.redone}
+
+    def cancelled(report: Reporter) -> dict[str, Any]:
+        repo.set_status(plan.eval_id, "stopped")
+        return {"eval_id": plan.eval_id, "status": "stopped"}
+
+    return jobs.submit(EVAL, f"evaluation {plan.eval_id}: {plan.name}", work,
+                       dedupe_key=_key(EVAL, plan.eval_id), on_cancelled=cancelled,
+                       meta={"eval_id": plan.eval_id})
+
+
+def stop_eval(jobs: JobManager, eval_id: str) -> bool:
+    """Cancel the evaluation's job: the run in flight stops at its next step, no question starts
+    after it (the finished runs are kept). False when no job of it is queued or running."""
+    job = active_job(jobs, eval_id)
+    return job is not None and jobs.cancel(job.id)
+
+
+@dataclass
+class EvalProgress:
+    """Where an evaluation stands: finished runs of the total, and its job (if this process has
+    one)."""
+
+    eval_id: str
+    finished: int
+    total: int
+    failed: int
+    status: str          # queued | running | done | stopped | interrupted | error | ...
+    message: str = ""
+    job_id: str | None = None
+
+    @property
+    def fraction(self) -> float:
+        return self.finished / self.total if self.total else 0.0
+
+    @property
+    def active(self) -> bool:
+        return self.status in ("queued", "running")
+
+
+def progress(ws: Workspace, jobs: JobManager, eval_id: str) -> EvalProgress:
+    """Progress from the database (runs finished) and the job (queued/running/error)."""
+    repo = EvalRepo(ws.store)
+    info = repo.get_eval(eval_id)
+    counts = repo.progress(info.id)
+    finished = counts.get("ok", 0) + counts.get("budget_exceeded", 0)
+    failed = counts.get("error", 0)
+    job = active_job(jobs, info.id) or last_job(jobs, info.id)
+    status = info.status
+    message = ""
+    if job is not None:
+        message = job.message
+        if job.status in ("queued", "running"):
+            status = job.status
+        elif job.status == "error":
+            status, message = "error", job.error or "failed"
+    elif status == "running":
+        # no job in this process: another process (the CLI) runs it, or the one that did is gone
+        status = repo.live_status(info.id)
+        message = ("running in another process" if status == "running"
+                   else "stopped before it finished; resume it here or with the CLI")
+    return EvalProgress(info.id, finished, info.total, failed, status, message,
+                        job.id if job else None)

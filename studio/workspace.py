@@ -15,7 +15,7 @@ from pathlib import Path
 import streamlit as st
 
 from flowkit.runtime.resources import default_data_dir
-from storage.workspace import Workspace
+from service.workspace import Workspace
 
 _override_lock = threading.Lock()
 _override: list[Workspace] = []   # the test hook: at most one injected Workspace
@@ -42,26 +42,8 @@ def data_dir() -> Path:
     return default_data_dir()
 
 
-def leave_pages_directory_mode() -> None:
-    """Work around a Streamlit quirk: with a pages/ folder beside app.py, the first session of a
-    fresh server that opens a page's URL directly (/editor) runs that page file alone, without
-    app.py's navigation, page config and sidebar, until some run calls st.navigation. A page that
-    finds itself run that way switches the old mode off and reruns: the rerun runs app.py, which
-    routes to the same page. (When app.py runs first, st.navigation switches it off itself.)"""
-    from unittest.mock import NonCallableMock
-
-    from streamlit.runtime import Runtime
-    from streamlit.runtime.pages_manager import PagesManager
-    if Runtime.exists() and isinstance(Runtime.instance(), NonCallableMock):
-        return   # AppTest (mock Runtime) starts every run in that mode; a rerun would drop clicks
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
-
-
 def get_workspace() -> Workspace:
     """The process-wide Workspace for the data directory (built once, shared by sessions)."""
-    leave_pages_directory_mode()
     with _override_lock:
         if _override:
             return _override[0]

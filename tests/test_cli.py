@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def fk(data_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     env = {**os.environ, "FLOWKIT_HOME": str(data_dir), "COLUMNS": "200"}
-    proc = subprocess.run([sys.executable, "-m", "flowkit.cli", *args], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "service.cli", *args], capture_output=True,
                           text=True, env=env, cwd=ROOT, timeout=600)
     if check and proc.returncode != 0:
         raise AssertionError(f"flowkit {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")

@@ -42,7 +42,7 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def _import_args(folder: Path) -> list[str]:
-    return [sys.executable, "-m", "flowkit.cli", "dataset", "import", str(folder), "--name",
+    return [sys.executable, "-m", "service.cli", "dataset", "import", str(folder), "--name",
             "notes", "--kb", "notes", "--ingest"]
 
 
@@ -113,9 +113,9 @@ def test_a_kb_left_incomplete_by_a_killed_reingest_is_completed_by_the_import(tm
     """The KB exists with chunks but its last change was cut short: the import must not take it
     as ready (before the fix it said 'already has chunks' and stored a dataset on a broken KB)."""
     folder, home = _dataset(tmp_path / "notes_set"), tmp_path / "home"
-    _run([sys.executable, "-m", "flowkit.cli", "ingest", "--kb", "notes",
+    _run([sys.executable, "-m", "service.cli", "ingest", "--kb", "notes",
           str(folder / "corpus.jsonl")], home)
-    _kill_while_writing([sys.executable, "-m", "flowkit.cli", "ingest", "--kb", "notes",
+    _kill_while_writing([sys.executable, "-m", "service.cli", "ingest", "--kb", "notes",
                          str(folder / "corpus.jsonl")], home, random.Random(11))
     cut = _state(home)
     assert cut["state"] == INCOMPLETE and cut["chroma"] and cut["datasets"] == [], cut

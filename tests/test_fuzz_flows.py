@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flowkit import cli
+from service import cli
 from flowkit.spec import MAX_STRING
 from flowkit.templates import _dir
 from flowkit.validate import CODES, errors, validate_bytes, validate_document

@@ -164,7 +164,8 @@ def run_evaluation(ws: Any, repo: EvalStore, plan: EvalPlan, *,
                    stop: threading.Event | None = None, workers: int = 1,
                    make_workspace: Callable[[], Any] | None = None,
                    ray_address: str = "") -> Outcome:
-    """Run (or resume) an evaluation. `stop` ends it cleanly before the next question.
+    """Run (or resume) an evaluation. `stop` ends it cleanly: the run in flight stops at its next
+    step (status cancelled; done again on resume) and no further question starts.
 
     With `workers` > 1 the runs still to do go to that many Ray workers (flowkit.eval.parallel),
     each with its own workspace from `make_workspace`; ids, storage and resume are the same."""
@@ -228,7 +229,8 @@ def _run_serially(ws: Any, plan: EvalPlan, repo: EvalStore, statuses: dict[str, 
                 repo.discard_run(rid)
                 out.redone += 1
             result = ws.run(compiled[fi], str(q["question"]), plan.kb,
-                            flow_version=flow.version, eval_id=plan.eval_id, run_id=rid)
+                            flow_version=flow.version, eval_id=plan.eval_id, run_id=rid,
+                            cancel=stop)
             finished(fi, qi, result.status)
 
 

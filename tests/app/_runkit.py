@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from flowkit.ingest import SAMPLE_DIR, SAMPLE_KB, ingest
 from flowkit.testing import FakeLLM, HashEmbedder  # noqa: F401  (re-exported for the page tests)
-from storage.workspace import Workspace
+from service.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from flowkit.testing import FakeLLM
-from storage.workspace import Workspace
+from service.workspace import Workspace
 from studio.workspace import use_workspace
 
 

@@ -13,7 +13,7 @@ from flowkit.eval.datasets import known_sets
 from flowkit.eval.runner import make_plan, resolve_flows, run_evaluation
 from flowkit.testing import FakeLLM
 from storage.evals import EvalRepo
-from studio.compare_jobs import get_switches
+from studio import tasks
 from studio.jobs import get_jobs
 from studio.workspace import use_workspace
 
@@ -130,7 +130,7 @@ def test_stopped_evaluation_can_be_resumed(ws):
     at.run()
     get_jobs().wait_idle(60)
     until(at, lambda a: "6/6 answers · done" in str([p.proto.text for p in a.get("progress")]))
-    assert get_switches().event(plan.eval_id) is not None
+    assert tasks.last_job(get_jobs(), plan.eval_id).status == "done"
 
 
 def test_bad_choices_are_refused(ws):

@@ -16,7 +16,7 @@ from streamlit_flow.state import StreamlitFlowState
 from flowkit import registry, templates
 from flowkit.spec import FlowSpec, Limits
 from flowkit.testing import flow
-from storage.workspace import Workspace
+from service.workspace import Workspace
 from studio import canvas, forms
 from studio.drafts import Draft, DraftStore
 from studio.editor import K_CANVAS, Editor

@@ -11,7 +11,7 @@ from flowkit.compile import compile_flow
 from flowkit.engine import run_flow
 from flowkit.spec import dumps
 from flowkit.testing import FakeLLM, fake_resources
-from storage.workspace import Workspace
+from service.workspace import Workspace
 from studio import diffs, library
 from studio.drafts import Draft, DraftStore
 

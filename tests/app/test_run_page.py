@@ -27,8 +27,8 @@ def ws(tmp_path_factory):
     use_workspace(None)
 
 
-def _submit(question: str = LIGHTHOUSE, **query: str):
-    at = kit.page("pages/run.py", **{"flow": "naive_rag", **query}).run()
+def _submit(question: str = LIGHTHOUSE, flow: str = "naive_rag", **query: str):
+    at = kit.page("pages/run.py", **{"flow": flow, **query}).run()
     at.text_area(key="run_question").input(question).run()
     at.button(key="run_go").click().run()
     assert not at.exception
@@ -145,3 +145,80 @@ def test_empty_question_is_refused(ws):
     at.button(key="run_go").click().run()
     assert "Type a question first" in at.error[0].value
     assert "run" not in at.query_params
+
+
+def test_three_clicks_on_run_queue_one_run(ws):
+    release = _blocker()
+    try:
+        at = _submit()
+        first = at.query_params["run"]
+        for _ in range(2):
+            at.button(key="run_go").click().run()
+            assert at.query_params["run"] == first
+        queued = [j for j in get_jobs().jobs(kind="run", active_only=True)
+                  if j.meta["question"] == LIGHTHOUSE]
+        assert [j.run_id for j in queued] == [first]
+    finally:
+        release.set()
+    kit.until(at, lambda a: "Cited passages" in kit.texts(a))
+
+
+def test_cancel_a_queued_run_it_never_starts_and_is_stored_cancelled(ws):
+    release = _blocker()
+    try:
+        at = _submit("Who designed the Corren Lighthouse?")
+        run_id = at.query_params["run"]
+        job = get_jobs().find_run(run_id)
+        at.button(key=f"run_cancel_{job.id}").click().run()
+        assert get_jobs().get(job.id).status == "cancelled"
+        run = ws.store.get_run(run_id)
+        assert run.status == "cancelled" and ws.store.steps(run_id) == []
+        at.run()
+        assert ":gray-badge[cancelled]" in kit.texts(at)
+    finally:
+        release.set()
+    get_jobs().wait_idle(30)
+    assert ws.store.steps(run_id) == []                  # the worker never ran it
+
+
+def test_cancel_a_running_run_stops_it_at_the_next_step(ws):
+    entered, go = threading.Event(), threading.Event()
+
+    def slow_rewrite(prompt: str) -> str:
+        entered.set()
+        go.wait(20)
+        return "Corren Lighthouse first lit"
+
+    before = ws.resources.llm
+    ws.resources.set_llm(kit.FakeLLM([(r"rewrite|search query", slow_rewrite)],
+                                     default="It was first lit in 1884 [1]"))
+    try:
+        at = _submit(flow="rewrite_retrieve_read")
+        run_id = at.query_params["run"]
+        assert entered.wait(20)
+        at.run()
+        at.button(key=f"run_cancel_{run_id}").click().run()
+        assert get_jobs().find_run(run_id).cancel_requested
+        go.set()
+        at = kit.until(at, lambda a: ":gray-badge[cancelled]" in kit.texts(a))
+    finally:
+        go.set()
+        get_jobs().wait_idle(30)
+        ws.resources.set_llm(before)
+    assert ws.store.get_run(run_id).status == "cancelled"
+    assert [s.node_id for s in ws.store.steps(run_id)] == ["rewrite"]
+
+
+def test_a_question_longer_than_the_model_context_is_not_queued(ws):
+    n_ctx = ws.resources.settings.llm.n_ctx
+    at = _submit_refused("word " * (n_ctx * 2))
+    assert "Not queued" in at.error[0].value and "tokens" in at.error[0].value
+    assert "run" not in at.query_params
+
+
+def _submit_refused(question: str):
+    at = kit.page("pages/run.py", flow="naive_rag").run()
+    at.text_area(key="run_question").input(question).run()
+    at.button(key="run_go").click().run()
+    assert not at.exception
+    return at

@@ -99,7 +99,7 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     t0 = time.monotonic()
     env = {**os.environ, "FLOWKIT_HOME": str(home), "HF_HUB_OFFLINE": "1",
            "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
-    proc = subprocess.run([sys.executable, "-m", "flowkit.cli", "--data-dir", str(home), "ingest",
+    proc = subprocess.run([sys.executable, "-m", "service.cli", "--data-dir", str(home), "ingest",
                            "--kb", "hotpot", str(subset)], capture_output=True, text=True, env=env,
                           cwd=ROOT, timeout=900)
     ingest_s = time.monotonic() - t0

@@ -54,7 +54,7 @@ def studio(tmp_path_factory, leak_server):
     from flowkit import templates
     from flowkit.ingest import ingest
     from flowkit.testing import FakeLLM, HashEmbedder
-    from storage.workspace import Workspace
+    from service.workspace import Workspace
     from studio.serve import CHROMIUM, StudioServer
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian chromium is not installed (make browser)")

@@ -3,7 +3,7 @@ refresh while it runs, open the replay, step through it, fork it from a step wit
 value, follow the fork back to its parent; search a knowledge base side by side. Screenshots go to
 test-artifacts/.
 
-The sample knowledge base is ingested by `flowkit setup` into a temp FLOWKIT_HOME first.
+The sample knowledge base is ingested by `flowkit setup` (python -m service.cli setup) into a temp FLOWKIT_HOME first.
 """
 from __future__ import annotations
 
@@ -56,9 +56,8 @@ def studio_url(studio_home):
     home = studio_home
     env = {**os.environ, "FLOWKIT_HOME": str(home), "HF_HUB_OFFLINE": "1",
            "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
-    flowkit = Path(sys.executable).parent / "flowkit"
-    subprocess.run([str(flowkit), "setup"], env=env, check=True, cwd=ROOT, timeout=600,
-                   capture_output=True)
+    subprocess.run([sys.executable, "-m", "service.cli", "setup"], env=env, check=True, cwd=ROOT,
+                   timeout=600, capture_output=True)
     ART.mkdir(exist_ok=True)
     with StudioServer(home, log=ART / "e2e-run-replay-streamlit.log", timeout_s=120) as url:
         yield url

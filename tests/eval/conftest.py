@@ -11,8 +11,8 @@ import pytest
 
 from flowkit.spec import dump
 from flowkit.testing import FakeLLM, MemoryKB, flow
+from service.workspace import Workspace
 from storage.evals import EvalRepo
-from storage.workspace import Workspace
 
 CORPUS = [
     {"id": "d1", "title": "Corren Lighthouse", "text": "The Corren Lighthouse was designed by Mara Velt."},

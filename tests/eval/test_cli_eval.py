@@ -6,13 +6,14 @@ import json
 
 import pytest
 
-from flowkit import cli, cli_more
+from service import cli
+from service.cli import common
 
 
 @pytest.fixture()
 def fk(world, monkeypatch, capsys):
-    monkeypatch.setattr(cli_more, "_make_workspace", lambda args: world.ws)
-    monkeypatch.setattr(cli.out, "width", 220, raising=False)
+    monkeypatch.setattr(common, "open_workspace", lambda args: world.ws)
+    monkeypatch.setattr(common.out, "width", 220, raising=False)
 
     def call(*args: str) -> tuple[int, str, str]:
         code = cli.main(["--data-dir", str(world.root / "home"), *args])

@@ -14,8 +14,8 @@ from flowkit.eval.parallel import check_engines
 from flowkit.eval.runner import make_plan, resolve_flows, run_evaluation
 from flowkit.runtime.llm import LLMSettings
 from flowkit.runtime.resources import Settings
+from service.workspace import Workspace
 from storage.evals import EvalRepo, run_id_for
-from storage.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
 

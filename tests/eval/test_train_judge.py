@@ -8,7 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from flowkit import cli, compile_flow, run_flow
+from flowkit import compile_flow, run_flow
+from service import cli
+from service.cli import common
 from flowkit.eval.metrics import accuracy
 from flowkit.eval.train_judge import examples_path, pick_l2, train_judge
 from flowkit.operators.orchestration.classifier_judge import load_classifier
@@ -81,8 +83,7 @@ def test_second_training_reuses_the_stored_chains(world, ws, tmp_path):
 
 
 def test_cli_train_judge_then_the_judge_uses_the_weights(world, ws, monkeypatch, capsys):
-    from flowkit import cli_more
-    monkeypatch.setattr(cli_more, "_make_workspace", lambda args: ws)
+    monkeypatch.setattr(common, "open_workspace", lambda args: ws)
     code = cli.main(["train-judge", "--dataset", str(world.dataset), "--kb", "test",
                      "--limit", "6", "--out", "judges/mine.json"])
     got = capsys.readouterr()
@@ -103,8 +104,7 @@ def test_cli_train_judge_then_the_judge_uses_the_weights(world, ws, monkeypatch,
 
 
 def test_cli_train_judge_errors(world, ws, monkeypatch, capsys):
-    from flowkit import cli_more
-    monkeypatch.setattr(cli_more, "_make_workspace", lambda args: ws)
+    monkeypatch.setattr(common, "open_workspace", lambda args: ws)
     assert cli.main(["train-judge", "--dataset", str(world.dataset), "--kb", "nope"]) == 2
     assert "nope" in capsys.readouterr().err
     assert cli.main(["train-judge", "--dataset", str(world.dataset), "--kb", "test",
@@ -115,8 +115,7 @@ def test_cli_train_judge_errors(world, ws, monkeypatch, capsys):
 
 
 def test_refit_from_examples_runs_nothing(world, ws, monkeypatch, capsys, tmp_path):
-    from flowkit import cli_more
-    monkeypatch.setattr(cli_more, "_make_workspace", lambda args: ws)
+    monkeypatch.setattr(common, "open_workspace", lambda args: ws)
     first = tmp_path / "first.json"
     train_judge(ws, load_template("corag_fixed"), questions(world), "test", str(first), match,
                 train_frac=0.5)

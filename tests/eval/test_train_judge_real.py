@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from flowkit import cli
+from service import cli
+from service.cli import common
 from flowkit.eval.datasets import from_path, shared_data_dir, subset_corpus
 from flowkit.operators.orchestration.classifier_judge import load_classifier
 
@@ -13,7 +14,7 @@ SET = "hotpotqa_dev_500_ircotfmt"
 
 
 def test_train_judge_on_hotpot_questions(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(cli.out, "width", 200, raising=False)
+    monkeypatch.setattr(common.out, "width", 200, raising=False)
     folder = shared_data_dir() / SET
     assert (folder / "questions.jsonl").is_file(), f"{folder} must lie beside the repository"
     ds = from_path(folder)

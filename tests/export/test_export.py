@@ -18,7 +18,7 @@ import pytest
 from langgraph.graph.state import CompiledStateGraph
 
 from flowkit import ListSink, compile_flow, run_flow
-from flowkit.cli import main
+from service.cli import main
 from flowkit.compile import FINISH
 from flowkit.errors import FlowkitError, ResourceError, ValidationError
 from flowkit.export import export_zip, render, write_package

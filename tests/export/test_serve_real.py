@@ -69,7 +69,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, real_resources: Any) -> Ite
            # the server imports graph.py, which imports this checkout's flowkit
            "PYTHONPATH": os.pathsep.join([str(Path(flowkit.__file__).parents[1]),
                                           os.environ.get("PYTHONPATH", "")])}
-    setup = subprocess.run([sys.executable, "-m", "flowkit.cli", "--data-dir", str(home), "setup"],
+    setup = subprocess.run([sys.executable, "-m", "service.cli", "--data-dir", str(home), "setup"],
                            env=env, capture_output=True, text=True, timeout=600)
     if setup.returncode != 0:
         yield Served(problem=f"`flowkit setup` failed: {setup.stderr[-2000:]}")

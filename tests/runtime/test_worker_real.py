@@ -13,7 +13,7 @@ from flowkit.errors import ContextOverflowError, ModelProcessError
 from flowkit.runtime.llm import LlamaCppLLM, LLMSettings
 from flowkit.runtime.supervisor import WorkerLLM
 from flowkit.testing.faults import KillWorkerDuringCall
-from storage.workspace import Workspace
+from service.workspace import Workspace
 
 pytestmark = pytest.mark.real
 

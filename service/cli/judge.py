@@ -14,20 +14,19 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .errors import FlowkitError
+from flowkit.errors import FlowkitError
+from storage.evals import EvalRepo
+
+from . import common
 
 DEFAULT_OUT = "judges/sufficiency.json"
 
 
 def cmd_train_judge(args: argparse.Namespace) -> int:
-    from storage.evals import EvalRepo
-
-    from .cli import _progress, err, out
-    from .cli_more import _make_workspace, ingest_corpus
-    from .eval.datasets import resolve
-    from .eval.metrics import accuracy, exact_match
-    from .eval.runner import resolve_flows
-    from .eval.train_judge import train_judge
+    from flowkit.eval.datasets import resolve
+    from flowkit.eval.metrics import accuracy, exact_match
+    from flowkit.eval.runner import resolve_flows
+    from flowkit.eval.train_judge import train_judge
 
     if not args.examples and not args.kb:
         raise FlowkitError("train-judge needs --kb (the knowledge base the chains retrieve "
@@ -37,13 +36,13 @@ def cmd_train_judge(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 2:
         raise FlowkitError(f"--limit must be at least 2 (some to train on, some to test); "
                            f"got {args.limit}")
-    ws = _make_workspace(args)
+    ws = common.open_workspace(args)
     if args.examples:
-        return _refit(ws, args, out)
+        return _refit(ws, args, common.out)
     repo = EvalRepo(ws.store)
     ds = resolve(repo, args.dataset)
     if args.ingest:
-        ingest_corpus(ws, ds, args.kb)
+        common.ingest_corpus(ws, ds, args.kb)
     try:
         ws.resources.kb(args.kb).require_ready()
     except FlowkitError as e:
@@ -58,7 +57,7 @@ def cmd_train_judge(args: argparse.Namespace) -> int:
     spec = flow.spec
     match = exact_match if args.match == "em" else accuracy
     out_path = _out_path(ws, args.out)
-    with _progress("train-judge") as prog:
+    with common.progress_bar("train-judge") as prog:
         task = prog.add_task(f"chains of '{spec.name}' on {len(questions)} questions",
                              total=len(questions))
         report = train_judge(ws, spec, questions, args.kb, str(out_path),
@@ -66,8 +65,8 @@ def cmd_train_judge(args: argparse.Namespace) -> int:
                              train_frac=args.train_frac, seed=args.seed,
                              progress=lambda d, t: prog.update(task, completed=d, total=t),
                              reuse_runs=not args.fresh)
-    _print(report, out)
-    err.print(f"[dim]select it in the classifier judge: params.model_path = {out_path}[/dim]")
+    _print(report, common.out)
+    common.err.print(f"[dim]select it in the classifier judge: params.model_path = {out_path}[/dim]")
     return 0
 
 
@@ -77,7 +76,7 @@ def _out_path(ws: Any, out: str) -> Path:
 
 
 def _refit(ws: Any, args: argparse.Namespace, out: Any) -> int:
-    from .eval.train_judge import refit
+    from flowkit.eval.train_judge import refit
     src = Path(args.examples).expanduser()
     if not src.is_file():
         raise FlowkitError(f"--examples: no file {src}")

@@ -1,23 +1,25 @@
 """A workspace: one data directory's resources (model, embedder, Chroma) and its database.
 
 The CLI and the studio both go through this: resolve a flow reference, run and store a run, fork a
-run from a step. The engine itself never imports storage; it writes to the sink it is handed.
+run from a step. It is the service between the library and storage: the engine never imports
+storage (it writes to the sink it is handed) and storage never runs a flow.
 """
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from flowkit import templates
 from flowkit.compile import CompiledFlow, compile_flow
-from flowkit.engine import run_flow
+from flowkit.engine import CANCELLED, run_flow
 from flowkit.errors import FlowkitError, NotFoundError
 from flowkit.memory import OPERATOR_KEYS
 from flowkit.runtime.resources import Resources, Settings
 from flowkit.spec import FlowSpec, load
-from flowkit.trace import MultiSink, RunEnd, TraceSink
-
-from .repo import Store
+from flowkit.trace import MultiSink, RunEnd, RunStart, TraceSink
+from storage.repo import Store
 
 
 class Workspace:
@@ -54,9 +56,27 @@ class Workspace:
                         flow_version=flow_version, run_id=run_id,
                         settings=self.resources.settings.to_dict(), **kwargs)
 
+    def record_cancelled(self, flow: FlowSpec, question: str, kb: str, run_id: str, *,
+                         flow_version: int | None = None) -> RunEnd:
+        """Store a run that was cancelled before it started (status `cancelled`, no steps), so the
+        run list and the replay show it; nothing runs and no model is loaded."""
+        compiled = compile_flow(flow)
+        sink = self.store.sink()
+        sink.start(RunStart(run_id=run_id, flow_name=compiled.name, spec=compiled.resolved_spec(),
+                            question=question, kb=kb, model_id="", model_hash="",
+                            settings=self.resources.settings.to_dict(),
+                            operator_versions=compiled.operator_versions(),
+                            flow_version=flow_version, started_at=time.time()))
+        end = RunEnd(run_id=run_id, status=CANCELLED, answer="", citations=[], steps=0,
+                     llm_calls=0, tokens=0, ms=0.0, error="cancelled before it started",
+                     halt_reason=CANCELLED)
+        sink.end(end)
+        return end
+
     def fork(self, run_id: str, step_index: int, memory_changes: dict[str, Any] | None = None,
              param_changes: dict[str, Any] | None = None,
-             extra_sink: TraceSink | None = None) -> RunEnd:
+             extra_sink: TraceSink | None = None,
+             cancel: threading.Event | None = None) -> RunEnd:
         """Run on from a step of an earlier run with changed memory or node params.
 
         The new run starts at that step's node with that step's memory-before (plus the changes),
@@ -89,4 +109,5 @@ class Workspace:
                     "tokens": sum(s.tokens for s in steps[:step_index])}
         return self.run(spec, question, parent.kb, flow_version=parent.flow_version,
                         extra_sink=extra_sink, start_at=step.node_id, memory=memory,
-                        counters=counters, parent_run_id=parent.id, parent_step=step_index)
+                        counters=counters, parent_run_id=parent.id, parent_step=step_index,
+                        cancel=cancel)

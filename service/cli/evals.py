@@ -1,4 +1,4 @@
-"""Subcommands added by later features; each registers itself here.
+"""`flowkit eval`, `flowkit evals` and `flowkit dataset`: question sets and evaluations.
 
     flowkit eval --flow A --flow B --dataset DIR_OR_NAME --kb KB [--limit N] [--baseline A]
                  [--out FILE.json] [--report FILE.md|.html] [--csv FILE] [--resume EVAL_ID]
@@ -9,45 +9,18 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
-from .errors import FlowkitError
+from flowkit.errors import FlowkitError
+from storage.evals import EvalRepo
 
-
-def _make_workspace(args: argparse.Namespace) -> Any:
-    """The Workspace for --data-dir (tests replace this to inject fakes)."""
-    from storage.workspace import Workspace
-    return Workspace(args.data_dir)
-
-
-def _console() -> tuple[Any, Any]:
-    from .cli import err, out
-    return out, err
-
-
-# ---- datasets -----------------------------------------------------------------------------
-def ingest_corpus(ws: Any, dataset: Any, kb: str, force: bool = False) -> int:
-    """Ingest the dataset's corpus.jsonl into `kb` unless it is ready (complete, with chunks).
-    Returns chunks added (0 when the knowledge base was ready)."""
-    from .cli import _progress
-    from .ingest import ingest_unless_ready
-    if ws.resources.kb(kb).ready and not force:
-        return 0
-    if not dataset.corpus:
-        raise FlowkitError(f"dataset '{dataset.name}' has no corpus.jsonl to ingest")
-    with _progress("ingest") as prog:
-        task = prog.add_task(f"ingest {Path(dataset.corpus).name} into '{kb}'", total=None)
-        return ingest_unless_ready(ws.resources, kb, [dataset.corpus], force=force,
-                                   progress=lambda d, t: prog.update(task, completed=d, total=t))
+from . import common
 
 
 def cmd_dataset(args: argparse.Namespace) -> int:
-    from storage.evals import EvalRepo
-    out, _ = _console()
-    ws = _make_workspace(args)
+    ws = common.open_workspace(args)
     repo = EvalRepo(ws.store)
     if args.action == "list":
         table = Table(title="datasets")
@@ -55,28 +28,28 @@ def cmd_dataset(args: argparse.Namespace) -> int:
             table.add_column(col, overflow="fold")
         for d in repo.list_datasets():
             table.add_row(d.name, str(d.size), d.kb, d.source)
-        out.print(table)
+        common.out.print(table)
         return 0
     if not args.path:
         raise FlowkitError("dataset import needs a PATH (a folder with questions.jsonl, a .jsonl "
                            "or a .csv)")
-    from .eval.datasets import from_path
+    from flowkit.eval.datasets import from_path
     ds = from_path(args.path, name=args.name)
     if args.ingest:
         if not args.kb:
             raise FlowkitError("--ingest needs --kb NAME")
-        n = ingest_corpus(ws, ds, args.kb)
-        out.print(f"ingested {n} chunks into '{args.kb}'" if n else
-                  f"knowledge base '{args.kb}' is ready; not ingested again")
+        n = common.ingest_corpus(ws, ds, args.kb)
+        common.out.print(f"ingested {n} chunks into '{args.kb}'" if n else
+                         f"knowledge base '{args.kb}' is ready; not ingested again")
     repo.save_dataset(ds.name, ds.source, ds.questions, kb=args.kb or "")
-    out.print(f"dataset '{ds.name}': {len(ds.questions)} questions"
-              + (f", gold passages named" if ds.has_gold_passages else ""))
+    common.out.print(f"dataset '{ds.name}': {len(ds.questions)} questions"
+              + (", gold passages named" if ds.has_gold_passages else ""))
     return 0
 
 
 # ---- eval ---------------------------------------------------------------------------------
 def _plan(args: argparse.Namespace, ws: Any, repo: Any) -> Any:
-    from .eval.runner import make_plan, plan_from_eval, resolve_flows
+    from flowkit.eval.runner import make_plan, plan_from_eval, resolve_flows
     if args.resume:
         info = repo.find_eval(args.resume)
         if info is not None:
@@ -84,25 +57,30 @@ def _plan(args: argparse.Namespace, ws: Any, repo: Any) -> Any:
     if not args.flow or not args.dataset or not args.kb:
         raise FlowkitError("eval needs --flow (one or more), --dataset and --kb "
                            "(or --resume EVAL_ID of a stored evaluation)")
-    from .eval.datasets import resolve
+    from flowkit.eval.datasets import resolve
     ds = resolve(repo, args.dataset)
     if args.ingest:
-        ingest_corpus(ws, ds, args.kb)
+        common.ingest_corpus(ws, ds, args.kb)
         repo.set_dataset_kb(ds.name, args.kb)
     return make_plan(resolve_flows(ws, args.flow), ds.name, ds.questions, args.kb,
                      limit=args.limit, eval_id=args.resume or None, name=args.name or "")
 
 
 def _run(plan: Any, ws: Any, repo: Any, workers: int = 1, ray_address: str = "") -> Any:
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
-    from .eval.runner import run_evaluation
-    _, err = _console()
+    from flowkit.eval.runner import run_evaluation
     n = len(plan.questions)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[last]}"),
-                  console=err) as prog:
+                  console=common.err) as prog:
         tasks = [prog.add_task(f.label, total=n, last="") for f in plan.flows]
 
         def on_progress(p: Any) -> None:
@@ -112,24 +90,23 @@ def _run(plan: Any, ws: Any, repo: Any, workers: int = 1, ray_address: str = "")
         if workers > 1:
             import functools
 
-            from storage.workspace import Workspace
+            from service.workspace import Workspace
             factory = functools.partial(Workspace, ws.data_dir, ws.resources.settings)
         return run_evaluation(ws, repo, plan, progress=on_progress, workers=workers,
                               make_workspace=factory, ray_address=ray_address)
 
 
 def _print_table(title: str, rows: list[list[str]]) -> None:
-    out, _ = _console()
     table = Table(title=title)
     for i, col in enumerate(rows[0]):
         table.add_column(col, justify="left" if i == 0 else "right", overflow="fold")
     for r in rows[1:]:
         table.add_row(*r)
-    out.print(table)
+    common.out.print(table)
 
 
 def print_report(rep: Any) -> None:
-    from .eval.report import delta_rows, summary_rows, type_rows
+    from flowkit.eval.report import delta_rows, summary_rows, type_rows
     _print_table(f"evaluation {rep.eval_id}: {rep.dataset} on '{rep.kb}' "
                  f"(EM/F1/Acc/{rep.recall_title} in %)", summary_rows(rep))
     if rep.deltas:
@@ -140,33 +117,28 @@ def print_report(rep: Any) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from storage.evals import EvalRepo
-
-    from .eval import report as report_mod
-    from .eval.runner import evaluation_report
-    out, err = _console()
-    ws = _make_workspace(args)
+    from flowkit.eval import report as report_mod
+    from flowkit.eval.runner import evaluation_report
+    ws = common.open_workspace(args)
     repo = EvalRepo(ws.store)
     plan = _plan(args, ws, repo)
-    err.print(f"[bold]evaluation {plan.eval_id}[/bold]: {len(plan.flows)} flows x "
+    common.err.print(f"[bold]evaluation {plan.eval_id}[/bold]: {len(plan.flows)} flows x "
               f"{len(plan.questions)} questions of '{plan.dataset}' on '{plan.kb}' "
               f"[dim](resume: flowkit eval --resume {plan.eval_id})[/dim]")
     outcome = _run(plan, ws, repo, args.workers, args.ray_address or "")
-    err.print(f"ran {outcome.ran}, skipped {outcome.skipped} already done, redid {outcome.redone} "
+    common.err.print(f"ran {outcome.ran}, skipped {outcome.skipped} already done, redid {outcome.redone} "
               "unfinished")
     k = None if args.k == 0 else args.k
     rep = evaluation_report(repo, plan, args.baseline, k)
     print_report(rep)
     for path in (args.out, args.report, args.csv):
         if path:
-            out.print(f"wrote {report_mod.write(rep, path)}")
+            common.out.print(f"wrote {report_mod.write(rep, path)}")
     return 0
 
 
 def cmd_evals(args: argparse.Namespace) -> int:
-    from storage.evals import EvalRepo
-    out, _ = _console()
-    ws = _make_workspace(args)
+    ws = common.open_workspace(args)
     repo = EvalRepo(ws.store)
     table = Table(title="evaluations")
     for col in ("id", "status", "flows", "dataset", "kb", "done", "created"):
@@ -177,7 +149,7 @@ def cmd_evals(args: argparse.Namespace) -> int:
         table.add_row(e.id, repo.live_status(e.id), ", ".join(f.get("label", f.get("ref", "")) for f in e.flows),
                       e.dataset, e.kb, f"{finished}/{e.total}",
                       e.created_at.strftime("%Y-%m-%d %H:%M"))
-    out.print(table)
+    common.out.print(table)
     return 0
 
 

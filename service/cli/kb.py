@@ -1,0 +1,64 @@
+"""`flowkit ingest`, `flowkit setup` and `flowkit kb`: knowledge bases."""
+from __future__ import annotations
+
+import argparse
+
+from rich.table import Table
+
+from . import common
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from flowkit.ingest import ingest
+    params = common.json_option(args.params, "--params") if args.params else {}
+    ws = common.open_workspace(args)
+    with common.progress_bar("ingest") as prog:
+        task = prog.add_task(f"ingest into '{args.kb}'", total=None)
+        n = ingest(ws.resources, args.kb, args.files, chunker=args.chunker, params=params,
+                   progress=lambda done, total: prog.update(task, completed=done, total=total))
+    common.out.print(f"ingested {n} chunks into knowledge base '{args.kb}' "
+              f"({ws.resources.kb(args.kb).count()} in all)")
+    return 0
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    from flowkit.ingest import SAMPLE_KB, ensure_sample
+    ws = common.open_workspace(args)
+    with common.progress_bar("sample") as prog:
+        task = prog.add_task("sample knowledge base", total=None)
+        done = ensure_sample(ws.resources, progress=lambda d, t: prog.update(task, completed=d,
+                                                                             total=t))
+    kb = ws.resources.kb(SAMPLE_KB)
+    common.out.print(f"{'ingested' if done else 'ready'}: knowledge base '{SAMPLE_KB}' with {kb.count()} "
+              f"chunks in {ws.data_dir}")
+    return 0
+
+
+def cmd_kb(args: argparse.Namespace) -> int:
+    ws = common.open_workspace(args)
+    table = Table(title="knowledge bases")
+    for col in ("name", "chunks", "chunker", "embedder"):
+        table.add_column(col)
+    for name in ws.resources.kb_names():
+        kb = ws.resources.kb(name)
+        meta = kb.meta()
+        table.add_row(name, str(kb.count()), str(meta.get("chunker", "")), str(meta.get("embedder", "")))
+    common.out.print(table)
+    return 0
+
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the ingest, setup and kb subcommands."""
+    s = sub.add_parser("ingest", help="add files (.jsonl {id,title,text}, .txt, .md, .pdf) to a KB")
+    s.add_argument("--kb", required=True)
+    s.add_argument("files", nargs="+")
+    s.add_argument("--chunker", default="indexing.chunk_fixed", help="an indexing operator")
+    s.add_argument("--params", default="", help="chunker params as JSON, e.g. '{\"size\": 200}'")
+    s.set_defaults(fn=cmd_ingest)
+
+    s = sub.add_parser("setup", help="ingest the sample knowledge base if it is missing")
+    s.set_defaults(fn=cmd_setup)
+
+    s = sub.add_parser("kb", help="list knowledge bases")
+    s.set_defaults(fn=cmd_kb)

@@ -1,0 +1,119 @@
+"""`flowkit run` and `flowkit trace`: run a flow on one question, show a stored run."""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from flowkit.trace import RunEnd, RunStart, StepEvent
+
+from . import common
+
+
+class _LiveSteps:
+    """Prints each step as it finishes (stderr), so a long run shows progress."""
+
+    def start(self, run: RunStart) -> None:
+        common.err.print(f"[dim]run {run.run_id}: {run.flow_name} on '{run.kb}'[/dim]")
+
+    def step(self, e: StepEvent) -> None:
+        mark = "[red]x[/red]" if e.error else "[green]>[/green]"
+        common.err.print(f"  {mark} {e.index:>3} {e.node_id} (visit {e.visit}) {e.operator} "
+                  f"{e.tokens} tok {e.ms:.0f} ms")
+
+    def end(self, result: RunEnd) -> None:
+        pass
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    ws = common.open_workspace(args)
+    spec, version = ws.resolve_flow(args.flow)
+    result = ws.run(spec, args.question, args.kb, flow_version=version,
+                    extra_sink=None if args.json else _LiveSteps())
+    steps = ws.store.steps(result.run_id)
+    if args.json:
+        common.out.print_json(data={"run_id": result.run_id, "status": result.status,
+                             "answer": result.answer, "citations": result.citations,
+                             "error": result.error, "halt_reason": result.halt_reason,
+                             "steps": [{"index": s.index, "node": s.node_id, "visit": s.visit,
+                                        "operator": s.operator, "tokens": s.tokens, "ms": s.ms,
+                                        "error": s.error} for s in steps],
+                             "totals": {"steps": result.steps, "llm_calls": result.llm_calls,
+                                        "tokens": result.tokens, "ms": result.ms}})
+    else:
+        table = Table(title=f"run {result.run_id} ({result.status})")
+        for col in ("#", "node", "visit", "operator", "LLM calls", "tokens", "ms", "error"):
+            table.add_column(col)
+        for s in steps:
+            table.add_row(str(s.index), s.node_id, str(s.visit), s.operator, str(len(s.llm_calls)),
+                          str(s.tokens), f"{s.ms:.0f}", s.error or "")
+        common.out.print(table)
+        common.out.print(f"[bold]answer:[/bold] {result.answer}")
+        if result.citations:
+            common.out.print(f"[bold]cites:[/bold] {', '.join(result.citations)}")
+        common.out.print(f"totals: {result.steps} steps, {result.llm_calls} LLM calls, {result.tokens} "
+                  f"tokens, {result.ms / 1000:.1f} s")
+        if result.error:
+            common.err.print(f"[red]error:[/red] {escape(result.error)}")
+    return 0 if result.status in ("ok", "budget_exceeded") else 1
+
+
+def _short(v: Any, n: int = 160) -> str:
+    s = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    from flowkit.trace import diff
+    ws = common.open_workspace(args)
+    run = ws.store.get_run(args.run_id)
+    steps = ws.store.steps(run.id)
+    if args.json:
+        common.out.print_json(data={"run": {k: v for k, v in run.__dict__.items() if k != "spec"} |
+                             {"started_at": str(run.started_at), "ended_at": str(run.ended_at)},
+                             "steps": [s.to_dict() for s in steps]})
+        return 0
+    common.out.print(f"[bold]run {run.id}[/bold] flow {run.flow_name} v{run.flow_version or '-'} "
+              f"status {run.status}; model {run.model_id} ({run.model_hash[:12]}); kb {run.kb}")
+    common.out.print(f"question: {run.question}")
+    for s in steps:
+        common.out.rule(f"step {s.index}: {s.node_id} (visit {s.visit}) {s.operator}  "
+                 f"{s.tokens} tok, {s.ms:.0f} ms")
+        for key, change in diff(s.memory_before, s.memory_after).items():
+            common.out.print(f"  [yellow]{key}[/yellow]: {_short(change['before'])} -> "
+                      f"{_short(change['after'])}", markup=True, highlight=False)
+        for c in s.llm_calls:
+            common.out.print(f"  [cyan]prompt[/cyan] ({c.prompt_tokens} tok): {_short(c.prompt, 400)}",
+                      highlight=False)
+            common.out.print(f"  [cyan]completion[/cyan] ({c.completion_tokens} tok, {c.ms:.0f} ms): "
+                      f"{_short(c.completion, 300)}", highlight=False)
+        for r in s.retrievals:
+            ids = ", ".join(f"{d['id']} ({d['score']:.3f})" for d in r.docs)
+            common.out.print(f"  [magenta]{r.method}[/magenta] '{_short(r.query, 80)}': {ids}",
+                      highlight=False)
+        if s.error:
+            common.out.print(f"  [red]error:[/red] {escape(s.error)}")
+    common.out.rule()
+    common.out.print(f"answer: {run.answer}\nstatus: {run.status}" +
+              (f" ({run.halt_reason})" if run.halt_reason else "") +
+              (f"\nerror: {run.error}" if run.error else ""))
+    return 0
+
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the run and trace subcommands."""
+    s = sub.add_parser("run", help="run a flow on one question")
+    s.add_argument("flow", help="a flow file, a saved flow name or a template name")
+    s.add_argument("--kb", required=True)
+    s.add_argument("--question", "-q", required=True)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_run)
+
+    s = sub.add_parser("trace", help="show a run step by step")
+    s.add_argument("run_id")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_trace)
