@@ -3,8 +3,6 @@ dense and hybrid search side by side, see its knowledge graph, attach a SQLite d
 from __future__ import annotations
 
 import json
-import tempfile
-from pathlib import Path
 
 import streamlit as st
 
@@ -209,13 +207,11 @@ with t_db:
                             key=f"kb_db_tables_{pick}_{upload_id}", disabled=not offered,
                             help="The allowlist: a query that reads any other table is refused.")
     if st.button("Attach", key="kb_db_attach", disabled=db_file is None):
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / Path(db_file.name).name
-            path.write_bytes(db_file.getvalue())
-            try:
-                where = kbview.attach(ws.data_dir, kb, path, chosen if offered else None)
-            except (FlowkitError, OSError) as err:
-                st.error(inert.escape(err))
-            else:
-                flash("kb_notice", f"Attached {db_file.name} to '{pick}' ({where.name}).")
-                st.rerun()
+        try:
+            where = kbview.attach_upload(ws.data_dir, kb, db_file.name, db_file.getvalue(),
+                                         chosen if offered else None)
+        except (FlowkitError, OSError) as err:
+            st.error(inert.escape(err))
+        else:
+            flash("kb_notice", f"Attached {db_file.name} to '{pick}' ({where.name}).")
+            st.rerun()

@@ -3,6 +3,7 @@ side-by-side search (BM25, dense, hybrid), the knowledge-graph index, attaching 
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -19,6 +20,7 @@ from flowkit.operators.pre_retrieval.sql_guard import (
 )
 from flowkit.runtime.kb import KnowledgeBase, check_name
 from flowkit.runtime.kblock import kb_write_lock
+from studio.uploads import save_uploads
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 ATTACHED_FILE = "attached.sqlite"
@@ -141,6 +143,16 @@ def attach(data_dir: Path, kb: Any, upload: Path, tables: Iterable[str] | None =
             con.close()
         kb.update_meta(database=out.name, **{ALLOW_KEY: allow.to_meta()})
     return out
+
+
+def attach_upload(data_dir: Path, kb: Any, name: str, data: bytes,
+                  tables: Iterable[str] | None = None) -> Path:
+    """Attach an uploaded SQLite file: its name checked like every upload (studio.uploads: no
+    path, NUL, '..' or over-long name; UploadRefused names it), saved to a temporary folder,
+    then `attach`ed. Nothing is created for a refused name."""
+    with tempfile.TemporaryDirectory() as tmp:
+        [path] = save_uploads(Path(tmp) / "upload", [(name, data)])
+        return attach(data_dir, kb, path, tables)
 
 
 def allowed_tables(kb: Any) -> list[str] | None:

@@ -76,3 +76,19 @@ def test_attach_stores_the_allowlist_in_the_meta(kb, tmp_path: Path) -> None:
     assert kbview.allowed_tables(base) == ["items"]                # unchanged by the refusal
     assert kbview.upload_tables(src.read_bytes()) == ["items", "staff"]
     assert kbview.upload_tables(b"not a database") == []
+
+
+@pytest.mark.parametrize(("name", "why"), [
+    ("..", "'..' is not a file name"), ("a/b.sqlite", "contains '/'"),
+    ("x\x00.sqlite", "NUL character"), ("d" * 300 + ".sqlite", "at most 255"), ("  ", "empty")])
+def test_an_uploaded_database_with_a_bad_name_is_refused_before_anything(
+        kb, tmp_path: Path, name: str, why: str) -> None:
+    res, base = kb
+    data = _db(tmp_path / "shop.sqlite").read_bytes()
+    before = sorted(p.name for p in base.dir.iterdir())
+    with pytest.raises(ResourceError, match=why):
+        kbview.attach_upload(res.data_dir, base, name, data)
+    assert sorted(p.name for p in base.dir.iterdir()) == before
+    assert "database" not in base.meta()
+    where = kbview.attach_upload(res.data_dir, base, "shop.sqlite", data, ["items"])
+    assert where.name == "attached.sqlite" and kbview.allowed_tables(base) == ["items"]
