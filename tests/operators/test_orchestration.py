@@ -15,8 +15,7 @@ from pydantic import ValidationError
 
 from flowkit.context import RunContext
 from flowkit.errors import OperatorInputError, ResourceError
-from flowkit.operators.orchestration.classifier_judge import (chain_items, judge_text,
-                                                              load_classifier, save_classifier)
+from flowkit.judges import chain_items, judge_text, load_classifier, save_classifier
 from flowkit.operators.orchestration.flare import first_sentence, token_words
 from flowkit.operators.orchestration.llm_judges import parse_yes_no, yes_probability
 from flowkit.operators.orchestration.llm_routers import parse_route

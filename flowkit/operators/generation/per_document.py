@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field
 
-from ...registry import Operator, Params, operator
+from ...context import RunContext
+from ...memory import MemoryView
+from ...operator import Operator, OperatorParams, operator
 from .._text import fill, first_line, require_docs, strip_citations
 
 PER_DOC_PROMPT = ("Answer the question using only the passage. Reply with a short answer "
@@ -22,7 +23,7 @@ def normalise(answer: str) -> str:
 
 
 @operator("generation.answer_per_document")
-class AnswerPerDocument(Operator):
+class AnswerPerDocument(Operator["AnswerPerDocument.Params"]):
     """Answer once per retrieved document, then keep the answer most drafts agree on.
 
     Post-retrieval branching from the Modular RAG survey (Gao et al., 2024), as in REPLUG (Shi et
@@ -34,7 +35,7 @@ class AnswerPerDocument(Operator):
     draft is kept in scratch["per_doc"].
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         prompt: str = Field(PER_DOC_PROMPT, min_length=10, description="Template with {passage} "
                             "and {question} slots (plain replacement, no code)")
         top_n: int = Field(3, ge=1, le=20, description="Documents answered one by one")
@@ -48,7 +49,7 @@ class AnswerPerDocument(Operator):
     optional_reads = ("scratch",)
     writes = ("answer", "citations", "drafts", "scratch")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p = self.params
         docs = require_docs(memory)[: p.top_n]
         per_doc: list[dict[str, Any]] = []

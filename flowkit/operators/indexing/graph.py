@@ -9,9 +9,10 @@ from typing import Any, Literal
 import networkx as nx
 from pydantic import Field
 
+from ...context import RunContext
 from ...errors import ResourceError
-from ...memory import Doc
-from ...registry import operator
+from ...memory import Doc, MemoryView
+from ...operator import operator
 from .._text import fill
 from .chunking import FixedChunker
 from .triples import STOP, norm, parse_triples, pattern_triples
@@ -85,6 +86,8 @@ class KnowledgeGraph(FixedChunker):
             "dense", description="When no entity of the question is in the graph: dense search, "
                                  "or no documents")
 
+    params: KnowledgeGraph.Params   # the fixed-size params plus this chunker's own
+
     reads = ("question",)
     optional_reads = ("evidence",)
     writes = ("documents", "evidence")
@@ -129,10 +132,10 @@ class KnowledgeGraph(FixedChunker):
             hits = [n for _, _, n in sorted(scored, key=lambda t: (-t[0], -t[1], t[2]))]
         return sorted(hits, key=lambda n: (-len(n), n))[: self.params.max_entities]
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p = self.params
         question = str(memory["question"])
-        kb_dir = getattr(ctx.kb, "dir", None)
+        kb_dir = ctx.kb.dir
         graph = load_graph(kb_dir) if kb_dir is not None else None
         if graph is None:
             raise ResourceError(f"knowledge base '{ctx.kb_name}' has no graph; ingest it with the "

@@ -8,9 +8,10 @@ from typing import Any
 
 from pydantic import Field
 
+from ...context import RunContext
 from ...errors import OperatorInputError, ResourceError
-from ...memory import Doc
-from ...registry import operator
+from ...memory import Doc, MemoryView
+from ...operator import operator
 from ...runtime.kb import Chunk
 from .._text import fill
 from .chunking import FixedChunker
@@ -58,6 +59,8 @@ class Hierarchical(FixedChunker):
         include_summaries: bool = Field(False, description="Also write the chosen summaries as "
                                         "documents, before each document's chunks")
 
+    params: Hierarchical.Params   # the fixed-size params plus this chunker's own
+
     reads = ("question",)
     writes = ("documents",)
 
@@ -98,7 +101,7 @@ class Hierarchical(FixedChunker):
         tmp.replace(path)
         kb.add(chunks)
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p = self.params
         question = str(memory.get("question") or "").strip()
         if not question:

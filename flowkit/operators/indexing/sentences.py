@@ -10,7 +10,7 @@ import re
 
 from pydantic import Field, model_validator
 
-from ...registry import Params, operator
+from ...operator import OperatorParams, operator
 from .chunking import Chunker
 
 # a sentence ends at . ! ? (optionally followed by a closing quote or bracket) before whitespace and
@@ -69,7 +69,7 @@ def pack_sentences(sentences: list[str], max_words: int, overlap: int = 0) -> li
 
 
 @operator("indexing.chunk_sliding")
-class SlidingWindowChunker(Chunker):
+class SlidingWindowChunker(Chunker["SlidingWindowChunker.Params"]):
     """Sliding window over sentences: chunks of `window` consecutive sentences, each starting
     `stride` sentences after the previous one.
 
@@ -78,13 +78,13 @@ class SlidingWindowChunker(Chunker):
     share `window - stride` sentences, so a fact near a boundary is whole in at least one chunk.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         window: int = Field(3, ge=1, le=50, description="Sentences per chunk")
         stride: int = Field(2, ge=1, le=50, description="Sentences between the starts of two chunks "
                             "(at most `window`, or sentences would be skipped)")
 
         @model_validator(mode="after")
-        def _stride_within_window(self) -> "SlidingWindowChunker.Params":
+        def _stride_within_window(self) -> SlidingWindowChunker.Params:
             if self.stride > self.window:
                 raise ValueError(f"stride ({self.stride}) must not exceed window ({self.window}): "
                                  "sentences between windows would never be indexed")
@@ -104,7 +104,7 @@ class SlidingWindowChunker(Chunker):
 
 
 @operator("indexing.chunk_sentences")
-class SentenceChunker(Chunker):
+class SentenceChunker(Chunker["SentenceChunker.Params"]):
     """Sentence-aware chunking: pack whole sentences into chunks of at most `max_words` words.
 
     Like LlamaIndex's SentenceSplitter and LangChain's NLTK/spaCy splitters: chunks end on sentence
@@ -113,7 +113,7 @@ class SentenceChunker(Chunker):
     into word windows.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         max_words: int = Field(120, ge=10, le=4000, description="Word budget per chunk")
         overlap_sentences: int = Field(0, ge=0, le=10, description="Sentences repeated from the "
                                        "end of the previous chunk")

@@ -7,9 +7,11 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from ...registry import Params, operator
-from .routers import LabelRouter
+from ...context import RunContext
+from ...memory import MemoryView
+from ...operator import operator
 from .._text import fill
+from .routers import LabelRouter, RouterParams
 
 ROUTE_PROMPT = ("Message: {question}\n\nWhich route should handle this message?\n{routes}\n"
                 "Answer with the route name.")
@@ -60,7 +62,7 @@ def route_list(descriptions: Mapping[str, str]) -> str:
                      for label, desc in descriptions.items())
 
 
-def ask_llm_for_route(question: str, descriptions: Mapping[str, str], ctx: Any, max_tokens: int,
+def ask_llm_for_route(question: str, descriptions: Mapping[str, str], ctx: RunContext, max_tokens: int,
                       prompt: str = ROUTE_PROMPT) -> tuple[str | None, str]:
     """One LLM call: (the label it chose or None, its raw reply)."""
     text = fill(prompt, "params.prompt", question=question, routes=route_list(descriptions))
@@ -69,7 +71,7 @@ def ask_llm_for_route(question: str, descriptions: Mapping[str, str], ctx: Any, 
 
 
 @operator("orchestration.llm_router")
-class LLMRouter(LabelRouter):
+class LLMRouter(LabelRouter["LLMRouter.Params"]):
     """Route by asking the LLM to name a route from their labels and descriptions.
 
     LLM-based routing (Modular RAG, Gao et al. 2024): the prompt lists the route labels with
@@ -77,7 +79,7 @@ class LLMRouter(LabelRouter):
     label inside a sentence, its number, or the words of its description); when it names no
     route the default route is taken."""
 
-    class Params(Params):
+    class Params(RouterParams):
         routes: dict[str, str] = Field(
             default_factory=lambda: {
                 "retrieve": "a question about facts that needs the knowledge base",
@@ -98,7 +100,7 @@ class LLMRouter(LabelRouter):
                 raise ValueError("a route label is empty")
             return v
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p = self.params
         chosen, reply = ask_llm_for_route(memory["question"], p.routes, ctx, p.max_tokens, p.prompt)
         route = chosen or p.default

@@ -8,12 +8,14 @@ cleaned and checked against the question's content words, with the question as t
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import Field
 
-from ...registry import Operator, Params, operator
+from ...context import RunContext
+from ...memory import MemoryView
+from ...operator import Operator, OperatorParams, operator
 from .._text import fill, first_line, tokens
 
 REWRITE_PROMPT = "Write a short search query for the question.\nQuestion: {question}\nSearch query:"
@@ -91,7 +93,7 @@ def first_sentence(text: str) -> str:
 
 
 @operator("pre_retrieval.rewrite")
-class Rewrite(Operator):
+class Rewrite(Operator["Rewrite.Params"]):
     """Rewrite the question into a better search query (Rewrite-Retrieve-Read, Ma et al. 2023).
 
     The model first writes the query the retriever should see; a search node with query_from
@@ -99,7 +101,7 @@ class Rewrite(Operator):
     question is the query.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         prompt: str = Field(REWRITE_PROMPT, min_length=10, description="Template with a {question} "
                             "slot (plain replacement, no code)")
         max_tokens: int = Field(32, ge=4, le=256, description="Longest query in tokens")
@@ -109,7 +111,7 @@ class Rewrite(Operator):
     reads = ("question",)
     writes = ("queries",)
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         question = memory["question"]
         prompt = fill(self.params.prompt, "params.prompt", question=question)
         query = first_sentence(ctx.llm.complete(prompt, max_tokens=self.params.max_tokens).text)
@@ -120,7 +122,7 @@ class Rewrite(Operator):
 
 
 @operator("pre_retrieval.hyde")
-class HyDE(Operator):
+class HyDE(Operator["HyDE.Params"]):
     """Write a hypothetical answer passage and search with it (HyDE, Gao et al. 2022).
 
     A made-up passage that answers the question sits closer to real answer passages in embedding
@@ -129,7 +131,7 @@ class HyDE(Operator):
     which averages the question's embedding with the passages'. Off-topic passages are dropped.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         prompt: str = Field(HYDE_PROMPT, min_length=10, description="Template with a {question} "
                             "slot (plain replacement, no code)")
         max_tokens: int = Field(96, ge=16, le=512, description="Longest passage in tokens")
@@ -143,7 +145,7 @@ class HyDE(Operator):
     reads = ("question",)
     writes = ("queries",)
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p, question = self.params, memory["question"]
         prompt = fill(p.prompt, "params.prompt", question=question)
         found: dict[str, str] = {}
@@ -159,7 +161,7 @@ class HyDE(Operator):
 
 
 @operator("pre_retrieval.step_back")
-class StepBack(Operator):
+class StepBack(Operator["StepBack.Params"]):
     """Ask a more generic step-back question and search with both (step-back prompting, Zheng
     et al. 2023).
 
@@ -168,7 +170,7 @@ class StepBack(Operator):
     question]; only the question when the model repeats it or drifts off topic.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         prompt: str = Field(STEP_BACK_PROMPT, min_length=10, description="Template with a "
                             "{question} slot (plain replacement, no code)")
         max_tokens: int = Field(40, ge=8, le=256, description="Longest step-back question in "
@@ -177,7 +179,7 @@ class StepBack(Operator):
     reads = ("question",)
     writes = ("queries",)
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         question = memory["question"]
         prompt = fill(self.params.prompt, "params.prompt", question=question)
         text = ctx.llm.complete(prompt, max_tokens=self.params.max_tokens).text
