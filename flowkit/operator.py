@@ -42,7 +42,8 @@ KINDS: tuple[str, ...] = ("step", "router", "judge", "merge")
 
 
 class OperatorParams(BaseModel):
-    """Base of every operator's params: unknown fields are errors, values are frozen after validation."""
+    """Base of every operator's params: unknown fields are errors, values are frozen after
+    validation."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -184,7 +184,8 @@ class FlowRuntime:
                 self._resources[settings] = settings.resources()
             return self._resources[settings]
 
-    def _operator(self, node_id: str, key: str, params: Mapping[str, Any]) -> registry.Operator[Any]:
+    def _operator(self, node_id: str, key: str,
+                  params: Mapping[str, Any]) -> registry.Operator[Any]:
         cls = registry.get(key)
         if cls is None:
             raise GraphCodeError(f"node '{node_id}': no operator '{key}' in this flowkit "

@@ -8,10 +8,10 @@ import pytest
 from flowkit import ListSink, compile_flow, run_flow
 from flowkit.context import RunContext
 from flowkit.errors import OperatorInputError
-from flowkit.operators.generation.per_document import normalise
 from flowkit.operators.generation.verify import parse_label, parse_yes_no
 from flowkit.registry import get
 from flowkit.testing import FakeLLM, fake_resources, flow
+from flowkit.text import normalize_answer
 
 Q = "Where was Mara Velt born?"
 DOCS = [{"id": "d1", "title": "A", "text": "Mara Velt was born on Tessel.", "score": 0.3},
@@ -45,7 +45,7 @@ def test_answer_per_document_votes_over_drafts():
     by_score = call("generation.answer_per_document", {"question": Q, "documents": DOCS}, llm,
                     vote="score")
     assert by_score["answer"] == "Osterhavn" and by_score["citations"] == ["d2"]
-    assert normalise("The Tessel!") == "tessel"
+    assert normalize_answer("The Tessel!") == "tessel"
 
 
 def test_answer_per_document_in_a_flow_and_errors():

@@ -14,10 +14,10 @@ from flowkit.errors import FlowkitError, OperatorInputError, ResourceError
 from flowkit.ingest import make_chunker
 from flowkit.operators.indexing.graph import load_graph, parse_triples, pattern_triples
 from flowkit.operators.indexing.hierarchical import load_summaries
-from flowkit.operators.indexing.sentences import split_sentences
 from flowkit.registry import get
 from flowkit.runtime.kb import Chunk
 from flowkit.testing import FakeLLM, MemoryKB, fake_resources, flow
+from flowkit.text import split_sentences
 
 TEXT = ("Mara Velt was born on Tessel. She studied in Osterhavn. Dr. Velt designed the Corren "
         "Lighthouse. It was first lit in 1884. The light is automatic now.")

@@ -1,7 +1,6 @@
 """Post-retrieval branching: one answer per retrieved document, then a vote over the answers."""
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import Field
@@ -9,17 +8,11 @@ from pydantic import Field
 from ...context import RunContext
 from ...memory import MemoryView
 from ...operator import Operator, OperatorParams, operator
+from ...text import normalize_answer
 from .._text import fill, first_line, require_docs, strip_citations
 
 PER_DOC_PROMPT = ("Answer the question using only the passage. Reply with a short answer "
                   "(a few words).\n\nPassage: {passage}\n\nQuestion: {question}\nAnswer:")
-_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
-
-
-def normalise(answer: str) -> str:
-    """SQuAD-style normal form: lower case, no punctuation, no articles, single spaces."""
-    text = re.sub(r"[^\w\s]", " ", answer.lower())
-    return " ".join(_ARTICLES.sub(" ", text).split())
 
 
 @operator("generation.answer_per_document")
@@ -65,7 +58,7 @@ class AnswerPerDocument(Operator["AnswerPerDocument.Params"]):
         tally: dict[str, float] = {}
         first: dict[str, int] = {}
         for i, (d, draft) in enumerate(zip(docs, drafts)):
-            key = normalise(draft)
+            key = normalize_answer(draft)
             if not key:
                 continue
             weight = 1.0 if p.vote == "count" else max(float(d.get("score", 0.0)), 1e-6)
@@ -77,6 +70,7 @@ class AnswerPerDocument(Operator["AnswerPerDocument.Params"]):
             return {"answer": "", "citations": [], "drafts": drafts, "scratch": scratch}
         win = min(tally, key=lambda k: (-tally[k], first[k]))
         scratch["vote"] = {"winner": win, "tally": {k: round(v, 6) for k, v in tally.items()}}
-        cites = [str(d.get("id")) for d, draft in zip(docs, drafts) if normalise(draft) == win]
+        cites = [str(d.get("id")) for d, draft in zip(docs, drafts)
+                 if normalize_answer(draft) == win]
         return {"answer": drafts[first[win]], "citations": cites, "drafts": drafts,
                 "scratch": scratch}

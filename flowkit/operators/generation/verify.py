@@ -12,16 +12,8 @@ from ...context import RunContext
 from ...errors import OperatorInputError
 from ...memory import Doc, MemoryView
 from ...operator import Operator, OperatorParams, operator
-from .._text import (
-    cited_ids,
-    fill,
-    first_line,
-    passages,
-    require_docs,
-    strip_citations,
-    tokens,
-)
-from ..indexing.sentences import split_sentences
+from ...text import CLAIM_STOPWORDS, content_words, split_sentences, tokens
+from .._text import cited_ids, fill, first_line, passages, require_docs, strip_citations
 
 CLAIM_PROMPT = ("{passages}\n\nQuestion: {question}\nClaim: {claim}\n"
                 "Do the passages support the claim? Reply with one label: SUPPORTED, REFUTED or "
@@ -32,13 +24,11 @@ RETRY_PROMPT = ("Answer the question using only the passages. The previous answe
                 "is not supported by the passages. Write a better short answer (a few words)."
                 "\n\n{passages}\n\nQuestion: {question}\nAnswer:")
 LABELS = ("SUPPORTED", "NOT ENOUGH INFO", "REFUTED")       # from best to worst
-_STOP = {"the", "and", "was", "were", "is", "are", "for", "with", "from", "that", "this", "its",
-         "which", "who", "has", "had", "have", "been", "into", "than", "then", "also", "not"}
 
 
 def overlap(text: str, docs: Sequence[Doc]) -> float:
     """Share of the text's content words that occur in the documents (1.0 when it has none)."""
-    words = {w for w in tokens(text) if len(w) > 2 and w not in _STOP}
+    words = content_words(text, CLAIM_STOPWORDS)
     if not words:
         return 1.0
     seen = set(tokens(" ".join(f"{d.get('title', '')} {d.get('text', '')}" for d in docs)))

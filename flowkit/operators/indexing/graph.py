@@ -13,9 +13,10 @@ from ...context import RunContext
 from ...errors import ResourceError
 from ...memory import Doc, MemoryView
 from ...operator import operator
+from ...text import ENTITY_STOPWORDS
 from .._text import fill
 from .chunking import FixedChunker
-from .triples import STOP, norm, parse_triples, pattern_triples
+from .triples import norm, parse_triples, pattern_triples
 
 TRIPLE_PROMPT = ("List the facts in the text, one per line, as: subject | relation | object\n\n"
                  "Text: Anna Berg founded the Lund Bakery in 1902.\nFacts:\n"
@@ -126,7 +127,7 @@ class KnowledgeGraph(FixedChunker):
         hits = [n for n in graph.nodes if len(n) >= 3 and f" {n} " in q]
         hits = [n for n in hits if not any(n != m and f" {n} " in f" {m} " for m in hits)]
         if not hits:
-            words = {w for w in q.split() if len(w) > 3 and w not in STOP}
+            words = {w for w in q.split() if len(w) > 3 and w not in ENTITY_STOPWORDS}
             scored = [(len(words & set(n.split())) / len(n.split()), graph.degree(n), n)
                       for n in graph.nodes if words & set(n.split())]
             hits = [n for _, _, n in sorted(scored, key=lambda t: (-t[0], -t[1], t[2]))]

@@ -13,9 +13,9 @@ from ...errors import OperatorInputError, ResourceError
 from ...memory import Doc, MemoryView
 from ...operator import operator
 from ...runtime.kb import Chunk
+from ...text import split_sentences
 from .._text import fill
 from .chunking import FixedChunker
-from .sentences import split_sentences
 
 SUMMARY_PROMPT = ("Summarise this article in one short sentence.\n\n"
                   "Title: {title}\n{text}\n\nSummary:")

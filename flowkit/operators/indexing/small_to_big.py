@@ -10,8 +10,9 @@ from ...errors import OperatorInputError
 from ...memory import Doc, MemoryView
 from ...operator import OperatorParams, operator
 from ...runtime.kb import Chunk
+from ...text import split_sentences
 from .chunking import Chunker
-from .sentences import pack_sentences, split_sentences
+from .sentences import pack_sentences
 
 
 @operator("indexing.small_to_big")

@@ -2,7 +2,6 @@
 vote over the answers the branches (or the documents) gave."""
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
@@ -12,6 +11,7 @@ from ...context import RunContext
 from ...errors import OperatorInputError
 from ...memory import Doc, MemoryView
 from ...operator import Operator, OperatorParams, operator
+from ...text import normalize_answer
 from .._fuse import concat
 from .._text import fill, passages, strip_citations
 from .fusion import ranked_lists
@@ -23,8 +23,8 @@ FUSE_PROMPT = ("Notes:\n{notes}\n\nCombine the notes into one short passage that
 
 
 def _norm(answer: str) -> str:
-    text = re.sub(r"[^\w\s]", " ", strip_citations(answer).lower())
-    return " ".join(re.sub(r"\b(?:a|an|the)\b", " ", text).split())
+    """The answer's normal form for voting: its citations dropped, then SQuAD-normalised."""
+    return normalize_answer(strip_citations(answer))
 
 
 @operator("orchestration.llm_fusion")

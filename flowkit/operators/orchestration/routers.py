@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 from ...context import RunContext
 from ...memory import MemoryView
 from ...operator import Operator, OperatorParams, operator
-from .._text import tokens
+from ...text import tokens
 
 
 class RouterParams(OperatorParams):

@@ -12,7 +12,7 @@ from ...context import RunContext
 from ...errors import OperatorInputError
 from ...memory import MemoryView
 from ...operator import Operator, OperatorParams, operator
-from .._text import tokens
+from ...text import tokens
 from .llm_routers import ask_llm_for_route
 from .routers import LabelRouter, RouterParams
 

@@ -13,8 +13,8 @@ from ...context import RunContext
 from ...errors import NotFoundError, ResourceError
 from ...memory import Doc, MemoryView
 from ...operator import Operator, OperatorParams, operator
-from .._text import fill, require_docs, tokens
-from ..indexing.sentences import split_sentences
+from ...text import split_sentences, tokens
+from .._text import fill, require_docs
 from ._util import shown_text, spans, word_overlap
 
 EXTRACT_PROMPT = ("Passage: {passage}\n\nQuestion: {question}\n"

@@ -9,20 +9,8 @@ from pydantic import Field
 from ...context import RunContext
 from ...memory import Doc, MemoryView
 from ...operator import Operator, OperatorParams, operator
-from .._text import require_docs
+from .._text import QueryFrom, query_texts, require_docs
 from ._util import doc_text, rescored
-
-QueryFrom = Literal["question", "queries", "both"]
-
-
-def query_texts(memory: MemoryView, query_from: QueryFrom) -> list[str]:
-    """The texts passages are compared with: the question, the rewritten queries, or both."""
-    qs: list[str] = []
-    if query_from in ("question", "both") or not memory.get("queries"):
-        qs.append(memory["question"])
-    if query_from in ("queries", "both"):
-        qs += [q for q in memory.get("queries") or [] if q and q not in qs]
-    return qs
 
 
 def relevance(memory: MemoryView, docs: list[Doc], query_from: QueryFrom,

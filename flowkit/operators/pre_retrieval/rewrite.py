@@ -16,7 +16,8 @@ from pydantic import Field
 from ...context import RunContext
 from ...memory import MemoryView
 from ...operator import Operator, OperatorParams, operator
-from .._text import fill, first_line, tokens
+from ...text import content_words, tokens
+from .._text import fill, first_line
 
 REWRITE_PROMPT = "Write a short search query for the question.\nQuestion: {question}\nSearch query:"
 HYDE_PROMPT = ("Write a short encyclopedia passage that answers the question.\n"
@@ -29,12 +30,6 @@ _LABEL = re.compile(
     r"^\s*(?:[-*\u2022>]\s*|\(?\d{1,2}\s*[.):]\s*|(?:search |general |step-back |rephrased |"
     r"rewritten |verification |sub-?)?(?:query|question|passage|rewrite)\s*\d{0,2}\s*:\s*)", re.I)
 _ANSWERISH = re.compile(r"^\s*(?:the\s+)?answer\s*(?:is)?\s*:", re.I)
-STOPWORDS = frozenset(
-    "a an the of in on at to for from by with and or is are was were be been being do does did has "
-    "have had what which who whom whose when where why how that this these those it its as into "
-    "about there their than then so if not no yes can could would should will shall may might "
-    "many much first last one two any some all each other same more most me you your my our "
-    "we".split())
 
 
 def clean_line(text: str) -> str:
@@ -53,16 +48,15 @@ def norm(text: str) -> str:
     return " ".join(tokens(text))
 
 
-def content_words(text: str) -> set[str]:
+def topic_words(text: str) -> set[str]:
     """Words that carry the topic, a plural 's' dropped ('lighthouses' matches 'lighthouse')."""
-    return {w[:-1] if len(w) > 4 and w.endswith("s") else w
-            for w in tokens(text) if len(w) > 2 and w not in STOPWORDS}
+    return {w[:-1] if len(w) > 4 and w.endswith("s") else w for w in content_words(text)}
 
 
 def on_topic(text: str, *anchors: str) -> bool:
     """True when the text shares a content word with the anchors (or the anchors have none)."""
-    want = set().union(*(content_words(a) for a in anchors)) if anchors else set()
-    return not want or bool(content_words(text) & want)
+    want = set().union(*(topic_words(a) for a in anchors)) if anchors else set()
+    return not want or bool(topic_words(text) & want)
 
 
 def question_items(text: str, limit: int, anchors: Iterable[str],

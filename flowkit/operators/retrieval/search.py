@@ -13,11 +13,12 @@ from ...context import RunContext
 from ...memory import Doc, MemoryView
 from ...operator import Operator, OperatorParams, operator
 from .._fuse import rrf
+from .._text import QueryFrom, query_texts
 
 
 class SearchParams(OperatorParams):
     top_k: int = Field(5, ge=1, le=100, description="How many passages to keep")
-    query_from: Literal["question", "queries", "both"] = Field(
+    query_from: QueryFrom = Field(
         "question", description="Search with the question, the rewritten queries, or both")
     add_last_answer: bool = Field(False, description="Append the last draft answer to each query "
                                   "(Iter-RetGen: retrieval guided by the previous generation)")
@@ -36,11 +37,7 @@ class _Search(Operator[SP]):
 
     def queries(self, memory: MemoryView) -> list[str]:
         p = self.params
-        qs: list[str] = []
-        if p.query_from in ("question", "both") or not memory.get("queries"):
-            qs.append(memory["question"])
-        if p.query_from in ("queries", "both"):
-            qs += [q for q in memory.get("queries") or [] if q and q not in qs]
+        qs = query_texts(memory, p.query_from)
         if p.add_last_answer and memory.get("drafts"):
             qs = [f"{q} {memory['drafts'][-1]}" for q in qs]
         return qs
