@@ -4,6 +4,7 @@ The public API is small: load/validate/compile a flow, run it, and the types you
 """
 from .compile import CompiledFlow, compile_flow
 from .context import RunContext
+from .contract import Operator, OperatorParams, operator
 from .engine import run_flow
 from .errors import (
                      FlowkitError,
@@ -16,7 +17,6 @@ from .errors import (
                      ValidationError,
 )
 from .memory import MemoryView
-from .operator import Operator, OperatorParams, operator
 from .registry import all_operators
 from .runtime.resources import Resources, Settings
 from .spec import EdgeSpec, FlowSpec, Limits, NodeSpec, dumps, load, loads

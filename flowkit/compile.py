@@ -19,9 +19,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
 from . import registry
+from .contract import Operator
 from .memory import Memory
 from .nodes import FINISH, make_finish, make_node
-from .operator import Operator
 from .spec import FlowSpec, canonical
 from .topology import Topology, analyse
 from .validate import ensure_valid

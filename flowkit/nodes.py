@@ -21,9 +21,9 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from .context import BudgetHit, Resources, RunContext
+from .contract import Operator
 from .errors import FlowkitError, NodeError
 from .memory import visible
-from .operator import Operator
 from .spec import Limits
 from .trace import StepEvent, TraceSink, jsonable
 

@@ -1,4 +1,4 @@
-"""The closed operator catalog: lookups by stable key, built on the contract in flowkit.operator.
+"""The closed operator catalog: lookups by stable key, built on the contract in flowkit.contract.
 
 Flow files name operators only by key; nothing is ever imported by a path taken from a file. The
 built-in operators are found by walking the packages of flowkit.operators (every module file in
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .operator import KINDS, MODULES, Operator, OperatorParams, operator, registered
+from .contract import KINDS, MODULES, Operator, OperatorParams, operator, registered
 
 __all__ = ["KINDS", "MODULES", "Operator", "OperatorParams", "all_operators", "describe", "get",
            "operator"]

@@ -104,11 +104,11 @@ def test_the_walk_sees_the_kinds_of_import():
     graph = import_graph()
     assert graph.has_edge("flowkit.compile", "flowkit.nodes")            # from .nodes import ...
     assert graph.has_edge("flowkit.registry", "flowkit.operators")       # function-level import
-    assert graph.has_edge("flowkit.registry", "flowkit.operator")
+    assert graph.has_edge("flowkit.registry", "flowkit.contract")
     assert graph.has_edge("flowkit.operators.retrieval.search", "flowkit.operators._fuse")
     assert graph.has_edge("flowkit.eval.train_judge", "flowkit.judges")   # a package's __init__
     assert graph.has_edge("flowkit.judges", "flowkit.judges.classifier")   # from .classifier
-    assert not graph.has_edge("flowkit.operator", "flowkit.context")   # only under TYPE_CHECKING
+    assert not graph.has_edge("flowkit.contract", "flowkit.context")   # only under TYPE_CHECKING
 
 
 def test_no_import_cycles_among_the_project_modules():
@@ -140,4 +140,4 @@ def test_operator_files_import_the_contract_not_the_registry():
     ops = [m for m in graph if m.startswith("flowkit.operators.")]
     assert len(ops) > 30
     assert not [m for m in ops if graph.has_edge(m, "flowkit.registry")]
-    assert nx.descendants(graph, "flowkit.operator") <= {"flowkit", "flowkit.memory"}
+    assert nx.descendants(graph, "flowkit.contract") <= {"flowkit", "flowkit.memory"}

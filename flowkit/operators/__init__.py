@@ -2,14 +2,14 @@
 
 Importing this package registers every operator: `discover` imports every module file of each
 module package (indexing, pre_retrieval, ...), so a new operator file needs no import line
-anywhere. Operator files import only the contract (flowkit.operator), never flowkit.registry.
+anywhere. Operator files import only the contract (flowkit.contract), never flowkit.registry.
 """
 from __future__ import annotations
 
 import importlib
 import pkgutil
 
-from ..operator import MODULES
+from ..contract import MODULES
 
 
 def discover(package: str = __name__) -> list[str]:

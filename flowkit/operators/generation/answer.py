@@ -6,8 +6,8 @@ from typing import Any
 from pydantic import Field
 
 from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...memory import MemoryView
-from ...operator import Operator, OperatorParams, operator
 from .._text import cited_ids, fill, passages, strip_citations
 
 ANSWER_PROMPT = (

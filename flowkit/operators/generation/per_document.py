@@ -6,8 +6,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...memory import MemoryView
-from ...operator import Operator, OperatorParams, operator
 from ...text import normalize_answer
 from .._text import fill, first_line, require_docs, strip_citations
 

@@ -9,9 +9,9 @@ from typing import Any
 from pydantic import Field
 
 from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...errors import OperatorInputError
 from ...memory import Doc, MemoryView
-from ...operator import Operator, OperatorParams, operator
 from ...text import CLAIM_STOPWORDS, content_words, split_sentences, tokens
 from .._text import cited_ids, fill, first_line, passages, require_docs, strip_citations
 

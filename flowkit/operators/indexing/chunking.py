@@ -6,9 +6,9 @@ from typing import Any, TypeVar
 from pydantic import Field, model_validator
 
 from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...errors import OperatorInputError
 from ...memory import Doc, MemoryView
-from ...operator import Operator, OperatorParams, operator
 from ...runtime.kb import Chunk
 
 META_KEYS = ("title", "source")

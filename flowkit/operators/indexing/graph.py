@@ -10,9 +10,9 @@ import networkx as nx
 from pydantic import Field
 
 from ...context import RunContext
+from ...contract import operator
 from ...errors import ResourceError
 from ...memory import Doc, MemoryView
-from ...operator import operator
 from ...text import ENTITY_STOPWORDS
 from .._text import fill
 from .chunking import FixedChunker

@@ -9,9 +9,9 @@ from typing import Any
 from pydantic import Field
 
 from ...context import RunContext
+from ...contract import operator
 from ...errors import OperatorInputError, ResourceError
 from ...memory import Doc, MemoryView
-from ...operator import operator
 from ...runtime.kb import Chunk
 from ...text import split_sentences
 from .._text import fill

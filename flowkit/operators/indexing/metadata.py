@@ -7,9 +7,9 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from ...context import RunContext
+from ...contract import operator
 from ...errors import OperatorInputError
 from ...memory import Doc, MemoryView
-from ...operator import operator
 from ...runtime.kb import Chunk
 from .chunking import FixedChunker
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from ...operator import OperatorParams, operator
+from ...contract import OperatorParams, operator
 from ...text import split_sentences
 from .chunking import Chunker
 

@@ -6,9 +6,9 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from ...context import RunContext
+from ...contract import OperatorParams, operator
 from ...errors import OperatorInputError
 from ...memory import Doc, MemoryView
-from ...operator import OperatorParams, operator
 from ...runtime.kb import Chunk
 from ...text import split_sentences
 from .chunking import Chunker

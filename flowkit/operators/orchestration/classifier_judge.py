@@ -10,6 +10,7 @@ import numpy as np
 from pydantic import Field
 
 from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...errors import OperatorInputError, ResourceError
 from ...judges.classifier import (
     DEFAULT_WEIGHTS,
@@ -20,7 +21,6 @@ from ...judges.classifier import (
 )
 from ...judges.features import chain_items, judge_text
 from ...memory import MemoryView
-from ...operator import Operator, OperatorParams, operator
 
 
 @operator("orchestration.classifier_judge")

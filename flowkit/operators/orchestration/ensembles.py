@@ -8,9 +8,9 @@ import numpy as np
 from pydantic import Field
 
 from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...errors import OperatorInputError
 from ...memory import Doc, MemoryView
-from ...operator import Operator, OperatorParams, operator
 from ...text import normalize_answer
 from .._fuse import concat
 from .._text import fill, passages, strip_citations

@@ -9,8 +9,8 @@ from typing import Any
 from pydantic import Field
 
 from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...memory import MemoryView
-from ...operator import Operator, OperatorParams, operator
 from .._text import fill, first_line, passages, strip_citations
 
 FLARE_PROMPT = ("{passages}\n\nAnswer the question using the passages.\nQuestion: {question}\n"

@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import Field
 
 from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...errors import OperatorInputError
 from ...memory import Doc, MemoryView
-from ...operator import Operator, OperatorParams, operator
 from .._fuse import concat, rrf
 
 

@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from ...context import RunContext
+from ...contract import operator
 from ...memory import MemoryView
-from ...operator import operator
 from ...text import ROUTE_STOPWORDS, content_words
 from .._text import fill
 from .routers import LabelRouter, RouterParams

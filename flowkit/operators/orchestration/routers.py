@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import Field, field_validator
 
 from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...memory import MemoryView
-from ...operator import Operator, OperatorParams, operator
 from ...text import tokens
 
 

@@ -9,9 +9,9 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...errors import OperatorInputError
 from ...memory import MemoryView
-from ...operator import Operator, OperatorParams, operator
 from ...text import tokens
 from .llm_routers import ask_llm_for_route
 from .routers import LabelRouter, RouterParams

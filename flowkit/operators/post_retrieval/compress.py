@@ -10,9 +10,9 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...errors import NotFoundError, ResourceError
 from ...memory import Doc, MemoryView
-from ...operator import Operator, OperatorParams, operator
 from ...text import split_sentences, tokens
 from .._text import fill, require_docs
 from ._util import shown_text, spans, word_overlap

@@ -6,8 +6,8 @@ from typing import Any
 from pydantic import Field
 
 from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...memory import MemoryView
-from ...operator import Operator, OperatorParams, operator
 from .._text import fill, first_line, passages
 
 REFLECT_PROMPT = ("{passages}\n\nQuestion: {question}\nWrite the one fact from the passages that "

@@ -6,8 +6,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...memory import Doc, MemoryView
-from ...operator import Operator, OperatorParams, operator
 from .._text import fill, passages, require_docs
 from ._util import (
     parse_ranking,

@@ -7,8 +7,8 @@ import numpy as np
 from pydantic import Field
 
 from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...memory import Doc, MemoryView
-from ...operator import Operator, OperatorParams, operator
 from .._text import QueryFrom, query_texts, require_docs
 from ._util import doc_text, rescored
 

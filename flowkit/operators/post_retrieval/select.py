@@ -7,9 +7,9 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...errors import OperatorInputError
 from ...memory import Doc, MemoryView
-from ...operator import Operator, OperatorParams, operator
 from .._text import fill, require_docs
 from ._util import (
     jaccard,

@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import Field
 
 from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...memory import MemoryView
-from ...operator import Operator, OperatorParams, operator
 from .._text import fill, first_line, parse_lines
 
 NEXT_PROMPT = ("Main question: {question}\n{chain}\nWrite the next short search question that helps "

@@ -14,9 +14,9 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...errors import OperatorInputError, ResourceError
 from ...memory import Doc, MemoryView
-from ...operator import Operator, OperatorParams, operator
 from .._text import fill
 from .sql_guard import (
     ATTACHED_FILE,

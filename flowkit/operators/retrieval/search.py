@@ -10,8 +10,8 @@ from typing import Any, Literal, TypeVar
 from pydantic import Field
 
 from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...memory import Doc, MemoryView
-from ...operator import Operator, OperatorParams, operator
 from .._fuse import rrf
 from .._text import QueryFrom, query_texts
 

@@ -113,7 +113,7 @@ def operator(key: str, *, version: str = "1") -> Callable[[T], T]:
                 raise ValueError(f"operator '{key}' declares unknown memory key '{k}'")
         if not issubclass(cls.Params, OperatorParams):
             raise ValueError(f"operator '{key}': Params must subclass "
-                             "flowkit.operator.OperatorParams")
+                             "flowkit.contract.OperatorParams")
         if not (cls.__doc__ or "").strip():
             raise ValueError(f"operator '{key}' needs a docstring (it is the palette help)")
         cls.key, cls.module, cls.version = key, module, version
