@@ -191,14 +191,14 @@ def next_router(targets: Sequence[str], in_branch: bool) -> Any:
 def label_router(table: Mapping[str, Sequence[str]], branch: str | None = None) -> Any:
     """After a router or judge: the targets of the label it wrote to `route` (in its branch's
     scope when inside a parallel branch); the finish when halted or the label is unwired."""
-    table = {k: list(v) for k, v in table.items()}
+    lists = {k: list(v) for k, v in table.items()}
 
     def route(state: dict[str, Any]) -> list[str] | str:
         if state.get("halt") and branch is None:
             return FINISH
         scope = (state.get("branches") or {}).get(branch, {}) if branch else state
         label = scope.get("route") or ""
-        targets = table.get(label)
+        targets = lists.get(label)
         if not targets:
             return FINISH   # an unwired route ends the run (validation warned about it)
         return targets if len(targets) > 1 else targets[0]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -29,10 +28,6 @@ from .trace import StepEvent, TraceSink, jsonable
 
 #: The id of the finishing step every run ends with.
 FINISH = "_finish"
-
-#: A LangGraph node function: (state, config) -> the state update.
-NodeFn = Callable[[dict[str, Any], RunnableConfig], dict[str, Any]]
-
 
 @dataclass
 class _Run:
@@ -84,7 +79,7 @@ def bind_run(config: RunnableConfig, *, run_id: str, resources: Resources, kb: s
     return {**config, "configurable": configurable}  # type: ignore[typeddict-item]
 
 
-def make_node(op: Operator[Any], branch: str | None, merge_inputs: tuple[str, ...]) -> NodeFn:
+def make_node(op: Operator[Any], branch: str | None, merge_inputs: tuple[str, ...]) -> Any:
     """The LangGraph node function for one operator instance."""
 
     allowed = set(op.writes) | ({"route"} if op.kind in ("router", "judge") else set())
@@ -160,7 +155,7 @@ FALLBACK_PROMPT = ("Answer the question in one short sentence using the passages
                    "Question: {question}\nAnswer:")
 
 
-def make_finish() -> NodeFn:
+def make_finish() -> Any:
     """The last step of every run. After a halt it still leaves an answer from what is in memory."""
 
     def finish(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:

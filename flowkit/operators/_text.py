@@ -43,7 +43,7 @@ def strip_citations(text: str) -> str:
 
 def parse_lines(text: str, limit: int) -> list[str]:
     """Items from a numbered or bulleted list the model wrote (at most `limit`, no duplicates)."""
-    out = []
+    out: list[str] = []
     for line in text.splitlines():
         item = re.sub(r"^\s*(?:[-*\u2022]|\d+[.)]|Q\d*:|Question\s*\d*:)\s*", "", line).strip()
         item = item.strip('"').strip()

@@ -1,7 +1,7 @@
 """Chunking operators. Each also offers `chunk(documents)` used by `flowkit ingest`."""
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import Field, model_validator
 
@@ -20,8 +20,8 @@ CP = TypeVar("CP", bound=OperatorParams)
 class Chunker(Operator[CP]):
     """Base for chunkers: split each document's text, keep its metadata and position."""
 
-    reads = ("documents",)
-    writes = ("documents",)
+    reads: ClassVar[tuple[str, ...]] = ("documents",)
+    writes: ClassVar[tuple[str, ...]] = ("documents",)
 
     def split(self, text: str) -> list[str]:  # pragma: no cover - abstract
         raise NotImplementedError
