@@ -9,7 +9,7 @@ from typing import Any, Literal
 import networkx as nx
 from pydantic import Field
 
-from ...context import RunContext
+from ...context import ModelLLM, Resources, RunContext
 from ...contract import operator
 from ...errors import ResourceError
 from ...memory import Doc, MemoryView
@@ -93,11 +93,12 @@ class KnowledgeGraph(FixedChunker):
     optional_reads = ("evidence",)
     writes = ("documents", "evidence")
 
-    def extract(self, llm: Any, text: str, title: str) -> list[tuple[str, str, str, str]]:
+    def extract(self, llm: ModelLLM | None, text: str,
+                title: str) -> list[tuple[str, str, str, str]]:
         """(subject, relation, object, via) triples of one chunk."""
         p = self.params
         out: list[tuple[str, str, str, str]] = []
-        if p.extraction in ("llm", "both"):
+        if p.extraction in ("llm", "both") and llm is not None:
             reply = llm.complete(fill(p.prompt, "params.prompt", text=text[: p.chunk_chars]),
                                  max_tokens=p.triple_tokens, stop=["\n\n", "Text:"])
             out += [(*t, "llm") for t in parse_triples(reply.text, source=text)]
@@ -107,7 +108,8 @@ class KnowledgeGraph(FixedChunker):
                     if (norm(t[0]), norm(t[2])) not in seen]
         return out
 
-    def after_ingest(self, kb: Any, resources: Any, documents: list[dict[str, Any]]) -> None:
+    def after_ingest(self, kb: Any, resources: Resources,
+                     documents: list[dict[str, Any]]) -> None:
         """Extract triples from every chunk and save the graph as kb.dir/graph.json."""
         graph = load_graph(kb.dir) or nx.MultiDiGraph()
         llm = resources.llm if self.params.extraction != "pattern" else None

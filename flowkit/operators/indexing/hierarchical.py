@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field
 
-from ...context import RunContext
+from ...context import ModelLLM, Resources, RunContext
 from ...contract import operator
 from ...errors import OperatorInputError, ResourceError
 from ...memory import Doc, MemoryView
@@ -68,7 +68,7 @@ class Hierarchical(FixedChunker):
         return [Chunk(id=c.id, text=c.text, meta={**c.meta, "level": "chunk"})
                 for c in super().chunk(documents)]
 
-    def summarise(self, llm: Any, doc: Mapping[str, Any]) -> str:
+    def summarise(self, llm: ModelLLM, doc: Mapping[str, Any]) -> str:
         """One short summary; the document's first sentence when the model writes nothing usable."""
         p = self.params
         text = str(doc.get("text") or "")
@@ -81,7 +81,8 @@ class Hierarchical(FixedChunker):
             summary = sents[0] if sents else text[:200]
         return summary
 
-    def after_ingest(self, kb: Any, resources: Any, documents: list[dict[str, Any]]) -> None:
+    def after_ingest(self, kb: Any, resources: Resources,
+                     documents: list[dict[str, Any]]) -> None:
         """Summarise every document, save summaries.json in kb.dir and index the summaries."""
         summaries = load_summaries(kb.dir)
         chunks: list[Chunk] = []
