@@ -29,6 +29,7 @@ from .trace import StepEvent, TraceSink, jsonable
 #: The id of the finishing step every run ends with.
 FINISH = "_finish"
 
+
 @dataclass
 class _Run:
     """Per-run state shared by the node wrappers through the LangGraph config."""
