@@ -19,12 +19,14 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
 from . import registry
+from .contract import Operator
 from .memory import Memory
+from .nodes import FINISH, make_finish, make_node
 from .spec import FlowSpec, canonical
 from .topology import Topology, analyse
 from .validate import ensure_valid
 
-FINISH = "_finish"
+__all__ = ["FINISH", "CompiledFlow", "Wiring", "build_operators", "compile_flow", "wiring"]
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,7 @@ class CompiledFlow:
     """A flow ready to run: its spec, operator instances, topology and the compiled graph."""
 
     spec: FlowSpec
-    operators: Mapping[str, registry.Operator]
+    operators: Mapping[str, Operator[Any]]
     topology: Topology
     graph: Any
     warnings: tuple[Any, ...] = ()
@@ -96,7 +98,7 @@ class Wiring:
     edges: tuple[NextEdges | LabelEdges | JoinEdge, ...]
 
 
-def wiring(spec: FlowSpec, ops: Mapping[str, registry.Operator], topo: Topology) -> Wiring:
+def wiring(spec: FlowSpec, ops: Mapping[str, Operator[Any]], topo: Topology) -> Wiring:
     """Node wrappers and edges, in the order of the flow's nodes (a pure function)."""
     kinds = {nid: op.kind for nid, op in ops.items()}
     nodes = []
@@ -130,9 +132,9 @@ def wiring(spec: FlowSpec, ops: Mapping[str, registry.Operator], topo: Topology)
     return Wiring(entry=topo.entry or spec.nodes[0].id, nodes=tuple(nodes), edges=tuple(edges))
 
 
-def build_operators(spec: FlowSpec) -> dict[str, registry.Operator]:
+def build_operators(spec: FlowSpec) -> dict[str, Operator[Any]]:
     """One operator instance per node, params validated (call after `ensure_valid`)."""
-    ops: dict[str, registry.Operator] = {}
+    ops: dict[str, Operator[Any]] = {}
     for n in spec.nodes:
         cls = registry.get(n.operator)
         assert cls is not None  # guaranteed by ensure_valid
@@ -146,8 +148,6 @@ def compile_flow(spec: FlowSpec) -> CompiledFlow:
     ops = build_operators(spec)
     topo = analyse(spec, {nid: op.kind for nid, op in ops.items()})
     wires = wiring(spec, ops, topo)
-
-    from .engine import make_finish, make_node   # the node wrappers live beside the runner
 
     builder: StateGraph = StateGraph(Memory)
     for w in wires.nodes:
@@ -191,14 +191,14 @@ def next_router(targets: Sequence[str], in_branch: bool) -> Any:
 def label_router(table: Mapping[str, Sequence[str]], branch: str | None = None) -> Any:
     """After a router or judge: the targets of the label it wrote to `route` (in its branch's
     scope when inside a parallel branch); the finish when halted or the label is unwired."""
-    table = {k: list(v) for k, v in table.items()}
+    lists = {k: list(v) for k, v in table.items()}
 
     def route(state: dict[str, Any]) -> list[str] | str:
         if state.get("halt") and branch is None:
             return FINISH
         scope = (state.get("branches") or {}).get(branch, {}) if branch else state
         label = scope.get("route") or ""
-        targets = table.get(label)
+        targets = lists.get(label)
         if not targets:
             return FINISH   # an unwired route ends the run (validation warned about it)
         return targets if len(targets) > 1 else targets[0]

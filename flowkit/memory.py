@@ -8,7 +8,8 @@ scope under `branches`, so they never collide on a global key).
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, TypedDict
+from collections.abc import Mapping
+from typing import Annotated, Any, TypeAlias, TypedDict
 
 
 class Doc(TypedDict, total=False):
@@ -75,6 +76,10 @@ class Memory(TypedDict, total=False):
     tokens: Annotated[int, operator.add]
     halt: Annotated[str, keep_first]
 
+
+#: What an operator's `run` gets: a read-only view of working memory (global memory plus its
+#: branch's scope; the engine passes a MappingProxyType). Operators return updates, never mutate it.
+MemoryView: TypeAlias = Mapping[str, Any]
 
 #: Keys operators may declare in `reads` / `writes`.
 OPERATOR_KEYS: tuple[str, ...] = (

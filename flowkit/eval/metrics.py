@@ -12,9 +12,6 @@ question type and `paired_bootstrap` gives the difference of two flows on the sa
 from __future__ import annotations
 
 import math
-import re
-import string
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -22,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b", flags=re.UNICODE)
-_ASCII_PUNCT = set(string.punctuation)
+from ..text import normalize_answer
 
 # the metrics a summary carries, in table order: (key, column title, higher is better)
 METRICS: tuple[tuple[str, str, bool], ...] = (
@@ -32,22 +28,6 @@ METRICS: tuple[tuple[str, str, bool], ...] = (
     ("seconds", "s/q", False),
 )
 PAIRED = ("em", "f1", "acc", "recall", "tokens", "seconds")
-
-
-def _is_punct(ch: str) -> bool:
-    return ch in _ASCII_PUNCT or unicodedata.category(ch).startswith("P")
-
-
-def normalize_answer(text: str | None) -> str:
-    """SQuAD normalisation: lowercase, remove punctuation, remove articles, collapse whitespace.
-
-    >>> normalize_answer("The  Corren-Lighthouse!")
-    'correnlighthouse'
-    """
-    s = unicodedata.normalize("NFC", text or "").lower()
-    s = "".join(ch for ch in s if not _is_punct(ch))
-    s = _ARTICLES.sub(" ", s)
-    return " ".join(s.split())
 
 
 def _golds(golds: str | Iterable[str]) -> list[str]:

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from ..context import RunContext
+from ..judges import chain_items, judge_text, save_classifier
 from ..operators.generation.answer import Answer
-from ..operators.orchestration.classifier_judge import chain_items, judge_text, save_classifier
 
 #: L2 strengths tried by cross-validation.
 L2_GRID = (1e-3, 1e-2, 1e-1, 1.0, 10.0)

@@ -18,7 +18,7 @@ LangGraph already keeps it per run and per thread:
   would inherit the first one's counters and trace, so it fails with a clear error instead:
   ask each question on a new thread or as a threadless run.
 
-Each node call then builds a short-lived engine run context (`flowkit.engine.bind_run`) from that
+Each node call then builds a short-lived engine run context (`flowkit.nodes.bind_run`) from that
 state, the flow's limits, the resources and the knowledge base, and calls the engine's wrapper
 (`make_node` / `make_finish`). The first node of a run (no `started` yet) also checks the input:
 a non-empty question and a ready knowledge base.
@@ -44,8 +44,8 @@ from langchain_core.runnables import RunnableConfig
 
 from .. import registry
 from ..compile import FINISH, label_router, next_router
-from ..engine import bind_run, make_finish, make_node
 from ..errors import FlowkitError, NodeError, ResourceError
+from ..nodes import bind_run, make_finish, make_node
 from ..runtime.resources import Resources, default_data_dir, load_settings
 from ..spec import Limits
 from ..trace import ListSink, StepEvent
@@ -184,7 +184,8 @@ class FlowRuntime:
                 self._resources[settings] = settings.resources()
             return self._resources[settings]
 
-    def _operator(self, node_id: str, key: str, params: Mapping[str, Any]) -> registry.Operator:
+    def _operator(self, node_id: str, key: str,
+                  params: Mapping[str, Any]) -> registry.Operator[Any]:
         cls = registry.get(key)
         if cls is None:
             raise GraphCodeError(f"node '{node_id}': no operator '{key}' in this flowkit "

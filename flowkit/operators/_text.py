@@ -1,14 +1,17 @@
-"""Small text helpers shared by operators: passages for prompts, list parsing, citations."""
+"""Small helpers shared by operators: passages for prompts, list parsing, citations, the query
+texts a search or reranker uses. Plain word and sentence helpers live in flowkit.text."""
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import OperatorInputError
-from ..memory import Doc
+from ..memory import Doc, MemoryView
+from ..text import WORD
 
-WORD = re.compile(r"\w+", re.UNICODE)
+#: Which texts a search or a reranker compares passages with.
+QueryFrom = Literal["question", "queries", "both"]
 
 
 def passages(docs: Sequence[Doc], limit: int, max_chars: int = 700) -> str:
@@ -40,7 +43,7 @@ def strip_citations(text: str) -> str:
 
 def parse_lines(text: str, limit: int) -> list[str]:
     """Items from a numbered or bulleted list the model wrote (at most `limit`, no duplicates)."""
-    out = []
+    out: list[str] = []
     for line in text.splitlines():
         item = re.sub(r"^\s*(?:[-*\u2022]|\d+[.)]|Q\d*:|Question\s*\d*:)\s*", "", line).strip()
         item = item.strip('"').strip()
@@ -77,5 +80,11 @@ def fill(template: str, field: str, **values: str) -> str:
     return out
 
 
-def tokens(text: str) -> list[str]:
-    return [w.lower() for w in WORD.findall(text)]
+def query_texts(memory: MemoryView, query_from: QueryFrom) -> list[str]:
+    """The texts passages are compared with: the question, the rewritten queries, or both."""
+    qs: list[str] = []
+    if query_from in ("question", "both") or not memory.get("queries"):
+        qs.append(memory["question"])
+    if query_from in ("queries", "both"):
+        qs += [q for q in memory.get("queries") or [] if q and q not in qs]
+    return qs

@@ -370,18 +370,3 @@ def _generate_with_logprobs(llama: Any, text: str, max_tokens: int, temperature:
         if s and s in joined:
             joined = joined[: joined.index(s)]
     return joined, lps, len(out), reason
-
-
-def make_llm(settings: LLMSettings, log_dir: Path | None = None) -> Any:
-    """The backend the settings name: llama.cpp in a supervised worker process (the default), in
-    this process (`in_process`), or an OpenAI-compatible server (`backend: "openai"`)."""
-    if settings.backend == "llama_cpp":
-        if settings.in_process:
-            return LlamaCppLLM(settings)
-        from .supervisor import WorkerLLM
-        return WorkerLLM(settings, log_dir=log_dir)
-    if settings.backend == "openai":
-        from .openai_client import OpenAICompatibleLLM
-        return OpenAICompatibleLLM(settings)
-    raise ResourceError(f"unknown LLM backend '{settings.backend}' (settings: backend); "
-                        "use 'llama_cpp' or 'openai'")

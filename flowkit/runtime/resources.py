@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ResourceError
+from .backends import make_llm
 from .embed import Embedder
 from .kb import KnowledgeBase, check_name
-from .llm import LLM, LLMSettings, make_llm
+from .llm import LLM, LLMSettings
 from .vectorstore import ChromaStore
 
 

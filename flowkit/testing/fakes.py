@@ -83,6 +83,8 @@ class MemoryKB:
         self.docs = [Doc(id=d["id"], text=d["text"], title=d.get("title", ""), score=0.0,
                          meta={k: v for k, v in d.items() if k not in ("id", "text")})
                      for d in docs]
+        #: no folder: a knowledge-graph or hierarchical index cannot be stored here
+        self.dir: Path | None = None
 
     def require_ready(self) -> None:
         from ..errors import ResourceError
@@ -113,6 +115,10 @@ class MemoryKB:
 
     def by_ids(self, ids: list[str]) -> list[Doc]:
         return [d for d in self.docs if d["id"] in ids]
+
+    def chunks(self, limit: int = 50, offset: int = 0) -> list[Doc]:
+        """The stored docs in order (as KnowledgeBase.chunks pages through Chroma)."""
+        return [Doc(**d) for d in self.docs[offset:offset + limit]]
 
 
 class FakeResources:

@@ -13,11 +13,10 @@ from service import cli
 from service.cli import common
 from flowkit.eval.metrics import accuracy
 from flowkit.eval.train_judge import examples_path, pick_l2, train_judge
-from flowkit.operators.orchestration.classifier_judge import load_classifier
+from flowkit.judges import load_classifier
 from flowkit.templates import load_template
 from flowkit.testing import HashEmbedder
 from flowkit.trace import ListSink
-
 
 
 def questions(world) -> list[dict]:

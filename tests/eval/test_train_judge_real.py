@@ -7,7 +7,7 @@ import pytest
 from service import cli
 from service.cli import common
 from flowkit.eval.datasets import from_path, shared_data_dir, subset_corpus
-from flowkit.operators.orchestration.classifier_judge import load_classifier
+from flowkit.judges import load_classifier
 
 pytestmark = pytest.mark.real
 SET = "hotpotqa_dev_500_ircotfmt"

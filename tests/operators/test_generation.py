@@ -6,12 +6,10 @@ from typing import Any
 import pytest
 
 from flowkit import ListSink, compile_flow, run_flow
-from flowkit.context import RunContext
 from flowkit.errors import OperatorInputError
-from flowkit.operators.generation.per_document import normalise
 from flowkit.operators.generation.verify import parse_label, parse_yes_no
-from flowkit.registry import get
-from flowkit.testing import FakeLLM, fake_resources, flow
+from flowkit.testing import FakeLLM, fake_resources, flow, operator_instance, run_operator
+from flowkit.text import normalize_answer
 
 Q = "Where was Mara Velt born?"
 DOCS = [{"id": "d1", "title": "A", "text": "Mara Velt was born on Tessel.", "score": 0.3},
@@ -20,13 +18,11 @@ DOCS = [{"id": "d1", "title": "A", "text": "Mara Velt was born on Tessel.", "sco
 
 
 def op(key: str, **params: Any) -> Any:
-    cls = get(key)
-    assert cls is not None
-    return cls("node", cls.Params.model_validate(params))
+    return operator_instance(key, **params)
 
 
 def call(key: str, memory: dict[str, Any], llm: FakeLLM, **params: Any) -> dict[str, Any]:
-    return op(key, **params).run(memory, RunContext(fake_resources(llm), "test", "node", 1))
+    return run_operator(key, memory, llm, **params)
 
 
 def test_answer_per_document_votes_over_drafts():
@@ -45,7 +41,7 @@ def test_answer_per_document_votes_over_drafts():
     by_score = call("generation.answer_per_document", {"question": Q, "documents": DOCS}, llm,
                     vote="score")
     assert by_score["answer"] == "Osterhavn" and by_score["citations"] == ["d2"]
-    assert normalise("The Tessel!") == "tessel"
+    assert normalize_answer("The Tessel!") == "tessel"
 
 
 def test_answer_per_document_in_a_flow_and_errors():

@@ -14,10 +14,10 @@ from flowkit.errors import FlowkitError, OperatorInputError, ResourceError
 from flowkit.ingest import make_chunker
 from flowkit.operators.indexing.graph import load_graph, parse_triples, pattern_triples
 from flowkit.operators.indexing.hierarchical import load_summaries
-from flowkit.operators.indexing.sentences import split_sentences
 from flowkit.registry import get
 from flowkit.runtime.kb import Chunk
-from flowkit.testing import FakeLLM, MemoryKB, fake_resources, flow
+from flowkit.testing import FakeLLM, MemoryKB, fake_resources, flow, operator_instance
+from flowkit.text import split_sentences
 
 TEXT = ("Mara Velt was born on Tessel. She studied in Osterhavn. Dr. Velt designed the Corren "
         "Lighthouse. It was first lit in 1884. The light is automatic now.")
@@ -27,9 +27,7 @@ DOCS = [{"id": "velt", "title": "Mara Velt", "text": TEXT, "source": "bio.txt"},
 
 
 def op(key: str, **params: Any) -> Any:
-    cls = get(key)
-    assert cls is not None
-    return cls("node", cls.Params.model_validate(params))
+    return operator_instance(key, **params)
 
 
 def ctx_for(res: Any, kb: str = "test") -> RunContext:

@@ -15,15 +15,13 @@ from pydantic import ValidationError
 
 from flowkit.context import RunContext
 from flowkit.errors import OperatorInputError, ResourceError
-from flowkit.operators.orchestration.classifier_judge import (chain_items, judge_text,
-                                                              load_classifier, save_classifier)
+from flowkit.judges import chain_items, judge_text, load_classifier, save_classifier
 from flowkit.operators.orchestration.flare import first_sentence, token_words
 from flowkit.operators.orchestration.llm_judges import parse_yes_no, yes_probability
 from flowkit.operators.orchestration.llm_routers import parse_route
-from flowkit.registry import get
 from flowkit.runtime.llm import Completion
 from flowkit.spec import Limits
-from flowkit.testing import FakeLLM, fake_resources
+from flowkit.testing import FakeLLM, fake_resources, operator_instance, run_operator
 
 Q = "Where was Mara Velt born?"
 DOCS = [{"id": "d1", "title": "A", "text": "Mara Velt was born on Tessel.", "score": 0.3},
@@ -69,15 +67,12 @@ class ProbLLM(FakeLLM):
 
 
 def op(key: str, **params: Any) -> Any:
-    cls = get(key)
-    assert cls is not None
-    return cls("node", cls.Params.model_validate(params))
+    return operator_instance(key, **params)
 
 
 def call(key: str, memory: dict[str, Any], llm: FakeLLM | None = None, embedder: Any = None,
          visit: int = 1, res: Any = None, **params: Any) -> dict[str, Any]:
-    res = res or fake_resources(llm or FakeLLM(), embedder=embedder)
-    return op(key, **params).run(memory, RunContext(res, "test", "node", visit))
+    return run_operator(key, memory, llm, resources=res, embedder=embedder, visit=visit, **params)
 
 
 # ---------------------------------------------------------------- routers

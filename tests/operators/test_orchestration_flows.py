@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from flowkit import ListSink, compile_flow, run_flow
-from flowkit.operators.orchestration.classifier_judge import judge_text, save_classifier
+from flowkit.judges import judge_text, save_classifier
 from flowkit.runtime.llm import Completion
 from flowkit.testing import FakeLLM, fake_resources, flow
 

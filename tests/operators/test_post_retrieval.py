@@ -3,19 +3,17 @@ from __future__ import annotations
 
 import math
 import re
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
 
 from flowkit import ListSink, compile_flow, run_flow
-from flowkit.context import RunContext
 from flowkit.errors import OperatorInputError
 from flowkit.operators.post_retrieval._util import parse_ranking, parse_score, yes_probability
 from flowkit.operators.post_retrieval.rerank import lost_in_the_middle
-from flowkit.registry import all_operators, get
-from flowkit.testing import FakeLLM, fake_resources, flow
+from flowkit.registry import all_operators
+from flowkit.testing import FakeLLM, fake_resources, flow, run_operator
 
 Q = "Where was Mara Velt born?"
 DOCS = [{"id": "d1", "title": "Lighthouse",
@@ -39,14 +37,9 @@ class BagEmbedder:
         return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
 
 
-def call(key: str, memory: dict[str, Any], llm: FakeLLM | None = None, ctx: Any = None,
+def call(key: str, memory: dict[str, Any], llm: FakeLLM | None = None,
          **params: Any) -> dict[str, Any]:
-    cls = get(f"post_retrieval.{key}")
-    assert cls is not None
-    op = cls("node", cls.Params.model_validate(params))
-    ctx = ctx or RunContext(fake_resources(llm or FakeLLM(), embedder=BagEmbedder()), "test",
-                            "node", 1)
-    return op.run(memory, ctx)
+    return run_operator(f"post_retrieval.{key}", memory, llm, embedder=BagEmbedder(), **params)
 
 
 def ids(out: dict[str, Any]) -> list[str]:
@@ -166,13 +159,16 @@ def test_selective_context_drops_the_least_informative_sentences():
     assert d["text"] == "Mara Velt built Corren Lighthouse in 1841."
     assert d["meta"]["kept_units"] == 1 and d["meta"]["of_units"] == 2
     assert out["scratch"]["compression"]["estimator"] == "unigram-df"
-    assert out["scratch"]["compression"]["corpus_texts"] == 5
+    # the 5 passages in memory plus the 3 chunks sampled from the knowledge base
+    assert out["scratch"]["compression"]["corpus_texts"] == 8
+    # memory only (kb_sample=0): the fake knowledge base also names Velt, which would make it common
     words = call("selective_context", {"documents": [doc], "candidates": [docs]}, unit="word",
-                 keep_ratio=0.3)["documents"][0]["text"]
+                 keep_ratio=0.3, kb_sample=0)["documents"][0]["text"]
     assert "The" not in words.split() and "Velt" in words and len(words.split()) <= 4
     phrases = call("selective_context", {"documents": [{"id": "p", "text": "The island is in the "
                                                      "sea, and Velt built Corren in 1841."}],
-                                         "candidates": [docs]}, unit="phrase", keep_ratio=0.6)
+                                         "candidates": [docs]}, unit="phrase", keep_ratio=0.6,
+                   kb_sample=0)
     assert phrases["documents"][0]["text"] == "and Velt built Corren in 1841."
     assert phrases["documents"][0]["meta"]["of_units"] == 2
     everything = call("selective_context", {"documents": [doc]}, keep_ratio=1.0)
@@ -182,12 +178,12 @@ def test_selective_context_drops_the_least_informative_sentences():
 def test_selective_context_uses_model_logprobs_when_the_llm_has_them():
     text = "Tessel is big. Velt was born there."
 
-    def token_logprobs(t: str) -> list[tuple[str, float]]:
-        toks = re.findall(r"\s*\S+", t)
-        return [(tok, -5.0 if "Tessel" in tok or "big" in tok else -0.1) for tok in toks]
+    class ScoringLLM(FakeLLM):
+        def token_logprobs(self, t: str) -> list[tuple[str, float]]:
+            toks = re.findall(r"\s*\S+", t)
+            return [(tok, -5.0 if "Tessel" in tok or "big" in tok else -0.1) for tok in toks]
 
-    ctx = SimpleNamespace(llm=SimpleNamespace(token_logprobs=token_logprobs), kb_name="")
-    out = call("selective_context", {"documents": [{"id": "x", "text": text}]}, ctx=ctx)
+    out = call("selective_context", {"documents": [{"id": "x", "text": text}]}, ScoringLLM())
     assert out["documents"][0]["text"] == "Tessel is big."
     assert out["scratch"]["compression"]["estimator"] == "llm"
 

@@ -10,23 +10,20 @@ import pydantic
 import pytest
 
 from flowkit import ListSink, compile_flow, run_flow
-from flowkit.context import RunContext
 from flowkit.operators.pre_retrieval.rewrite import clean_line, on_topic, question_items
 from flowkit.operators.pre_retrieval.sql import attach_database, detach_database
 from flowkit.registry import get
-from flowkit.testing import FakeLLM, fake_resources, flow
+from flowkit.testing import FakeLLM, fake_resources, flow, operator_instance, run_operator
 
 Q = "Who designed the Corren Lighthouse?"
 
 
 def op(key: str, **params: Any) -> Any:
-    cls = get(key)
-    assert cls is not None
-    return cls("node", cls.Params.model_validate(params))
+    return operator_instance(key, **params)
 
 
 def call(key: str, memory: dict[str, Any], llm: FakeLLM, **params: Any) -> dict[str, Any]:
-    return op(key, **params).run(memory, RunContext(fake_resources(llm), "test", "node", 1))
+    return run_operator(key, memory, llm, **params)
 
 
 def test_parsing_helpers():

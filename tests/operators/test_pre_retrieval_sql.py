@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from flowkit import ListSink, compile_flow, run_flow
-from flowkit.context import RunContext
 from flowkit.errors import OperatorInputError, ResourceError
 from flowkit.operators.pre_retrieval.sql import (
     attach_database,
@@ -21,8 +20,7 @@ from flowkit.operators.pre_retrieval.sql import (
     extract_sql,
 )
 from flowkit.operators.pre_retrieval.sql_guard import check_select, resolve_allowlist
-from flowkit.registry import get
-from flowkit.testing import FakeLLM, fake_resources, flow
+from flowkit.testing import FakeLLM, fake_resources, flow, run_operator
 
 Q = "When was the Corren Lighthouse first lit?"
 
@@ -59,11 +57,8 @@ def resources(llm: FakeLLM, data_dir: Path) -> Any:
 
 def call(llm: FakeLLM, data_dir: Path, memory: dict[str, Any] | None = None,
          **params: Any) -> dict[str, Any]:
-    cls = get("pre_retrieval.text_to_sql")
-    assert cls is not None
-    node = cls("sql", cls.Params.model_validate(params))
-    ctx = RunContext(resources(llm, data_dir), "test", "sql", 1)
-    return node.run(memory or {"question": Q}, ctx)
+    return run_operator("pre_retrieval.text_to_sql", memory or {"question": Q},
+                        resources=resources(llm, data_dir), node_id="sql", **params)
 
 
 def test_attach_checks_and_copies(tmp_path: Path, attached: Path):

@@ -11,11 +11,10 @@ from typing import Any
 import pytest
 
 from flowkit import ListSink, check, compile_flow, run_flow
-from flowkit.operators.orchestration.classifier_judge import (PACKAGED_DIR, load_classifier,
-                                                              save_classifier)
+from flowkit.judges import PACKAGED_DIR, load_classifier, save_classifier
 from flowkit.templates import load_template, names
-from flowkit.testing.fakes import template_script
 from flowkit.testing import FakeLLM, HashEmbedder, fake_resources
+from flowkit.testing.fakes import template_script
 
 #: The methods the templates issue asks for, by file name.
 REQUIRED = {"naive_rag", "advanced_linear", "rewrite_retrieve_read", "conditional",

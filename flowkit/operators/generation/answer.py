@@ -1,12 +1,13 @@
 """Answer generation with citations."""
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
 
-from ...registry import Operator, Params, operator
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
+from ...memory import MemoryView
 from .._text import cited_ids, fill, passages, strip_citations
 
 ANSWER_PROMPT = (
@@ -17,7 +18,7 @@ CLOSED_BOOK_PROMPT = "Answer the question with a short answer (a few words).\n\n
 
 
 @operator("generation.answer")
-class Answer(Operator):
+class Answer(Operator["Answer.Params"]):
     """Write the answer from the retrieved passages and cite them by id.
 
     Passages are shown numbered ([1], [2], ...); the numbers the model writes map back to
@@ -25,7 +26,7 @@ class Answer(Operator):
     in `drafts`, so loops can build on the previous round.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         prompt: str = Field(ANSWER_PROMPT, min_length=10, description="Template with {passages} "
                             "and {question} slots (plain replacement, no code)")
         top_n: int = Field(5, ge=1, le=50, description="Passages shown to the model")
@@ -41,7 +42,7 @@ class Answer(Operator):
     optional_reads = ("documents", "drafts", "history", "evidence")
     writes = ("answer", "citations", "drafts")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p = self.params
         docs = list(memory.get("documents") or [])
         notes = known_facts(memory, p.use_history, p.use_evidence, p.max_history)
@@ -59,7 +60,7 @@ class Answer(Operator):
                 "drafts": [*(memory.get("drafts") or []), answer]}
 
 
-def known_facts(memory: Mapping[str, Any], use_history: bool, use_evidence: bool,
+def known_facts(memory: MemoryView, use_history: bool, use_evidence: bool,
                 limit: int) -> str:
     """'Known facts' lines from the chain (sub-question -> sub-answer) and the evidence notes."""
     lines: list[str] = []

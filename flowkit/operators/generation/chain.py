@@ -3,12 +3,13 @@ interleaved chain-of-thought sentences (IRCoT)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
 
-from ...registry import Operator, Params, operator
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
+from ...memory import MemoryView
 from .._text import fill, first_line, passages, strip_citations
 
 SUB_PROMPT = ("{passages}\n\nAnswer the question in a few words using the passages.\n"
@@ -20,12 +21,12 @@ ANSWER_IS = re.compile(r"answer is\s*:?\s*(.+)", re.I)
 
 
 @operator("generation.sub_answer")
-class SubAnswer(Operator):
+class SubAnswer(Operator["SubAnswer.Params"]):
     """Answer each pending sub-question (asked but not yet answered) from the passages retrieved for
     it, and append (sub-question, sub-answer) to the chain in `history` (CoRAG's sub-answer step;
     the answer node of each level in a tree of clarifications)."""
 
-    class Params(Params):
+    class Params(OperatorParams):
         top_n: int = Field(3, ge=1, le=20, description="Passages shown per sub-question")
         max_tokens: int = Field(32, ge=4, le=512, description="Longest sub-answer in tokens")
         passage_chars: int = Field(500, ge=50, le=4000, description="Characters kept per passage")
@@ -34,7 +35,7 @@ class SubAnswer(Operator):
     optional_reads = ("documents", "candidates", "queries", "history", "drafts")
     writes = ("history", "drafts")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         # by position, not by text: a sub-question asked twice (a small model repeating itself)
         # is answered twice, so the chain still grows and its judge still sees each step
         answered = sum(1 for h in memory.get("history") or [] if h.get("sub_question"))
@@ -59,12 +60,12 @@ class SubAnswer(Operator):
 
 
 @operator("generation.cot_step")
-class CoTStep(Operator):
+class CoTStep(Operator["CoTStep.Params"]):
     """Write the next chain-of-thought sentence from the passages so far; the sentence becomes the
     next search query (IRCoT, Trivedi et al. 2023: interleave reasoning steps and retrieval).
     When the sentence says "the answer is X", X goes to `answer` so a judge can stop."""
 
-    class Params(Params):
+    class Params(OperatorParams):
         top_n: int = Field(4, ge=1, le=20, description="Passages shown")
         max_tokens: int = Field(48, ge=8, le=512, description="Longest sentence in tokens")
         passage_chars: int = Field(400, ge=50, le=4000, description="Characters kept per passage")
@@ -73,7 +74,7 @@ class CoTStep(Operator):
     optional_reads = ("documents", "drafts")
     writes = ("drafts", "queries", "history", "answer")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         drafts = list(memory.get("drafts") or [])
         prompt = fill(COT_PROMPT, "prompt", question=memory["question"],
                       reasoning=" ".join(drafts) or "(none)",

@@ -1,28 +1,22 @@
 """Post-retrieval branching: one answer per retrieved document, then a vote over the answers."""
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field
 
-from ...registry import Operator, Params, operator
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
+from ...memory import MemoryView
+from ...text import normalize_answer
 from .._text import fill, first_line, require_docs, strip_citations
 
 PER_DOC_PROMPT = ("Answer the question using only the passage. Reply with a short answer "
                   "(a few words).\n\nPassage: {passage}\n\nQuestion: {question}\nAnswer:")
-_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
-
-
-def normalise(answer: str) -> str:
-    """SQuAD-style normal form: lower case, no punctuation, no articles, single spaces."""
-    text = re.sub(r"[^\w\s]", " ", answer.lower())
-    return " ".join(_ARTICLES.sub(" ", text).split())
 
 
 @operator("generation.answer_per_document")
-class AnswerPerDocument(Operator):
+class AnswerPerDocument(Operator["AnswerPerDocument.Params"]):
     """Answer once per retrieved document, then keep the answer most drafts agree on.
 
     Post-retrieval branching from the Modular RAG survey (Gao et al., 2024), as in REPLUG (Shi et
@@ -34,7 +28,7 @@ class AnswerPerDocument(Operator):
     draft is kept in scratch["per_doc"].
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         prompt: str = Field(PER_DOC_PROMPT, min_length=10, description="Template with {passage} "
                             "and {question} slots (plain replacement, no code)")
         top_n: int = Field(3, ge=1, le=20, description="Documents answered one by one")
@@ -48,7 +42,7 @@ class AnswerPerDocument(Operator):
     optional_reads = ("scratch",)
     writes = ("answer", "citations", "drafts", "scratch")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p = self.params
         docs = require_docs(memory)[: p.top_n]
         per_doc: list[dict[str, Any]] = []
@@ -64,7 +58,7 @@ class AnswerPerDocument(Operator):
         tally: dict[str, float] = {}
         first: dict[str, int] = {}
         for i, (d, draft) in enumerate(zip(docs, drafts)):
-            key = normalise(draft)
+            key = normalize_answer(draft)
             if not key:
                 continue
             weight = 1.0 if p.vote == "count" else max(float(d.get("score", 0.0)), 1e-6)
@@ -76,6 +70,7 @@ class AnswerPerDocument(Operator):
             return {"answer": "", "citations": [], "drafts": drafts, "scratch": scratch}
         win = min(tally, key=lambda k: (-tally[k], first[k]))
         scratch["vote"] = {"winner": win, "tally": {k: round(v, 6) for k, v in tally.items()}}
-        cites = [str(d.get("id")) for d, draft in zip(docs, drafts) if normalise(draft) == win]
+        cites = [str(d.get("id")) for d, draft in zip(docs, drafts)
+                 if normalize_answer(draft) == win]
         return {"answer": drafts[first[win]], "citations": cites, "drafts": drafts,
                 "scratch": scratch}

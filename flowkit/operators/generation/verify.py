@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import Field
 
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...errors import OperatorInputError
-from ...memory import Doc
-from ...registry import Operator, Params, operator
-from .._text import cited_ids, fill, first_line, passages, require_docs, strip_citations, tokens
-from ..indexing.sentences import split_sentences
+from ...memory import Doc, MemoryView
+from ...text import CLAIM_STOPWORDS, content_words, split_sentences, tokens
+from .._text import cited_ids, fill, first_line, passages, require_docs, strip_citations
 
 CLAIM_PROMPT = ("{passages}\n\nQuestion: {question}\nClaim: {claim}\n"
                 "Do the passages support the claim? Reply with one label: SUPPORTED, REFUTED or "
@@ -23,13 +24,11 @@ RETRY_PROMPT = ("Answer the question using only the passages. The previous answe
                 "is not supported by the passages. Write a better short answer (a few words)."
                 "\n\n{passages}\n\nQuestion: {question}\nAnswer:")
 LABELS = ("SUPPORTED", "NOT ENOUGH INFO", "REFUTED")       # from best to worst
-_STOP = {"the", "and", "was", "were", "is", "are", "for", "with", "from", "that", "this", "its",
-         "which", "who", "has", "had", "have", "been", "into", "than", "then", "also", "not"}
 
 
 def overlap(text: str, docs: Sequence[Doc]) -> float:
     """Share of the text's content words that occur in the documents (1.0 when it has none)."""
-    words = {w for w in tokens(text) if len(w) > 2 and w not in _STOP}
+    words = content_words(text, CLAIM_STOPWORDS)
     if not words:
         return 1.0
     seen = set(tokens(" ".join(f"{d.get('title', '')} {d.get('text', '')}" for d in docs)))
@@ -60,7 +59,7 @@ def parse_yes_no(text: str) -> bool | None:
 
 
 @operator("generation.verify_knowledge")
-class VerifyKnowledge(Operator):
+class VerifyKnowledge(Operator["VerifyKnowledge.Params"]):
     """Knowledge-based verification: split the answer into claims and check each against the
     retrieved documents (SUPPORTED / REFUTED / NOT ENOUGH INFO).
 
@@ -71,7 +70,7 @@ class VerifyKnowledge(Operator):
     REFUTED). The verdict is the worst claim label; each labelled claim is added to evidence.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         prompt: str = Field(CLAIM_PROMPT, min_length=10, description="Template with {passages}, "
                             "{question} and {claim} slots (plain replacement)")
         top_n: int = Field(3, ge=1, le=20, description="Passages shown per claim")
@@ -83,7 +82,7 @@ class VerifyKnowledge(Operator):
     optional_reads = ("question", "evidence")
     writes = ("judgement", "evidence")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p = self.params
         answer = strip_citations(str(memory.get("answer") or ""))
         if not answer:
@@ -111,7 +110,7 @@ class VerifyKnowledge(Operator):
 
 
 @operator("generation.verify_model")
-class VerifyModel(Operator):
+class VerifyModel(Operator["VerifyModel.Params"]):
     """Model-based verification: the LLM judges whether the answer is supported by the documents;
     if not, it regenerates with that feedback, at most `max_retries` times.
 
@@ -123,7 +122,7 @@ class VerifyModel(Operator):
     supported, the last one is kept and the verdict is "unsupported".
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         judge_prompt: str = Field(JUDGE_PROMPT, min_length=10, description="Judge template with "
                                   "{passages}, {question} and {answer} slots")
         retry_prompt: str = Field(RETRY_PROMPT, min_length=10, description="Regeneration template "
@@ -141,7 +140,7 @@ class VerifyModel(Operator):
     optional_reads = ("drafts",)
     writes = ("answer", "citations", "drafts", "judgement")
 
-    def judge(self, ctx: Any, question: str, answer: str, shown: str,
+    def judge(self, ctx: RunContext, question: str, answer: str, shown: str,
               docs: list[Doc]) -> dict[str, Any]:
         out = ctx.llm.complete(fill(self.params.judge_prompt, "params.judge_prompt",
                                     passages=shown, question=question, answer=answer),
@@ -151,7 +150,7 @@ class VerifyModel(Operator):
             ok, by = overlap(answer, docs) >= self.params.min_overlap, "overlap"
         return {"answer": answer, "supported": ok, "by": by, "raw": out.text[:200]}
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p = self.params
         question = str(memory["question"])
         if "answer" not in memory:

@@ -1,24 +1,27 @@
 """Chunking operators. Each also offers `chunk(documents)` used by `flowkit ingest`."""
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import Field, model_validator
 
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...errors import OperatorInputError
-from ...memory import Doc
-from ...registry import Operator, Params, operator
+from ...memory import Doc, MemoryView
 from ...runtime.kb import Chunk
 
 META_KEYS = ("title", "source")
 
 
-class Chunker(Operator):
+CP = TypeVar("CP", bound=OperatorParams)
+
+
+class Chunker(Operator[CP]):
     """Base for chunkers: split each document's text, keep its metadata and position."""
 
-    reads = ("documents",)
-    writes = ("documents",)
+    reads: ClassVar[tuple[str, ...]] = ("documents",)
+    writes: ClassVar[tuple[str, ...]] = ("documents",)
 
     def split(self, text: str) -> list[str]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -34,7 +37,7 @@ class Chunker(Operator):
                 out.append(Chunk(id=f"{d['id']}#{i}", text=piece, meta=meta))
         return out
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         docs = memory.get("documents") or []
         if not docs:
             raise OperatorInputError("documents", "nothing to chunk: no documents in memory")
@@ -48,16 +51,16 @@ class Chunker(Operator):
 
 
 @operator("indexing.chunk_fixed")
-class FixedChunker(Chunker):
+class FixedChunker(Chunker["FixedChunker.Params"]):
     """Fixed-size chunking with overlap: windows of `size` words, each starting `size - overlap`
     words after the previous one. The simplest and most common indexing strategy."""
 
-    class Params(Params):
+    class Params(OperatorParams):
         size: int = Field(120, ge=10, le=4000, description="Words per chunk")
         overlap: int = Field(20, ge=0, le=2000, description="Words shared with the previous chunk")
 
         @model_validator(mode="after")
-        def _overlap_below_size(self) -> "FixedChunker.Params":
+        def _overlap_below_size(self) -> FixedChunker.Params:
             if self.overlap >= self.size:
                 raise ValueError(f"overlap ({self.overlap}) must be smaller than size ({self.size})")
             return self

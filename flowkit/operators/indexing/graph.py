@@ -9,12 +9,14 @@ from typing import Any, Literal
 import networkx as nx
 from pydantic import Field
 
+from ...context import ModelLLM, Resources, RunContext
+from ...contract import operator
 from ...errors import ResourceError
-from ...memory import Doc
-from ...registry import operator
+from ...memory import Doc, MemoryView
+from ...text import ENTITY_STOPWORDS
 from .._text import fill
 from .chunking import FixedChunker
-from .triples import STOP, norm, parse_triples, pattern_triples
+from .triples import norm, parse_triples, pattern_triples
 
 TRIPLE_PROMPT = ("List the facts in the text, one per line, as: subject | relation | object\n\n"
                  "Text: Anna Berg founded the Lund Bakery in 1902.\nFacts:\n"
@@ -85,15 +87,18 @@ class KnowledgeGraph(FixedChunker):
             "dense", description="When no entity of the question is in the graph: dense search, "
                                  "or no documents")
 
+    params: KnowledgeGraph.Params   # the fixed-size params plus this chunker's own
+
     reads = ("question",)
     optional_reads = ("evidence",)
     writes = ("documents", "evidence")
 
-    def extract(self, llm: Any, text: str, title: str) -> list[tuple[str, str, str, str]]:
+    def extract(self, llm: ModelLLM | None, text: str,
+                title: str) -> list[tuple[str, str, str, str]]:
         """(subject, relation, object, via) triples of one chunk."""
         p = self.params
         out: list[tuple[str, str, str, str]] = []
-        if p.extraction in ("llm", "both"):
+        if p.extraction in ("llm", "both") and llm is not None:
             reply = llm.complete(fill(p.prompt, "params.prompt", text=text[: p.chunk_chars]),
                                  max_tokens=p.triple_tokens, stop=["\n\n", "Text:"])
             out += [(*t, "llm") for t in parse_triples(reply.text, source=text)]
@@ -103,7 +108,8 @@ class KnowledgeGraph(FixedChunker):
                     if (norm(t[0]), norm(t[2])) not in seen]
         return out
 
-    def after_ingest(self, kb: Any, resources: Any, documents: list[dict[str, Any]]) -> None:
+    def after_ingest(self, kb: Any, resources: Resources,
+                     documents: list[dict[str, Any]]) -> None:
         """Extract triples from every chunk and save the graph as kb.dir/graph.json."""
         graph = load_graph(kb.dir) or nx.MultiDiGraph()
         llm = resources.llm if self.params.extraction != "pattern" else None
@@ -123,16 +129,16 @@ class KnowledgeGraph(FixedChunker):
         hits = [n for n in graph.nodes if len(n) >= 3 and f" {n} " in q]
         hits = [n for n in hits if not any(n != m and f" {n} " in f" {m} " for m in hits)]
         if not hits:
-            words = {w for w in q.split() if len(w) > 3 and w not in STOP}
+            words = {w for w in q.split() if len(w) > 3 and w not in ENTITY_STOPWORDS}
             scored = [(len(words & set(n.split())) / len(n.split()), graph.degree(n), n)
                       for n in graph.nodes if words & set(n.split())]
             hits = [n for _, _, n in sorted(scored, key=lambda t: (-t[0], -t[1], t[2]))]
         return sorted(hits, key=lambda n: (-len(n), n))[: self.params.max_entities]
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p = self.params
         question = str(memory["question"])
-        kb_dir = getattr(ctx.kb, "dir", None)
+        kb_dir = ctx.kb.dir
         graph = load_graph(kb_dir) if kb_dir is not None else None
         if graph is None:
             raise ResourceError(f"knowledge base '{ctx.kb_name}' has no graph; ingest it with the "

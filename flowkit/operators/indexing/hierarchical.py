@@ -8,13 +8,14 @@ from typing import Any
 
 from pydantic import Field
 
+from ...context import ModelLLM, Resources, RunContext
+from ...contract import operator
 from ...errors import OperatorInputError, ResourceError
-from ...memory import Doc
-from ...registry import operator
+from ...memory import Doc, MemoryView
 from ...runtime.kb import Chunk
+from ...text import split_sentences
 from .._text import fill
 from .chunking import FixedChunker
-from .sentences import split_sentences
 
 SUMMARY_PROMPT = ("Summarise this article in one short sentence.\n\n"
                   "Title: {title}\n{text}\n\nSummary:")
@@ -58,6 +59,8 @@ class Hierarchical(FixedChunker):
         include_summaries: bool = Field(False, description="Also write the chosen summaries as "
                                         "documents, before each document's chunks")
 
+    params: Hierarchical.Params   # the fixed-size params plus this chunker's own
+
     reads = ("question",)
     writes = ("documents",)
 
@@ -65,7 +68,7 @@ class Hierarchical(FixedChunker):
         return [Chunk(id=c.id, text=c.text, meta={**c.meta, "level": "chunk"})
                 for c in super().chunk(documents)]
 
-    def summarise(self, llm: Any, doc: Mapping[str, Any]) -> str:
+    def summarise(self, llm: ModelLLM, doc: Mapping[str, Any]) -> str:
         """One short summary; the document's first sentence when the model writes nothing usable."""
         p = self.params
         text = str(doc.get("text") or "")
@@ -78,7 +81,8 @@ class Hierarchical(FixedChunker):
             summary = sents[0] if sents else text[:200]
         return summary
 
-    def after_ingest(self, kb: Any, resources: Any, documents: list[dict[str, Any]]) -> None:
+    def after_ingest(self, kb: Any, resources: Resources,
+                     documents: list[dict[str, Any]]) -> None:
         """Summarise every document, save summaries.json in kb.dir and index the summaries."""
         summaries = load_summaries(kb.dir)
         chunks: list[Chunk] = []
@@ -98,7 +102,7 @@ class Hierarchical(FixedChunker):
         tmp.replace(path)
         kb.add(chunks)
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p = self.params
         question = str(memory.get("question") or "").strip()
         if not question:

@@ -2,15 +2,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field, field_validator
 
+from ...context import RunContext
+from ...contract import operator
 from ...errors import OperatorInputError
-from ...memory import Doc
+from ...memory import Doc, MemoryView
 from ...runtime.kb import Chunk
-from ...registry import operator
 from .chunking import FixedChunker
 
 #: metadata names the indexing operators own; user fields may not overwrite them
@@ -55,6 +55,8 @@ class MetadataChunker(FixedChunker):
                     raise ValueError(f"field '{name}': values are at most 200 characters")
             return v
 
+    params: MetadataChunker.Params   # the fixed-size params plus this chunker's own
+
     def enrich(self, text: str, meta: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """The chunk text (maybe title-prefixed) and its metadata with the fields attached."""
         title = str(meta.get("title") or "")
@@ -71,7 +73,7 @@ class MetadataChunker(FixedChunker):
             out.append(Chunk(id=c.id, text=text, meta=meta))
         return out
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         docs = memory.get("documents") or []
         if not docs:
             raise OperatorInputError("documents", "nothing to attach metadata to: no documents "

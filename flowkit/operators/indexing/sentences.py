@@ -1,43 +1,16 @@
 """Sentence-based chunking: a sliding window over sentences, and sentence packing to a word budget.
 
 Both keep sentences whole (a chunk never ends mid-sentence, except a single sentence longer than
-the word budget, which is cut into word windows). `split_sentences` is shared by other indexing
-operators.
+the word budget, which is cut into word windows). `split_sentences` lives in flowkit.text, shared
+with other operators.
 """
 from __future__ import annotations
 
-import re
-
 from pydantic import Field, model_validator
 
-from ...registry import Params, operator
+from ...contract import OperatorParams, operator
+from ...text import split_sentences
 from .chunking import Chunker
-
-# a sentence ends at . ! ? (optionally followed by a closing quote or bracket) before whitespace and
-# an upper-case letter, a digit or an opening quote; blank lines always end one
-_BOUNDARY = re.compile(r"(?<=[.!?])([\"')\]]?)\s+(?=[A-Z0-9\"'(\[])|\n\s*\n")
-_ABBREVIATIONS = ("mr.", "mrs.", "ms.", "dr.", "st.", "mt.", "no.", "vs.", "e.g.", "i.e.", "etc.",
-                  "prof.", "jr.", "sr.", "co.", "inc.", "ltd.", "fig.", "c.")
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of a text; common abbreviations (Dr., St., e.g.) do not end a sentence."""
-    text = (text or "").strip()
-    if not text:
-        return []
-    pieces: list[str] = []
-    start = 0
-    for m in _BOUNDARY.finditer(text):
-        head = text[start:m.start()] + (m.group(1) or "")
-        words = head.split()
-        last = words[-1].lower() if words else ""
-        paragraph_end = m.group(1) is None or re.search(r"\n\s*\n", m.group(0)) is not None
-        if not paragraph_end and (last in _ABBREVIATIONS or re.fullmatch(r"[a-z]\.", last)):
-            continue
-        pieces.append(head)
-        start = m.end()
-    pieces.append(text[start:])
-    return [" ".join(p.split()) for p in pieces if p.strip()]
 
 
 def pack_sentences(sentences: list[str], max_words: int, overlap: int = 0) -> list[str]:
@@ -69,7 +42,7 @@ def pack_sentences(sentences: list[str], max_words: int, overlap: int = 0) -> li
 
 
 @operator("indexing.chunk_sliding")
-class SlidingWindowChunker(Chunker):
+class SlidingWindowChunker(Chunker["SlidingWindowChunker.Params"]):
     """Sliding window over sentences: chunks of `window` consecutive sentences, each starting
     `stride` sentences after the previous one.
 
@@ -78,13 +51,13 @@ class SlidingWindowChunker(Chunker):
     share `window - stride` sentences, so a fact near a boundary is whole in at least one chunk.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         window: int = Field(3, ge=1, le=50, description="Sentences per chunk")
         stride: int = Field(2, ge=1, le=50, description="Sentences between the starts of two chunks "
                             "(at most `window`, or sentences would be skipped)")
 
         @model_validator(mode="after")
-        def _stride_within_window(self) -> "SlidingWindowChunker.Params":
+        def _stride_within_window(self) -> SlidingWindowChunker.Params:
             if self.stride > self.window:
                 raise ValueError(f"stride ({self.stride}) must not exceed window ({self.window}): "
                                  "sentences between windows would never be indexed")
@@ -104,7 +77,7 @@ class SlidingWindowChunker(Chunker):
 
 
 @operator("indexing.chunk_sentences")
-class SentenceChunker(Chunker):
+class SentenceChunker(Chunker["SentenceChunker.Params"]):
     """Sentence-aware chunking: pack whole sentences into chunks of at most `max_words` words.
 
     Like LlamaIndex's SentenceSplitter and LangChain's NLTK/spaCy splitters: chunks end on sentence
@@ -113,7 +86,7 @@ class SentenceChunker(Chunker):
     into word windows.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         max_words: int = Field(120, ge=10, le=4000, description="Word budget per chunk")
         overlap_sentences: int = Field(0, ge=0, le=10, description="Sentences repeated from the "
                                        "end of the previous chunk")

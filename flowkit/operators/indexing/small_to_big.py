@@ -1,21 +1,22 @@
 """Small-to-big retrieval: index small chunks, hand their larger parent passages to generation."""
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field, model_validator
 
+from ...context import RunContext
+from ...contract import OperatorParams, operator
 from ...errors import OperatorInputError
-from ...memory import Doc
-from ...registry import Params, operator
+from ...memory import Doc, MemoryView
 from ...runtime.kb import Chunk
+from ...text import split_sentences
 from .chunking import Chunker
-from .sentences import pack_sentences, split_sentences
+from .sentences import pack_sentences
 
 
 @operator("indexing.small_to_big")
-class SmallToBig(Chunker):
+class SmallToBig(Chunker["SmallToBig.Params"]):
     """Small-to-big: search small chunks for precision, then give generation their parent passages
     for context.
 
@@ -28,7 +29,7 @@ class SmallToBig(Chunker):
     score, and retrieved passages without a parent are kept as they are.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         parent_words: int = Field(200, ge=10, le=4000, description="Words per parent passage "
                                   "(whole sentences, packed up to this budget)")
         child_words: int = Field(40, ge=5, le=1000, description="Words per small indexed chunk")
@@ -37,7 +38,7 @@ class SmallToBig(Chunker):
         top_k: int = Field(5, ge=1, le=100, description="Parent passages kept in a flow")
 
         @model_validator(mode="after")
-        def _sizes(self) -> "SmallToBig.Params":
+        def _sizes(self) -> SmallToBig.Params:
             if self.child_words >= self.parent_words:
                 raise ValueError(f"child_words ({self.child_words}) must be smaller than "
                                  f"parent_words ({self.parent_words})")
@@ -82,7 +83,7 @@ class SmallToBig(Chunker):
                 out.append(Chunk(id=f"{doc_id}#{n}", text=child, meta=meta))
         return out
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         docs = list(memory.get("documents") or [])
         if not docs:
             raise OperatorInputError("documents", "no retrieved chunks to expand; put a retrieval "

@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import re
 
-from .sentences import split_sentences
+from ...text import ENTITY_STOPWORDS, split_sentences
 
 Triple = tuple[str, str, str]
 
-STOP = {"a", "an", "the", "of", "and", "or", "in", "on", "at", "to", "for", "by", "with", "is",
-        "was", "are", "were", "be", "it", "its", "this", "that", "which", "who", "what", "when",
-        "where", "how", "why", "from", "as", "has", "had", "have", "did", "does", "do", "than",
-        "into", "after", "before", "since", "each", "every", "there", "their", "he", "she", "they",
-        "his", "her", "first", "many", "much", "name", "year", "island"}
 # a year, or capitalised words joined by spaces (and at most two of 'of' / 'the' between them)
 _ENTITY = re.compile(r"\b(?:1\d{3}|20\d{2})\b|"
                      r"[A-Z][\w'\u2019-]*(?:\s+(?:(?:of|the)\s+){0,2}[A-Z][\w'\u2019-]*)*")
@@ -86,11 +81,11 @@ def pattern_triples(text: str, title: str = "") -> list[Triple]:
         for m in _ENTITY.finditer(sent):
             name, start = m.group(0), m.start()
             first = name.split()[0]
-            if start == 0 and first.lower() in STOP:
+            if start == 0 and first.lower() in ENTITY_STOPWORDS:
                 name, start = name[len(first):].strip(), start + len(first) + 1
             if start == 0 and " " not in name and name not in mid_caps and name != title:
                 continue
-            if name and norm(name) and norm(name) not in STOP:
+            if name and norm(name) and norm(name) not in ENTITY_STOPWORDS:
                 ents.append((name, start, start + len(name)))
         for (a, _, end), (b, start, _) in zip(ents, ents[1:]):
             words = re.sub(r"[^\w\s'-]", " ", sent[end:start]).split()

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
 
-from ...registry import Operator, Params, operator
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
+from ...memory import MemoryView
 from .._text import fill
 
 PLAN_PROMPT = (
@@ -22,13 +23,13 @@ THOUGHT = re.compile(r"thought\s*:\s*(.+)", re.I)
 
 
 @operator("orchestration.agent_plan")
-class AgentPlan(Operator):
+class AgentPlan(Operator["AgentPlan.Params"]):
     """Plan the next action of an agent loop: a Thought, then an Action, either Search[query]
     ('continue': the search tool runs) or Final Answer[answer] ('done'). Thoughts and actions go
     into the working memory's history. The loop also ends ('done') when the compute budget of
     `max_searches` searches is spent (Agent-UniRAG, Pham et al. 2025)."""
 
-    class Params(Params):
+    class Params(OperatorParams):
         max_searches: int = Field(3, ge=1, le=50, description="Compute budget: searches before "
                                   "the agent must answer")
         max_tokens: int = Field(64, ge=16, le=512, description="Tokens for Thought + Action")
@@ -41,7 +42,7 @@ class AgentPlan(Operator):
     optional_reads = ("evidence", "history", "queries", "documents")
     writes = ("route", "judgement", "queries", "history", "drafts")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         searches = sum(1 for h in memory.get("history") or [] if h.get("action") == "Search")
         if searches >= self.params.max_searches:
             return {"route": "done", "judgement": {"by": self.node_id, "verdict": "done",

@@ -6,25 +6,25 @@ from typing import Any
 
 from pydantic import Field
 
-from ...registry import Operator, Params, operator
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
+from ...memory import MemoryView
+from ...spec import Limits
 
-#: ctx.usage counter -> the Limits field it is measured against
-_LIMITS = (("steps", "max_steps"), ("llm_calls", "max_llm_calls"), ("tokens", "max_tokens"),
-           ("elapsed_s", "timeout_s"))
 
-
-def budget_shares(usage: Mapping[str, float], limits: Any) -> dict[str, float]:
-    """Used / allowed for each limit the flow sets (steps, LLM calls, tokens, seconds)."""
-    shares: dict[str, float] = {}
-    for counter, limit_name in _LIMITS:
-        allowed = getattr(limits, limit_name, None) if limits is not None else None
-        if allowed and counter in usage:
-            shares[counter] = round(float(usage[counter]) / float(allowed), 4)
-    return shares
+def budget_shares(usage: Mapping[str, float], limits: Limits | None) -> dict[str, float]:
+    """Used / allowed for each limit the flow sets (steps, LLM calls, tokens, seconds): each
+    ctx.usage counter against its Limits field."""
+    if limits is None:
+        return {}
+    allowed_by = {"steps": limits.max_steps, "llm_calls": limits.max_llm_calls,
+                  "tokens": limits.max_tokens, "elapsed_s": limits.timeout_s}
+    return {counter: round(float(usage[counter]) / float(allowed), 4)
+            for counter, allowed in allowed_by.items() if allowed and counter in usage}
 
 
 @operator("orchestration.budget_judge")
-class BudgetJudge(Operator):
+class BudgetJudge(Operator["BudgetJudge.Params"]):
     """End a loop once it has used its share of the budget: rounds, evidence or flow limits.
 
     Budget-bounded loops of adaptive RAG (e.g. Agent-UniRAG's compute budget, Pham et al. 2025):
@@ -34,7 +34,7 @@ class BudgetJudge(Operator):
     tokens, seconds, as counted before this step); otherwise 'continue'. Unlike the flow's hard
     limits, which halt the run, this ends the loop cleanly with budget left for the answer."""
 
-    class Params(Params):
+    class Params(OperatorParams):
         max_visits: int = Field(3, ge=1, le=10_000, description="Rounds of the loop before 'done'")
         max_evidence: int | None = Field(None, ge=1, le=10_000, description="'done' once this many "
                                          "evidence notes are collected (None: ignore)")
@@ -46,10 +46,9 @@ class BudgetJudge(Operator):
     optional_reads = ("evidence", "documents")
     writes = ("route", "judgement")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p = self.params
-        usage = dict(getattr(ctx, "usage", None) or {})
-        shares = budget_shares(usage, getattr(ctx, "limits", None))
+        shares = budget_shares(ctx.usage, ctx.limits)
         notes = [e for e in memory.get("evidence") or [] if e]
         seen = {d.get("id") for d in memory.get("documents") or []}
         collected = len(notes) if notes else len(seen)

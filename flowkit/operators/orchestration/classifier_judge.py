@@ -1,127 +1,30 @@
 """A trained sufficiency judge: logistic regression over the embedding of "question || chain".
 
-`save_classifier` / `load_classifier` read and write the weights as JSON or as a NumPy .npz file
-(never a pickle: `allow_pickle=False`); `judge_text` is the feature text, shared with training.
+The weights' I/O lives in flowkit.judges.classifier, the feature text in flowkit.judges.features.
 """
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
 
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...errors import OperatorInputError, ResourceError
-from ...registry import Operator, Params, operator
-
-
-#: Where `flowkit train-judge` writes by default, relative to the data folder.
-DEFAULT_WEIGHTS = "judges/sufficiency.json"
-#: Weights trained by this project (from its own runs) that ship with flowkit.
-PACKAGED_DIR = Path(__file__).resolve().parents[2] / "judges"
-
-
-def resolve_weights(model_path: str, data_dir: str | Path | None) -> Path | None:
-    """The weights file `model_path` names: an absolute or existing path as is; a relative one
-    under the data folder, else the file of that name among flowkit's packaged weights (so a
-    user's own training, written to the data folder, wins). None when none exists."""
-    path = Path(model_path).expanduser()
-    candidates = [path]
-    if not path.is_absolute():
-        if data_dir is not None:
-            candidates.append(Path(data_dir) / path)
-        candidates.append(PACKAGED_DIR / path.name)
-    return next((c for c in candidates if c.is_file()), None)
-
-
-@dataclass(frozen=True)
-class Classifier:
-    """Logistic-regression weights: p(sufficient) = sigmoid(w . x + b), sufficient at
-    p >= threshold; `meta` names the embedder it was trained with and anything else saved."""
-
-    w: np.ndarray
-    b: float
-    threshold: float = 0.5
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    def probability(self, x: np.ndarray) -> float:
-        z = float(np.dot(self.w, np.asarray(x, dtype=np.float64))) + self.b
-        return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
-
-
-def save_classifier(path: str | Path, w: Sequence[float] | np.ndarray, b: float,
-                    threshold: float = 0.5, meta: Mapping[str, Any] | None = None) -> Path:
-    """Write weights to `path`: .npz (arrays, meta as a JSON string) or JSON ({"w", "b",
-    "threshold", "embedder", ...meta}). Returns the path."""
-    path = Path(path)
-    clf = _checked(np.asarray(w, dtype=np.float64), float(b), float(threshold), dict(meta or {}),
-                   str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix == ".npz":
-        with path.open("wb") as f:
-            np.savez(f, w=clf.w, b=np.float64(clf.b), threshold=np.float64(clf.threshold),
-                     meta=np.str_(json.dumps(clf.meta)))
-    elif path.suffix == ".json":
-        data = {**clf.meta, "w": clf.w.tolist(), "b": clf.b, "threshold": clf.threshold}
-        path.write_text(json.dumps(data))
-    else:
-        raise ResourceError(f"classifier file {path} must end in .json or .npz")
-    return path
-
-
-def load_classifier(path: str | Path) -> Classifier:
-    """Read weights written by `save_classifier` (ResourceError naming the file when it is
-    missing or malformed)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ResourceError(f"classifier file not found: {path}")
-    try:
-        if path.suffix == ".npz":
-            with np.load(path, allow_pickle=False) as z:
-                meta = json.loads(str(z["meta"])) if "meta" in z.files else {}
-                return _checked(np.asarray(z["w"], dtype=np.float64), float(z["b"]),
-                                float(z["threshold"]) if "threshold" in z.files else 0.5,
-                                meta, str(path))
-        if path.suffix == ".json":
-            data = json.loads(path.read_text())
-            if not isinstance(data, dict) or "w" not in data or "b" not in data:
-                raise ValueError('expected {"w": [...], "b": number, "threshold": number}')
-            meta = {k: v for k, v in data.items() if k not in ("w", "b", "threshold")}
-            return _checked(np.asarray(data["w"], dtype=np.float64), float(data["b"]),
-                            float(data.get("threshold", 0.5)), meta, str(path))
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ResourceError(f"cannot read classifier file {path}: {err}") from err
-    raise ResourceError(f"classifier file {path} must end in .json or .npz")
-
-
-def _checked(w: np.ndarray, b: float, threshold: float, meta: dict[str, Any],
-             where: str) -> Classifier:
-    if w.ndim != 1 or w.size == 0 or not np.all(np.isfinite(w)) or not math.isfinite(b):
-        raise ResourceError(f"classifier {where}: w must be a non-empty list of finite numbers "
-                            "and b a finite number")
-    if not 0.0 <= threshold <= 1.0:
-        raise ResourceError(f"classifier {where}: threshold must be in [0, 1]; got {threshold}")
-    return Classifier(w=w, b=b, threshold=threshold, meta=meta)
-
-
-def chain_items(memory: Mapping[str, Any]) -> list[str]:
-    """The reasoning chain so far: the history's sub-question/sub-answer pairs, else the drafts."""
-    pairs = [f"{h.get('sub_question', '')} {h.get('sub_answer', '')}".strip()
-             for h in memory.get("history") or [] if h.get("sub_question") or h.get("sub_answer")]
-    return pairs or [d for d in memory.get("drafts") or [] if d]
-
-
-def judge_text(question: str, chain: Sequence[str]) -> str:
-    """The classifier's input text: 'question || step 1 || step 2 ...'."""
-    return " || ".join([question, *chain])
+from ...judges.classifier import (
+    DEFAULT_WEIGHTS,
+    PACKAGED_DIR,
+    Classifier,
+    load_classifier,
+    resolve_weights,
+)
+from ...judges.features import chain_items, judge_text
+from ...memory import MemoryView
 
 
 @operator("orchestration.classifier_judge")
-class ClassifierJudge(Operator):
+class ClassifierJudge(Operator["ClassifierJudge.Params"]):
     """A trained sufficiency classifier decides when a retrieval chain has enough.
 
     The text "question || chain so far" (sub-questions with their sub-answers from `history`,
@@ -132,7 +35,7 @@ class ClassifierJudge(Operator):
     Weights come from a .json or .npz file (`flowkit train-judge`); a relative path is read under
     the data folder."""
 
-    class Params(Params):
+    class Params(OperatorParams):
         model_path: str = Field(DEFAULT_WEIGHTS, max_length=1000, description="Weights file "
                                 "(.json or .npz) with w, b, threshold; a relative path is read "
                                 "under the data folder, else among the weights that ship with "
@@ -150,11 +53,11 @@ class ClassifierJudge(Operator):
     optional_reads = ("history", "drafts")
     writes = ("route", "judgement")
 
-    def classifier(self, ctx: Any) -> Classifier:
+    def classifier(self, ctx: RunContext) -> Classifier:
         if not self.params.model_path.strip():
             raise OperatorInputError("params.model_path", "no weights file given; train one with "
                                      "`flowkit train-judge` or set mode to 'never'")
-        data_dir = getattr(ctx.resources, "data_dir", None)
+        data_dir = ctx.data_dir
         path = resolve_weights(self.params.model_path, data_dir)
         if path is None:
             raise OperatorInputError("params.model_path", f"classifier file not found: "
@@ -165,7 +68,7 @@ class ClassifierJudge(Operator):
         except ResourceError as err:
             raise OperatorInputError("params.model_path", str(err)) from err
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p = self.params
         chain = chain_items(memory)
         length = len(chain)
@@ -188,7 +91,7 @@ class ClassifierJudge(Operator):
         judgement = {**base, "verdict": route, "score": round(prob, 4), "threshold": threshold,
                      "label": "Sufficient" if route == "done" else "Insufficient",
                      "reason": f"p(sufficient) {prob:.3f} vs {threshold}"}
-        trained_with, running = clf.meta.get("embedder"), getattr(ctx.embedder, "model_id", None)
+        trained_with, running = clf.meta.get("embedder"), ctx.embedder.model_id
         if trained_with and running and str(trained_with) != str(running):
             judgement["warning"] = f"trained with embedder {trained_with}, running with {running}"
         return {"route": route, "judgement": judgement}

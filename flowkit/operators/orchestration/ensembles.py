@@ -2,16 +2,16 @@
 vote over the answers the branches (or the documents) gave."""
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from pydantic import Field
 
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...errors import OperatorInputError
-from ...memory import Doc
-from ...registry import Operator, Params, operator
+from ...memory import Doc, MemoryView
+from ...text import normalize_answer
 from .._fuse import concat
 from .._text import fill, passages, strip_citations
 from .fusion import ranked_lists
@@ -23,12 +23,12 @@ FUSE_PROMPT = ("Notes:\n{notes}\n\nCombine the notes into one short passage that
 
 
 def _norm(answer: str) -> str:
-    text = re.sub(r"[^\w\s]", " ", strip_citations(answer).lower())
-    return " ".join(re.sub(r"\b(?:a|an|the)\b", " ", text).split())
+    """The answer's normal form for voting: its citations dropped, then SQuAD-normalised."""
+    return normalize_answer(strip_citations(answer))
 
 
 @operator("orchestration.llm_fusion")
-class LLMFusion(Operator):
+class LLMFusion(Operator["LLMFusion.Params"]):
     """Join branches by LLM fusion: summarise each branch's passages, then fuse the summaries.
 
     LLM-based fusion of branch outputs (Modular RAG, Gao et al. 2024; as RAG-Fusion's summary
@@ -38,7 +38,7 @@ class LLMFusion(Operator):
     is appended to `drafts`. Without branches it fuses the `candidates` lists (or summarises the
     current documents)."""
 
-    class Params(Params):
+    class Params(OperatorParams):
         top_n: int = Field(3, ge=1, le=20, description="Passages of each branch summarised")
         passage_chars: int = Field(400, ge=50, le=4000, description="Characters kept per passage")
         max_tokens: int = Field(64, ge=8, le=1024, description="Longest summary or fused passage")
@@ -54,7 +54,7 @@ class LLMFusion(Operator):
     optional_reads = ("documents", "candidates", "drafts")
     writes = ("documents", "candidates", "drafts")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p, question = self.params, memory["question"]
         lists = ranked_lists(memory)
         if not lists:
@@ -81,7 +81,7 @@ class LLMFusion(Operator):
 
 
 @operator("orchestration.weighted_ensemble")
-class WeightedEnsemble(Operator):
+class WeightedEnsemble(Operator["WeightedEnsemble.Params"]):
     """Join answers by a REPLUG-style vote weighted by query-document similarity.
 
     REPLUG, Shi et al. 2023: each answer is weighted by softmax over the query-document
@@ -92,7 +92,7 @@ class WeightedEnsemble(Operator):
     `drafts` in document order). Writes the answer, the documents it came from as citations,
     every document re-scored by its weight, and the weights in `judgement`."""
 
-    class Params(Params):
+    class Params(OperatorParams):
         temperature: float = Field(0.1, gt=0.0, le=10.0, description="Softmax temperature over "
                                    "cosine similarities; lower favours the closest documents")
         top_n: int = Field(3, ge=1, le=20, description="Documents of each branch compared with "
@@ -106,7 +106,7 @@ class WeightedEnsemble(Operator):
     optional_reads = ("documents", "drafts", "scratch", "candidates")
     writes = ("answer", "citations", "documents", "candidates", "judgement")
 
-    def items(self, memory: Mapping[str, Any]) -> list[tuple[str, list[Doc]]]:
+    def items(self, memory: MemoryView) -> list[tuple[str, list[Doc]]]:
         """(answer, the documents it was written from) pairs to weigh."""
         branches = memory.get("branches") or []
         if branches:
@@ -130,7 +130,7 @@ class WeightedEnsemble(Operator):
                                      "without branches the ensemble needs one draft per document")
         return [(a, [d]) for a, d in zip(drafts, docs) if a.strip()]
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p, question = self.params, memory["question"]
         items = self.items(memory)
         if not items:

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import Field
 
-from ...registry import Operator, Params, operator
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
+from ...memory import MemoryView
 from .._text import fill, first_line, passages, strip_citations
 
 FLARE_PROMPT = ("{passages}\n\nAnswer the question using the passages.\nQuestion: {question}\n"
@@ -64,7 +66,7 @@ def token_words(text: str, logprobs: list[tuple[str, float]], start: int,
 
 
 @operator("orchestration.flare_judge")
-class FlareJudge(Operator):
+class FlareJudge(Operator["FlareJudge.Params"]):
     """Active retrieval by look-ahead (FLARE): draft the next sentence, retrieve again if unsure.
 
     FLARE, Jiang et al. 2023. The judge drafts the next sentence of the answer from the current
@@ -77,7 +79,7 @@ class FlareJudge(Operator):
     Every draft goes to `drafts` and each look-ahead to `history`. After `max_rounds` visits the
     sentence is kept whatever its probabilities."""
 
-    class Params(Params):
+    class Params(OperatorParams):
         threshold: float = Field(0.4, ge=0.0, le=1.0, description="Lowest token probability "
                                  "accepted without retrieving again (FLARE's theta)")
         max_sentences: int = Field(1, ge=1, le=20, description="Sentences in a finished answer")
@@ -97,7 +99,7 @@ class FlareJudge(Operator):
     optional_reads = ("documents", "drafts", "history")
     writes = ("route", "judgement", "drafts", "queries", "answer", "history")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p, question = self.params, memory["question"]
         kept = [h["sentence"] for h in memory.get("history") or []
                 if h.get("flare") == self.node_id and h.get("accepted")]

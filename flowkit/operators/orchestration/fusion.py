@@ -1,18 +1,18 @@
 """Merges: join parallel branches (or several ranked lists) into one list of documents."""
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import Field
 
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...errors import OperatorInputError
-from ...memory import Doc
-from ...registry import Operator, Params, operator
+from ...memory import Doc, MemoryView
 from .._fuse import concat, rrf
 
 
-def ranked_lists(memory: Mapping[str, Any]) -> list[list[Doc]]:
+def ranked_lists(memory: MemoryView) -> list[list[Doc]]:
     """The lists to fuse: each joined branch's documents, else the `candidates` in memory."""
     branches = memory.get("branches") or []
     lists = [list(b.get("documents") or []) for b in branches if b.get("documents")]
@@ -23,7 +23,17 @@ def ranked_lists(memory: Mapping[str, Any]) -> list[list[Doc]]:
     return lists
 
 
-class _Merge(Operator):
+class MergeParams(OperatorParams):
+    """Params of a rank-fusion merge: each subclass declares `top_k`."""
+
+    if TYPE_CHECKING:   # declared for the type checker only: each merge's Params defines it
+        top_k: int
+
+
+MP = TypeVar("MP", bound=MergeParams)
+
+
+class _Merge(Operator[MP]):
     kind = "merge"
     optional_reads = ("documents", "candidates")
     writes = ("documents", "candidates", "drafts")
@@ -31,7 +41,7 @@ class _Merge(Operator):
     def fuse(self, lists: list[list[Doc]]) -> list[Doc]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         lists = ranked_lists(memory)
         if not lists:
             raise OperatorInputError("documents", "nothing to merge: the branches retrieved nothing")
@@ -43,11 +53,11 @@ class _Merge(Operator):
 
 
 @operator("orchestration.rrf")
-class RRFMerge(_Merge):
+class RRFMerge(_Merge["RRFMerge.Params"]):
     """Reciprocal rank fusion (Cormack et al., 2009) of the branches' ranked lists:
     score(d) = sum of 1 / (k + rank of d in each list)."""
 
-    class Params(Params):
+    class Params(MergeParams):
         k: int = Field(60, ge=1, le=1000, description="Rank offset; larger flattens the weights")
         top_k: int = Field(5, ge=1, le=200, description="Passages kept after fusion")
 
@@ -56,10 +66,10 @@ class RRFMerge(_Merge):
 
 
 @operator("orchestration.concat")
-class ConcatMerge(_Merge):
+class ConcatMerge(_Merge["ConcatMerge.Params"]):
     """Concatenate the branches' lists in order, dropping repeated ids."""
 
-    class Params(Params):
+    class Params(MergeParams):
         top_k: int = Field(10, ge=1, le=200, description="Passages kept")
 
     def fuse(self, lists: list[list[Doc]]) -> list[Doc]:

@@ -1,22 +1,23 @@
 """Judges: decide whether a loop goes on ("continue") or ends ("done")."""
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
 
-from ...registry import Operator, Params, operator
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
+from ...memory import MemoryView
 
 JUDGE_ROUTES = ("continue", "done")
 
 
 @operator("orchestration.rule_judge")
-class RuleJudge(Operator):
+class RuleJudge(Operator["RuleJudge.Params"]):
     """Rule-based judge: 'done' after `max_rounds` visits, or earlier when the best passage's score
     reaches `min_score` or an answer exists (if asked); otherwise 'continue'."""
 
-    class Params(Params):
+    class Params(OperatorParams):
         max_rounds: int = Field(3, ge=1, le=10_000, description="Rounds before 'done'")
         min_score: float | None = Field(None, description="'done' once the top passage scores at "
                                         "least this (None: ignore scores)")
@@ -27,7 +28,7 @@ class RuleJudge(Operator):
     optional_reads = ("documents", "answer")
     writes = ("route", "judgement")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p = self.params
         reason = ""
         if ctx.visit >= p.max_rounds:

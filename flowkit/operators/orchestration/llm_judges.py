@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
 
-from ...registry import Operator, Params, operator
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
+from ...memory import MemoryView
 from .._text import fill, passages
 
 JUDGE_ROUTES = ("continue", "done")
@@ -43,7 +44,7 @@ def yes_probability(logprobs: list[tuple[str, float]] | None) -> float | None:
     return None
 
 
-def judge_context(memory: Mapping[str, Any], top_n: int, chars: int, notes: int = 5) -> str:
+def judge_context(memory: MemoryView, top_n: int, chars: int, notes: int = 5) -> str:
     """What the judge reads: numbered passages, the latest evidence notes and the latest draft."""
     parts = []
     docs = list(memory.get("documents") or [])
@@ -59,7 +60,7 @@ def judge_context(memory: Mapping[str, Any], top_n: int, chars: int, notes: int 
 
 
 @operator("orchestration.llm_judge")
-class LLMJudge(Operator):
+class LLMJudge(Operator["LLMJudge.Params"]):
     """Ask the LLM whether the information gathered is enough to answer: 'done' on yes.
 
     The self-judging step of adaptive retrieval (as Self-RAG's retrieval decision, Asai et al.
@@ -69,7 +70,7 @@ class LLMJudge(Operator):
     and 'done' needs P(yes) >= `threshold`; otherwise the written yes/no decides. An unclear reply
     counts as no. After `max_rounds` visits the judge says 'done' whatever the model replies."""
 
-    class Params(Params):
+    class Params(OperatorParams):
         prompt: str = Field(JUDGE_PROMPT, min_length=10, description="Template with {context} and "
                             "{question} slots (plain replacement, no code)")
         top_n: int = Field(3, ge=1, le=20, description="Passages shown to the judge")
@@ -88,7 +89,7 @@ class LLMJudge(Operator):
     optional_reads = ("documents", "evidence", "drafts")
     writes = ("route", "judgement")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p = self.params
         if ctx.visit >= p.max_rounds:
             return self._verdict("done", f"round {ctx.visit} of {p.max_rounds}", None, "")

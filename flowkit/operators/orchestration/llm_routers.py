@@ -7,22 +7,19 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from ...registry import Params, operator
-from .routers import LabelRouter
+from ...context import RunContext
+from ...contract import operator
+from ...memory import MemoryView
+from ...text import ROUTE_STOPWORDS, content_words
 from .._text import fill
+from .routers import LabelRouter, RouterParams
 
 ROUTE_PROMPT = ("Message: {question}\n\nWhich route should handle this message?\n{routes}\n"
                 "Answer with the route name.")
-_STOP = {"a", "an", "the", "of", "to", "or", "and", "that", "this", "is", "are", "for", "with",
-         "about", "in", "on", "no", "it", "be", "by", "as"}
 
 
 def _norm(text: str) -> str:
     return re.sub(r"[\s_\-]+", " ", text.lower()).strip()
-
-
-def _content_words(text: str) -> set[str]:
-    return {w for w in re.findall(r"\w+", text.lower()) if w not in _STOP and len(w) > 2}
 
 
 def parse_route(reply: str, labels: list[str],
@@ -46,8 +43,8 @@ def parse_route(reply: str, labels: list[str],
     num = re.match(r"^\(?(\d{1,2})\)?(?:\D|$)", text)
     if num and 1 <= int(num.group(1)) <= len(labels):
         return labels[int(num.group(1)) - 1]
-    said = _content_words(reply)
-    overlap = sorted(((len(said & _content_words(desc)), label)
+    said = content_words(reply, ROUTE_STOPWORDS)
+    overlap = sorted(((len(said & content_words(desc, ROUTE_STOPWORDS)), label)
                       for label, desc in (descriptions or {}).items() if label in labels),
                      reverse=True)
     if overlap and overlap[0][0] >= 2 and (len(overlap) == 1 or overlap[0][0] > overlap[1][0]):
@@ -60,7 +57,8 @@ def route_list(descriptions: Mapping[str, str]) -> str:
                      for label, desc in descriptions.items())
 
 
-def ask_llm_for_route(question: str, descriptions: Mapping[str, str], ctx: Any, max_tokens: int,
+def ask_llm_for_route(question: str, descriptions: Mapping[str, str], ctx: RunContext,
+                      max_tokens: int,
                       prompt: str = ROUTE_PROMPT) -> tuple[str | None, str]:
     """One LLM call: (the label it chose or None, its raw reply)."""
     text = fill(prompt, "params.prompt", question=question, routes=route_list(descriptions))
@@ -69,7 +67,7 @@ def ask_llm_for_route(question: str, descriptions: Mapping[str, str], ctx: Any, 
 
 
 @operator("orchestration.llm_router")
-class LLMRouter(LabelRouter):
+class LLMRouter(LabelRouter["LLMRouter.Params"]):
     """Route by asking the LLM to name a route from their labels and descriptions.
 
     LLM-based routing (Modular RAG, Gao et al. 2024): the prompt lists the route labels with
@@ -77,7 +75,7 @@ class LLMRouter(LabelRouter):
     label inside a sentence, its number, or the words of its description); when it names no
     route the default route is taken."""
 
-    class Params(Params):
+    class Params(RouterParams):
         routes: dict[str, str] = Field(
             default_factory=lambda: {
                 "retrieve": "a question about facts that needs the knowledge base",
@@ -98,7 +96,7 @@ class LLMRouter(LabelRouter):
                 raise ValueError("a route label is empty")
             return v
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p = self.params
         chosen, reply = ask_llm_for_route(memory["question"], p.routes, ctx, p.max_tokens, p.prompt)
         route = chosen or p.default

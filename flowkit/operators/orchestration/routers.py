@@ -2,15 +2,28 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import Field, field_validator
 
-from ...registry import Operator, Params, operator
-from .._text import tokens
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
+from ...memory import MemoryView
+from ...text import tokens
 
 
-class LabelRouter(Operator):
+class RouterParams(OperatorParams):
+    """Params of a LabelRouter: each subclass declares `routes` (label -> ...) and `default`."""
+
+    if TYPE_CHECKING:   # declared for the type checker only: each router's Params defines them
+        routes: Mapping[str, Any]
+        default: str
+
+
+RP = TypeVar("RP", bound=RouterParams)
+
+
+class LabelRouter(Operator[RP]):
     """Base of the routers whose params have `routes` (label -> ...) and a `default` label: they
     read the question and write the route they pick (and why) to memory."""
 
@@ -23,11 +36,11 @@ class LabelRouter(Operator):
 
 
 @operator("orchestration.keyword_router")
-class KeywordRouter(LabelRouter):
+class KeywordRouter(LabelRouter["KeywordRouter.Params"]):
     """Route by keywords: each route has keywords; the route whose keywords occur most often in the
     question wins (Modular RAG's metadata keyword score), else the default route."""
 
-    class Params(Params):
+    class Params(RouterParams):
         routes: dict[str, list[str]] = Field(
             default_factory=lambda: {"retrieve": ["who", "which", "when", "where", "what"]},
             description="Route label -> keywords that vote for it")
@@ -40,7 +53,7 @@ class KeywordRouter(LabelRouter):
                 raise ValueError("needs at least one route")
             return v
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         words = tokens(memory["question"])
         text = " ".join(words)
         scores = {}

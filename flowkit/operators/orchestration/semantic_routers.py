@@ -8,11 +8,13 @@ from typing import Any
 import numpy as np
 from pydantic import Field, field_validator
 
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...errors import OperatorInputError
-from ...registry import Operator, Params, operator
-from .routers import LabelRouter
-from .._text import tokens
+from ...memory import MemoryView
+from ...text import tokens
 from .llm_routers import ask_llm_for_route
+from .routers import LabelRouter, RouterParams
 
 DEFAULT_EXAMPLES: dict[str, list[str]] = {
     "retrieve": ["Who designed the lighthouse?", "In what year was the bridge built?",
@@ -32,7 +34,7 @@ def _check_routes(v: dict[str, Any]) -> dict[str, Any]:
 
 
 def label_similarities(question: str, examples: Mapping[str, list[str]],
-                       ctx: Any) -> dict[str, float]:
+                       ctx: RunContext) -> dict[str, float]:
     """For each label, the highest cosine similarity between the question and one of its examples
     (one embedder call for everything); labels without examples get no entry."""
     flat = [(label, ex) for label, exs in examples.items() for ex in exs if ex.strip()]
@@ -56,14 +58,14 @@ def keyword_counts(question: str, keywords: Mapping[str, list[str]]) -> dict[str
 
 
 @operator("orchestration.semantic_router")
-class SemanticRouter(LabelRouter):
+class SemanticRouter(LabelRouter["SemanticRouter.Params"]):
     """Route by meaning: the route whose example questions are closest to the question wins.
 
     Semantic routing (Modular RAG, Gao et al. 2024): the question is embedded and compared with
     example utterances of each route; the route with the highest cosine similarity to any of its
     examples wins, else the default route when even the best is below `min_similarity`."""
 
-    class Params(Params):
+    class Params(RouterParams):
         routes: dict[str, list[str]] = Field(
             default_factory=lambda: {k: list(v) for k, v in DEFAULT_EXAMPLES.items()},
             description="Route label -> example questions that should take it")
@@ -81,7 +83,7 @@ class SemanticRouter(LabelRouter):
                     raise ValueError(f"route '{label}' needs at least one example utterance")
             return v
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         sims = label_similarities(memory["question"], self.params.routes, ctx)
         if not sims:
             raise OperatorInputError("params.routes", "no route has an example utterance")
@@ -95,7 +97,7 @@ class SemanticRouter(LabelRouter):
             f"best similarity {sims[best]:.3f} < {self.params.min_similarity}: default"}}
 
 
-class RouteDef(Params):
+class RouteDef(OperatorParams):
     """One route of the hybrid router."""
 
     keywords: list[str] = Field(default_factory=list, description="Words that vote for the route")
@@ -104,7 +106,7 @@ class RouteDef(Params):
 
 
 @operator("orchestration.hybrid_router")
-class HybridRouter(Operator):
+class HybridRouter(Operator["HybridRouter.Params"]):
     """Route by a weighted mix of keyword matches, semantic similarity and the LLM's choice.
 
     Hybrid routing (Modular RAG, Gao et al. 2024): keyword matches (as keyword_router, scaled so
@@ -113,7 +115,7 @@ class HybridRouter(Operator):
     score (divided by the weights' sum) wins, else the default route when it is below
     `min_score`."""
 
-    class Params(Params):
+    class Params(OperatorParams):
         routes: dict[str, RouteDef] = Field(
             default_factory=lambda: {
                 "retrieve": RouteDef(keywords=["who", "which", "when", "where", "what", "how"],
@@ -147,7 +149,7 @@ class HybridRouter(Operator):
     def route_labels(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys([*self.params.routes, self.params.default]))
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p, q = self.params, memory["question"]
         total = p.keyword_weight + p.semantic_weight + p.llm_weight
         if total <= 0:

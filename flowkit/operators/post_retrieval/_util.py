@@ -7,13 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...memory import Doc
-from .._text import tokens
-
-STOPWORDS = frozenset({
-    "a", "an", "the", "and", "or", "of", "in", "on", "at", "to", "for", "by", "with", "from", "as",
-    "is", "are", "was", "were", "be", "been", "it", "its", "this", "that", "which", "who", "what",
-    "when", "where", "how", "why", "did", "does", "do", "has", "had", "have", "not", "into",
-    "than"})
+from ...text import OVERLAP_STOPWORDS, content_words, tokens
 
 
 def doc_text(d: Doc) -> str:
@@ -39,13 +33,9 @@ def rescored(d: Doc, score: float, **meta: Any) -> Doc:
     return Doc(**{**d, "score": round(float(score), 6), "meta": new_meta})
 
 
-def content_words(text: str) -> set[str]:
-    return {w for w in tokens(text) if len(w) > 1 and w not in STOPWORDS}
-
-
 def word_overlap(question: str, text: str) -> float:
     """Share of the question's content words found in the text (0..1)."""
-    q = content_words(question)
+    q = content_words(question, OVERLAP_STOPWORDS, min_len=2)
     return len(q & set(tokens(text))) / len(q) if q else 0.0
 
 

@@ -4,16 +4,17 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import Field
 
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...errors import NotFoundError, ResourceError
-from ...memory import Doc
-from ...registry import Operator, Params, operator
-from .._text import fill, require_docs, tokens
-from ..indexing.sentences import split_sentences
+from ...memory import Doc, MemoryView
+from ...text import split_sentences, tokens
+from .._text import fill, require_docs
 from ._util import shown_text, spans, word_overlap
 
 EXTRACT_PROMPT = ("Passage: {passage}\n\nQuestion: {question}\n"
@@ -58,7 +59,7 @@ def _stats(before: list[Doc], after: list[Doc]) -> dict[str, Any]:
 
 
 @operator("post_retrieval.llm_compress")
-class LLMCompress(Operator):
+class LLMCompress(Operator["LLMCompress.Params"]):
     """Compress each passage to the sentences that matter for the question, chosen by the LLM.
 
     Extractive compression in the style of RECOMP (Xu et al. 2023) and LongLLMLingua (Jiang et al.
@@ -69,7 +70,7 @@ class LLMCompress(Operator):
     Single-sentence passages are kept as they are without a call. Passages after top_n are dropped.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         top_n: int = Field(5, ge=1, le=50, description="Passages compressed (later ones dropped)")
         max_tokens: int = Field(64, ge=8, le=1024, description="Longest reply in tokens")
         passage_chars: int = Field(1200, ge=100, le=8000, description="Characters shown per "
@@ -81,7 +82,7 @@ class LLMCompress(Operator):
     optional_reads = ("scratch",)
     writes = ("documents", "scratch")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p = self.params
         docs = require_docs(memory)[: p.top_n]
         question = memory["question"]
@@ -117,7 +118,7 @@ def document_frequency(texts: Sequence[str]) -> tuple[dict[str, int], int]:
 
 
 @operator("post_retrieval.selective_context")
-class SelectiveContext(Operator):
+class SelectiveContext(Operator["SelectiveContext.Params"]):
     """Drop the least informative sentences or phrases of each passage (Selective Context).
 
     Li et al. (2023), "Compressing Context to Enhance Inference Efficiency of Large Language
@@ -132,7 +133,7 @@ class SelectiveContext(Operator):
     found in every chunk carry no information, rare names and numbers carry the most.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         keep_ratio: float = Field(0.5, ge=0.05, le=1.0, description="Share of each passage's "
                                   "words kept")
         unit: Literal["sentence", "phrase", "word"] = Field("sentence", description="What is "
@@ -144,10 +145,8 @@ class SelectiveContext(Operator):
     optional_reads = ("candidates", "scratch")
     writes = ("documents", "scratch")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         docs = require_docs(memory)
-        scorer = getattr(ctx.llm, "token_logprobs", None)
-        scorer = scorer if callable(scorer) else None
         df: dict[str, int] | None = None
         n = 0
         boundary = {"sentence": SENTENCE_END, "phrase": PHRASE_END,
@@ -157,7 +156,7 @@ class SelectiveContext(Operator):
         for d in docs:
             text = d.get("text") or ""
             units = spans(text, boundary)
-            infos = self.model_information(text, units, scorer) if scorer else None
+            infos = self.model_information(text, units, ctx.llm.token_logprobs(text))
             estimators.add("unigram-df" if infos is None else "llm")
             if infos is None:
                 if df is None:
@@ -172,14 +171,13 @@ class SelectiveContext(Operator):
         return {"documents": out, "scratch": {**(memory.get("scratch") or {}),
                                               "compression": stats}}
 
-    def corpus(self, memory: Mapping[str, Any], docs: list[Doc], ctx: Any) -> list[str]:
+    def corpus(self, memory: MemoryView, docs: list[Doc], ctx: RunContext) -> list[str]:
         seen: dict[str, str] = {}
         for d in [*docs, *(x for lst in memory.get("candidates") or [] for x in lst)]:
             seen.setdefault(str(d.get("id")), d.get("text") or "")
         if self.params.kb_sample and ctx.kb_name:
             try:
-                chunks = getattr(ctx.kb, "chunks", None)
-                for d in chunks(limit=self.params.kb_sample) if callable(chunks) else []:
+                for d in ctx.kb.chunks(limit=self.params.kb_sample):
                     seen.setdefault(str(d.get("id")), d.get("text") or "")
             except (ResourceError, NotFoundError):
                 pass   # no knowledge base to sample: memory alone
@@ -187,10 +185,11 @@ class SelectiveContext(Operator):
 
     @staticmethod
     def model_information(text: str, units: list[tuple[int, int]],
-                          scorer: Any) -> list[float] | None:
-        """Per unit, the sum of -logprob of the tokens starting inside it; None when the tokens
-        do not spell the text (the unigram estimator is used then)."""
-        scored = [(str(t), float(lp)) for t, lp in scorer(text) or []]
+                          logprobs: Sequence[tuple[str, float]] | None) -> list[float] | None:
+        """Per unit, the sum of -logprob of the tokens starting inside it, from the LLM's
+        `token_logprobs(text)`; None when the model cannot score or its tokens do not spell the
+        text (the unigram estimator is used then)."""
+        scored = [(str(t), float(lp)) for t, lp in logprobs or []]
         joined = "".join(t for t, _ in scored)
         if not scored or joined.strip() != text.strip():
             return None

@@ -1,12 +1,13 @@
 """The evidence reflector of an agent loop (Agent-UniRAG, Pham et al. 2025)."""
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
 
-from ...registry import Operator, Params, operator
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
+from ...memory import MemoryView
 from .._text import fill, first_line, passages
 
 REFLECT_PROMPT = ("{passages}\n\nQuestion: {question}\nWrite the one fact from the passages that "
@@ -15,12 +16,12 @@ NONE = "No information found"
 
 
 @operator("post_retrieval.evidence_reflector")
-class EvidenceReflector(Operator):
+class EvidenceReflector(Operator["EvidenceReflector.Params"]):
     """Read the passages just retrieved and keep only what matters for the current search, as one
     short evidence note in working memory, or "No information found" (Agent-UniRAG's evidence
     reflector). A search that found nothing gives that note without an LLM call."""
 
-    class Params(Params):
+    class Params(OperatorParams):
         top_n: int = Field(3, ge=1, le=20, description="Passages read")
         max_tokens: int = Field(48, ge=8, le=512, description="Longest note in tokens")
         passage_chars: int = Field(500, ge=50, le=4000, description="Characters kept per passage")
@@ -29,7 +30,7 @@ class EvidenceReflector(Operator):
     optional_reads = ("queries", "evidence")
     writes = ("evidence", "history")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         target = (memory.get("queries") or [memory["question"]])[-1]
         docs = list(memory.get("documents") or [])
         if not docs:   # the search found nothing: that is the note, and no LLM call is spent

@@ -1,16 +1,22 @@
 """LLM reranking: pointwise relevance (yes/no or 0-10) or a listwise permutation (RankGPT)."""
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field
 
-from ...memory import Doc
-from ...registry import Operator, Params, operator
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
+from ...memory import Doc, MemoryView
 from .._text import fill, passages, require_docs
-from ._util import (parse_ranking, parse_score, rescored, shown_text, word_overlap,
-                    yes_probability)
+from ._util import (
+    parse_ranking,
+    parse_score,
+    rescored,
+    shown_text,
+    word_overlap,
+    yes_probability,
+)
 
 YES_NO_PROMPT = ("Question: {question}\n\nPassage: {passage}\n\n"
                  "Does the passage contain the answer to the question? Reply Yes or No.")
@@ -23,7 +29,7 @@ LIST_PROMPT = ("{passages}\n\nQuestion: {question}\n"
 
 
 @operator("post_retrieval.llm_rerank")
-class LLMRerank(Operator):
+class LLMRerank(Operator["LLMRerank.Params"]):
     """Rerank passages with the LLM, pointwise (a relevance grade per passage) or listwise.
 
     Pointwise (relevance generation, Liang et al. 2022 / Sachan et al. 2022): the model is asked
@@ -37,7 +43,7 @@ class LLMRerank(Operator):
     the rest follow them, and top_k are kept.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         mode: Literal["pointwise", "listwise"] = Field("pointwise", description="A grade per "
                                                        "passage, or one ranking of them all")
         scale: Literal["yes_no", "0-10"] = Field("yes_no", description="Pointwise grade: P(Yes) "
@@ -54,7 +60,7 @@ class LLMRerank(Operator):
     writes = ("documents", "scratch")
     optional_reads = ("scratch",)
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p = self.params
         docs = require_docs(memory)
         head, tail = docs[: p.top_n], docs[p.top_n:]
@@ -68,7 +74,7 @@ class LLMRerank(Operator):
         return {"documents": kept, "scratch": scratch}
 
     def pointwise(self, question: str, docs: list[Doc],
-                  ctx: Any) -> tuple[list[Doc], dict[str, Any]]:
+                  ctx: RunContext) -> tuple[list[Doc], dict[str, Any]]:
         p = self.params
         template = YES_NO_PROMPT if p.scale == "yes_no" else SCALE_PROMPT
         scores: list[float] = []
@@ -90,7 +96,7 @@ class LLMRerank(Operator):
                         "unparsed": parsed.count(False)}
 
     def listwise(self, question: str, docs: list[Doc],
-                 ctx: Any) -> tuple[list[Doc], dict[str, Any]]:
+                 ctx: RunContext) -> tuple[list[Doc], dict[str, Any]]:
         p = self.params
         order = list(range(len(docs)))
         replies: list[str] = []

@@ -1,32 +1,20 @@
 """Reranking by embeddings (cosine, maximal marginal relevance) and "lost in the middle" order."""
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
 
-from ...memory import Doc
-from ...registry import Operator, Params, operator
-from .._text import require_docs
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
+from ...memory import Doc, MemoryView
+from .._text import QueryFrom, query_texts, require_docs
 from ._util import doc_text, rescored
 
-QueryFrom = Literal["question", "queries", "both"]
 
-
-def query_texts(memory: Mapping[str, Any], query_from: QueryFrom) -> list[str]:
-    """The texts passages are compared with: the question, the rewritten queries, or both."""
-    qs: list[str] = []
-    if query_from in ("question", "both") or not memory.get("queries"):
-        qs.append(memory["question"])
-    if query_from in ("queries", "both"):
-        qs += [q for q in memory.get("queries") or [] if q and q not in qs]
-    return qs
-
-
-def relevance(memory: Mapping[str, Any], docs: list[Doc], query_from: QueryFrom,
-              ctx: Any) -> tuple[np.ndarray, np.ndarray]:
+def relevance(memory: MemoryView, docs: list[Doc], query_from: QueryFrom,
+              ctx: RunContext) -> tuple[np.ndarray, np.ndarray]:
     """(passage embeddings, cosine relevance of each passage: its best over the query texts)."""
     queries = query_texts(memory, query_from)
     vecs = np.asarray(ctx.embedder.embed(queries + [doc_text(d) for d in docs]), dtype=np.float64)
@@ -35,7 +23,7 @@ def relevance(memory: Mapping[str, Any], docs: list[Doc], query_from: QueryFrom,
 
 
 @operator("post_retrieval.embed_rerank")
-class EmbedRerank(Operator):
+class EmbedRerank(Operator["EmbedRerank.Params"]):
     """Rerank passages by the cosine similarity of their embedding to the question's.
 
     A bi-encoder reranker: the question (and/or the rewritten queries; a passage keeps its best
@@ -44,7 +32,7 @@ class EmbedRerank(Operator):
     meta.prior_score). Useful after BM25 or after fusion, whose scores are not comparable.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         top_k: int = Field(5, ge=1, le=100, description="Passages kept after reranking")
         query_from: QueryFrom = Field("question", description="Compare passages with the "
                                       "question, the rewritten queries, or both (best of them)")
@@ -53,7 +41,7 @@ class EmbedRerank(Operator):
     optional_reads = ("queries",)
     writes = ("documents",)
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         docs = require_docs(memory)
         _, rel = relevance(memory, docs, self.params.query_from, ctx)
         order = sorted(range(len(docs)), key=lambda i: (-rel[i], i))[: self.params.top_k]
@@ -61,7 +49,7 @@ class EmbedRerank(Operator):
 
 
 @operator("post_retrieval.mmr")
-class MMR(Operator):
+class MMR(Operator["MMR.Params"]):
     """Rerank by maximal marginal relevance: relevant passages that do not repeat each other.
 
     Carbonell & Goldstein (1998): passages are picked one at a time, each time the one maximising
@@ -71,7 +59,7 @@ class MMR(Operator):
     question); meta.mmr holds the marginal value it was picked with.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         lambda_mult: float = Field(0.7, ge=0.0, le=1.0, description="Relevance weight lambda: "
                                    "1 = relevance only, 0 = diversity only")
         top_k: int = Field(5, ge=1, le=100, description="Passages picked")
@@ -82,7 +70,7 @@ class MMR(Operator):
     optional_reads = ("queries",)
     writes = ("documents",)
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         docs = require_docs(memory)
         lam = self.params.lambda_mult
         p, rel = relevance(memory, docs, self.params.query_from, ctx)
@@ -111,7 +99,7 @@ def lost_in_the_middle(n: int) -> list[int]:
 
 
 @operator("post_retrieval.reorder")
-class Reorder(Operator):
+class Reorder(Operator["Reorder.Params"]):
     """Reorder passages so the best sit at the start and the end and the weakest in the middle.
 
     Liu et al. (2023), "Lost in the Middle": models use information at the beginning and the end
@@ -120,7 +108,7 @@ class Reorder(Operator):
     meta.rank keeps each passage's rank.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         rank_by: Literal["order", "score"] = Field("order", description="Take ranks from the "
                                                    "current order or from the passages' scores")
         top_k: int = Field(20, ge=1, le=100, description="Passages kept (the best top_k) before "
@@ -129,7 +117,7 @@ class Reorder(Operator):
     reads = ("documents",)
     writes = ("documents",)
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         docs = require_docs(memory)
         ranked = list(range(len(docs)))
         if self.params.rank_by == "score":

@@ -2,23 +2,30 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field
 
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...errors import OperatorInputError
-from ...memory import Doc
-from ...registry import Operator, Params, operator
+from ...memory import Doc, MemoryView
 from .._text import fill, require_docs
-from ._util import jaccard, rescored, shingles, shown_text, word_overlap, yes_probability
+from ._util import (
+    jaccard,
+    rescored,
+    shingles,
+    shown_text,
+    word_overlap,
+    yes_probability,
+)
 
 CRITIQUE_PROMPT = ("Question: {question}\n\nPassage: {passage}\n\n"
                    "Is the passage relevant to the question? Reply Yes or No.")
 
 
 @operator("post_retrieval.llm_critique")
-class LLMCritique(Operator):
+class LLMCritique(Operator["LLMCritique.Params"]):
     """Keep only the passages the LLM judges relevant to the question.
 
     Selection by critique, as in Self-RAG's relevance reflection (Asai et al. 2023) and CRAG's
@@ -30,7 +37,7 @@ class LLMCritique(Operator):
     back to another search. Passages after top_n are not judged and are dropped.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         top_n: int = Field(5, ge=1, le=50, description="Passages judged (later ones dropped)")
         min_prob: float = Field(0.5, ge=0.0, le=1.0, description="Least P(relevant) kept")
         min_keep: int = Field(1, ge=0, le=50, description="Passages kept even when judged "
@@ -42,7 +49,7 @@ class LLMCritique(Operator):
     optional_reads = ("scratch",)
     writes = ("documents", "judgement", "scratch")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p = self.params
         docs = require_docs(memory)[: p.top_n]
         question = memory["question"]
@@ -72,7 +79,7 @@ class LLMCritique(Operator):
 
 
 @operator("post_retrieval.score_threshold")
-class ScoreThreshold(Operator):
+class ScoreThreshold(Operator["ScoreThreshold.Params"]):
     """Keep the passages whose score reaches a threshold, and/or the top fraction of them.
 
     A rule-based filter on the scores left by the last search or reranker. With scale "raw" the
@@ -82,7 +89,7 @@ class ScoreThreshold(Operator):
     up) stay, and at least min_keep of the best. Order and scores are unchanged.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         threshold: float = Field(0.3, ge=-1e6, le=1e6, description="Least score kept (after "
                                  "scaling)")
         scale: Literal["raw", "minmax", "max"] = Field("raw", description="Scores as they are, "
@@ -95,7 +102,7 @@ class ScoreThreshold(Operator):
     reads = ("documents",)
     writes = ("documents",)
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p = self.params
         docs = require_docs(memory)
         if not any(isinstance(d.get("score"), (int, float)) for d in docs):
@@ -116,7 +123,7 @@ class ScoreThreshold(Operator):
 
 
 @operator("post_retrieval.dedupe")
-class Dedupe(Operator):
+class Dedupe(Operator["Dedupe.Params"]):
     """Drop repeated and near-duplicate passages, keeping the first (best ranked) of each group.
 
     Two passages are duplicates when they have the same id, or when the Jaccard similarity of
@@ -125,7 +132,7 @@ class Dedupe(Operator):
     scratch.dedupe.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         threshold: float = Field(0.8, ge=0.1, le=1.0, description="Shingle Jaccard similarity "
                                  "from which two passages are duplicates")
         shingle: int = Field(3, ge=1, le=10, description="Words per shingle")
@@ -134,7 +141,7 @@ class Dedupe(Operator):
     optional_reads = ("scratch",)
     writes = ("documents", "scratch")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         docs = require_docs(memory)
         kept: list[tuple[Doc, set[tuple[str, ...]]]] = []
         dropped: list[dict[str, Any]] = []

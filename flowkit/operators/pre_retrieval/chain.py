@@ -3,12 +3,13 @@ sub-questions derived from each answer (Tree of Clarifications)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
 
-from ...registry import Operator, Params, operator
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
+from ...memory import MemoryView
 from .._text import fill, first_line, parse_lines
 
 NEXT_PROMPT = ("Main question: {question}\n{chain}\nWrite the next short search question that helps "
@@ -17,7 +18,7 @@ CLARIFY_PROMPT = ("Question: {question}\n{chain}\nWrite {n} short follow-up ques
                   "check or complete this answer: {focus}\nOne per line.")
 
 
-def chain_text(memory: Mapping[str, Any], limit: int = 6) -> str:
+def chain_text(memory: MemoryView, limit: int = 6) -> str:
     """'Known so far' lines from the history's sub-question / sub-answer pairs."""
     pairs = [h for h in memory.get("history") or [] if h.get("sub_question")]
     if not pairs:
@@ -33,12 +34,12 @@ def _clean_question(text: str) -> str:
 
 
 @operator("pre_retrieval.next_subquestion")
-class NextSubQuestion(Operator):
+class NextSubQuestion(Operator["NextSubQuestion.Params"]):
     """Write the next sub-question of a retrieval chain from the question and the chain so far
     (CoRAG, Wang et al. 2025: chain-of-retrieval, one sub-question, retrieval and sub-answer per
     step). The sub-question becomes the search query."""
 
-    class Params(Params):
+    class Params(OperatorParams):
         prompt: str = Field(NEXT_PROMPT, min_length=10, description="Template with {question} and "
                             "{chain} slots")
         max_tokens: int = Field(40, ge=8, le=256, description="Longest sub-question in tokens")
@@ -47,7 +48,7 @@ class NextSubQuestion(Operator):
     optional_reads = ("history", "sub_questions")
     writes = ("queries", "sub_questions")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         prompt = fill(self.params.prompt, "params.prompt", question=memory["question"],
                       chain=chain_text(memory))
         sub = _clean_question(ctx.llm.complete(prompt, max_tokens=self.params.max_tokens).text)
@@ -58,12 +59,12 @@ class NextSubQuestion(Operator):
 
 
 @operator("pre_retrieval.clarify")
-class Clarify(Operator):
+class Clarify(Operator["Clarify.Params"]):
     """Tree of clarifications (Kim et al. 2023): each round derives follow-up sub-questions from the
     latest answers (the question itself in the first round), `breadth` per answer. The new
     sub-questions become the search queries; a depth-limiting judge ends the recursion."""
 
-    class Params(Params):
+    class Params(OperatorParams):
         breadth: int = Field(2, ge=1, le=5, description="Sub-questions derived from each answer")
         max_tokens: int = Field(60, ge=8, le=256, description="Tokens per expansion")
 
@@ -71,7 +72,7 @@ class Clarify(Operator):
     optional_reads = ("history", "sub_questions")
     writes = ("queries", "sub_questions")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         hist = [h for h in memory.get("history") or [] if h.get("sub_question")]
         level = max((int(h.get("level", 1)) for h in hist), default=0)
         focus = [h.get("sub_answer", "") for h in hist if int(h.get("level", 1)) == level] \

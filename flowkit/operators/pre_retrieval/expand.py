@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
 
-from ...registry import Operator, Params, operator
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
+from ...memory import MemoryView
 from .._text import fill
-from .rewrite import first_sentence, norm, on_topic, question_items
+from .rewrite import first_sentence, norm, question_items
 
 MULTI_PROMPT = ("Rephrase this question in {n} different ways, one per line.\n"
                 "Question: {question}\nRephrased questions:\n")
@@ -23,7 +24,7 @@ VERIFY_NO_DRAFT_PROMPT = ("Question: {question}\nWrite {n} short questions that 
                           "needed to answer it, one per line.\nQuestions:\n")
 
 
-def latest_draft(memory: Mapping[str, Any]) -> str:
+def latest_draft(memory: MemoryView) -> str:
     """The answer being checked: `answer`, else the last of `drafts`, else ''."""
     if memory.get("answer"):
         return str(memory["answer"]).strip()
@@ -32,7 +33,7 @@ def latest_draft(memory: Mapping[str, Any]) -> str:
 
 
 @operator("pre_retrieval.multi_query")
-class MultiQuery(Operator):
+class MultiQuery(Operator["MultiQuery.Params"]):
     """Write n alternative phrasings of the question and search with each (multi-query expansion).
 
     RAG-Fusion style: the model lists other ways to ask; a search node with query_from
@@ -41,7 +42,7 @@ class MultiQuery(Operator):
     at a time at `temperature`, at most n extra calls.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         n: int = Field(3, ge=1, le=8, description="Alternative phrasings to write")
         prompt: str = Field(MULTI_PROMPT, min_length=10, description="Template with {question} and "
                             "{n} slots (plain replacement, no code)")
@@ -54,7 +55,7 @@ class MultiQuery(Operator):
     reads = ("question",)
     writes = ("queries",)
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p, question = self.params, memory["question"]
         prompt = fill(p.prompt, "params.prompt", question=question, n=str(p.n))
         text = ctx.llm.complete(prompt, max_tokens=p.max_tokens).text
@@ -72,7 +73,7 @@ class MultiQuery(Operator):
 
 
 @operator("pre_retrieval.decompose")
-class Decompose(Operator):
+class Decompose(Operator["Decompose.Params"]):
     """Decompose the question into simpler sub-questions, easiest first (least-to-most prompting,
     Zhou et al. 2022).
 
@@ -81,7 +82,7 @@ class Decompose(Operator):
     A question the model cannot split stays one sub-question.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         max_subquestions: int = Field(3, ge=1, le=6, description="Most sub-questions kept")
         prompt: str = Field(DECOMPOSE_PROMPT, min_length=10, description="Template with a "
                             "{question} slot (plain replacement, no code)")
@@ -92,7 +93,7 @@ class Decompose(Operator):
     reads = ("question",)
     writes = ("sub_questions", "queries")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p, question = self.params, memory["question"]
         prompt = fill(p.prompt, "params.prompt", question=question)
         text = ctx.llm.complete(prompt, max_tokens=p.max_tokens).text
@@ -106,7 +107,7 @@ class Decompose(Operator):
 
 
 @operator("pre_retrieval.verification_questions")
-class VerificationQuestions(Operator):
+class VerificationQuestions(Operator["VerificationQuestions.Params"]):
     """Plan verification questions for the draft answer (chain-of-verification, Dhuliawala et al.
     2023).
 
@@ -117,7 +118,7 @@ class VerificationQuestions(Operator):
     none, the fallback asks whether the draft's first sentence is true.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         n: int = Field(3, ge=1, le=6, description="Verification questions to write")
         prompt: str = Field(VERIFY_PROMPT, min_length=10, description="Template with {question}, "
                             "{draft} and {n} slots (plain replacement, no code)")
@@ -127,7 +128,7 @@ class VerificationQuestions(Operator):
     optional_reads = ("answer", "drafts", "sub_questions")
     writes = ("queries", "sub_questions")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p, question = self.params, memory["question"]
         draft = latest_draft(memory)
         asked = list(memory.get("sub_questions") or [])

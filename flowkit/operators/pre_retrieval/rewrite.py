@@ -8,13 +8,16 @@ cleaned and checked against the question's content words, with the question as t
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import Field
 
-from ...registry import Operator, Params, operator
-from .._text import fill, first_line, tokens
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
+from ...memory import MemoryView
+from ...text import content_words, tokens
+from .._text import fill, first_line
 
 REWRITE_PROMPT = "Write a short search query for the question.\nQuestion: {question}\nSearch query:"
 HYDE_PROMPT = ("Write a short encyclopedia passage that answers the question.\n"
@@ -27,12 +30,6 @@ _LABEL = re.compile(
     r"^\s*(?:[-*\u2022>]\s*|\(?\d{1,2}\s*[.):]\s*|(?:search |general |step-back |rephrased |"
     r"rewritten |verification |sub-?)?(?:query|question|passage|rewrite)\s*\d{0,2}\s*:\s*)", re.I)
 _ANSWERISH = re.compile(r"^\s*(?:the\s+)?answer\s*(?:is)?\s*:", re.I)
-STOPWORDS = frozenset(
-    "a an the of in on at to for from by with and or is are was were be been being do does did has "
-    "have had what which who whom whose when where why how that this these those it its as into "
-    "about there their than then so if not no yes can could would should will shall may might "
-    "many much first last one two any some all each other same more most me you your my our "
-    "we".split())
 
 
 def clean_line(text: str) -> str:
@@ -51,16 +48,15 @@ def norm(text: str) -> str:
     return " ".join(tokens(text))
 
 
-def content_words(text: str) -> set[str]:
+def topic_words(text: str) -> set[str]:
     """Words that carry the topic, a plural 's' dropped ('lighthouses' matches 'lighthouse')."""
-    return {w[:-1] if len(w) > 4 and w.endswith("s") else w
-            for w in tokens(text) if len(w) > 2 and w not in STOPWORDS}
+    return {w[:-1] if len(w) > 4 and w.endswith("s") else w for w in content_words(text)}
 
 
 def on_topic(text: str, *anchors: str) -> bool:
     """True when the text shares a content word with the anchors (or the anchors have none)."""
-    want = set().union(*(content_words(a) for a in anchors)) if anchors else set()
-    return not want or bool(content_words(text) & want)
+    want = set().union(*(topic_words(a) for a in anchors)) if anchors else set()
+    return not want or bool(topic_words(text) & want)
 
 
 def question_items(text: str, limit: int, anchors: Iterable[str],
@@ -91,7 +87,7 @@ def first_sentence(text: str) -> str:
 
 
 @operator("pre_retrieval.rewrite")
-class Rewrite(Operator):
+class Rewrite(Operator["Rewrite.Params"]):
     """Rewrite the question into a better search query (Rewrite-Retrieve-Read, Ma et al. 2023).
 
     The model first writes the query the retriever should see; a search node with query_from
@@ -99,7 +95,7 @@ class Rewrite(Operator):
     question is the query.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         prompt: str = Field(REWRITE_PROMPT, min_length=10, description="Template with a {question} "
                             "slot (plain replacement, no code)")
         max_tokens: int = Field(32, ge=4, le=256, description="Longest query in tokens")
@@ -109,7 +105,7 @@ class Rewrite(Operator):
     reads = ("question",)
     writes = ("queries",)
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         question = memory["question"]
         prompt = fill(self.params.prompt, "params.prompt", question=question)
         query = first_sentence(ctx.llm.complete(prompt, max_tokens=self.params.max_tokens).text)
@@ -120,7 +116,7 @@ class Rewrite(Operator):
 
 
 @operator("pre_retrieval.hyde")
-class HyDE(Operator):
+class HyDE(Operator["HyDE.Params"]):
     """Write a hypothetical answer passage and search with it (HyDE, Gao et al. 2022).
 
     A made-up passage that answers the question sits closer to real answer passages in embedding
@@ -129,7 +125,7 @@ class HyDE(Operator):
     which averages the question's embedding with the passages'. Off-topic passages are dropped.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         prompt: str = Field(HYDE_PROMPT, min_length=10, description="Template with a {question} "
                             "slot (plain replacement, no code)")
         max_tokens: int = Field(96, ge=16, le=512, description="Longest passage in tokens")
@@ -143,7 +139,7 @@ class HyDE(Operator):
     reads = ("question",)
     writes = ("queries",)
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p, question = self.params, memory["question"]
         prompt = fill(p.prompt, "params.prompt", question=question)
         found: dict[str, str] = {}
@@ -159,7 +155,7 @@ class HyDE(Operator):
 
 
 @operator("pre_retrieval.step_back")
-class StepBack(Operator):
+class StepBack(Operator["StepBack.Params"]):
     """Ask a more generic step-back question and search with both (step-back prompting, Zheng
     et al. 2023).
 
@@ -168,7 +164,7 @@ class StepBack(Operator):
     question]; only the question when the model repeats it or drifts off topic.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         prompt: str = Field(STEP_BACK_PROMPT, min_length=10, description="Template with a "
                             "{question} slot (plain replacement, no code)")
         max_tokens: int = Field(40, ge=8, le=256, description="Longest step-back question in "
@@ -177,7 +173,7 @@ class StepBack(Operator):
     reads = ("question",)
     writes = ("queries",)
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         question = memory["question"]
         prompt = fill(self.params.prompt, "params.prompt", question=question)
         text = ctx.llm.complete(prompt, max_tokens=self.params.max_tokens).text

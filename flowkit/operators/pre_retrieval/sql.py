@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field
 
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
 from ...errors import OperatorInputError, ResourceError
-from ...memory import Doc
-from ...registry import Operator, Params, operator
+from ...memory import Doc, MemoryView
 from .._text import fill
 from .sql_guard import (
     ATTACHED_FILE,
@@ -80,7 +80,7 @@ def rows_to_docs(columns: list[str], rows: list[list[Any]], sql: str,
 
 
 @operator("pre_retrieval.text_to_sql")
-class TextToSQL(Operator):
+class TextToSQL(Operator["TextToSQL.Params"]):
     """Write one SQLite SELECT for the question, run it on the knowledge base's attached database
     and put the rows in memory (query construction, text-to-SQL).
 
@@ -93,7 +93,7 @@ class TextToSQL(Operator):
     always ends the node with an error.
     """
 
-    class Params(Params):
+    class Params(OperatorParams):
         prompt: str = Field(SQL_PROMPT, min_length=10, description="Template with {schema} and "
                             "{question} slots; ending it with SELECT primes the model's reply")
         max_tokens: int = Field(96, ge=16, le=512, description="Longest query in tokens")
@@ -115,12 +115,12 @@ class TextToSQL(Operator):
     optional_reads = ("documents", "scratch")
     writes = ("documents", "scratch")
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p, question = self.params, memory["question"]
         if not ctx.kb_name:
             raise OperatorInputError("kb.attached_database", "the run has no knowledge base; "
                                      "pass --kb NAME")
-        path = attached_db_path(ctx.resources.data_dir, ctx.kb_name)
+        path = attached_db_path(ctx.data_dir, ctx.kb_name)
         if not path.is_file():
             raise OperatorInputError("kb.attached_database", f"knowledge base '{ctx.kb_name}' has "
                                      f"no attached SQLite database (expected {path}); attach one "
@@ -132,7 +132,7 @@ class TextToSQL(Operator):
             raise ResourceError(f"cannot open the attached database {path}: {err}") from None
         try:
             try:
-                allow = load_allowlist(ctx.resources.data_dir, ctx.kb_name) or \
+                allow = load_allowlist(ctx.data_dir, ctx.kb_name) or \
                     resolve_allowlist(conn)
                 schema = schema_text(conn, p.schema_chars, allow)
             except sqlite3.Error as err:
@@ -159,7 +159,7 @@ class TextToSQL(Operator):
         finally:
             conn.close()
 
-    def _write(self, memory: Mapping[str, Any], ctx: Any, sql: str, columns: list[str],
+    def _write(self, memory: MemoryView, ctx: RunContext, sql: str, columns: list[str],
                rows: list[list[Any]], truncated: bool, error: str) -> dict[str, Any]:
         docs = rows_to_docs(columns, rows, sql, self.params.layout)
         ctx.record_retrieval(sql, "sql", docs)

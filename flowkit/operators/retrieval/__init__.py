@@ -1,2 +1,1 @@
 """Retrieval: BM25, dense (Chroma) and hybrid search over the run's knowledge base."""
-from . import search  # noqa: F401

@@ -5,19 +5,20 @@ ranked list per query in `candidates` and fuses them into `documents` by recipro
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field
 
-from ...memory import Doc
-from ...registry import Operator, Params, operator
+from ...context import RunContext
+from ...contract import Operator, OperatorParams, operator
+from ...memory import Doc, MemoryView
 from .._fuse import rrf
+from .._text import QueryFrom, query_texts
 
 
-class SearchParams(Params):
+class SearchParams(OperatorParams):
     top_k: int = Field(5, ge=1, le=100, description="How many passages to keep")
-    query_from: Literal["question", "queries", "both"] = Field(
+    query_from: QueryFrom = Field(
         "question", description="Search with the question, the rewritten queries, or both")
     add_last_answer: bool = Field(False, description="Append the last draft answer to each query "
                                   "(Iter-RetGen: retrieval guided by the previous generation)")
@@ -25,27 +26,26 @@ class SearchParams(Params):
         default_factory=dict, description="Metadata filter, e.g. {\"source\": \"guide.md\"}")
 
 
-class _Search(Operator):
+SP = TypeVar("SP", bound=SearchParams)
+
+
+class _Search(Operator[SP]):
     reads = ("question",)
     optional_reads = ("queries", "drafts")
     writes = ("documents", "candidates")
     method = ""
 
-    def queries(self, memory: Mapping[str, Any]) -> list[str]:
+    def queries(self, memory: MemoryView) -> list[str]:
         p = self.params
-        qs: list[str] = []
-        if p.query_from in ("question", "both") or not memory.get("queries"):
-            qs.append(memory["question"])
-        if p.query_from in ("queries", "both"):
-            qs += [q for q in memory.get("queries") or [] if q and q not in qs]
+        qs = query_texts(memory, p.query_from)
         if p.add_last_answer and memory.get("drafts"):
             qs = [f"{q} {memory['drafts'][-1]}" for q in qs]
         return qs
 
-    def search(self, query: str, ctx: Any) -> list[Doc]:  # pragma: no cover - abstract
+    def search(self, query: str, ctx: RunContext) -> list[Doc]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def run(self, memory: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         lists = []
         for q in self.queries(memory):
             docs = self.search(q, ctx)
@@ -56,24 +56,24 @@ class _Search(Operator):
 
 
 @operator("retrieval.bm25")
-class BM25Search(_Search):
+class BM25Search(_Search[SearchParams]):
     """BM25 lexical search (bm25s) over the knowledge base's chunks: exact words, names, numbers."""
 
     Params = SearchParams
     method = "bm25"
 
-    def search(self, query: str, ctx: Any) -> list[Doc]:
+    def search(self, query: str, ctx: RunContext) -> list[Doc]:
         return ctx.kb.lexical(query, self.params.top_k, self.params.where or None)
 
 
 @operator("retrieval.dense")
-class DenseSearch(_Search):
+class DenseSearch(_Search[SearchParams]):
     """Dense search: the query's sentence embedding against chunk embeddings in Chroma (cosine)."""
 
     Params = SearchParams
     method = "dense"
 
-    def search(self, query: str, ctx: Any) -> list[Doc]:
+    def search(self, query: str, ctx: RunContext) -> list[Doc]:
         return ctx.kb.dense(query, self.params.top_k, self.params.where or None)
 
 
@@ -86,13 +86,13 @@ class HybridParams(SearchParams):
 
 
 @operator("retrieval.hybrid")
-class HybridSearch(_Search):
+class HybridSearch(_Search[HybridParams]):
     """Hybrid search: BM25 and dense candidates fused by reciprocal rank or weighted scores."""
 
     Params = HybridParams
     method = "hybrid"
 
-    def search(self, query: str, ctx: Any) -> list[Doc]:
+    def search(self, query: str, ctx: RunContext) -> list[Doc]:
         p = self.params
         lex = ctx.kb.lexical(query, p.pool, p.where or None)
         den = ctx.kb.dense(query, p.pool, p.where or None)

@@ -1,0 +1,199 @@
+"""The LangGraph node wrappers: what runs around every operator call (limits, tracing, errors).
+
+Each node visit: check the limits, build the memory view (global memory plus the branch's own
+scope), call the operator with a RunContext that records LLM calls and retrievals, check that it
+wrote only what it declared, emit one StepEvent to the sink, and return the update. Failures are
+wrapped as NodeError with the node's identity and recorded on that step. `make_finish` is the last
+step of every run. The per-run state (`_Run`) travels in the LangGraph config; `flowkit.engine`
+binds it for `run_flow`, `bind_run` for callers that invoke a graph themselves (the export).
+
+Used by flowkit.compile (to build the graph) and flowkit.engine (to run it); imports neither.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from .context import BudgetHit, Resources, RunContext
+from .contract import Operator
+from .errors import FlowkitError, NodeError
+from .memory import visible
+from .spec import Limits
+from .trace import StepEvent, TraceSink, jsonable
+
+#: The id of the finishing step every run ends with.
+FINISH = "_finish"
+
+
+#: The halt reason (and run status) of a run whose `cancel` event was set: it stopped at the next
+#: step boundary.
+CANCELLED = "cancelled"
+
+
+@dataclass
+class _Run:
+    """Per-run state shared by the node wrappers through the LangGraph config."""
+
+    run_id: str
+    resources: Resources
+    kb: str
+    sink: TraceSink
+    limits: Limits
+    started: float = field(default_factory=time.perf_counter)
+    index: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    error: NodeError | None = None
+    cancel: threading.Event | None = None
+
+    def limit_hit(self, state: dict[str, Any], calls: int = 0, tokens: int = 0) -> str:
+        lim = self.limits
+        if self.cancel is not None and self.cancel.is_set():
+            return CANCELLED
+        if state.get("steps", 0) >= lim.max_steps:
+            return f"max_steps ({lim.max_steps})"
+        if state.get("llm_calls", 0) + calls >= lim.max_llm_calls:
+            return f"max_llm_calls ({lim.max_llm_calls})"
+        if state.get("tokens", 0) + tokens >= lim.max_tokens:
+            return f"max_tokens ({lim.max_tokens})"
+        if time.perf_counter() - self.started >= lim.timeout_s:
+            return f"timeout_s ({lim.timeout_s:g})"
+        return ""
+
+    def emit(self, **fields: Any) -> StepEvent:
+        with self.lock:
+            event = StepEvent(run_id=self.run_id, index=self.index, **fields)
+            self.index += 1
+            self.sink.step(event)
+        return event
+
+
+def _run_of(config: RunnableConfig) -> _Run:
+    return config["configurable"]["flowkit_run"]
+
+
+def bind_run(config: RunnableConfig, *, run_id: str, resources: Resources, kb: str, sink: TraceSink,
+             limits: Limits, started: float | None = None) -> RunnableConfig:
+    """A copy of `config` that carries a run context for the wrappers of `make_node` and
+    `make_finish`: for callers that invoke the graph without `run_flow` (the exported LangGraph
+    package, flowkit.export.runtime). `started` is a `time.perf_counter()` value."""
+    run = _Run(run_id=run_id, resources=resources, kb=kb, sink=sink, limits=limits)
+    if started is not None:
+        run.started = started
+    configurable = {**(config.get("configurable") or {}), "flowkit_run": run}
+    return {**config, "configurable": configurable}  # type: ignore[typeddict-item]
+
+
+def make_node(op: Operator[Any], branch: str | None, merge_inputs: tuple[str, ...]) -> Any:
+    """The LangGraph node function for one operator instance."""
+
+    allowed = set(op.writes) | ({"route"} if op.kind in ("router", "judge") else set())
+
+    def node(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        run = _run_of(config)
+        if state.get("halt"):
+            return {}
+        reason = run.limit_hit(state)
+        if reason:
+            return {"halt": reason}
+        visit = (state.get("visits") or {}).get(op.node_id, 0) + 1
+        view = dict(state)
+        if branch:
+            view.update((state.get("branches") or {}).get(branch, {}))
+        if op.kind == "merge":
+            view["branches"] = [(state.get("branches") or {}).get(b, {}) for b in merge_inputs]
+        before = jsonable(visible(view))
+        if op.kind == "merge":
+            before["branches"] = jsonable(view["branches"])   # what the merge joined
+        usage = {"steps": state.get("steps", 0), "llm_calls": state.get("llm_calls", 0),
+                 "tokens": state.get("tokens", 0),
+                 "elapsed_s": round(time.perf_counter() - run.started, 3)}
+        ctx = RunContext(run.resources, run.kb, op.node_id, visit,
+                         budget=lambda calls, tokens: run.limit_hit(state, calls, tokens),
+                         usage=usage, limits=run.limits)
+        t0 = time.perf_counter()
+        started_at = time.time()
+        halt = ""
+        try:
+            updates = op.run(MappingProxyType(view), ctx) or {}
+            extra = set(updates) - allowed
+            if extra:
+                raise FlowkitError(f"wrote undeclared memory key(s) {sorted(extra)}; "
+                                   f"declared: {sorted(allowed)}")
+        except BudgetHit as hit:
+            updates, halt = {}, hit.reason
+        except Exception as err:  # noqa: BLE001 - any operator failure is wrapped with its node
+            wrapped = NodeError(op.node_id, op.key, visit, err)
+            run.emit(node_id=op.node_id, operator=op.key, visit=visit, memory_before=before,
+                     memory_after=before, llm_calls=ctx.llm_calls, retrievals=ctx.retrievals,
+                     ms=round((time.perf_counter() - t0) * 1000, 2), error=str(wrapped),
+                     branch=branch, started_at=started_at)
+            run.error = wrapped
+            raise wrapped from err
+        ms = (time.perf_counter() - t0) * 1000
+        after = {**before, **jsonable(updates)}
+        if "history" in updates:      # history appends (reducer); show the whole list after
+            after["history"] = [*before.get("history", []), *after["history"]]
+        if op.kind == "merge":
+            after.pop("branches", None)
+        run.emit(node_id=op.node_id, operator=op.key, visit=visit, memory_before=before,
+                 memory_after=after, llm_calls=ctx.llm_calls, retrievals=ctx.retrievals,
+                 ms=round(ms, 2), error=(f"stopped: {halt}" if halt else None), branch=branch,
+                 started_at=started_at)
+        out: dict[str, Any] = {"visits": {op.node_id: 1}, "steps": 1,
+                               "llm_calls": len(ctx.llm_calls), "tokens": ctx.tokens}
+        if halt:
+            out["halt"] = halt
+        if branch:
+            out["branches"] = {branch: updates}
+        else:
+            out.update(updates)
+        if op.kind == "merge" and merge_inputs:
+            out["branches"] = {b: None for b in merge_inputs}
+        return out
+
+    node.__name__ = f"node_{op.node_id}"
+    return node
+
+
+FALLBACK_PROMPT = ("Answer the question in one short sentence using the passages.\n\n{passages}\n\n"
+                   "Question: {question}\nAnswer:")
+
+
+def make_finish() -> Any:
+    """The last step of every run. After a halt it still leaves an answer from what is in memory."""
+
+    def finish(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        run = _run_of(config)
+        if not state.get("halt") or state.get("answer") or state["halt"] == CANCELLED:
+            return {}
+        before = jsonable(visible(state))
+        ctx = RunContext(run.resources, run.kb, FINISH, 1)
+        t0 = time.perf_counter()
+        answer = ""
+        drafts = state.get("drafts") or []
+        if drafts:
+            answer = drafts[-1]
+        else:
+            docs = state.get("documents") or []
+            passages = "\n".join(f"[{d.get('id')}] {d.get('text', '')[:400]}" for d in docs[:3])
+            try:   # one last call, exempt from the budget, so the user gets an answer
+                answer = ctx.llm.complete(FALLBACK_PROMPT.format(
+                    passages=passages or "(none)", question=state.get("question", "")),
+                    max_tokens=48).text
+            except FlowkitError as err:
+                answer = ""
+                run.emit(node_id=FINISH, operator="engine.finish", visit=1, memory_before=before,
+                         memory_after=before, llm_calls=ctx.llm_calls, retrievals=[],
+                         ms=round((time.perf_counter() - t0) * 1000, 2), error=str(err))
+                return {}
+        run.emit(node_id=FINISH, operator="engine.finish", visit=1, memory_before=before,
+                 memory_after={**before, "answer": answer}, llm_calls=ctx.llm_calls, retrievals=[],
+                 ms=round((time.perf_counter() - t0) * 1000, 2))
+        return {"answer": answer, "llm_calls": len(ctx.llm_calls), "tokens": ctx.tokens}
+
+    return finish
