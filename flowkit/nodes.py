@@ -85,7 +85,7 @@ def bind_run(config: RunnableConfig, *, run_id: str, resources: Resources, kb: s
     if started is not None:
         run.started = started
     configurable = {**(config.get("configurable") or {}), "flowkit_run": run}
-    return {**config, "configurable": configurable}  # type: ignore[typeddict-item]
+    return {**config, "configurable": configurable}
 
 
 def make_node(op: Operator[Any], branch: str | None, merge_inputs: tuple[str, ...]) -> Any:

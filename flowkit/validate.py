@@ -214,7 +214,7 @@ def check(spec: FlowSpec) -> list[Problem]:
                     problems.append(_p("merge_from_router", f"merge '{node}' is fed by router "
                                        f"'{pred}' inside a branch", node, "edges",
                                        hint="end each branch with a plain node"))
-    if entry in g and len(classes) == len(spec.nodes):
+    if entry is not None and entry in g and len(classes) == len(spec.nodes):
         problems += _answer_path_problems(spec, g, entry, classes, instances)
     return problems
 

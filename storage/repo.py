@@ -7,9 +7,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import CursorResult, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from flowkit.errors import FlowkitError, NotFoundError, StaleSaveError
@@ -186,9 +186,9 @@ class Store:
                                    "another name")
             new = expected_version + 1
             # compare-and-set: only one of two concurrent saves of the same version wins
-            res = s.execute(update(FlowRow).where(FlowRow.id == row.id,
+            res = cast(CursorResult[Any], s.execute(update(FlowRow).where(FlowRow.id == row.id,
                                                   FlowRow.version == expected_version)
-                            .values(version=new, description=spec.description, updated_at=utcnow()))
+                            .values(version=new, description=spec.description, updated_at=utcnow())))
             if res.rowcount != 1:
                 current = s.scalar(select(FlowRow.version).where(FlowRow.id == row.id)) or 0
                 raise StaleSaveError(spec.name, expected_version, current)

@@ -42,9 +42,11 @@ def fork_status(ws: Workspace, jobs: JobManager, run_id: str) -> None:
         _show(jobs, job)
         return
 
+    fork_id = job.id
+
     @st.fragment(run_every=1.0)
     def _poll() -> None:
-        now = jobs.get(job_id)
+        now = jobs.get(fork_id)
         if now is None or now.finished:
             st.rerun()      # the whole page again, which shows the result outside this fragment
         _show(jobs, now)

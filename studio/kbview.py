@@ -11,7 +11,9 @@ from typing import Any
 
 from flowkit import registry
 from flowkit.errors import FlowkitError, ResourceError
+from flowkit.contract import Operator
 from flowkit.operators._fuse import rrf
+from flowkit.operators.indexing.graph import load_graph
 from flowkit.operators.pre_retrieval.sql import attach_database
 from flowkit.operators.pre_retrieval.sql_guard import (
     ALLOW_KEY,
@@ -58,7 +60,7 @@ def create(resources: Any, name: str, description: str = "") -> KnowledgeBase:
     return kb
 
 
-def chunkers() -> dict[str, type]:
+def chunkers() -> dict[str, type[Operator[Any]]]:
     """Indexing operators that can chunk documents (they have a chunk() method)."""
     return {k: c for k, c in registry.all_operators().items() if hasattr(c, "chunk")}
 
@@ -102,15 +104,7 @@ def load_kg(kb_dir: Path) -> Any:
     path = kb_dir / GRAPH_FILE
     if not path.is_file():
         return None
-    try:
-        from flowkit.operators.indexing.graph import load_graph
-    except ImportError:
-        load_graph = None
-    if load_graph is not None:
-        return load_graph(kb_dir)
-    from networkx.readwrite import json_graph
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return json_graph.node_link_graph(data, edges="links" if "links" in data else "edges")
+    return load_graph(kb_dir)
 
 
 def attached_database(kb: Any) -> Path | None:

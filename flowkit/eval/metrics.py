@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -234,7 +234,7 @@ def paired_bootstrap(results: Sequence[QuestionResult], baseline: Sequence[Quest
     return PairedDiff(metric, flow, baseline[0].flow if baseline else "", len(diffs), mean, low, high)
 
 
-def disagreements(per_flow: dict[str, Sequence[QuestionResult]]) -> list[str]:
+def disagreements(per_flow: Mapping[str, Sequence[QuestionResult]]) -> list[str]:
     """Question ids on which the flows differ: different EM or different normalised answers."""
     by_q: dict[str, list[QuestionResult]] = {}
     for rs in per_flow.values():

@@ -102,10 +102,10 @@ def run_parallel(tasks: Sequence[Task], make_workspace: Callable[[], Any], specs
         ray.init(**kwargs)
         started_here = True
     try:
-        actor_cls = ray.remote(num_cpus=1)(_Worker)
+        actor_cls: Any = ray.remote(num_cpus=1)(_Worker)
         threads = max(1, (os.cpu_count() or 1) // max(1, workers)) \
             if address in LOCAL_ADDRESSES else 0
-        actors = [actor_cls.remote(make_workspace, specs, kb, eval_id, versions, threads)
+        actors: list[Any] = [actor_cls.remote(make_workspace, specs, kb, eval_id, versions, threads)
                   for _ in range(max(1, workers))]
         pending = list(tasks)
         in_flight: dict[Any, Any] = {}

@@ -236,7 +236,7 @@ def _run_serially(ws: Any, plan: EvalPlan, repo: EvalStore, statuses: dict[str, 
 
 def _run_on_workers(plan: EvalPlan, repo: EvalStore, statuses: dict[str, str], out: Outcome,
                     finished: Callable[[int, int, str], None], stop: threading.Event | None,
-                    workers: int, make_workspace: Callable[[], Any], address: str) -> None:
+                    workers: int, make_workspace: Callable[[], Any] | None, address: str) -> None:
     from .parallel import Task, run_parallel
     tasks: list[Task] = []
     for qi, q in enumerate(plan.questions):
@@ -251,6 +251,8 @@ def _run_on_workers(plan: EvalPlan, repo: EvalStore, statuses: dict[str, str], o
                 out.redone += 1
             tasks.append(Task(fi, qi, rid, str(q["question"])))
     if tasks:
+        if make_workspace is None:
+            raise FlowkitError("--workers needs a workspace factory for the workers")
         run_parallel(tasks, make_workspace, [f.spec for f in plan.flows],
                      [f.version for f in plan.flows], plan.kb, plan.eval_id, workers, address,
                      on_done=lambda t, status: finished(t.flow_index, t.question_index, status),

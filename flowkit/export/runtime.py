@@ -119,8 +119,10 @@ class ExportSettings:
         except ValueError:
             raise ResourceError(f"chroma_port must be a number; got {values['chroma_port']!r} "
                                 f"(FLOWKIT_CHROMA_PORT or {SETTINGS_FILE})") from None
-        return cls(**{f.name: (values[f.name] if f.name == "chroma_port" else str(values[f.name]))
-                      for f in fields(cls) if f.name in values})
+        kwargs: dict[str, Any] = {f.name: (values[f.name] if f.name == "chroma_port"
+                                           else str(values[f.name]))
+                                  for f in fields(cls) if f.name in values}
+        return cls(**kwargs)
 
     def resources(self) -> Resources:
         """Lazy flowkit Resources for these settings (nothing is loaded yet)."""

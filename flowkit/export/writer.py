@@ -147,6 +147,13 @@ def _paths(targets: set[str]) -> Arg:
     return render
 
 
+def _router_call(name: str, router: list[Arg]) -> Arg:
+    """The argument `name(router...)`, laid out when its place on the line is known."""
+    def arg(indent: int, used: int) -> str:
+        return _call(name, router, indent, used)
+    return arg
+
+
 def _edges(plan: Wiring) -> list[str]:
     """The edge statements, in the order of the plan (the flow's nodes, then the joins)."""
     lines = []
@@ -164,9 +171,7 @@ def _edges(plan: Wiring) -> list[str]:
             lines.append(_call("builder.add_edge", [_lit(src), _lit(e.target)]))
             continue
         lines.append(_call("builder.add_conditional_edges", [
-            _lit(e.source),
-            lambda indent, used, name=name, router=router: _call(name, router, indent, used),
-            _paths(dests)]))
+            _lit(e.source), _router_call(name, router), _paths(dests)]))
     return lines
 
 

@@ -9,7 +9,7 @@ from ..spec import EdgeSpec, FlowSpec, Limits, NodeSpec
 def flow(name: str, nodes: list[tuple[str, str] | tuple[str, str, dict[str, Any]]],
          edges: list[str], limits: dict[str, Any] | None = None, entry: str | None = None) -> FlowSpec:
     """Build a FlowSpec; an edge is 'src>dst' or 'src>dst:label'."""
-    node_specs = [NodeSpec(id=n[0], operator=n[1], params=(n[2] if len(n) > 2 else {}))  # type: ignore[misc]
+    node_specs = [NodeSpec(id=n[0], operator=n[1], params=(n[2] if len(n) > 2 else {}))
                   for n in nodes]
     edge_specs = []
     for e in edges:

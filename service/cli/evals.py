@@ -153,7 +153,7 @@ def cmd_evals(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add the eval, evals and dataset subcommands."""
     s = sub.add_parser("eval", help="compare flows on a question set (resumable)")
     s.add_argument("--flow", action="append", default=[],

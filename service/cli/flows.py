@@ -110,7 +110,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add the flows, operators, templates, validate and export subcommands."""
     s = sub.add_parser("flows", help="saved flows: list | import FILE | export NAME")
     s.add_argument("action", choices=["list", "import", "export"])

@@ -104,7 +104,7 @@ def _print(report: dict[str, Any], out: Any) -> None:
     out.print(f"wrote {report['path']} (examples: {report['examples_path']})")
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add the train-judge subcommand."""
     s = sub.add_parser("train-judge", help="train the sufficiency classifier of the early-stop "
                        "chain from runs on a question set")

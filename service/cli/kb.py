@@ -48,7 +48,7 @@ def cmd_kb(args: argparse.Namespace) -> int:
 
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add the ingest, setup and kb subcommands."""
     s = sub.add_parser("ingest", help="add files (.jsonl {id,title,text}, .txt, .md, .pdf) to a KB")
     s.add_argument("--kb", required=True)

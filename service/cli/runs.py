@@ -104,7 +104,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add the run and trace subcommands."""
     s = sub.add_parser("run", help="run a flow on one question")
     s.add_argument("flow", help="a flow file, a saved flow name or a template name")
