@@ -1,6 +1,7 @@
 """The comparison runner: stored runs with traces, deterministic ids, resume after a stop or SIGKILL."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
@@ -8,6 +9,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import update
@@ -104,10 +106,21 @@ def test_resume_by_id_uses_the_stored_flows(world):
     assert run_evaluation(world.ws, world.repo, stored).skipped == 4
 
 
+def _eval_conftest() -> Any:
+    """This folder's conftest.py as a module of its own name: `from conftest import ...` would
+    find whichever conftest another test folder loaded first."""
+    spec = importlib.util.spec_from_file_location("eval_conftest", Path(__file__).with_name("conftest.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 CHILD = r'''
 import sys, time
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
+from typing import Any
 from conftest import make_workspace, fake_llm, answer_for
 from flowkit.testing import FakeLLM
 from flowkit.eval.datasets import from_path
@@ -153,8 +166,7 @@ def test_sigkilled_evaluation_resumes(world):
     assert world.repo.get_eval(eval_id).status == "running"          # as the dead process left it
     assert world.repo.live_status(eval_id) == "interrupted"           # nobody is running it
     # the next start (a fresh Workspace marks the dead process's run interrupted) resumes it
-    from conftest import make_workspace
-    ws = make_workspace(world.root / "home")
+    ws = _eval_conftest().make_workspace(world.root / "home")
     repo = EvalRepo(ws.store)
     assert "interrupted" in repo.statuses(eval_id).values()
     plan = plan_for(type(world)(world.root, ws, repo, world.dataset, world.good, world.vague))
