@@ -112,6 +112,7 @@ def _eval_conftest() -> Any:
     spec = importlib.util.spec_from_file_location("eval_conftest", Path(__file__).with_name("conftest.py"))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module            # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
