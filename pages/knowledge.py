@@ -36,7 +36,7 @@ else:
 # ---- the knowledge base this page works on (?kb=) ---------------------------------------------
 want = st.query_params.get("kb")
 if want in names and state.get("kb_pick") != want:
-    state["kb_pick"] = want
+    state["kb_pick"] = state["kb_ingest_target"] = want   # a new KB: "Into" names it too
 if state.get("kb_pick") not in names:
     state["kb_pick"] = names[0] if names else None
 
@@ -60,9 +60,9 @@ with ingest_col, st.container(border=True):
     if not names:
         st.caption("Create a knowledge base first.")
     else:
-        target = st.selectbox("Into", names, key="kb_ingest_target",
-                              index=names.index(state["kb_pick"]) if state.get("kb_pick") in names
-                              else 0)
+        if state.get("kb_ingest_target") not in names:
+            state["kb_ingest_target"] = state["kb_pick"]
+        target = st.selectbox("Into", names, key="kb_ingest_target")
         files = st.file_uploader("Files (.txt, .md, .jsonl with id/title/text, .pdf)",
                                  type=kbview.UPLOAD_TYPES, accept_multiple_files=True,
                                  key="kb_files")
