@@ -9,7 +9,7 @@ from streamlit_flow import streamlit_flow
 from flowkit import registry
 from flowkit.errors import FlowkitError, NotFoundError
 from flowkit.spec import Limits
-from studio import canvas, diffs, forms, inert, palette
+from studio import canvas, diffs, forms, inert, keys, palette
 from studio.editor import K_GEN, Editor, canvas_key
 from studio.workspace import get_workspace
 
@@ -161,8 +161,7 @@ run_clicked = bar[2].button("Run ▶", key="editor_run", width="stretch",
 with bar[3].popover("Discard", width="stretch", disabled=not dirty):
     st.write("Throw away your unsaved changes and load the saved flow?")
     st.button("Discard my changes", key="editor_discard", on_click=_discard)
-bar[4].button("Delete selected", key="editor_delete", on_click=_delete, width="stretch",
-              disabled=not ed.selected, help="Delete the selected node (with its edges) or edge")
+delete_box = bar[4].empty()   # filled after the canvas reports this run's selection
 if run_clicked:
     if not ed.dirty() or ed.save("saved before a run") is not None:
         st.session_state["run_flow"] = draft.flow
@@ -183,9 +182,14 @@ with middle:
                               get_edge_on_click=True, enable_node_menu=False,
                               enable_edge_menu=False, enable_pane_menu=False, hide_watermark=True)
     st.caption("Drag from a node's right handle to another node's left handle to connect them. "
-               "Click a node or edge to edit it; delete it with **Delete selected**.")
+               "Click a node or edge to edit it; delete it with **Delete selected** or the "
+               "Delete / Backspace key.")
 if ed.take_canvas(returned):
     st.rerun()
+delete_box.button("Delete selected", key="editor_delete", on_click=_delete, width="stretch",
+                  disabled=not ed.selected,
+                  help="Delete the selected node (with its edges) or edge (keys: Delete, Backspace)")
+keys.click_on_delete_key("Delete selected")
 spec = ed.spec
 problems = ed.problems(spec)
 
@@ -198,7 +202,7 @@ with right:
         cls = registry.get(node.operator)
         head, close = st.columns([4, 1])
         head.markdown(f"**Node {inert.code(node.id)}**")
-        close.button("✕", key="editor_deselect", on_click=_deselect, help="Close")
+        close.button(":material/close:", key="editor_deselect", on_click=_deselect, help="Close")
         st.caption(inert.code(node.operator))
         st.text_input("Label", value=node.label, key=f"editor_label_{gen}_{sel}",
                       on_change=_set_label, args=(sel, f"editor_label_{gen}_{sel}"))
@@ -220,7 +224,7 @@ with right:
         _, e = edge
         head, close = st.columns([4, 1])
         head.markdown(f"**Edge {inert.code(e.source)} → {inert.code(e.target)}**")
-        close.button("✕", key="editor_deselect", on_click=_deselect, help="Close")
+        close.button(":material/close:", key="editor_deselect", on_click=_deselect, help="Close")
         labels = canvas.route_labels(spec.node(e.source)) if e.source in node_ids else ()
         if labels:
             options = ["(none)", *labels] + ([e.label] if e.label and e.label not in labels else [])
