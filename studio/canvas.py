@@ -86,10 +86,10 @@ def auto_layout(spec: FlowSpec) -> dict[str, Position]:
 def _node_content(node: NodeSpec, marks: list[Problem]) -> str:
     title = node.label or node.id
     flag = ""
-    if any(p.severity == "error" for p in marks):
-        flag = "❗ "
+    if any(p.severity == "error" for p in marks):   # plain text: no emoji font needed
+        flag = "(error) "
     elif marks:
-        flag = "⚠ "
+        flag = "(warning) "
     sub = f"{node.id} · " if node.label and node.label != node.id else ""
     return f"{flag}**{title}**  \n{sub}`{node.operator}`"
 
