@@ -176,12 +176,13 @@ with left:
 
 with middle:
     returned = streamlit_flow(canvas_key(draft.flow), ed.canvas_state(), height=620,
-                              fit_view=ed.fit_view,
+                              fit_view=ed.fit_view, min_zoom=0.2,
                               show_controls=True, show_minimap=len(spec.nodes) > 30,
                               allow_new_edges=True, get_node_on_click=True,
                               get_edge_on_click=True, enable_node_menu=False,
                               enable_edge_menu=False, enable_pane_menu=False, hide_watermark=True)
-    st.caption("Drag from a node's right handle to another node's left handle to connect them. "
+    st.caption("Drag from a node's output handle (right, or bottom in a long flow) to another "
+               "node's input handle to connect them; purple edges are a loop's way back. "
                "Click a node or edge to edit it; delete it with **Delete selected** or the "
                "Delete / Backspace key.")
 if ed.take_canvas(returned):

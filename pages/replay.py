@@ -131,9 +131,10 @@ if offset:
 graph_col, info_col = st.columns([3, 2])
 with graph_col:
     nodes, edges = graphview.flow_picture(run.spec, [*before, *steps], len(before) + idx)
-    graphview.draw(nodes, edges, key=f"replay_graph_{run.id}", height=300)
+    graphview.draw(nodes, edges, key=f"replay_graph_{run.id}", height=380)
     st.caption(":orange[■] this step · :blue[■] visited before · :red[■] failed · pale: not "
-               "reached yet · thick blue edges: the path so far")
+               "reached yet · thick blue edges: the path so far · edges below the nodes: "
+               "a loop's way back")
 with info_col:
     st.markdown(f"### Step {offset + idx} of {offset + n - 1}: {inert.code(step.node_id)}")
     st.markdown(f"{inert.code(step.operator)} · visit {step.visit}"

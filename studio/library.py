@@ -44,7 +44,8 @@ def create_flow(store: Store, name: str, template: str = BLANK) -> int:
     if template == BLANK:
         spec = FlowSpec(name=name, description="")
     else:
-        spec = templates.load_template(template).model_copy(update={"name": name})
+        # laid out afresh by studio/layout.py (loops routed around the nodes), not as stored
+        spec = templates.load_template(template).model_copy(update={"name": name, "layout": {}})
     return store.save_flow(spec, expected_version=None, message=f"created from {template}")
 
 

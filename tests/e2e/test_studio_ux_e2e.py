@@ -27,6 +27,7 @@ from test_editor_e2e import (ARTIFACTS, WAIT_MS, add_from_palette, canvas, event
 
 pytestmark = pytest.mark.e2e
 LIGHTHOUSE = "In what year was the Corren Lighthouse first lit?"
+LAID_OUT = ("ircot", "agent_unirag", "self_rag")
 
 
 def _answer(prompt: str) -> str:
@@ -67,6 +68,9 @@ def _record(data_dir: Path) -> dict[str, str]:
                        None)
     ws.store.save_flow(templates.load_template("naive_rag").model_copy(update={"name": "del"}),
                        None)
+    for t in LAID_OUT:
+        ws.store.save_flow(templates.load_template(t).model_copy(
+            update={"name": f"{t}_flow", "layout": {}}), None)
     return {"plain": plain, "ircot": ircot, "fork": fork, "eval": plan.eval_id}
 
 
@@ -300,4 +304,91 @@ def test_small_things(studio: Any, browser: Any) -> None:
     page.goto(f"{url}/editor?flow=tabs")
     canvas(page).locator(".react-flow__node").first.wait_for()
     assert "❗" not in canvas(page).locator("body").inner_text()
+    page.context.close()
+
+
+# ---- 3: loops and wide flows on the canvas ------------------------------------------------------
+def _boxes(page: Any, selector: str) -> dict[str, dict[str, float]]:
+    """Bounding boxes (page coordinates) of canvas elements by their data-id / data-testid."""
+    out = {}
+    loc = canvas(page).locator(selector)
+    for i in range(loc.count()):
+        el = loc.nth(i)
+        key = el.get_attribute("data-id") or el.get_attribute("data-testid") or str(i)
+        box = el.bounding_box()
+        if box:
+            out[key] = box
+    return out
+
+
+def _label_box(page: Any, edge_id: str) -> dict[str, float]:
+    edge = canvas(page).locator(f'[data-testid="rf__edge-{edge_id}"]')
+    return edge.locator(".react-flow__edge-text").bounding_box()
+
+
+def _inside(inner: dict[str, float], outer: dict[str, float], slack: float = 1.0) -> bool:
+    return (inner["x"] >= outer["x"] - slack and inner["y"] >= outer["y"] - slack
+            and inner["x"] + inner["width"] <= outer["x"] + outer["width"] + slack
+            and inner["y"] + inner["height"] <= outer["y"] + outer["height"] + slack)
+
+
+def _centre(b: dict[str, float]) -> tuple[float, float]:
+    return b["x"] + b["width"] / 2, b["y"] + b["height"] / 2
+
+
+@pytest.mark.parametrize("template,loop,label,n_nodes", [
+    ("ircot", "enough->retrieve", "continue", 4),
+    ("agent_unirag", "reflect->plan", "", 4),
+    ("self_rag", "rewrite->search", "", 8)])
+def test_loops_are_routed_below_and_the_flow_fits_at_1366(studio: Any, browser: Any,
+                                                          template: str, loop: str, label: str,
+                                                          n_nodes: int) -> None:
+    url = studio[0]
+    page = new_page(browser, 1366, 768)
+    flow = f"{template}_flow"
+    page.goto(f"{url}/editor?flow={flow}")
+    eventually(lambda: canvas(page).locator(".react-flow__node").count() >= n_nodes,
+               what="the nodes")
+    canvas(page).locator(".react-flow__controls-fitview").click()
+    settle(page)
+    page.locator("iframe[title*='streamlit_flow']").evaluate(
+        "f => f.scrollIntoView({block: 'center'})")
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(ARTIFACTS / f"layout_{template}_1366.png"))
+    frame = page.locator("iframe[title*='streamlit_flow']").bounding_box()
+    nodes = {k: b for k, b in _boxes(page, ".react-flow__node").items() if "~" not in k}
+    assert len(nodes) == n_nodes
+    for nid, b in nodes.items():                          # the whole flow is in view
+        assert _inside(b, frame), (nid, b, frame)
+    bottom = max(b["y"] + b["height"] for b in nodes.values())
+    right = max(b["x"] + b["width"] for b in nodes.values())
+
+    def beyond(b: dict[str, float]) -> bool:      # below every node, or right of every node
+        return b["y"] > bottom or b["x"] > right
+    # the loop's way back: three pieces, the lane beyond every node, ending at the target
+    lane = canvas(page).locator(f'[data-testid="rf__edge-{loop}~lane"] path').first.bounding_box()
+    assert lane is not None and beyond(lane), (lane, bottom, right)
+    assert min(lane["width"], lane["height"]) < 3         # a straight lane
+    assert _inside(lane, frame)
+    target = nodes[loop.split("->")[1]]
+    box = canvas(page).locator(f'[data-testid="rf__edge-{loop}~in"] path').first.bounding_box()
+    near = {"x": target["x"] - 8, "y": target["y"] - 8, "width": target["width"] + 16,
+            "height": target["height"] + 16}
+    assert (box["x"] < near["x"] + near["width"] and near["x"] < box["x"] + box["width"]
+            and box["y"] < near["y"] + near["height"] and near["y"] < box["y"] + box["height"]), \
+        (box, target)                                     # it arrives at the loop's target
+    if label:
+        text = _label_box(page, f"{loop}~lane")
+        assert beyond(text), text                         # on the lane, clear of the nodes
+        assert text["height"] >= 8, text                  # legible at this zoom
+    if template == "agent_unirag":      # 'done' sits on its own edge, nearer 'final' than 'search'
+        done = _centre(_label_box(page, "plan->final"))
+        fin, search = _centre(nodes["final"]), _centre(nodes["search"])
+        assert (done[0] - fin[0]) ** 2 + (done[1] - fin[1]) ** 2 < \
+            (done[0] - search[0]) ** 2 + (done[1] - search[1]) ** 2
+        for nid, b in nodes.items():
+            assert not _inside({"x": done[0], "y": done[1], "width": 0, "height": 0}, b), nid
+    texts = canvas(page).locator(".react-flow__node strong")
+    heights = [texts.nth(i).bounding_box()["height"] for i in range(texts.count())]
+    assert heights and min(heights) >= 7, heights          # node titles legible
     page.context.close()
