@@ -131,7 +131,8 @@ if offset:
 graph_col, info_col = st.columns([3, 2])
 with graph_col:
     nodes, edges = graphview.flow_picture(run.spec, [*before, *steps], len(before) + idx)
-    graphview.draw(nodes, edges, key=f"replay_graph_{run.id}", height=380)
+    graphview.draw(nodes, edges, key=f"replay_graph_{run.id}",
+                   height=graphview.picture_height(run.spec))
     st.caption(":orange[■] this step · :blue[■] visited before · :red[■] failed · pale: not "
                "reached yet · thick blue edges: the path so far · edges below the nodes: "
                "a loop's way back")

@@ -108,6 +108,14 @@ def flow_picture(spec: FlowSpec | dict[str, Any], steps: list[StepEvent],
     return nodes, edges
 
 
+def picture_height(spec: FlowSpec | dict[str, Any], width_px: float = 580.0) -> int:
+    """Pixels high for the replay picture of a flow drawn `width_px` wide: tall enough that a
+    long (top to bottom) flow is drawn at a legible zoom, 300 to 600."""
+    w, h = flow_layout.layout(_spec(spec)).extent()
+    zoom = min(1.0, width_px / max(w + 60.0, 1.0))
+    return int(max(300, min(600, (h + 60.0) * zoom)))
+
+
 def _arrivals(shown: list[StepEvent],
               edges: set[tuple[str, str]]) -> list[tuple[str, str] | None]:
     """For each step, the edge the run came along: from the latest earlier step whose node has an

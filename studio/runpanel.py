@@ -118,7 +118,7 @@ def render(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
         col.metric(name, value)
     cited = runview.cited_passages(run, steps)
     if cited and not runview.model_cited(steps):
-        st.caption("The model cited no passage (no [n] in its answer).")
+        st.caption("The answer cites no passage: the model wrote no [n] mark.")
     elif cited:
         st.markdown("**Cited passages**")
         for i, d in enumerate(cited, 1):

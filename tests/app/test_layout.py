@@ -116,3 +116,10 @@ def test_replay_graph_routes_and_labels_the_loop() -> None:
     into = next(e for e in edges if e["to"] == "retrieve")
     assert into["from"] in {c["id"] for c in corners} and into["arrows"] == "to"
     assert all(n["font"]["size"] >= 16 for n in real) and lane["font"]["size"] >= 14
+
+
+def test_replay_picture_is_tall_enough_for_a_long_flow() -> None:
+    from studio import graphview
+    short = graphview.picture_height(templates.load_template("naive_rag"))
+    tall = graphview.picture_height(templates.load_template("self_rag"))
+    assert short == 300 and 500 <= tall <= 600

@@ -286,7 +286,7 @@ def test_small_things(studio: Any, browser: Any) -> None:
 
     # cited passages: the model wrote no [n]
     page.goto(f"{url}/run?run={ids['plain']}")
-    page.get_by_text("The model cited no passage").wait_for()
+    page.get_by_text("The answer cites no passage: the model wrote no [n]").wait_for()
     assert page.get_by_text("Cited passages").count() == 0
 
     # compare: ≈ for Acc without EM; every EM 0 said in words
