@@ -186,8 +186,10 @@ def layout(spec: FlowSpec, fixed: dict[str, Position] | None = None,
     else:
         positions = {nid: Position(x=layer[nid] * X_STEP, y=row[nid] * Y_STEP) for nid in row}
     positions.update({k: v for k, v in (fixed or {}).items() if k in positions})
-    lanes = _lanes_tb(spec, positions, back) if direction == "TB" else \
-        _lanes(spec, positions, back)
+    skips = {i for i, e in enumerate(spec.edges) if e.source in layer and e.target in layer
+             and layer[e.target] - layer[e.source] > 1}   # only these can pass a node
+    lanes = _lanes_tb(spec, positions, back, skips) if direction == "TB" else \
+        _lanes(spec, positions, back, skips)
     return FlowLayout(positions=positions, layers=layer, back_edges=back, lanes=lanes,
                       direction=direction)
 
@@ -205,7 +207,8 @@ def _in_the_way(spec: FlowSpec, i: int, pos: dict[str, Position], tb: bool = Fal
                for nid, p in pos.items() if nid not in (e.source, e.target))
 
 
-def _lanes_tb(spec: FlowSpec, pos: dict[str, Position], back: set[int]) -> dict[int, Lane]:
+def _lanes_tb(spec: FlowSpec, pos: dict[str, Position], back: set[int],
+              skips: set[int]) -> dict[int, Lane]:
     """Lanes when layers run top to bottom: back-edges on the right, skipping edges on the left."""
     if not pos:
         return {}
@@ -227,7 +230,7 @@ def _lanes_tb(spec: FlowSpec, pos: dict[str, Position], back: set[int]) -> dict[
             lanes[i] = Lane(i, Position(x=x, y=s.y + NODE_H + 20), Position(x=x, y=t.y - 20),
                             below=True, first_in="left", first_out="top",
                             second_in="bottom", second_out="left")
-        elif _in_the_way(spec, i, pos, tb=True):
+        elif i in skips and _in_the_way(spec, i, pos, tb=True):
             x = left - n_left * LANE_GAP
             n_left += 1
             lanes[i] = Lane(i, Position(x=x, y=s.y + NODE_H + 20), Position(x=x, y=t.y - 20),
@@ -236,7 +239,8 @@ def _lanes_tb(spec: FlowSpec, pos: dict[str, Position], back: set[int]) -> dict[
     return lanes
 
 
-def _lanes(spec: FlowSpec, pos: dict[str, Position], back: set[int]) -> dict[int, Lane]:
+def _lanes(spec: FlowSpec, pos: dict[str, Position], back: set[int],
+           skips: set[int]) -> dict[int, Lane]:
     if not pos:
         return {}
     bottom = max(p.y for p in pos.values()) + NODE_H + LANE_GAP
@@ -256,7 +260,7 @@ def _lanes(spec: FlowSpec, pos: dict[str, Position], back: set[int]) -> dict[int
             below += 1
             lanes[i] = Lane(i, Position(x=s.x + NODE_W + 24, y=y), Position(x=t.x - 24, y=y),
                             below=True)
-        elif _in_the_way(spec, i, pos):
+        elif i in skips and _in_the_way(spec, i, pos):
             y = top - above * LANE_GAP
             above += 1
             lanes[i] = Lane(i, Position(x=s.x + NODE_W + 24, y=y), Position(x=t.x - 24, y=y),
