@@ -251,7 +251,7 @@ def test_fork_panel_names_readers_and_warns(studio: Any, browser: Any) -> None:
     _fork_tab(page)
     box = page.locator("[data-testid='stSelectbox']").filter(has_text="Memory key")
     eventually(lambda: "question · read by" in shown(box), what="readers in the picker")
-    box.click()
+    retrying(box.click, lambda: visible(page.get_by_role("option")), "the picker's options")
     options = page.get_by_role("option").all_inner_texts()
     assert any(o.startswith("history · read by") and "read" in o for o in options), options
     assert any(o.startswith("candidates · not read") for o in options), options
@@ -269,7 +269,8 @@ def test_small_things(studio: Any, browser: Any) -> None:
     page.goto(url)
     page.get_by_text("flowkit builds retrieval-augmented generation").wait_for()
     page.get_by_text("naive_rag", exact=False).first.wait_for()
-    page.locator("[data-testid='stSelectbox']").filter(has_text="Start from").click()
+    start = page.locator("[data-testid='stSelectbox']").filter(has_text="Start from")
+    retrying(start.click, lambda: visible(page.get_by_role("option")), "the template options")
     assert any(o.startswith("self_rag · Self-reflective RAG")
                for o in page.get_by_role("option").all_inner_texts())
     page.keyboard.press("Escape")
