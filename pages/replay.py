@@ -134,8 +134,8 @@ with graph_col:
     graphview.draw(nodes, edges, key=f"replay_graph_{run.id}",
                    height=graphview.picture_height(run.spec))
     st.caption(":orange[■] this step · :blue[■] visited before · :red[■] failed · pale: not "
-               "reached yet · thick blue edges: the path so far · edges below the nodes: "
-               "a loop's way back")
+               "reached yet · thick blue edges: the path so far · edges routed around "
+               "the nodes: a loop's way back")
 with info_col:
     st.markdown(f"### Step {offset + idx} of {offset + n - 1}: {inert.code(step.node_id)}")
     st.markdown(f"{inert.code(step.operator)} · visit {step.visit}"

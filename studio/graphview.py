@@ -85,7 +85,7 @@ def flow_picture(spec: FlowSpec | dict[str, Any], steps: list[StepEvent],
         look = {"color": PATH_EDGE if on_path else PLAIN_EDGE,
                 "width": 5 if (e.source, e.target) == into_current else 3 if on_path else 1.5,
                 "dashes": not on_path, "smooth": {"enabled": False},
-                "font": {"size": 16, "strokeWidth": 4, "align": "top"}}
+                "font": {"size": 16, "strokeWidth": 4, "align": "horizontal"}}
         lane = plan.lanes.get(i)
         if lane is None or e.source not in pos or e.target not in pos:
             edges.append({"from": e.source, "to": e.target, "label": e.label or "",
