@@ -72,6 +72,10 @@ def _discard() -> None:
     _ed().discard()
 
 
+def _tidy() -> None:
+    _ed().tidy()
+
+
 # ---- which flow -------------------------------------------------------------------------------
 ws = get_workspace()
 ed = Editor(st.session_state, ws)
@@ -260,3 +264,6 @@ with right:
                      help="Where a run starts; automatic = the only node without inputs")
         forms.render_params(Limits.model_json_schema(), spec.limits.model_dump(),
                             f"editor_limits_{gen}_", on_value=_set_limit)
+        st.button("Tidy the layout", key="editor_tidy", on_click=_tidy,
+                  icon=":material/auto_fix_high:",
+                  help="Place every node again: layers in reading order, loops routed around")

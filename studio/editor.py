@@ -267,6 +267,14 @@ class Editor:
         self.redraw()
         return sel
 
+    def tidy(self) -> None:
+        """Forget where the user put the nodes: studio/layout.py places them all again."""
+        spec = self.spec
+        if spec.layout:
+            self.update(spec.model_copy(update={"layout": {}}))
+        self.state[K_FIT] = True
+        self.redraw()
+
     def _replace_node(self, node_id: str, **changes: Any) -> None:
         spec = self.spec
         nodes = [n.model_copy(update=changes) if n.id == node_id else n for n in spec.nodes]

@@ -153,6 +153,10 @@ def layout(spec: FlowSpec, fixed: dict[str, Position] | None = None,
     """The layered layout of `spec`; `fixed` positions (a user's moves) win over computed ones.
     Lanes are routed around whatever positions result. `direction` (LR or TB) is chosen from
     the flow's shape alone when not given, so moving a node never turns the picture."""
+    ids = {n.id for n in spec.nodes}
+    if direction is None and fixed and ids and ids <= set(fixed):   # placed by hand: as placed
+        xs, ys = [fixed[i].x for i in ids], [fixed[i].y for i in ids]
+        direction = "LR" if max(xs) - min(xs) >= max(ys) - min(ys) else "TB"
     if direction is None:
         wide = layout(spec, None, "LR")
         if wide.fit_zoom() >= LEGIBLE_ZOOM or wide.fit_zoom() >= layout(spec, None,

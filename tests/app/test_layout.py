@@ -123,3 +123,22 @@ def test_replay_picture_is_tall_enough_for_a_long_flow() -> None:
     short = graphview.picture_height(templates.load_template("naive_rag"))
     tall = graphview.picture_height(templates.load_template("self_rag"))
     assert short == 300 and 500 <= tall <= 600
+
+
+def test_a_flow_placed_by_hand_keeps_its_direction() -> None:
+    spec = templates.load_template("self_rag")          # its stored layout runs left to right
+    assert set(spec.layout) == {n.id for n in spec.nodes}
+    assert layout(spec, spec.layout).direction == "LR"
+    assert layout(spec).direction == "TB"
+
+
+def test_tidy_forgets_the_hand_placed_layout(tmp_path) -> None:
+    from storage.workspace import Workspace
+    from studio.editor import Editor
+    ws = Workspace(tmp_path)
+    ws.store.save_flow(templates.load_template("ircot").model_copy(update={"name": "t"}), None)
+    ed = Editor({}, ws, tab="A", is_open=lambda _: False)
+    ed.open("t")
+    assert ed.spec.layout
+    ed.tidy()
+    assert ed.spec.layout == {} and ed.fit_view and ed.dirty()
