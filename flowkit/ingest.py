@@ -50,8 +50,8 @@ def ingest(resources: Any, kb: str, paths: Iterable[str | Path], chunker: str = 
     base = resources.kb(kb)
     with base.changing():   # cross-process lock; meta "incomplete" until the end
         n = base.add(chunks, progress=progress)
-        base.update_meta(chunker=chunker, chunker_params=op.params.model_dump(mode="json"),
-                         documents=len({c.meta.get("doc_id") for c in chunks}))
+        # (add() counted the documents of the whole knowledge base, old files included)
+        base.update_meta(chunker=chunker, chunker_params=op.params.model_dump(mode="json"))
         if hasattr(op, "after_ingest"):
             op.after_ingest(base, resources, docs)
     return n

@@ -9,7 +9,7 @@ from streamlit_flow import streamlit_flow
 from flowkit import registry
 from flowkit.errors import FlowkitError, NotFoundError
 from flowkit.spec import Limits
-from studio import canvas, diffs, forms, inert, palette
+from studio import canvas, diffs, forms, inert, keys, palette
 from studio.editor import K_GEN, Editor, canvas_key
 from studio.shell import route_through_app
 from studio.workspace import get_workspace
@@ -73,6 +73,10 @@ def _overwrite() -> None:
 
 def _discard() -> None:
     _ed().discard()
+
+
+def _tidy() -> None:
+    _ed().tidy()
 
 
 # ---- which flow -------------------------------------------------------------------------------
@@ -164,8 +168,7 @@ run_clicked = bar[2].button("Run ▶", key="editor_run", width="stretch",
 with bar[3].popover("Discard", width="stretch", disabled=not dirty):
     st.write("Throw away your unsaved changes and load the saved flow?")
     st.button("Discard my changes", key="editor_discard", on_click=_discard)
-bar[4].button("Delete selected", key="editor_delete", on_click=_delete, width="stretch",
-              disabled=not ed.selected, help="Delete the selected node (with its edges) or edge")
+delete_box = bar[4].empty()   # filled after the canvas reports this run's selection
 if run_clicked:
     if not ed.dirty() or ed.save("saved before a run") is not None:
         st.session_state["run_flow"] = draft.flow
@@ -180,15 +183,21 @@ with left:
 
 with middle:
     returned = streamlit_flow(canvas_key(draft.flow), ed.canvas_state(), height=620,
-                              fit_view=ed.fit_view,
+                              fit_view=ed.fit_view, min_zoom=0.2,
                               show_controls=True, show_minimap=len(spec.nodes) > 30,
                               allow_new_edges=True, get_node_on_click=True,
                               get_edge_on_click=True, enable_node_menu=False,
                               enable_edge_menu=False, enable_pane_menu=False, hide_watermark=True)
-    st.caption("Drag from a node's right handle to another node's left handle to connect them. "
-               "Click a node or edge to edit it; delete it with **Delete selected**.")
+    st.caption("Drag from a node's output handle (right, or bottom in a long flow) to another "
+               "node's input handle to connect them; purple edges are a loop's way back. "
+               "Click a node or edge to edit it; delete it with **Delete selected** or the "
+               "Delete / Backspace key.")
 if ed.take_canvas(returned):
     st.rerun()
+delete_box.button("Delete selected", key="editor_delete", on_click=_delete, width="stretch",
+                  disabled=not ed.selected,
+                  help="Delete the selected node (with its edges) or edge (keys: Delete, Backspace)")
+keys.click_on_delete_key("Delete selected")
 spec = ed.spec
 problems = ed.problems(spec)
 
@@ -201,7 +210,7 @@ with right:
         cls = registry.get(node.operator)
         head, close = st.columns([4, 1])
         head.markdown(f"**Node {inert.code(node.id)}**")
-        close.button("✕", key="editor_deselect", on_click=_deselect, help="Close")
+        close.button(":material/close:", key="editor_deselect", on_click=_deselect, help="Close")
         st.caption(inert.code(node.operator))
         st.text_input("Label", value=node.label, key=f"editor_label_{gen}_{sel}",
                       on_change=_set_label, args=(sel, f"editor_label_{gen}_{sel}"))
@@ -223,7 +232,7 @@ with right:
         _, e = edge
         head, close = st.columns([4, 1])
         head.markdown(f"**Edge {inert.code(e.source)} → {inert.code(e.target)}**")
-        close.button("✕", key="editor_deselect", on_click=_deselect, help="Close")
+        close.button(":material/close:", key="editor_deselect", on_click=_deselect, help="Close")
         labels = canvas.route_labels(spec.node(e.source)) if e.source in node_ids else ()
         if labels:
             options = ["(none)", *labels] + ([e.label] if e.label and e.label not in labels else [])
@@ -258,3 +267,6 @@ with right:
                      help="Where a run starts; automatic = the only node without inputs")
         forms.render_params(Limits.model_json_schema(), spec.limits.model_dump(),
                             f"editor_limits_{gen}_", on_value=_set_limit)
+        st.button("Tidy the layout", key="editor_tidy", on_click=_tidy,
+                  icon=":material/auto_fix_high:",
+                  help="Place every node again: layers in reading order, loops routed around")

@@ -43,7 +43,13 @@ def _lg_package(db_url: str, name: str, version: int) -> tuple[bytes | None, str
         return None, str(err)
 
 st.title("Flows")
+st.markdown("**flowkit** builds retrieval-augmented generation (RAG) pipelines as flows of "
+            "operators (retrieve, rerank, generate, judge, loop) that you draw, run on a "
+            "knowledge base, replay step by step and compare.")
+st.caption("New here? Create a flow from the **naive_rag** template below and run it on the "
+           "**sample** knowledge base (a fictional archipelago, ingested at setup).")
 show_flash("flows_notice")
+versions_box = st.container()   # a flow's versions open here, at the top, not below every flow
 
 new_col, import_col = st.columns(2)
 with new_col, st.form("flows_new", clear_on_submit=False, border=True):
@@ -52,6 +58,7 @@ with new_col, st.form("flows_new", clear_on_submit=False, border=True):
     names = templates.names()
     choices = sorted(names, key=lambda n: n != "naive_rag") + [library.BLANK]
     template = st.selectbox("Start from", choices, key="flows_new_template",
+                            format_func=library.template_title,
                             help="A ready-made template, or an empty canvas")
     if st.form_submit_button("Create and open", type="primary"):
         try:
@@ -142,36 +149,38 @@ for f in flows:
 
 selected = st.session_state.get("flows_selected")
 if selected and store.flow_exists(selected):
-    st.subheader(f"Versions of {inert.escape(selected)}")
-    versions = store.versions(selected)
-    st.dataframe([{"version": v.version, "saved": _when(v.created_at), "message": v.message,
-                   "nodes": len(v.spec.nodes), "edges": len(v.spec.edges)} for v in versions],
-                 hide_index=True, width="stretch")
-    numbers = [v.version for v in versions]
-    by_number = {v.version: v.spec for v in versions}
-    a_col, b_col, r_col = st.columns(3)
-    old = a_col.selectbox("From version", numbers, index=min(1, len(numbers) - 1),
-                          key=f"flows_diff_a_{selected}")
-    new = b_col.selectbox("To version", numbers, index=0, key=f"flows_diff_b_{selected}")
-    with r_col:
-        back = st.selectbox("Restore version", numbers, index=min(1, len(numbers) - 1),
-                            key=f"flows_restore_{selected}")
-        if st.button(f"Restore version {back} as the newest", key=f"flows_restore_go_{selected}"):
-            try:
-                v = library.restore(store, selected, back)
-            except FlowkitError as err:
-                st.error(inert.escape(err))
-            else:
-                flash("flows_notice", f"Restored version {back} of '{selected}' "
-                                      f"as version {v}.")
-                st.rerun()
-    changes = diffs.structural(by_number[old], by_number[new])
-    if old == new:
-        st.caption("Pick two different versions to see what changed.")
-    elif not changes:
-        st.caption("No change except canvas positions.")
-    else:
-        st.markdown("\n".join(f"- {inert.code(c)}" for c in changes))
-        with st.expander("Unified diff of the JSON"):
-            st.code(diffs.unified(by_number[old], by_number[new], f"v{old}", f"v{new}"),
-                    language="diff")
+    with versions_box, st.expander(f"Versions of {inert.escape(selected)}", expanded=True,
+                                   icon=":material/history:"):
+        versions = store.versions(selected)
+        st.dataframe([{"version": v.version, "saved": _when(v.created_at), "message": v.message,
+                       "nodes": len(v.spec.nodes), "edges": len(v.spec.edges)} for v in versions],
+                     hide_index=True, width="stretch")
+        numbers = [v.version for v in versions]
+        by_number = {v.version: v.spec for v in versions}
+        a_col, b_col, r_col = st.columns(3)
+        old = a_col.selectbox("From version", numbers, index=min(1, len(numbers) - 1),
+                              key=f"flows_diff_a_{selected}")
+        new = b_col.selectbox("To version", numbers, index=0, key=f"flows_diff_b_{selected}")
+        with r_col:
+            back = st.selectbox("Restore version", numbers, index=min(1, len(numbers) - 1),
+                                key=f"flows_restore_{selected}")
+            if st.button(f"Restore version {back} as the newest",
+                         key=f"flows_restore_go_{selected}"):
+                try:
+                    v = library.restore(store, selected, back)
+                except FlowkitError as err:
+                    st.error(inert.escape(err))
+                else:
+                    flash("flows_notice", f"Restored version {back} of '{selected}' "
+                                          f"as version {v}.")
+                    st.rerun()
+        changes = diffs.structural(by_number[old], by_number[new])
+        if old == new:
+            st.caption("Pick two different versions to see what changed.")
+        elif not changes:
+            st.caption("No change except canvas positions.")
+        else:
+            st.markdown("\n".join(f"- {inert.code(c)}" for c in changes))
+            with st.expander("Unified diff of the JSON"):
+                st.code(diffs.unified(by_number[old], by_number[new], f"v{old}", f"v{new}"),
+                        language="diff")

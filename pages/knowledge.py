@@ -34,7 +34,10 @@ else:
     st.info("No knowledge base yet. Create one below, or run `flowkit setup` for the sample.")
 
 # ---- the knowledge base this page works on (?kb=) ---------------------------------------------
-sync_from_query(names, key="kb_pick", param="kb")
+before = state.get("kb_pick")
+if sync_from_query(names, key="kb_pick", param="kb") != before and \
+        st.query_params.get("kb") == state.get("kb_pick"):
+    state["kb_ingest_target"] = state["kb_pick"]       # a new KB: "Into" names it too
 
 create_col, ingest_col = st.columns(2, gap="large")
 with create_col, st.form("kb_create", border=True):
@@ -56,9 +59,9 @@ with ingest_col, st.container(border=True):
     if not names:
         st.caption("Create a knowledge base first.")
     else:
-        target = st.selectbox("Into", names, key="kb_ingest_target",
-                              index=names.index(state["kb_pick"]) if state.get("kb_pick") in names
-                              else 0)
+        if state.get("kb_ingest_target") not in names:
+            state["kb_ingest_target"] = state["kb_pick"]
+        target = st.selectbox("Into", names, key="kb_ingest_target")
         files = st.file_uploader("Files (.txt, .md, .jsonl with id/title/text, .pdf)",
                                  type=kbview.UPLOAD_TYPES, accept_multiple_files=True,
                                  key="kb_files")

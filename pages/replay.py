@@ -118,16 +118,23 @@ idx = int(state[replay.STEP_KEY])
 if st.query_params.get("step") != str(idx):
     st.query_params["step"] = str(idx)
 step = steps[idx]
+before = replay.parent_steps(ws.store, run)   # a fork: the parent's steps before it
+offset = int(run.parent_step or 0) if run.parent_run_id else 0
+if offset:
+    st.caption(f"This fork continues run `{run.parent_run_id}`: its first step is step {offset}; "
+               f"steps 0-{offset - 1} are the parent's (blue on the graph).")
 
 # ---- graph and the step's summary ------------------------------------------------------------
 graph_col, info_col = st.columns([3, 2])
 with graph_col:
-    nodes, edges = graphview.flow_picture(run.spec, steps, idx)
-    graphview.draw(nodes, edges, key=f"replay_graph_{run.id}", height=300)
+    nodes, edges = graphview.flow_picture(run.spec, [*before, *steps], len(before) + idx)
+    graphview.draw(nodes, edges, key=f"replay_graph_{run.id}",
+                   height=graphview.picture_height(run.spec))
     st.caption(":orange[■] this step · :blue[■] visited before · :red[■] failed · pale: not "
-               "reached yet · thick blue edges: the path so far")
+               "reached yet · thick blue edges: the path so far · edges routed around "
+               "the nodes: a loop's way back")
 with info_col:
-    st.markdown(f"### Step {idx} of {n - 1}: {inert.code(step.node_id)}")
+    st.markdown(f"### Step {offset + idx} of {offset + n - 1}: {inert.code(step.node_id)}")
     st.markdown(f"{inert.code(step.operator)} · visit {step.visit}"
                 + (f" · branch {inert.code(step.branch)}" if step.branch else ""))
     c1, c2, c3 = st.columns(3)
@@ -139,7 +146,7 @@ with info_col:
     elif step.error:
         st.error(f"This step failed: {inert.escape(step.error)}")
 
-tok_df, ms_df = replay.chart_data(steps, idx)
+tok_df, ms_df = replay.chart_data(steps, idx, offset)
 chart_h = min(130 + 34 * n, 560)
 ch1, ch2 = st.columns(2)
 for col, df, title in ((ch1, tok_df, "Tokens per step"), (ch2, ms_df, "Milliseconds per step")):
@@ -189,9 +196,16 @@ with t_fork:
                         key="replay_fork_what", horizontal=True)
         memory_changes, param_changes, problem = {}, {}, None
         if what == "a memory value":
-            keys = list(OPERATOR_KEYS)
+            readers = replay.reads_ahead(run.spec, step.node_id)
+            keys = sorted(OPERATOR_KEYS, key=lambda k: k not in readers)   # read keys first
             mem_key = st.selectbox("Memory key", keys, key="replay_fork_key",
-                                   help="The working-memory key to set before the node runs")
+                                   format_func=lambda k: f"{k} · read by "
+                                   f"{', '.join(readers[k])}" if k in readers else f"{k} · not read",
+                                   help="The working-memory key to set before the node runs; "
+                                        "each names the remaining nodes that read it")
+            if mem_key not in readers:
+                st.warning(f"No remaining step reads `{mem_key}`: changing it changes nothing. "
+                           f"They read: {', '.join(f'`{k}`' for k in readers) or 'nothing'}.")
             text = st.text_area("New value (JSON)", height=160,
                                 value=replay.memory_text(step.memory_before.get(mem_key)),
                                 key=f"replay_fork_val_{run.id}_{idx}_{mem_key}")

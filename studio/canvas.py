@@ -8,7 +8,6 @@ positions, so the page only pushes a new state to the browser when the picture r
 from __future__ import annotations
 
 import time
-from collections import deque
 from typing import Any
 
 from streamlit_flow.elements import StreamlitFlowEdge, StreamlitFlowNode
@@ -18,7 +17,11 @@ from flowkit import registry
 from flowkit.errors import Problem
 from flowkit.spec import EdgeSpec, FlowSpec, NodeSpec, Position
 
-X_STEP, Y_STEP = 260.0, 110.0
+from . import layout as flow_layout
+from .layout import X_STEP, Y_STEP  # noqa: F401  (re-exported: the editor places new nodes)
+
+LANE = "~"            # ids of a routed edge's pieces and corner points carry it; spec ids cannot
+LANE_STROKE = "#7c3aed"
 
 MODULE_COLOURS: dict[str, str] = {
     "indexing": "#f3e8ff", "pre_retrieval": "#e0f2fe", "retrieval": "#dcfce7",
@@ -57,41 +60,24 @@ def edge_ids(spec: FlowSpec) -> list[str]:
 
 
 def auto_layout(spec: FlowSpec) -> dict[str, Position]:
-    """Positions for the nodes the layout lacks: by distance from the entry, left to right."""
-    depth: dict[str, int] = {}
-    entry = spec.entry_node() or (spec.nodes[0].id if spec.nodes else None)
-    succ: dict[str, list[str]] = {}
-    for e in spec.edges:
-        succ.setdefault(e.source, []).append(e.target)
-    if entry:
-        depth[entry] = 0
-        queue = deque([entry])
-        while queue:
-            cur = queue.popleft()
-            for nxt in succ.get(cur, []):
-                if nxt not in depth:
-                    depth[nxt] = depth[cur] + 1
-                    queue.append(nxt)
-    rows: dict[int, int] = {}
-    max_depth = max(depth.values(), default=-1)
-    out: dict[str, Position] = {}
-    for n in spec.nodes:
-        d = depth.get(n.id, max_depth + 1)
-        row = rows.get(d, 0)
-        rows[d] = row + 1
-        out[n.id] = spec.layout.get(n.id) or Position(x=d * X_STEP, y=row * Y_STEP)
-    return out
+    """Every node's position: the layout's (where the user put it), else studio/layout.py's."""
+    return flow_layout.layout(spec, spec.layout).positions
+
+
+def base_id(canvas_id: str) -> str:
+    """The spec-level id behind a canvas id (a routed edge's pieces share their edge's id)."""
+    return canvas_id.split(LANE, 1)[0]
 
 
 def _node_content(node: NodeSpec, marks: list[Problem]) -> str:
     title = node.label or node.id
     flag = ""
-    if any(p.severity == "error" for p in marks):
-        flag = "❗ "
+    if any(p.severity == "error" for p in marks):   # plain text: no emoji font needed
+        flag = "(error) "
     elif marks:
-        flag = "⚠ "
-    sub = f"{node.id} · " if node.label and node.label != node.id else ""
-    return f"{flag}**{title}**  \n{sub}`{node.operator}`"
+        flag = "(warning) "
+    sub = f"{node.id}  \n" if node.label and node.label != node.id else ""
+    return f"{flag}**{title}**  \n{sub}`{node.operator}`"   # one line each: no odd wrapping
 
 
 def _node_style(node: NodeSpec, marks: list[Problem]) -> dict[str, Any]:
@@ -102,7 +88,18 @@ def _node_style(node: NodeSpec, marks: list[Problem]) -> dict[str, Any]:
     elif marks:
         border = WARNING_BORDER
     return {"background": MODULE_COLOURS.get(module, "#ffffff"), "border": border,
-            "borderRadius": "6px", "fontSize": "12px", "padding": "6px 8px", "width": "190px"}
+            "borderRadius": "6px", "fontSize": "14px", "padding": "6px 8px",
+            "width": f"{flow_layout.NODE_W:.0f}px"}
+
+
+def _corner(cid: str, at: Position, target: str, source: str) -> StreamlitFlowNode:
+    """An invisible point a routed edge bends around (not selectable, not connectable)."""
+    return StreamlitFlowNode(
+        id=cid, pos=(at.x, at.y), data={"content": ""}, node_type="default",
+        source_position=source, target_position=target, draggable=False, selectable=False,
+        connectable=False, deletable=True,
+        style={"width": "2px", "height": "2px", "minHeight": "2px", "padding": 0, "border": "none",
+               "background": "transparent", "opacity": 0, "pointerEvents": "none"})
 
 
 def _edge_problem_index(problems: list[Problem]) -> set[int]:
@@ -123,12 +120,14 @@ def build_state(spec: FlowSpec, problems: list[Problem], selected: str | None = 
     for p in problems:
         if p.node:
             by_node.setdefault(p.node, []).append(p)
-    pos = auto_layout(spec)
+    plan = flow_layout.layout(spec, spec.layout)
+    pos = plan.positions
     ids = {n.id for n in spec.nodes}
     nodes = [StreamlitFlowNode(
         id=n.id, pos=(pos[n.id].x, pos[n.id].y),
         data={"content": _node_content(n, by_node.get(n.id, []))}, node_type="default",
-        source_position="right", target_position="left", selected=(n.id == selected),
+        source_position=plan.source_side, target_position=plan.target_side,
+        selected=(n.id == selected),
         draggable=True, selectable=True, connectable=True, deletable=True,
         style=_node_style(n, by_node.get(n.id, []))) for n in spec.nodes]
     bad_edges = _edge_problem_index(problems)
@@ -137,19 +136,40 @@ def build_state(spec: FlowSpec, problems: list[Problem], selected: str | None = 
         if e.source not in ids or e.target not in ids:
             continue   # GUIDE rule 3: never hand the canvas an edge whose node is gone
         red = i in bad_edges
-        edges.append(StreamlitFlowEdge(
-            id=eid, source=e.source, target=e.target, edge_type="default",
-            marker_end={"type": "arrowclosed"}, selected=(eid == selected), deletable=True,
-            focusable=True, label=e.label or "", label_show_bg=bool(e.label),
-            label_bg_style={"fill": "#fff7ed" if not red else "#fee2e2"},
-            style={"stroke": "#dc2626", "strokeWidth": 2} if red else {}))
+        look = dict(selected=(eid == selected), deletable=True, focusable=True,
+                    label_style={"fontSize": "14px", "fontWeight": 600},
+                    label_bg_style={"fill": "#fff7ed" if not red else "#fee2e2"})
+        lane = plan.lanes.get(i)
+        if lane is None:
+            edges.append(StreamlitFlowEdge(
+                id=eid, source=e.source, target=e.target, edge_type="default",
+                marker_end={"type": "arrowclosed"}, label=e.label or "",
+                label_show_bg=bool(e.label),
+                style={"stroke": "#dc2626", "strokeWidth": 2} if red else {}, **look))
+            continue
+        # routed around the nodes: source -> corner a -> along the lane -> corner b -> target
+        a, b = f"{eid}{LANE}a", f"{eid}{LANE}b"
+        nodes.append(_corner(a, lane.first, target=lane.first_in, source=lane.first_out))
+        nodes.append(_corner(b, lane.second, target=lane.second_in, source=lane.second_out))
+        stroke = {"stroke": "#dc2626" if red else LANE_STROKE, "strokeWidth": 2}
+        edges.append(StreamlitFlowEdge(id=eid, source=e.source, target=a, edge_type="smoothstep",
+                                       style=stroke, **look))
+        edges.append(StreamlitFlowEdge(id=f"{eid}{LANE}lane", source=a, target=b,
+                                       edge_type="straight", label=e.label or "",
+                                       label_show_bg=bool(e.label), style=stroke, **look))
+        edges.append(StreamlitFlowEdge(id=f"{eid}{LANE}in", source=b, target=e.target,
+                                       edge_type="smoothstep", marker_end={"type": "arrowclosed",
+                                                                           "color": stroke["stroke"]},
+                                       style=stroke, **look))
     return StreamlitFlowState(nodes=nodes, edges=edges, selected_id=selected,
                               timestamp=timestamp if timestamp is not None else now_ms())
 
 
 def signature(state: StreamlitFlowState) -> tuple[Any, ...]:
-    """What the canvas shows apart from positions and selection."""
-    nodes = tuple((n.id, str(n.data.get("content")), tuple(sorted((n.style or {}).items())))
+    """What the canvas shows apart from the nodes' positions and the selection (the corner
+    points of routed edges count: they follow the nodes)."""
+    nodes = tuple((n.id, str(n.data.get("content")), tuple(sorted((n.style or {}).items())),
+                   tuple(sorted(n.position.items())) if LANE in n.id else ())
                   for n in state.nodes)
     edges = tuple((e.id, e.source, e.target, e.label or "",
                    tuple(sorted((e.style or {}).items()))) for e in state.edges)
@@ -198,15 +218,15 @@ def apply_state(spec: FlowSpec, state: StreamlitFlowState) -> FlowSpec:
 
 def in_step(spec: FlowSpec, state: StreamlitFlowState) -> bool:
     """Whether the canvas shows exactly the spec's nodes and edges (ids)."""
-    return ({n.id for n in state.nodes} == {n.id for n in spec.nodes}
-            and {e.id for e in state.edges} == set(edge_ids(spec)))
+    return ({n.id for n in state.nodes if LANE not in n.id} == {n.id for n in spec.nodes}
+            and {base_id(e.id) for e in state.edges} == set(edge_ids(spec)))
 
 
 def selection_id(spec: FlowSpec, state: StreamlitFlowState) -> str | None:
     """The canvas's selected id in the spec's terms (a new edge's id becomes 'src->dst')."""
     sel = state.selected_id
     if not sel or not sel.startswith(NEW_EDGE_PREFIX):
-        return sel
+        return base_id(sel) if sel else sel
     for ce in state.edges:
         if ce.id == sel:
             for eid, e in zip(edge_ids(spec), spec.edges):
@@ -217,6 +237,7 @@ def selection_id(spec: FlowSpec, state: StreamlitFlowState) -> str | None:
 
 def find_edge(spec: FlowSpec, edge_id: str) -> tuple[int, EdgeSpec] | None:
     """The spec edge behind a canvas edge id (ours, or 'st-flow-edge_src-dst' for a new one)."""
+    edge_id = base_id(edge_id)
     for i, (eid, e) in enumerate(zip(edge_ids(spec), spec.edges)):
         if eid == edge_id:
             return i, e

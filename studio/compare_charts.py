@@ -28,7 +28,8 @@ def _frame(rep: EvalReport) -> pd.DataFrame:
 
 
 def metric_bars(rep: EvalReport) -> list[tuple[str, Any]]:
-    """(title, chart) per metric present, flows in column order with fixed colours."""
+    """(title, chart) per metric present, flows in column order with fixed colours; chart is
+    None for a rate (EM, F1, Acc, recall) on which every flow scored 0."""
     df = _frame(rep)
     colour = alt.Color("flow:N", sort=rep.flows, legend=None)
     out = []
@@ -36,6 +37,9 @@ def metric_bars(rep: EvalReport) -> list[tuple[str, Any]]:
         title = rep.recall_title if m == "recall" else title
         part = df[df["metric"] == title] if not df.empty else df
         if part.empty:
+            continue
+        if m in RATES and float(part["value"].max()) == 0.0:
+            out.append((title, None))   # all zero: the page says so instead of an empty chart
             continue
         unit = " (%)" if m in RATES else ""
         chart = (alt.Chart(part, title=f"{title}{unit} · {'higher' if higher else 'lower'} is "

@@ -135,6 +135,16 @@ def _index(rep: EvalReport) -> dict[str, dict[str, QuestionResult]]:
     return {f: {r.question_id: r for r in rs} for f, rs in rep.results.items()}
 
 
+def mark(r: QuestionResult | None) -> str:
+    """✓ exact match (EM), ≈ the answer contains a gold answer (Acc) but is not exact, ✗ neither."""
+    if r is None:
+        return ""
+    return "✓" if r.em else "≈" if r.acc else "✗"
+
+
+MARKS_NOTE = "✓ exact match · ≈ contains a gold answer (Acc) but not exactly (EM) · ✗ neither"
+
+
 def disagreement_table(rep: EvalReport) -> list[dict[str, str]]:
     """The questions where the flows differ: gold, and each flow's answer marked ✓ (EM) or ✗."""
     index = _index(rep)
@@ -145,7 +155,7 @@ def disagreement_table(rep: EvalReport) -> list[dict[str, str]]:
                "gold": " | ".join(first.answers)}
         for f in rep.flows:
             r = index[f].get(qid)
-            row[f] = "" if r is None else f"{'✓' if r.em else '✗'} {r.prediction}"
+            row[f] = "" if r is None else f"{mark(r)} {r.prediction}"
         rows.append(row)
     return rows
 

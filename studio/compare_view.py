@@ -196,8 +196,12 @@ def charts_section(rep: EvalReport) -> None:
     bars = charts.metric_bars(rep)
     for i in range(0, len(bars), 4):
         cols = st.columns(4)
-        for col, (_, chart) in zip(cols, bars[i:i + 4]):
-            col.altair_chart(chart, width="stretch")
+        for col, (title, chart) in zip(cols, bars[i:i + 4]):
+            if chart is None:     # every flow scored 0: an empty chart would say nothing
+                col.info(f"**{title}**: every flow scored 0 (no answer matched a gold answer "
+                         "this way).", icon=":material/info:")
+            else:
+                col.altair_chart(chart, width="stretch")
     st.altair_chart(charts.frontier(rep), width="stretch")
 
 
@@ -229,7 +233,8 @@ def disagreements_section(rep: EvalReport) -> None:
     if not rows:
         st.caption("The flows gave the same (normalised) answers to every question so far.")
         return
-    st.caption("Different EM or different normalised answers. Click a row to see the traces.")
+    st.caption("Different EM or different normalised answers. Click a row to see the traces. "
+               + cd.MARKS_NOTE)
     st.dataframe(rows, hide_index=True, width="stretch", key="compare_disagree_df",
                  on_select=lambda: _select_from_table(rows), selection_mode="single-row")
 
@@ -253,7 +258,7 @@ def _trace_column(t: cd.FlowTrace, gold: list[str]) -> None:
     if t.run is None:
         st.caption("not run yet")
         return
-    mark = "✓" if t.result and t.result.em else "✗"
+    mark = cd.mark(t.result)
     st.markdown(f"**Answer** {mark}" + ("" if t.run.answer else " _(empty)_"))
     if t.run.answer:
         inert.text(t.run.answer)

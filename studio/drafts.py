@@ -1,8 +1,10 @@
 """Unsaved editor drafts, kept on the server so they survive a browser refresh or a closed tab.
 
-One JSON file per draft under <data_dir>/drafts/: the flow it edits, the version it started from
-and the edited spec. The draft id travels in the page's query params; opening a flow without one
-resumes that flow's latest draft.
+One JSON file per draft under <data_dir>/drafts/: the flow it edits, the version it started from,
+the edited spec and the browser tab (Streamlit session) that edits it. The draft id travels in the
+page's query params. A draft belongs to one tab at a time: opening a flow without a draft id
+resumes its latest draft that no open tab is editing, and a draft id that another open tab is
+editing (a duplicated tab, a pasted address) is copied to a new id, so two tabs never share one.
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import json
 import re
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,16 +28,22 @@ class Draft:
     base_version: int | None
     spec: dict[str, Any]
     updated_at: float = field(default_factory=time.time)
+    owner: str | None = None    # the tab (Streamlit session id) editing it; None: nobody yet
 
     def to_dict(self) -> dict[str, Any]:
         return {"flow": self.flow, "draft_id": self.draft_id, "base_version": self.base_version,
-                "spec": self.spec, "updated_at": self.updated_at}
+                "spec": self.spec, "updated_at": self.updated_at, "owner": self.owner}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Draft:
         return cls(flow=str(data["flow"]), draft_id=str(data["draft_id"]),
                    base_version=data.get("base_version"), spec=dict(data["spec"]),
-                   updated_at=float(data.get("updated_at") or 0.0))
+                   updated_at=float(data.get("updated_at") or 0.0),
+                   owner=(str(data["owner"]) if data.get("owner") else None))
+
+    def held_elsewhere(self, tab: str | None, is_open: Callable[[str], bool]) -> bool:
+        """Whether another tab than `tab` that is still open edits this draft."""
+        return bool(self.owner) and self.owner != tab and is_open(str(self.owner))
 
 
 def new_draft_id() -> str:
@@ -81,9 +90,13 @@ class DraftStore:
         drafts = [d for d in found if d is not None and d.flow == flow]
         return sorted(drafts, key=lambda d: d.updated_at, reverse=True)
 
-    def latest(self, flow: str) -> Draft | None:
-        drafts = self.for_flow(flow)
-        return drafts[0] if drafts else None
+    def latest(self, flow: str, tab: str | None = None,
+               is_open: Callable[[str], bool] | None = None) -> Draft | None:
+        """The newest draft of `flow`; with `is_open`, the newest one no other open tab edits."""
+        for d in self.for_flow(flow):
+            if is_open is None or not d.held_elsewhere(tab, is_open):
+                return d
+        return None
 
     def delete(self, flow: str, draft_id: str) -> None:
         try:

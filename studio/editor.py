@@ -2,14 +2,15 @@
 
 Pages build an `Editor` from `st.session_state` and the workspace on every run (cheap); it keeps
 everything in page-prefixed session keys and writes the draft to the server on every change, so
-a refresh or a second tab loses nothing.
+a refresh loses nothing. Each tab edits its own draft (studio/drafts.py says how); two tabs meet
+only at save time, in the conflict dialog.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import time
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 from streamlit_flow.state import StreamlitFlowState
@@ -21,7 +22,7 @@ from flowkit.spec import (EdgeSpec, FlowSpec, Limits, NodeSpec, Position, canoni
 from flowkit.validate import check
 from service.workspace import Workspace
 
-from . import canvas
+from . import canvas, tabs
 from .drafts import Draft, DraftStore, new_draft_id
 
 K_DRAFT = "editor_draft"            # Draft being edited
@@ -47,10 +48,13 @@ def canvas_key(flow: str) -> str:
 class Editor:
     """One session's editor. All state lives in `state` (st.session_state in the app)."""
 
-    def __init__(self, state: MutableMapping[str, Any], ws: Workspace):
+    def __init__(self, state: MutableMapping[str, Any], ws: Workspace, tab: str | None = None,
+                 is_open: Callable[[str], bool] | None = None):
         self.state = state
         self.ws = ws
         self.drafts = DraftStore(ws.data_dir)
+        self.tab = tab if tab is not None else tabs.current_tab()
+        self.is_open = is_open or tabs.tab_open
         self._parsed: tuple[dict[str, Any], FlowSpec] | None = None
 
     # ---- opening -------------------------------------------------------------------------
@@ -63,18 +67,26 @@ class Editor:
         cur = self.draft
         if cur is not None and cur.flow == flow and draft_id in (None, cur.draft_id):
             return cur
-        draft = self.drafts.load(flow, draft_id) if draft_id else self.drafts.latest(flow)
+        draft = (self.drafts.load(flow, draft_id) if draft_id
+                 else self.drafts.latest(flow, self.tab, self.is_open))
         if draft is not None and not self._readable(draft):
             draft = None
+        copied = draft is not None and draft.held_elsewhere(self.tab, self.is_open)
+        if copied and draft is not None:   # another open tab edits it: this tab takes a copy
+            draft = Draft(flow=flow, draft_id=new_draft_id(), base_version=draft.base_version,
+                          spec=json.loads(json.dumps(draft.spec)))
         restored = draft is not None
         if draft is None:
             spec, version = self.ws.store.get_flow(flow)   # NotFoundError: the page says so
-            draft = Draft(flow=flow, draft_id=draft_id or new_draft_id(), base_version=version,
-                          spec=to_dict(spec))
+            draft = Draft(flow=flow, draft_id=new_draft_id(), base_version=version,
+                          spec=to_dict(spec))   # a fresh id: an unsaved one may be another tab's
+        draft.owner = self.tab
         self._start(draft)
         if restored and self.dirty():
-            self.notify("info", f"Restored your unsaved changes (started from version "
-                                            f"{draft.base_version}).")
+            self.drafts.save(draft)         # now this tab's
+            self.notify("info", "This draft is open in another tab: this tab edits its own copy."
+                        if copied else f"Restored your unsaved changes (started from version "
+                                       f"{draft.base_version}).")
         return draft
 
     def _readable(self, draft: Draft) -> bool:
@@ -255,6 +267,14 @@ class Editor:
         self.redraw()
         return sel
 
+    def tidy(self) -> None:
+        """Forget where the user put the nodes: studio/layout.py places them all again."""
+        spec = self.spec
+        if spec.layout:
+            self.update(spec.model_copy(update={"layout": {}}))
+        self.state[K_FIT] = True
+        self.redraw()
+
     def _replace_node(self, node_id: str, **changes: Any) -> None:
         spec = self.spec
         nodes = [n.model_copy(update=changes) if n.id == node_id else n for n in spec.nodes]
@@ -355,7 +375,7 @@ class Editor:
         if old is not None:
             self.drafts.delete(old.flow, old.draft_id)
         self._start(Draft(flow=new_name, draft_id=new_draft_id(), base_version=version,
-                          spec=to_dict(spec)))
+                          spec=to_dict(spec), owner=self.tab))
         self.notify("success", f"Saved your draft as the new flow '{new_name}'.")
         return new_name
 
@@ -367,7 +387,7 @@ class Editor:
         self.drafts.delete(d.flow, d.draft_id)
         spec, version = self.ws.store.get_flow(d.flow)
         self._start(Draft(flow=d.flow, draft_id=d.draft_id, base_version=version,
-                          spec=to_dict(spec)))
+                          spec=to_dict(spec), owner=self.tab))
         self.notify("info", f"Loaded version {version}; your changes were discarded.")
 
     def notify(self, kind: str, text: str) -> None:

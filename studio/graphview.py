@@ -12,7 +12,8 @@ from typing import Any
 from flowkit.spec import FlowSpec
 from flowkit.trace import StepEvent
 
-from .canvas import MODULE_COLOURS, auto_layout
+from . import layout as flow_layout
+from .canvas import MODULE_COLOURS
 
 CURRENT = "#f59e0b"       # the step being shown
 VISITED = "#93c5fd"       # nodes already visited before it
@@ -41,7 +42,10 @@ def flow_picture(spec: FlowSpec | dict[str, Any], steps: list[StepEvent],
     cur = shown[-1] if shown else None
     visited = {s.node_id for s in shown}
     failed = {s.node_id for s in shown if s.error and not s.error.startswith("stopped:")}
-    pos = auto_layout(spec)
+    plan = flow_layout.layout(spec)      # the computed layout: loops read as loops
+    half_w, half_h = flow_layout.NODE_W / 2, flow_layout.NODE_H / 2
+    pos = {k: p.model_copy(update={"x": p.x + half_w, "y": p.y + half_h})   # vis.js: centres
+           for k, p in plan.positions.items()}
     nodes: list[dict[str, Any]] = []
     for n in spec.nodes:
         module = n.operator.split(".")[0]
@@ -61,7 +65,9 @@ def flow_picture(spec: FlowSpec | dict[str, Any], steps: list[StepEvent],
             "title": f"{n.id} · {n.operator}",
             "color": {"background": fill, "border": "#111827" if is_cur else "#6b7280"},
             "borderWidth": 3 if is_cur else 1, "margin": 10,
-            "font": {"color": "#ffffff" if n.id in failed else "#111827", "size": 14,
+            "widthConstraint": {"minimum": flow_layout.NODE_W - 30,
+                                "maximum": flow_layout.NODE_W},
+            "font": {"color": "#ffffff" if n.id in failed else "#111827", "size": 18,
                      "multi": False}})
     if any(s.node_id == FINISH for s in shown):
         right = max((p.x for p in pos.values()), default=0.0) + 260.0
@@ -74,18 +80,40 @@ def flow_picture(spec: FlowSpec | dict[str, Any], steps: list[StepEvent],
     taken = {a for a in arrivals if a is not None}
     into_current = arrivals[-1] if arrivals else None
     edges: list[dict[str, Any]] = []
-    for e in spec.edges:
+    for i, e in enumerate(spec.edges):
         on_path = (e.source, e.target) in taken
-        backwards = pos[e.target].x <= pos[e.source].x if e.source in pos and e.target in pos \
-            else False
-        edges.append({
-            "from": e.source, "to": e.target, "label": e.label or "", "arrows": "to",
-            "color": PATH_EDGE if on_path else PLAIN_EDGE,
-            "width": 5 if (e.source, e.target) == into_current else 3 if on_path else 1,
-            "dashes": not on_path,
-            "smooth": {"enabled": True, "type": "curvedCW", "roundness": 0.35} if backwards
-            else {"enabled": False}})
+        look = {"color": PATH_EDGE if on_path else PLAIN_EDGE,
+                "width": 5 if (e.source, e.target) == into_current else 3 if on_path else 1.5,
+                "dashes": not on_path, "smooth": {"enabled": False},
+                "font": {"size": 16, "strokeWidth": 4, "align": "horizontal"}}
+        lane = plan.lanes.get(i)
+        if lane is None or e.source not in pos or e.target not in pos:
+            edges.append({"from": e.source, "to": e.target, "label": e.label or "",
+                          "arrows": "to", **look})
+            continue
+        # around the nodes: down (or up) from the source, along the lane, into the target
+        a, b = f"{e.source}->{e.target}~a{i}", f"{e.source}->{e.target}~b{i}"
+        if plan.direction == "TB":   # beside the flow: across, along the lane, back across
+            corners = ((a, lane.first.x, pos[e.source].y), (b, lane.first.x, pos[e.target].y))
+        else:                        # below (or above) it: down, along, up
+            corners = ((a, pos[e.source].x, lane.first.y), (b, pos[e.target].x, lane.first.y))
+        for cid, x, y in corners:
+            nodes.append({"id": cid, "label": "", "shape": "dot", "size": 1, "x": x,
+                          "y": y, "physics": False, "fixed": True,
+                          "color": {"background": "rgba(0,0,0,0)", "border": "rgba(0,0,0,0)"},
+                          "chosen": False})
+        edges.append({"from": e.source, "to": a, "label": "", **look})
+        edges.append({"from": a, "to": b, "label": e.label or "", **look})
+        edges.append({"from": b, "to": e.target, "label": "", "arrows": "to", **look})
     return nodes, edges
+
+
+def picture_height(spec: FlowSpec | dict[str, Any], width_px: float = 580.0) -> int:
+    """Pixels high for the replay picture of a flow drawn `width_px` wide: tall enough that a
+    long (top to bottom) flow is drawn at a legible zoom, 300 to 600."""
+    w, h = flow_layout.layout(_spec(spec)).extent()
+    zoom = min(1.0, width_px / max(w + 60.0, 1.0))
+    return int(max(300, min(600, (h + 60.0) * zoom)))
 
 
 def _arrivals(shown: list[StepEvent],

@@ -14,6 +14,18 @@ from .drafts import DraftStore
 BLANK = "(blank)"
 
 
+def template_title(name: str) -> str:
+    """A template's name with its description (the picker's text); the blank canvas says so."""
+    if name == BLANK:
+        return f"{BLANK} · an empty canvas"
+    try:
+        description = templates.load_template(name).description.strip()
+    except FlowkitError:
+        return name
+    first = description.split(". ")[0].rstrip(".")
+    return f"{name} · {first[:110]}" if first else name
+
+
 def check_new_name(store: Store, name: str) -> str:
     """A usable new flow name, or FlowkitError saying why not."""
     name = name.strip()
@@ -32,7 +44,8 @@ def create_flow(store: Store, name: str, template: str = BLANK) -> int:
     if template == BLANK:
         spec = FlowSpec(name=name, description="")
     else:
-        spec = templates.load_template(template).model_copy(update={"name": name})
+        # laid out afresh by studio/layout.py (loops routed around the nodes), not as stored
+        spec = templates.load_template(template).model_copy(update={"name": name, "layout": {}})
     return store.save_flow(spec, expected_version=None, message=f"created from {template}")
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 from pydantic import ValidationError as PydanticValidationError
 
 from flowkit import registry
+from flowkit.errors import FlowkitError
 from flowkit.memory import OPERATOR_KEYS
 from flowkit.trace import StepEvent
 
@@ -62,10 +63,12 @@ def go(state: MutableMapping[str, Any], target: str, n_steps: int) -> None:
     state[STEP_KEY] = clamp(new, n_steps)
 
 
-def chart_data(steps: list[StepEvent], current: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Two frames (tokens, ms) indexed by step label, the current step in its own column."""
-    width = len(str(max(len(steps) - 1, 0)))
-    labels = [f"{s.index:0{width}d} {s.node_id}" for s in steps]
+def chart_data(steps: list[StepEvent], current: int,
+               offset: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two frames (tokens, ms) indexed by step label, the current step in its own column.
+    `offset`: where a fork's numbering starts (its parent's step it forked from)."""
+    width = len(str(max(len(steps) - 1 + offset, 0)))
+    labels = [f"{s.index + offset:0{width}d} {s.node_id}" for s in steps]
 
     def frame(values: list[float], unit: str) -> pd.DataFrame:
         return pd.DataFrame({
@@ -74,6 +77,17 @@ def chart_data(steps: list[StepEvent], current: int) -> tuple[pd.DataFrame, pd.D
             f"{unit} (other steps)": [0 if i == current else v for i, v in enumerate(values)],
         })
     return frame([s.tokens for s in steps], "tokens"), frame([round(s.ms) for s in steps], "ms")
+
+
+def parent_steps(store: Any, run: Any) -> list[StepEvent]:
+    """For a fork, its parent's steps before the fork point (they ran before the fork's first
+    step: the graph shows them as visited and the fork's numbering continues after them)."""
+    if not run.parent_run_id or not run.parent_step:
+        return []
+    try:
+        return list(store.steps(run.parent_run_id))[:int(run.parent_step)]
+    except FlowkitError:    # the parent is gone: number from the fork point all the same
+        return []
 
 
 def step_label(s: StepEvent) -> str:
@@ -139,3 +153,37 @@ def parse_param_changes(operator: str, current: dict[str, Any], text: str) -> di
 def memory_text(value: Any) -> str:
     """A memory value as the JSON the fork form starts from."""
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _node_reads(node: dict[str, Any]) -> tuple[str, ...]:
+    """The memory keys a node of a resolved spec reads: its operator's reads and optional reads,
+    less an optional key its params switch off (a False `use_<key>` param)."""
+    cls = registry.get(str(node.get("operator")))
+    if cls is None:
+        return ()
+    params = node.get("params") or {}
+    defaults = {name: f.default for name, f in cls.Params.model_fields.items()}
+    off = {k for k in cls.optional_reads
+           if params.get(f"use_{k}", defaults.get(f"use_{k}", True)) is False}
+    return tuple(dict.fromkeys(k for k in (*cls.reads, *cls.optional_reads) if k not in off))
+
+
+def reads_ahead(spec: dict[str, Any], node_id: str) -> dict[str, list[str]]:
+    """For each working-memory key, the nodes a fork from `node_id` can still run (that node and
+    every node reachable from it) which read the key. A key missing here is read by none of them:
+    changing it before the fork changes nothing."""
+    succ: dict[str, list[str]] = {}
+    for e in spec.get("edges", []):
+        succ.setdefault(str(e["source"]), []).append(str(e["target"]))
+    seen, todo = [node_id], [node_id]
+    while todo:
+        for nxt in succ.get(todo.pop(), []):
+            if nxt not in seen:
+                seen.append(nxt)
+                todo.append(nxt)
+    nodes = {str(n["id"]): n for n in spec.get("nodes", [])}
+    out: dict[str, list[str]] = {}
+    for nid in seen:
+        for key in _node_reads(nodes.get(nid, {})):
+            out.setdefault(key, []).append(nid)
+    return out

@@ -143,7 +143,9 @@ def render(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
     for col, (name, value) in zip(cols, runview.totals(run).items()):
         col.metric(name, value)
     cited = runview.cited_passages(run, steps)
-    if cited:
+    if cited and not runview.model_cited(steps):
+        st.caption("The answer cites no passage: the model wrote no [n] mark.")
+    elif cited:
         st.markdown("**Cited passages**")
         for i, d in enumerate(cited, 1):
             title = f"[{i}] " + inert.escape(f"{d['id']}"

@@ -1,6 +1,8 @@
 """What the run page shows: the flows to pick from, a run's progress, cited passages and totals."""
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 from flowkit import registry, templates
@@ -109,6 +111,23 @@ def cited_passages(run: RunInfo, steps: list[StepEvent]) -> list[dict[str, Any]]
             out.append({"id": cid, "title": d.get("title", ""), "text": d.get("text", ""),
                         "score": d.get("score"), "found": True})
     return out
+
+
+CITATION_MARK = re.compile(r"\[\d{1,3}\]")
+
+
+def model_cited(steps: list[StepEvent]) -> bool:
+    """Whether the model wrote a citation mark ([n]) in the step that last set the citations.
+
+    Without one the answer operator falls back to passages that share words with the answer;
+    those are a guess, not passages the model cited. True when no step shows otherwise."""
+    for step in reversed(steps):
+        after, before = step.memory_after or {}, step.memory_before or {}
+        if "citations" in after and after.get("citations") != before.get("citations"):
+            if not step.llm_calls:
+                return True
+            return any(CITATION_MARK.search(c.completion or "") for c in step.llm_calls)
+    return True
 
 
 def totals(run: RunInfo) -> dict[str, Any]:

@@ -137,15 +137,19 @@ class KnowledgeBase:
                 done += len(part)
                 if progress:
                     progress(done, len(chunks))
-            self.rebuild_bm25()
+            documents = self.rebuild_bm25()
             # meta.json is written last: a KB whose ingest failed midway is not listed
-            self.update_meta(name=self.name, chunks=self.count(), embedder=self.embedder.model_id,
+            self.update_meta(name=self.name, chunks=self.count(), documents=documents,
+                             embedder=self.embedder.model_id,
                              **({"state": INCOMPLETE} if self._changing else {}))
         return len(chunks)
 
-    def rebuild_bm25(self) -> None:
+    def rebuild_bm25(self) -> int:
+        """Rebuild the BM25 index from every stored chunk; returns how many documents they
+        come from (distinct `doc_id`s: the whole knowledge base, not just the last files)."""
         rows = self.store.get(self.name)
         self.bm25.build([r[0] for r in rows], [_bm25_text(r[1], r[2]) for r in rows])
+        return len({str((r[2] or {}).get("doc_id") or r[0]) for r in rows})
 
     def drop(self) -> None:
         import shutil

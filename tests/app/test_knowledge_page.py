@@ -61,7 +61,7 @@ def test_create_then_ingest_an_upload_in_the_background_and_browse_it(ws):
     assert "notes" in ws.resources.kb_names()
     assert at.query_params["kb"] == "notes"
     assert "Created 'notes'" in at.success[0].value
-    at.selectbox(key="kb_ingest_target").select("notes")
+    assert at.selectbox(key="kb_ingest_target").value == "notes"    # "Into" names the new KB
     at.file_uploader(key="kb_files").set_value([
         ("pell.md", b"# Pell\n\nThe ghost of the Corren Lighthouse is called Pell.\n", "text/markdown"),
         ("docs.jsonl", b'{"id": "n1", "title": "Tide", "text": "The tide table is kept in Dunmere."}\n',
@@ -75,6 +75,7 @@ def test_create_then_ingest_an_upload_in_the_background_and_browse_it(ws):
     at.run()
     assert any("Ingested" in s.value and "'notes'" in s.value for s in at.success)
     assert ws.resources.kb("notes").count() == job.result["chunks"] >= 2
+    assert ws.resources.kb("notes").meta()["documents"] == 2
     assert not (ws.data_dir / "uploads").exists() or not any((ws.data_dir / "uploads").iterdir())
     at.selectbox(key="kb_pick").select("notes").run()
     chunks = at.dataframe[-1].value
@@ -192,3 +193,18 @@ def test_ingest_refuses_a_file_name_that_is_a_path_and_saves_nothing(ws):
     assert sorted(p.name for p in ws.data_dir.iterdir()) == before
     assert (sorted(uploads.iterdir()) if uploads.is_dir() else []) == kept
     assert not (ws.data_dir / "escape.md").exists()
+
+
+def test_ingesting_one_more_file_keeps_the_document_count(ws, tmp_path):
+    """One file into the sample KB adds one document to its count (it was reset to 1)."""
+    from flowkit.ingest import ingest
+    sample = ws.resources.kb("sample")
+    before = sample.meta()["documents"]
+    assert before > 30
+    extra = tmp_path / "harbour.md"
+    extra.write_text("# Harbour\n\nThe Dunmere harbour master keeps the tide table.\n")
+    ingest(ws.resources, "sample", [extra])
+    assert sample.meta()["documents"] == before + 1
+    at = _open(kb="sample")
+    table = at.dataframe[0].value
+    assert table[table["name"] == "sample"].iloc[0]["documents"] == before + 1
