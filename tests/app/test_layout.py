@@ -133,7 +133,7 @@ def test_a_flow_placed_by_hand_keeps_its_direction() -> None:
 
 
 def test_tidy_forgets_the_hand_placed_layout(tmp_path) -> None:
-    from storage.workspace import Workspace
+    from service.workspace import Workspace
     from studio.editor import Editor
     ws = Workspace(tmp_path)
     ws.store.save_flow(templates.load_template("ircot").model_copy(update={"name": "t"}), None)

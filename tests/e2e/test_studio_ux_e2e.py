@@ -44,7 +44,7 @@ def _record(data_dir: Path) -> dict[str, str]:
     from flowkit.eval.runner import make_plan, resolve_flows, run_evaluation
     from flowkit.ingest import SAMPLE_DIR, SAMPLE_KB, ingest
     from storage.evals import EvalRepo
-    from storage.workspace import Workspace
+    from service.workspace import Workspace
 
     ws = Workspace(data_dir)
     ws.resources.set_llm(FakeLLM([(r"Question: ", _answer)], default="It is not known"))
