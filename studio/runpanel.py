@@ -139,8 +139,8 @@ def render(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
             inert.text(run.answer)
         else:
             st.caption("(no answer)")
-    cols = st.columns(4)
-    for col, (name, value) in zip(cols, runview.totals(run).items()):
+    totals = st.columns(4)
+    for col, (name, value) in zip(totals, runview.totals(run).items()):
         col.metric(name, value)
     cited = runview.cited_passages(run, steps)
     if cited and not runview.model_cited(steps):

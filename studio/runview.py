@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from typing import Any
+from typing import Any, Literal
 
 from flowkit import registry, templates
 from flowkit.spec import FlowSpec
@@ -104,12 +104,12 @@ def cited_passages(run: RunInfo, steps: list[StepEvent]) -> list[dict[str, Any]]
             known[str(d["id"])] = dict(d)
     out = []
     for cid in run.citations:
-        d = known.get(cid)
-        if d is None:
+        hit = known.get(cid)
+        if hit is None:
             out.append({"id": cid, "title": "", "text": "", "score": None, "found": False})
         else:
-            out.append({"id": cid, "title": d.get("title", ""), "text": d.get("text", ""),
-                        "score": d.get("score"), "found": True})
+            out.append({"id": cid, "title": hit.get("title", ""), "text": hit.get("text", ""),
+                        "score": hit.get("score"), "found": True})
     return out
 
 
@@ -136,5 +136,6 @@ def totals(run: RunInfo) -> dict[str, Any]:
             "Seconds": round((run.ms or 0) / 1000, 1)}
 
 
-STATUS_COLOURS = {"ok": "green", "budget_exceeded": "orange", "error": "red", "running": "blue",
+BadgeColour = Literal["red", "orange", "yellow", "blue", "green", "violet", "gray", "grey", "primary"]
+STATUS_COLOURS: dict[str, BadgeColour] = {"ok": "green", "budget_exceeded": "orange", "error": "red", "running": "blue",
                   "interrupted": "gray", "queued": "gray", "cancelled": "gray"}

@@ -122,8 +122,9 @@ def model_info(ws: Workspace) -> dict[str, Any]:
         worker = getattr(llm, "info", None)
         if isinstance(worker, dict):     # the supervised worker process
             pid = getattr(llm, "pid", None)
+            restarts = int(getattr(llm, "restarts", 0) or 0)
             info["process"] = (f"worker process {pid}" if pid else "worker process (starts on the "
-                               "first run)") + (f", restarted {llm.restarts}x" if llm.restarts else "")
+                               "first run)") + (f", restarted {restarts}x" if restarts else "")
             if "extra_bufts" in worker:
                 info["extra_bufts"] = ("on" if worker["extra_bufts"] else "off") + \
                     f": {worker.get('extra_bufts_reason', '')}"

@@ -61,7 +61,7 @@ def first_line(text: str) -> str:
     return text.strip()
 
 
-def require_docs(memory: Any, field: str = "documents") -> list[Doc]:
+def require_docs(memory: MemoryView, field: str = "documents") -> list[Doc]:
     docs = list(memory.get(field) or [])
     if not docs:
         raise OperatorInputError(field, "no documents in working memory; put a retrieval "

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import networkx as nx
 from pydantic import Field
@@ -17,6 +17,9 @@ from ...text import ENTITY_STOPWORDS
 from .._text import fill
 from .chunking import FixedChunker
 from .triples import norm, parse_triples, pattern_triples
+
+if TYPE_CHECKING:
+    from ...runtime.kb import KnowledgeBase
 
 TRIPLE_PROMPT = ("List the facts in the text, one per line, as: subject | relation | object\n\n"
                  "Text: Anna Berg founded the Lund Bakery in 1902.\nFacts:\n"
@@ -108,7 +111,7 @@ class KnowledgeGraph(FixedChunker):
                     if (norm(t[0]), norm(t[2])) not in seen]
         return out
 
-    def after_ingest(self, kb: Any, resources: Resources,
+    def after_ingest(self, kb: KnowledgeBase, resources: Resources,
                      documents: list[dict[str, Any]]) -> None:
         """Extract triples from every chunk and save the graph as kb.dir/graph.json."""
         graph = load_graph(kb.dir) or nx.MultiDiGraph()

@@ -12,7 +12,7 @@ from ...context import ModelLLM, Resources, RunContext
 from ...contract import operator
 from ...errors import OperatorInputError, ResourceError
 from ...memory import Doc, MemoryView
-from ...runtime.kb import Chunk
+from ...runtime.kb import Chunk, KnowledgeBase
 from ...text import split_sentences
 from .._text import fill
 from .chunking import FixedChunker
@@ -81,7 +81,7 @@ class Hierarchical(FixedChunker):
             summary = sents[0] if sents else text[:200]
         return summary
 
-    def after_ingest(self, kb: Any, resources: Resources,
+    def after_ingest(self, kb: KnowledgeBase, resources: Resources,
                      documents: list[dict[str, Any]]) -> None:
         """Summarise every document, save summaries.json in kb.dir and index the summaries."""
         summaries = load_summaries(kb.dir)

@@ -23,7 +23,7 @@ def shown_text(d: Doc, max_chars: int) -> str:
     return title + (d.get("text") or "")[:max_chars].strip()
 
 
-def rescored(d: Doc, score: float, **meta: Any) -> Doc:
+def rescored(d: Doc, score: float, **meta: object) -> Doc:
     """A copy of the passage with a new score; the old one is kept in meta['prior_score'].
 
     Never mutates the input: passages in memory may be shared with other branches."""

@@ -46,7 +46,7 @@ def matched_sentences(sentences: Sequence[str], reply: str, min_match: float) ->
     return keep
 
 
-def compressed(d: Doc, text: str, **meta: Any) -> Doc:
+def compressed(d: Doc, text: str, **meta: object) -> Doc:
     original = d.get("text") or ""
     return Doc(**{**d, "text": text, "meta": {**(d.get("meta") or {}), **meta,
                                               "original_chars": len(original)}})

@@ -61,7 +61,7 @@ def extract_sql(reply: str, primer: str = "") -> str:
     return text.strip()
 
 
-def _cell(value: Any, limit: int) -> Any:
+def _cell(value: object, limit: int) -> object:
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"
     return value[:limit] if isinstance(value, str) else value

@@ -149,7 +149,7 @@ class Allowlist:
                 "columns": {t: list(cols) for t, cols in self.columns.items()}}
 
     @classmethod
-    def from_meta(cls, data: Any, where: str) -> Allowlist:
+    def from_meta(cls, data: object, where: str) -> Allowlist:
         """The allowlist of its JSON form; ResourceError names `where` when the shape is wrong."""
         tables = data.get("tables") if isinstance(data, dict) else None
         columns = data.get("columns", {}) if isinstance(data, dict) else None
