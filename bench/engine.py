@@ -19,21 +19,22 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from flowkit import compile_flow, run_flow  # noqa: E402
-from flowkit.ingest import ensure_sample  # noqa: E402
-from flowkit.operators._fuse import rrf  # noqa: E402
-from flowkit.operators._text import passages  # noqa: E402
-from flowkit.operators.generation.answer import ANSWER_PROMPT  # noqa: E402
-from flowkit.runtime.llm import LlamaCppLLM, LLMSettings  # noqa: E402
-from flowkit.runtime.supervisor import WorkerLLM  # noqa: E402
-from flowkit.runtime.resources import Resources, Settings  # noqa: E402
-from flowkit.templates import load_template  # noqa: E402
-from flowkit.trace import NullSink  # noqa: E402
-from storage.repo import Store  # noqa: E402
+from flowkit import compile_flow, run_flow
+from flowkit.ingest import ensure_sample
+from flowkit.operators._fuse import rrf
+from flowkit.operators._text import passages
+from flowkit.operators.generation.answer import ANSWER_PROMPT
+from flowkit.runtime.llm import LlamaCppLLM, LLMSettings
+from flowkit.runtime.resources import Resources, Settings
+from flowkit.runtime.supervisor import WorkerLLM
+from flowkit.templates import load_template
+from flowkit.trace import NullSink
+from storage.repo import Store
 
 QUESTIONS = ["Who designed the Corren Lighthouse?", "When was the Corren Lighthouse first lit?",
              "What is the name of the main telescope at the Mount Aldra Observatory?"]
@@ -52,7 +53,7 @@ def bare_naive(res: Resources, model: LlamaCppLLM, question: str) -> str:
     return out["choices"][0]["text"]
 
 
-def timed(fn) -> float:
+def timed(fn: Callable[[], object]) -> float:
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0

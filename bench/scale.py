@@ -17,30 +17,31 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from flowkit import compile_flow, run_flow  # noqa: E402
-from flowkit.eval.runner import make_plan, resolve_flows, run_evaluation  # noqa: E402
-from flowkit.ingest import ensure_sample  # noqa: E402
-from flowkit.runtime.llm import LLMSettings, default_model_path  # noqa: E402
-from flowkit.runtime.resources import Resources, Settings, save_settings  # noqa: E402
-from flowkit.runtime.vectorstore import ChromaStore  # noqa: E402
-from flowkit.templates import load_template  # noqa: E402
-from flowkit.testing.servers import chroma_server, llama_server, postgres_server  # noqa: E402
-from service.workspace import Workspace  # noqa: E402
-from storage.evals import EvalRepo  # noqa: E402
-from storage.repo import Store  # noqa: E402
+from flowkit import compile_flow, run_flow
+from flowkit.eval.runner import make_plan, resolve_flows, run_evaluation
+from flowkit.ingest import ensure_sample
+from flowkit.runtime.llm import LLMSettings, default_model_path
+from flowkit.runtime.resources import Resources, Settings, save_settings
+from flowkit.runtime.vectorstore import ChromaStore
+from flowkit.templates import load_template
+from flowkit.testing.servers import chroma_server, llama_server, postgres_server
+from service.workspace import Workspace
+from storage.evals import EvalRepo
+from storage.repo import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = ["Who designed the Corren Lighthouse?", "When was the Corren Lighthouse first lit?",
              "What is the name of the main telescope at the Mount Aldra Observatory?"]
 
 
-def timed(fn) -> float:  # type: ignore[no-untyped-def]
+def timed(fn: Callable[[], object]) -> float:
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0

@@ -18,10 +18,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from flowkit import templates  # noqa: E402
-from flowkit.spec import EdgeSpec, FlowSpec, NodeSpec, Position  # noqa: E402
-from service.workspace import Workspace  # noqa: E402
-from studio.serve import CHROMIUM, CHROMIUM_ARGS, StudioServer  # noqa: E402
+from flowkit import templates
+from flowkit.spec import EdgeSpec, FlowSpec, NodeSpec, Position
+from service.workspace import Workspace
+from studio.serve import CHROMIUM, CHROMIUM_ARGS, StudioServer
 
 OPERATORS = ("retrieval.bm25", "retrieval.dense", "generation.answer")
 

@@ -6,8 +6,16 @@ from .compile import CompiledFlow, compile_flow
 from .context import RunContext
 from .contract import Operator, OperatorParams, operator
 from .engine import run_flow
-from .errors import (FlowkitError, NodeError, OperatorInputError, Problem, ResourceError,
-                     SpecError, StaleSaveError, ValidationError)
+from .errors import (
+                     FlowkitError,
+                     NodeError,
+                     OperatorInputError,
+                     Problem,
+                     ResourceError,
+                     SpecError,
+                     StaleSaveError,
+                     ValidationError,
+)
 from .memory import MemoryView
 from .registry import all_operators
 from .runtime.resources import Resources, Settings

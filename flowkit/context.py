@@ -93,7 +93,7 @@ class Resources(Protocol):
 class BudgetHit(Exception):
     """Internal: an LLM call would pass the flow's limits; the node stops and the run halts."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__(reason)
 
@@ -101,7 +101,7 @@ class BudgetHit(Exception):
 class _RecordingLLM:
     """The LLM as an operator sees it: every call is recorded in the step and checked against limits."""
 
-    def __init__(self, ctx: RunContext, inner: ModelLLM):
+    def __init__(self, ctx: RunContext, inner: ModelLLM) -> None:
         self._ctx, self._inner = ctx, inner
         self.model_id: str = getattr(inner, "model_id", "llm")
 
@@ -151,7 +151,7 @@ class RunContext:
 
     def __init__(self, resources: Resources, kb_name: str, node_id: str, visit: int,
                  budget: Callable[[int, int], str] | None = None,
-                 usage: dict[str, float] | None = None, limits: Limits | None = None):
+                 usage: dict[str, float] | None = None, limits: Limits | None = None) -> None:
         self.resources = resources
         #: the run's use so far before this step: steps, llm_calls, tokens, elapsed_s (read-only)
         self.usage: dict[str, float] = dict(usage or {})

@@ -69,7 +69,7 @@ class Operator(Generic[P]):
 
     Params: ClassVar[type[OperatorParams]] = OperatorParams
 
-    def __init__(self, node_id: str, params: P):
+    def __init__(self, node_id: str, params: P) -> None:
         self.node_id = node_id
         self.params: P = params
 

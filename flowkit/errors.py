@@ -30,7 +30,7 @@ class SpecError(FlowkitError):
     """
 
     def __init__(self, message: str, code: str = "spec_invalid", field: str | None = None,
-                 source: str | None = None):
+                 source: str | None = None) -> None:
         self.detail, self.code, self.field, self.source = message, code, field, source
         where = ", ".join(x for x in (source, f"field '{field}'" if field else None) if x)
         super().__init__(f"[{code}] {where}: {message}" if where else f"[{code}] {message}")
@@ -66,7 +66,7 @@ class Problem:
 class ValidationError(FlowkitError):
     """A flow with one or more problems; `problems` lists every one of them."""
 
-    def __init__(self, problems: list[Problem]):
+    def __init__(self, problems: list[Problem]) -> None:
         self.problems = problems
         lines = "\n".join(f"  - {p}" for p in problems)
         super().__init__(f"the flow has {len(problems)} problem(s):\n{lines}")
@@ -75,7 +75,7 @@ class ValidationError(FlowkitError):
 class NodeError(FlowkitError):
     """A failure inside one node's run, wrapped with the node's identity."""
 
-    def __init__(self, node: str, operator: str, visit: int, cause: BaseException | str):
+    def __init__(self, node: str, operator: str, visit: int, cause: BaseException | str) -> None:
         self.node, self.operator, self.visit = node, operator, visit
         self.cause = cause
         reason = cause if isinstance(cause, str) else f"{type(cause).__name__}: {cause}"
@@ -85,7 +85,7 @@ class NodeError(FlowkitError):
 class OperatorInputError(FlowkitError):
     """An operator got params or memory it cannot work with; `field` names the culprit."""
 
-    def __init__(self, field: str, message: str):
+    def __init__(self, field: str, message: str) -> None:
         self.field = field
         super().__init__(f"{field}: {message}")
 
@@ -117,7 +117,7 @@ class ModelProcessError(ResourceError):
 class StaleSaveError(FlowkitError):
     """A save based on an older version of a flow than the one stored."""
 
-    def __init__(self, name: str, expected: int, actual: int):
+    def __init__(self, name: str, expected: int, actual: int) -> None:
         self.name, self.expected, self.actual = name, expected, actual
         super().__init__(f"flow '{name}' changed elsewhere: you edited version {expected}, "
                          f"the stored version is {actual}; reload or save under another name")

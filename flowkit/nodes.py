@@ -126,7 +126,7 @@ def make_node(op: Operator[Any], branch: str | None, merge_inputs: tuple[str, ..
                                    f"declared: {sorted(allowed)}")
         except BudgetHit as hit:
             updates, halt = {}, hit.reason
-        except Exception as err:  # noqa: BLE001 - any operator failure is wrapped with its node
+        except Exception as err:
             wrapped = NodeError(op.node_id, op.key, visit, err)
             run.emit(node_id=op.node_id, operator=op.key, visit=visit, memory_before=before,
                      memory_after=before, llm_calls=ctx.llm_calls, retrievals=ctx.retrievals,

@@ -140,7 +140,7 @@ class ListSink:
 class MultiSink:
     """Fan events out to several sinks (storage + a live progress display)."""
 
-    def __init__(self, *sinks: TraceSink):
+    def __init__(self, *sinks: TraceSink) -> None:
         self.sinks = [s for s in sinks if s is not None]
 
     def start(self, run: RunStart) -> None:

@@ -25,7 +25,7 @@ from storage.repo import Store
 class Workspace:
     """Resources + Store for one data directory. Marks runs left by dead processes interrupted."""
 
-    def __init__(self, data_dir: str | Path | None = None, settings: Settings | None = None):
+    def __init__(self, data_dir: str | Path | None = None, settings: Settings | None = None) -> None:
         self.resources = Resources(data_dir, settings)
         self.store = Store(self.resources.database_url)
         self.store.mark_interrupted()

@@ -15,10 +15,9 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from flowkit.errors import NotFoundError
-
-from .models import DatasetRow, EvalRow, RunRow, StepRow
 from flowkit.process import pid_alive as _pid_alive
 
+from .models import DatasetRow, EvalRow, RunRow, StepRow
 from .repo import RunInfo, Store, _run_info
 
 
@@ -85,7 +84,7 @@ def parse_run_id(eval_id: str, run_id: str) -> tuple[int, int] | None:
 class EvalRepo:
     """Datasets and evaluations in the Store's database."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store) -> None:
         self.store = store
         self.engine = store.engine
 

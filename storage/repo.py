@@ -6,19 +6,19 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from sqlalchemy import CursorResult, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from flowkit.errors import FlowkitError, NotFoundError, StaleSaveError
+from flowkit.process import identity_alive, pid_alive, process_identity
 from flowkit.spec import FlowSpec, from_dict, to_dict
 from flowkit.trace import RunEnd, RunStart, StepEvent
 
 from .db import engine_for
 from .models import FlowRow, FlowVersionRow, RunRow, StepRow, utcnow
-from flowkit.process import identity_alive, pid_alive, process_identity
 
 LEASE_S = 120.0          # a running run's lease; renewed every LEASE_RENEW_S while it goes on
 LEASE_RENEW_S = 20.0
@@ -26,7 +26,7 @@ LEGACY_LEASE = timedelta(days=1)   # runs recorded before leases existed
 
 
 def _aware(when: datetime) -> datetime:
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 @dataclass
@@ -100,7 +100,7 @@ def _step_event(s: StepRow) -> StepEvent:
 class Store:
     """Flows, versions, runs and steps in one database."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str) -> None:
         self.url = url
         self.engine = engine_for(url)
         self._active: set[str] = set()          # runs this process is running (their leases)
@@ -291,7 +291,7 @@ class Store:
 class TraceStore:
     """The engine's trace sink: one short transaction per event, so a crash leaves a readable prefix."""
 
-    def __init__(self, store: Store, eval_id: str | None = None):
+    def __init__(self, store: Store, eval_id: str | None = None) -> None:
         self.store = store
         self.eval_id = eval_id
         self.run_id: str | None = None
@@ -309,7 +309,7 @@ class TraceStore:
                          lease_until=utcnow() + timedelta(seconds=LEASE_S),
                          parent_run_id=run.parent_run_id, parent_step=run.parent_step,
                          eval_id=self.eval_id,
-                         started_at=datetime.fromtimestamp(run.started_at or 0, timezone.utc)
+                         started_at=datetime.fromtimestamp(run.started_at or 0, UTC)
                          if run.started_at else utcnow()))
 
     def step(self, event: StepEvent) -> None:

@@ -14,7 +14,7 @@ from streamlit_flow.elements import StreamlitFlowEdge, StreamlitFlowNode
 from streamlit_flow.state import StreamlitFlowState
 
 from flowkit import registry
-from flowkit.errors import Problem
+from flowkit.errors import FlowkitError, Problem
 from flowkit.spec import EdgeSpec, FlowSpec, NodeSpec, Position
 
 from . import layout as flow_layout
@@ -43,7 +43,7 @@ def route_labels(node: NodeSpec) -> tuple[str, ...]:
         return ()
     try:
         return tuple(cls(node.id, cls.Params.model_validate(node.params)).route_labels())
-    except Exception:   # invalid params: the validation panel says why; fall back to the class
+    except (ValueError, TypeError, FlowkitError):   # invalid params: the validation panel says why
         return tuple(cls.routes)
 
 

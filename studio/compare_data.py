@@ -12,8 +12,7 @@ from flowkit.errors import FlowkitError
 from flowkit.eval.datasets import Dataset, known_sets, resolve
 from flowkit.eval.metrics import METRICS, QuestionResult
 from flowkit.eval.report import EvalReport, fmt, fmt_delta
-from flowkit.eval.runner import (EvalPlan, FlowEntry, evaluation_report, make_plan,
-                                 plan_from_eval)
+from flowkit.eval.runner import EvalPlan, FlowEntry, evaluation_report, make_plan, plan_from_eval
 from flowkit.trace import StepEvent
 from service.workspace import Workspace
 from storage.evals import EvalInfo, EvalRepo

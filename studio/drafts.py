@@ -59,7 +59,7 @@ def _slug(flow: str) -> str:
 class DraftStore:
     """Drafts under one data directory. Writes are atomic (temp file + rename)."""
 
-    def __init__(self, data_dir: str | Path):
+    def __init__(self, data_dir: str | Path) -> None:
         self.root = Path(data_dir) / "drafts"
 
     def _path(self, flow: str, draft_id: str) -> Path:

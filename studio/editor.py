@@ -17,8 +17,7 @@ from streamlit_flow.state import StreamlitFlowState
 
 from flowkit import registry
 from flowkit.errors import FlowkitError, NotFoundError, Problem, SpecError, StaleSaveError
-from flowkit.spec import (EdgeSpec, FlowSpec, Limits, NodeSpec, Position, canonical, from_dict,
-                          to_dict)
+from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec, Position, canonical, from_dict, to_dict
 from flowkit.validate import check
 from service.workspace import Workspace
 
@@ -49,7 +48,7 @@ class Editor:
     """One session's editor. All state lives in `state` (st.session_state in the app)."""
 
     def __init__(self, state: MutableMapping[str, Any], ws: Workspace, tab: str | None = None,
-                 is_open: Callable[[str], bool] | None = None):
+                 is_open: Callable[[str], bool] | None = None) -> None:
         self.state = state
         self.ws = ws
         self.drafts = DraftStore(ws.data_dir)

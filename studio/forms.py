@@ -122,7 +122,7 @@ def coerce(f: Field, raw: Any, as_json: bool = False) -> Any:
         try:
             return json.loads(text)
         except json.JSONDecodeError as err:
-            raise ValueError(f"not valid JSON: {err.msg} (line {err.lineno}, column {err.colno})")
+            raise ValueError(f"not valid JSON: {err.msg} (line {err.lineno}, column {err.colno})") from None
     if raw is None:
         return None
     if f.kind == "int":

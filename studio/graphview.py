@@ -172,7 +172,7 @@ def kg_picture(graph: Any, max_nodes: int = 60, focus: str = "",
 def draw(nodes: list[dict[str, Any]], edges: list[dict[str, Any]], key: str, height: int = 360,
          physics: bool = False, hierarchical: bool = False) -> Any:
     """Draw with the streamlit-agraph component under a stable key (updated in place)."""
-    from streamlit_agraph import _agraph   # the component itself: it takes a key, agraph() does not
+    from streamlit_agraph import _agraph  # the component itself: it takes a key, agraph() does not
 
     config: dict[str, Any] = {
         "height": f"{height}px", "width": "100%", "autoResize": True,

@@ -85,7 +85,7 @@ class Job:
 class Reporter:
     """What a job's work uses to say how far it got; every call is thread-safe."""
 
-    def __init__(self, manager: JobManager, job_id: str):
+    def __init__(self, manager: JobManager, job_id: str) -> None:
         self._manager = manager
         self.job_id = job_id
 
@@ -174,7 +174,7 @@ class JobManager:
                 job.status, job.started_at = "running", time.time()
             try:
                 result = work(Reporter(self, job_id))
-            except Exception as err:  # noqa: BLE001 - any failure becomes the job's error text
+            except Exception as err:
                 log.exception("job %s (%s) failed", job_id, job.label)
                 self._finish(job_id, "error", None, _error_text(err))
             else:
@@ -225,7 +225,7 @@ class JobManager:
         if on_cancelled is not None:
             try:
                 result = on_cancelled(Reporter(self, job_id))
-            except Exception:  # noqa: BLE001 - the job is cancelled whatever the record says
+            except Exception:
                 log.exception("job %s: recording its cancellation failed", job_id)
         self._finish(job_id, "cancelled", result, None)
         self._update(job_id, message="cancelled before it started")

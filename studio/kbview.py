@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from flowkit import registry
-from flowkit.errors import FlowkitError, ResourceError
 from flowkit.contract import Operator
+from flowkit.errors import FlowkitError, ResourceError
 from flowkit.operators._fuse import rrf
 from flowkit.operators.indexing.graph import load_graph
 from flowkit.operators.pre_retrieval.sql import attach_database

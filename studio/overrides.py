@@ -57,7 +57,7 @@ def apply_params(spec: FlowSpec, node_params: dict[str, dict[str, Any]]) -> Flow
 class _TunedLLM:
     """The shared LLM with another default temperature (the model and its lock stay shared)."""
 
-    def __init__(self, inner: Any, temperature: float):
+    def __init__(self, inner: Any, temperature: float) -> None:
         self._inner = inner
         self._temperature = temperature
 
@@ -72,7 +72,7 @@ class _TunedLLM:
 class _TunedResources:
     """The shared Resources seen through one run's temperature."""
 
-    def __init__(self, base: Any, temperature: float):
+    def __init__(self, base: Any, temperature: float) -> None:
         self._base = base
         self._temperature = temperature
 

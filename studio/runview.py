@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-
 from typing import Any, Literal
 
 from flowkit import registry, templates

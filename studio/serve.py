@@ -32,7 +32,7 @@ class StudioServer:
     """`streamlit run app.py` with FLOWKIT_HOME=data_dir; stopped (by its pid) on exit."""
 
     def __init__(self, data_dir: str | Path, port: int | None = None, log: Path | None = None,
-                 env: dict[str, str] | None = None, timeout_s: float = 60.0):
+                 env: dict[str, str] | None = None, timeout_s: float = 60.0) -> None:
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.log = log or (self.data_dir / "streamlit.log")
@@ -48,7 +48,7 @@ class StudioServer:
         env = {**os.environ, "FLOWKIT_HOME": str(self.data_dir), "HF_HUB_OFFLINE": "1",
                "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False", **self.extra_env}
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        out = open(self.log, "wb")   # noqa: SIM115 - closed with the process
+        out = open(self.log, "wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
              "--server.headless", "true", "--server.port", str(self.port),

@@ -28,7 +28,7 @@ FlashKind = Literal["success", "info", "warning", "error"]
 class Keys:
     """Session-state keys of one page: `Keys("run")("kb") == "run_kb"` (no page reads another's)."""
 
-    def __init__(self, prefix: str):
+    def __init__(self, prefix: str) -> None:
         self.prefix = prefix
 
     def __call__(self, name: str) -> str:

@@ -43,7 +43,7 @@ CHARS_PER_TOKEN = 4
 class RunRefused(FlowkitError):
     """The run cannot work, so it is not queued; `problems` lists why, one sentence each."""
 
-    def __init__(self, problems: list[str]):
+    def __init__(self, problems: list[str]) -> None:
         self.problems = problems
         super().__init__("; ".join(problems))
 
@@ -51,7 +51,7 @@ class RunRefused(FlowkitError):
 class ProgressSink:
     """A trace sink that reports a run's progress to its job (node, steps, tokens)."""
 
-    def __init__(self, report: Reporter):
+    def __init__(self, report: Reporter) -> None:
         self.report = report
 
     def start(self, run: RunStart) -> None:

@@ -13,7 +13,7 @@ MAX_NAME_BYTES = 255
 class UploadRefused(ResourceError):
     """One or more uploaded files have names that cannot be saved as they are; `names` lists them."""
 
-    def __init__(self, problems: list[tuple[str, str]]):
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
         self.names = [name for name, _ in problems]
         parts = "; ".join(f"{short(repr(name))}: {why}" for name, why in problems)
         super().__init__(f"upload refused, {len(problems)} file name(s) not allowed: {parts}")

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service import cli
 from flowkit.spec import MAX_STRING
 from flowkit.templates import _dir
 from flowkit.validate import CODES, errors, validate_bytes, validate_document
+from service import cli
 from storage.repo import Store
 
 TEMPLATE = (_dir() / "naive_rag.json").read_bytes()

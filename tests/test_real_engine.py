@@ -82,7 +82,7 @@ def test_model_path_that_does_not_exist(tmp_path):
     from flowkit.runtime.resources import Resources, Settings
     res = Resources(tmp_path, Settings(llm=LLMSettings(model_path="/models/missing.gguf")))
     with pytest.raises(ResourceError, match="model file not found: /models/missing.gguf"):
-        res.llm
+        _ = res.llm
 
 
 def test_chunker_flow_node_on_real_docs(real_resources):

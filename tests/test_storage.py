@@ -81,9 +81,11 @@ def test_run_and_steps_are_stored(store):
 
 
 def test_dead_process_runs_become_interrupted(store):
-    from storage.models import RunRow
-    from sqlalchemy.orm import Session
     import socket
+
+    from sqlalchemy.orm import Session
+
+    from storage.models import RunRow
     with Session(store.engine) as s, s.begin():
         s.add(RunRow(id="deadbeef", flow_name="f", spec={}, question="q", status="running",
                      pid=999_999_9, host=socket.gethostname()))

@@ -179,6 +179,7 @@ def test_every_template_has_an_answer_path():
 # ---- reading a flow file: every refusal has a code and a field, and quotes little -------------
 def _template_doc() -> dict:
     import json
+
     from flowkit.templates import _dir
     return json.loads((_dir() / "naive_rag.json").read_text())
 

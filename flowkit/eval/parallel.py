@@ -56,7 +56,7 @@ class _Worker:
     """A Ray actor: one workspace (model, embedder, knowledge bases, store) that runs tasks."""
 
     def __init__(self, make_workspace: Callable[[], Any], specs: list[Any], kb: str,
-                 eval_id: str, versions: list[int | None], threads: int = 0):
+                 eval_id: str, versions: list[int | None], threads: int = 0) -> None:
         from ..compile import compile_flow
         self.ws = make_workspace()
         res = self.ws.resources

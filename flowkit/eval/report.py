@@ -14,8 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FlowkitError
-from .metrics import (METRICS, PAIRED, PairedDiff, QuestionResult, Summary, by_type, disagreements,
-                      paired_bootstrap, summarize)
+from .metrics import (
+    METRICS,
+    PAIRED,
+    PairedDiff,
+    QuestionResult,
+    Summary,
+    by_type,
+    disagreements,
+    paired_bootstrap,
+    summarize,
+)
 
 PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2")
 

@@ -22,9 +22,9 @@ from typing import Any, Protocol
 
 from ..compile import compile_flow
 from ..errors import FlowkitError
+from ..process import pid_alive as _pid_alive
 from ..spec import FlowSpec, from_dict, to_dict
 from .metrics import QuestionResult, score
-from ..process import pid_alive as _pid_alive
 
 FINISHED = ("ok", "budget_exceeded")
 

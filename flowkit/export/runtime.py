@@ -152,7 +152,7 @@ def on_label(table: Mapping[str, Sequence[str]], *, branch: str | None = None) -
 class FlowRuntime:
     """One exported flow's runtime: its name and limits, and where its settings file lies."""
 
-    def __init__(self, name: str, limits: Limits, settings_dir: str | Path | None = None):
+    def __init__(self, name: str, limits: Limits, settings_dir: str | Path | None = None) -> None:
         self.name = name
         self.limits = limits
         self.settings_dir = Path(settings_dir) if settings_dir else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from ..errors import OperatorInputError
 from ..memory import Doc, MemoryView

@@ -16,7 +16,7 @@ _NO_WORDS = "no-words"
 class BM25Index:
     """Lexical retrieval. `build` replaces the index; `search` returns (chunk id, score) pairs."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path) -> None:
         self.directory = directory
         self._retriever: Any = None
         self._ids: list[str] = []

@@ -9,7 +9,6 @@ import numpy as np
 
 from ..errors import ResourceError
 
-
 DEFAULT_EMBEDDER_ID = "all-MiniLM-L6-v2"
 
 
@@ -26,7 +25,7 @@ def default_embedder_path() -> str:
 class Embedder:
     """Normalised sentence vectors (cosine similarity = dot product). Loads on first use, offline."""
 
-    def __init__(self, model_path: str = "", batch_size: int = 64):
+    def __init__(self, model_path: str = "", batch_size: int = 64) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")

@@ -52,7 +52,7 @@ class _Reader:
 
     CHUNK = 4 << 20
 
-    def __init__(self, f: IO[bytes], size: int):
+    def __init__(self, f: IO[bytes], size: int) -> None:
         self.f, self.size = f, size
         self.buf = b""
         self.pos = 0                                   # position in the file == in buf

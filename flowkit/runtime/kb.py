@@ -46,7 +46,7 @@ def check_name(name: str) -> str:
 class KnowledgeBase:
     """Dense (Chroma) + lexical (BM25) search over one named set of chunks."""
 
-    def __init__(self, name: str, root: Path, store: ChromaStore, embedder: Embedder):
+    def __init__(self, name: str, root: Path, store: ChromaStore, embedder: Embedder) -> None:
         self.name = check_name(name)
         self.dir = root / name
         self.store = store

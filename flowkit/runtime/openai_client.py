@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
 import time
 import urllib.error
 import urllib.request
@@ -30,7 +29,7 @@ class OpenAICompatibleLLM:
 
     def __init__(self, settings: LLMSettings, timeout_s: float | None = None, *,
                  base_url: str | None = None, token: str | None = None,
-                 model_id: str | None = None):
+                 model_id: str | None = None) -> None:
         url = base_url or settings.base_url
         if not url:
             raise ResourceError("the openai backend needs settings.base_url, e.g. http://host:8000/v1")
@@ -63,7 +62,7 @@ class OpenAICompatibleLLM:
                 return dict(json.loads(resp.read()))
         except urllib.error.HTTPError as err:
             raise _http_error(url, err) from err
-        except (TimeoutError, socket.timeout) as err:
+        except TimeoutError as err:
             raise LLMTimeout(f"LLM server {self.base_url} did not answer within {timeout_s:g} s") from err
         except (urllib.error.URLError, ConnectionError, http.client.HTTPException) as err:
             raise LLMUnreachable(f"LLM server {self.base_url} unreachable: {err}") from err

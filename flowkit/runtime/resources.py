@@ -78,7 +78,7 @@ def save_settings(data_dir: Path, settings: Settings) -> None:
 class Resources:
     """The heavy things a run uses, created on first use and shared by runs in this process."""
 
-    def __init__(self, data_dir: Path | str | None = None, settings: Settings | None = None):
+    def __init__(self, data_dir: Path | str | None = None, settings: Settings | None = None) -> None:
         self.data_dir = Path(data_dir) if data_dir else default_data_dir()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.settings = settings or load_settings(self.data_dir)

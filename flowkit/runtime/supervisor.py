@@ -62,7 +62,7 @@ def _build_supports_gpu_offload() -> bool:
 class WorkerLLM:
     """llama.cpp behind a supervised worker process; the `LLM` protocol, like LlamaCppLLM."""
 
-    def __init__(self, settings: LLMSettings, log_dir: Path | None = None):
+    def __init__(self, settings: LLMSettings, log_dir: Path | None = None) -> None:
         self.settings = settings
         self.path = resolve_model_path(settings)
         self.model_id = self.path.name
@@ -176,14 +176,14 @@ class WorkerLLM:
             _stop(self._proc)
         token = secrets.token_hex(16)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "ab")   # noqa: SIM115 - handed to the child, closed below
+        log = open(self.log_path, "ab")
         try:
             proc = subprocess.Popen([sys.executable, "-m", "flowkit.runtime.worker"],
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                     env={**os.environ, "FLOWKIT_WORKER_TOKEN": token})
         finally:
             log.close()
-        assert proc.stdin is not None   # noqa: S101 - Popen with PIPE always sets it
+        assert proc.stdin is not None
         settings = {k: getattr(self.settings, k) for k in self.settings.__dataclass_fields__}
         settings.update(model_path=str(self.path), in_process=True)
         proc.stdin.write((json.dumps(settings) + "\n").encode())
@@ -203,7 +203,7 @@ class WorkerLLM:
 
     def _await_ready(self, proc: subprocess.Popen[bytes]) -> dict[str, Any]:
         """Read the worker's ready line; a worker that exits or stays silent is an error."""
-        assert proc.stdout is not None   # noqa: S101 - Popen with PIPE always sets it
+        assert proc.stdout is not None
         sel = selectors.DefaultSelector()
         sel.register(proc.stdout, selectors.EVENT_READ)
         deadline = time.monotonic() + START_TIMEOUT_S

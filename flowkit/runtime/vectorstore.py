@@ -24,7 +24,7 @@ def collection_name(kb: str) -> str:
 class ChromaStore:
     """Collections named kb_<name>, cosine space, our own vectors."""
 
-    def __init__(self, path: Path | None = None, host: str = "", port: int = 8000):
+    def __init__(self, path: Path | None = None, host: str = "", port: int = 8000) -> None:
         self.path, self.host, self.port = path, host, port
         self._client: Any = None
         self._lock = threading.Lock()

@@ -38,7 +38,7 @@ PARENT_POLL_S = 1.0
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, llm: LlamaCppLLM, token: str):
+    def __init__(self, llm: LlamaCppLLM, token: str) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.llm = llm
         self.token = token
@@ -48,7 +48,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:   # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass   # requests are traced by the caller; keep the worker's stderr for real problems
 
     def _send(self, code: int, body: dict[str, Any]) -> None:
@@ -81,7 +81,7 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         return data
 
-    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+    def do_GET(self) -> None:
         if not self._authorised():
             return
         llm = self.server.llm
@@ -93,7 +93,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._error(404, f"no route {self.path}")
 
-    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+    def do_POST(self) -> None:
         if not self._authorised():
             return
         body = self._body()
@@ -177,12 +177,12 @@ def main() -> int:
         llm = LlamaCppLLM(settings)
         llm.tokenize("warm up")        # loads the model (and decides about AMX) before "ready"
     except FlowkitError as err:        # a bad model file: say why in one line, not a traceback
-        print(json.dumps({"ready": False, "error": str(err)}), flush=True)
+        print(json.dumps({"ready": False, "error": str(err)}), flush=True)  # noqa: T201 - protocol
         return 1
     import llama_cpp
     server = _Server(llm, os.environ.get("FLOWKIT_WORKER_TOKEN", ""))
     decision = llm.extra_bufts
-    print(json.dumps({"ready": True, "port": server.server_address[1], "pid": os.getpid(),
+    print(json.dumps({"ready": True, "port": server.server_address[1], "pid": os.getpid(),  # noqa: T201
                       "model": llm.model_id,
                       "extra_bufts": decision.use if decision else None,
                       "extra_bufts_reason": decision.reason if decision else "",

@@ -24,7 +24,7 @@ class FakeLLM:
     model_hash = "fake"
 
     def __init__(self, rules: list[Rule] | None = None, default: str = "unknown",
-                 n_ctx: int = 4096, logprob: float = -0.1):
+                 n_ctx: int = 4096, logprob: float = -0.1) -> None:
         self.rules = list(rules or [])
         self.default = default
         self.prompts: list[str] = []
@@ -78,7 +78,7 @@ class HashEmbedder:
 class MemoryKB:
     """A knowledge base over a list of docs: word-overlap scores for both dense and lexical search."""
 
-    def __init__(self, name: str, docs: list[dict[str, Any]]):
+    def __init__(self, name: str, docs: list[dict[str, Any]]) -> None:
         self.name = name
         self.docs = [Doc(id=d["id"], text=d["text"], title=d.get("title", ""), score=0.0,
                          meta={k: v for k, v in d.items() if k not in ("id", "text")})
@@ -125,7 +125,7 @@ class FakeResources:
     """Resources for unit tests: a FakeLLM, MemoryKBs, no embedder unless given."""
 
     def __init__(self, llm: FakeLLM, kbs: dict[str, MemoryKB], data_dir: Path | None = None,
-                 embedder: Any = None):
+                 embedder: Any = None) -> None:
         self.llm = llm
         self.kbs = kbs
         self.data_dir = data_dir or Path(".")

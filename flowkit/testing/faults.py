@@ -13,7 +13,7 @@ class KillWorkerDuringCall:
     """Wraps a `WorkerLLM`; during its next `complete` (`calls` of them), sends `sig` to the worker
     process `after_s` seconds after the request went out. Everything else passes through."""
 
-    def __init__(self, inner: Any, sig: int = signal.SIGSEGV, after_s: float = 0.05, calls: int = 1):
+    def __init__(self, inner: Any, sig: int = signal.SIGSEGV, after_s: float = 0.05, calls: int = 1) -> None:
         self._inner = inner
         self.sig = sig
         self.after_s = after_s

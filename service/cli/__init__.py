@@ -14,11 +14,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from rich.markup import escape  # noqa: E402
+from rich.markup import escape
 
-from flowkit.errors import FlowkitError  # noqa: E402
+from flowkit.errors import FlowkitError
 
-from . import common, evals, flows, judge, kb, runs  # noqa: E402
+from . import common, evals, flows, judge, kb, runs
 
 __all__ = ["build_parser", "main"]
 

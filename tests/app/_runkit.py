@@ -8,7 +8,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from flowkit.ingest import SAMPLE_DIR, SAMPLE_KB, ingest
-from flowkit.testing import FakeLLM, HashEmbedder  # noqa: F401  (re-exported for the page tests)
+from flowkit.testing import FakeLLM, HashEmbedder
 from service.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]

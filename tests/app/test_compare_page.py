@@ -7,6 +7,7 @@ import re
 import threading
 
 import pytest
+from _runkit import page, texts, until, workspace
 
 from flowkit import templates
 from flowkit.eval.datasets import known_sets
@@ -16,8 +17,6 @@ from storage.evals import EvalRepo
 from studio import tasks
 from studio.jobs import get_jobs
 from studio.workspace import use_workspace
-
-from _runkit import page, texts, until, workspace
 
 SAMPLE_ANSWERS = {"In what year was the Corren Lighthouse first lit?": "1884 [1]",
                   "How many arches does the Sundby Viaduct have?": "11 [1]",

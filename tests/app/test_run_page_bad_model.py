@@ -14,7 +14,7 @@ from studio.jobs import get_jobs
 from studio.workspace import use_workspace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # _runkit beside this file
-import _runkit as kit  # noqa: E402
+import _runkit as kit
 
 pytestmark = pytest.mark.real
 QUESTION = "Who designed the Corren Lighthouse?"

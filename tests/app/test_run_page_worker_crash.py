@@ -12,9 +12,9 @@ from studio.jobs import get_jobs
 from studio.workspace import use_workspace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # _runkit beside this file
-import _runkit as kit  # noqa: E402
+import _runkit as kit
 
-from flowkit.testing.faults import KillWorkerDuringCall  # noqa: E402
+from flowkit.testing.faults import KillWorkerDuringCall
 
 pytestmark = pytest.mark.real
 QUESTION = "Who designed the Corren Lighthouse?"

@@ -14,7 +14,7 @@ from studio import tasks
 from studio.jobs import JobManager
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # _runkit beside this file
-import _runkit as kit  # noqa: E402
+import _runkit as kit
 
 QUESTION = "In what year was the Corren Lighthouse first lit?"
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -44,7 +44,7 @@ def fake_openai_server() -> tuple[str, Any]:
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - the http.server API
+        def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             prompt = body["messages"][-1]["content"]
             text = "yes [1]" if len(prompt) % 2 else "no [2]"

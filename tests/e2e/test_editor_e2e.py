@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from flowkit import templates
+from storage.repo import Store
 from studio.drafts import DraftStore
 from studio.serve import CHROMIUM, CHROMIUM_ARGS, ROOT, StudioServer
-from storage.repo import Store
 
 pytestmark = pytest.mark.e2e
 ARTIFACTS = ROOT / "test-artifacts"

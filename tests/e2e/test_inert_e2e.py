@@ -25,7 +25,7 @@ ART = ROOT / "test-artifacts"
 class _Counter(http.server.BaseHTTPRequestHandler):
     hits: list[str] = []
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:
         type(self).hits.append(self.path)
         self.send_response(200)
         self.send_header("Content-Type", "image/png")

@@ -16,14 +16,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_editor_e2e import (
+    ARTIFACTS,
+    WAIT_MS,
+    add_from_palette,
+    canvas,
+    eventually,
+    href,
+    node,
+    open_editor,
+    retrying,
+    settle,
+    shot,
+    visible,
+)
 
 from flowkit import templates
 from flowkit.testing import FakeLLM, HashEmbedder
 from storage.repo import Store
 from studio.drafts import DraftStore
 from studio.serve import CHROMIUM, CHROMIUM_ARGS, StudioServer
-from test_editor_e2e import (ARTIFACTS, WAIT_MS, add_from_palette, canvas, eventually, href,
-                             node, open_editor, retrying, settle, shot, visible)
 
 pytestmark = pytest.mark.e2e
 LIGHTHOUSE = "In what year was the Corren Lighthouse first lit?"
@@ -43,8 +55,8 @@ def _record(data_dir: Path) -> dict[str, str]:
     from flowkit.eval.datasets import resolve
     from flowkit.eval.runner import make_plan, resolve_flows, run_evaluation
     from flowkit.ingest import SAMPLE_DIR, SAMPLE_KB, ingest
-    from storage.evals import EvalRepo
     from service.workspace import Workspace
+    from storage.evals import EvalRepo
 
     ws = Workspace(data_dir)
     ws.resources.set_llm(FakeLLM([(r"Question: ", _answer)], default="It is not known"))
@@ -222,7 +234,7 @@ def test_new_kb_is_the_ingest_target_and_counts_add_up(studio: Any, browser: Any
         page.get_by_text("Ingested").first.wait_for(timeout=240_000)
         metas = list(data_dir.rglob("pier_docs/meta.json"))
         assert metas, "pier_docs has no meta.json"
-        eventually(lambda: json.loads(metas[0].read_text()).get("documents") == i,
+        eventually(lambda m=metas, n=i: json.loads(m[0].read_text()).get("documents") == n,
                    what=f"{i} document(s) counted")
         page.goto(f"{url}/knowledge?kb=pier_docs")
         page.get_by_text("New knowledge base").wait_for()

@@ -71,7 +71,7 @@ def make_workspace(data_dir: Path, llm: FakeLLM | None = None) -> Workspace:
     """A Workspace on data_dir with a FakeLLM and an in-memory knowledge base named 'test'."""
     ws = Workspace(data_dir)
     ws.resources.set_llm(llm or fake_llm())
-    ws.resources._kbs["test"] = MemoryKB("test", CORPUS)   # noqa: SLF001 - test injection
+    ws.resources._kbs["test"] = MemoryKB("test", CORPUS)
     return ws
 
 

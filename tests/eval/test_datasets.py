@@ -6,7 +6,7 @@ import json
 import pytest
 
 from flowkit.errors import FlowkitError, NotFoundError
-from flowkit.eval.datasets import (SHARED_DATA, from_path, known_sets, read_csv, subset_corpus)
+from flowkit.eval.datasets import SHARED_DATA, from_path, known_sets, read_csv, subset_corpus
 
 
 def test_folder_keeps_file_order_and_fields(world):

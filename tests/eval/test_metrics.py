@@ -6,9 +6,22 @@ import math
 import numpy as np
 import pytest
 
-from flowkit.eval.metrics import (QuestionResult, accuracy, bootstrap_ci, by_type, disagreements,
-                                  doc_id_of, exact_match, normalize_answer, paired_bootstrap,
-                                  recall_at_k, retrieved_doc_ids, score, summarize, token_f1)
+from flowkit.eval.metrics import (
+    QuestionResult,
+    accuracy,
+    bootstrap_ci,
+    by_type,
+    disagreements,
+    doc_id_of,
+    exact_match,
+    normalize_answer,
+    paired_bootstrap,
+    recall_at_k,
+    retrieved_doc_ids,
+    score,
+    summarize,
+    token_f1,
+)
 
 
 @pytest.mark.parametrize("raw, norm", [

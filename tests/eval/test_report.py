@@ -11,8 +11,18 @@ import pytest
 
 from flowkit.errors import FlowkitError
 from flowkit.eval.metrics import QuestionResult
-from flowkit.eval.report import (build_report, charts, delta_rows, summary_rows, to_csv, to_html,
-                                 to_json, to_markdown, type_rows, write)
+from flowkit.eval.report import (
+    build_report,
+    charts,
+    delta_rows,
+    summary_rows,
+    to_csv,
+    to_html,
+    to_json,
+    to_markdown,
+    type_rows,
+    write,
+)
 
 
 def _res(flow, qid, em, tokens, typ, pred, recall=None):

@@ -17,8 +17,14 @@ from sqlalchemy.orm import Session
 
 from flowkit.errors import FlowkitError
 from flowkit.eval.datasets import from_path
-from flowkit.eval.runner import (collect_results, eval_id_for, make_plan, plan_from_eval,
-                                 resolve_flows, run_evaluation)
+from flowkit.eval.runner import (
+    collect_results,
+    eval_id_for,
+    make_plan,
+    plan_from_eval,
+    resolve_flows,
+    run_evaluation,
+)
 from storage.evals import EvalRepo, parse_run_id, run_id_for
 from storage.models import RunRow
 

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from flowkit import compile_flow, run_flow
-from service import cli
-from service.cli import common
 from flowkit.eval.metrics import accuracy
 from flowkit.eval.train_judge import examples_path, pick_l2, train_judge
 from flowkit.judges import load_classifier
 from flowkit.templates import load_template
 from flowkit.testing import HashEmbedder
 from flowkit.trace import ListSink
+from service import cli
+from service.cli import common
 
 
 def questions(world) -> list[dict]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from service import cli
-from service.cli import common
 from flowkit.eval.datasets import from_path, shared_data_dir, subset_corpus
 from flowkit.judges import load_classifier
+from service import cli
+from service.cli import common
 
 pytestmark = pytest.mark.real
 SET = "hotpotqa_dev_500_ircotfmt"

@@ -18,15 +18,15 @@ import pytest
 from langgraph.graph.state import CompiledStateGraph
 
 from flowkit import ListSink, compile_flow, run_flow
-from service.cli import main
 from flowkit.compile import FINISH
 from flowkit.errors import FlowkitError, ResourceError, ValidationError
 from flowkit.export import export_zip, render, write_package
 from flowkit.export.runtime import ExportSettings
 from flowkit.spec import EdgeSpec, Limits, canonical, load
 from flowkit.templates import load_template, names
-from flowkit.testing.fakes import template_script
 from flowkit.testing import FakeLLM, HashEmbedder, fake_resources
+from flowkit.testing.fakes import template_script
+from service.cli import main
 
 from .conftest import export, load_module, normalise, sequence
 
@@ -72,7 +72,7 @@ def test_every_template_exports_and_its_graph_compiles(name: str, tmp_path: Path
     assert json.loads((folder / "langgraph.json").read_text()) == {
         "dependencies": ["."], "graphs": {name: "./graph.py:graph"}, "python_version": "3.11",
         "env": {}}
-    from langgraph_cli.config import get_unknown_keys     # the CLI's own check of the file
+    from langgraph_cli.config import get_unknown_keys  # the CLI's own check of the file
     assert get_unknown_keys(json.loads((folder / "langgraph.json").read_text())) == []
 
 

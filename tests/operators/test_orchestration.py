@@ -162,7 +162,7 @@ def test_hybrid_router_mixes_keywords_similarity_and_the_llm():
 def test_llm_judge_scores_yes_by_its_probability():
     memory = {"question": Q, "documents": DOCS, "evidence": ["Velt: born on Tessel"],
               "drafts": ["Tessel"]}
-    llm = FakeLLM(default="Yes, it is enough.")          # max_tokens 3: 'Yes, it is' 
+    llm = FakeLLM(default="Yes, it is enough.")          # max_tokens 3: 'Yes, it is'
     yes = call("orchestration.llm_judge", memory, llm)
     assert yes == {"route": "done", "judgement": {
         "by": "node", "verdict": "done", "reason": "P(yes) 0.905 vs threshold 0.5",

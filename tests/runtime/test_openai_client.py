@@ -23,7 +23,7 @@ class _Script(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         pass
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.seen.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
         code, reply, delay = self.replies.get(self.path, (404, {"error": "no route"}, 0.0))

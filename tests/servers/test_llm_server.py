@@ -36,7 +36,7 @@ def test_completions_match_the_embedded_model(llama_server_url, real_resources) 
             assert "," not in a.text
     text = "The Corren Lighthouse stands on Corren Point."
     assert server.count_tokens(text) == local.count_tokens(text)      # exact, not estimated
-    assert server._tokenize_route == "/extras/tokenize"                 # noqa: SLF001
+    assert server._tokenize_route == "/extras/tokenize"
 
 
 def test_context_overflow_is_reported_as_such(llama_server_url) -> None:

@@ -272,7 +272,7 @@ def check_select(sql: str) -> str:
 class QueryFailed(Exception):
     """The SELECT was safe but did not run (syntax error, unknown column, time limit)."""
 
-    def __init__(self, message: str, retry: bool):
+    def __init__(self, message: str, retry: bool) -> None:
         self.retry = retry
         super().__init__(message)
 
