@@ -142,7 +142,9 @@ def draft_nodes(data_dir: Path, flow: str, draft_id: str) -> set[str]:
 # ---- 2: each tab its own draft ------------------------------------------------------------------
 def test_two_tabs_never_share_a_draft(studio: Any, browser: Any) -> None:
     url, data_dir, store, _ = studio
-    a, b = new_page(browser), new_page(browser)
+    a = new_page(browser)
+    b = a.context.new_page()               # a second tab of the same browser window (same cookies)
+    b.set_default_timeout(WAIT_MS)
     open_editor(a, url, "tabs", 2)
     add_from_palette(a, "rule_judge")
     eventually(lambda: draft_param(a) and draft_nodes(data_dir, "tabs", draft_param(a)),
@@ -167,8 +169,8 @@ def test_two_tabs_never_share_a_draft(studio: Any, browser: Any) -> None:
     conflict = b.get_by_text("Conflict: version 2 of 'tabs' was saved")
     retrying(b.get_by_role("button", name="Save", exact=True).click, lambda: visible(conflict),
              "the conflict dialog in B")
+    assert store.get_flow("tabs")[1] == 2             # B's stale save did not overwrite A's
     a.context.close()
-    b.context.close()
 
 
 # ---- 4: delete on the first click, and by key ----------------------------------------------------
