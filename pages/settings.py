@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from flowkit.runtime.models import DEFAULT_MODEL, PACKAGED
 from flowkit.runtime.resources import load_settings, save_settings
 from studio import settings as logic
 from studio.workspace import get_workspace, reset_workspace
@@ -25,11 +26,13 @@ with st.form("settings_form", border=True):
                        help="llama_cpp runs a GGUF file in a supervised worker process (a crash "
                             "there fails the run, never the studio); openai talks to any "
                             "OpenAI-compatible server")
-    source = st.radio("Model file (llama_cpp)", ["Default embedded model (SmolLM2-135M)",
+    source = st.radio("Model file (llama_cpp)", [f"Default packaged model ({DEFAULT_MODEL})",
                                                  "A GGUF file on this machine"],
                       index=0 if v.use_default_model else 1, key="settings_model_source")
     model_path = st.text_input("GGUF path", value=v.model_path, key="settings_model_path",
-                               placeholder="/models/qwen2.5-1.5b-instruct-q4_k_m.gguf")
+                               placeholder="/models/qwen2.5-1.5b-instruct-q4_k_m.gguf",
+                               help="a GGUF file, or a packaged model's id: "
+                                    + ", ".join(PACKAGED))
     c1, c2, c3 = st.columns(3)
     n_gpu_layers = c1.number_input("GPU layers", value=v.n_gpu_layers, min_value=-1, step=1,
                                    key="settings_gpu",
@@ -94,3 +97,8 @@ rows = {"Backend": info["backend"], "Model": info["model_file"] or "-",
 st.table({"": list(rows), "value": list(rows.values())})
 if info["error"]:
     st.error(info["error"])
+
+st.subheader("Models")
+st.caption("Packaged models and the configured GGUF; reading = gold passages + distractors "
+           "(bench/reading.py), best prompt variant. Base models have no chat template.")
+st.dataframe(logic.model_rows(v.model_path), hide_index=True, key="settings_models")

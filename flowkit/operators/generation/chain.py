@@ -9,13 +9,15 @@ from typing import Any
 from pydantic import Field
 
 from ...registry import Operator, Params, operator
+from .._answers import real_answer
 from .._text import fill, first_line, passages, strip_citations
 
-SUB_PROMPT = ("{passages}\n\nAnswer the question in a few words using the passages.\n"
-              "Question: {question}\nAnswer:")
+SUB_PROMPT = ("{passages}\n\nAnswer the question using the passages. Reply with the shortest "
+              "answer: a name, a date, a number, or yes or no.\nQuestion: {question}\nAnswer:")
 COT_PROMPT = ("{passages}\n\nQuestion: {question}\nReasoning so far: {reasoning}\n"
-              "Write the next reasoning sentence. When you know the answer, write: "
-              "So the answer is: <answer>.\nNext sentence:")
+              "Write the next reasoning sentence. When you know the answer, write a sentence that "
+              "starts with \"So the answer is\" and ends with the answer in a few words."
+              "\nNext sentence:")
 ANSWER_IS = re.compile(r"answer is\s*:?\s*(.+)", re.I)
 
 
@@ -84,6 +86,6 @@ class CoTStep(Operator):
         out: dict[str, Any] = {"drafts": [*drafts, sentence], "history": [{"thought": sentence}],
                                "queries": [sentence or memory["question"]]}
         m = ANSWER_IS.search(sentence)
-        if m and m.group(1).strip(" ."):
-            out["answer"] = m.group(1).strip().rstrip(".")
+        if m and real_answer(m.group(1)):     # never "<answer>" copied from a prompt, never ""
+            out["answer"] = real_answer(m.group(1))
         return out
