@@ -230,16 +230,19 @@ def models_command(paths: list[str], assemble: bool = False, as_json: bool = Fal
         print(json.dumps(rows, indent=1))
         return 0
     table = Table(title="models (reading: gold passages + distractors, bench/reading.py)")
-    for col in ("id", "kind", "MB", "reading EM", "F1", "s/q", "variant", "terms", "file"):
-        table.add_column(col, overflow="fold")
+    for col in ("id", "kind", "MB", "EM", "F1", "s/q", "prompt"):
+        table.add_column(col, no_wrap=col == "id")
     for r in rows:
         rd = r["reading"] or {}
-        table.add_row(r["id"] + (" (default)" if r["default"] else ""), r["kind"],
+        table.add_row(r["id"] + (" *" if r["default"] else ""), r["kind"],
                       "" if r["size_mb"] is None else f"{r['size_mb']:.0f}",
                       "" if not rd else f"{rd['em']:.1f}", "" if not rd else f"{rd['f1']:.1f}",
-                      "" if not rd else f"{rd['s_per_q']:.2f}", rd.get("variant") or "",
-                      r["terms"], r["file"] or r["problem"])
+                      "" if not rd else f"{rd['s_per_q']:.2f}", rd.get("variant") or "")
     out.print(table)
+    out.print("* the default model (settings: model_path empty)")
+    for r in rows:
+        out.print(f"{r['id']}: {r['file'] or r['problem']}" + (f" ({r['terms']})" if r["terms"]
+                                                                else ""), soft_wrap=True)
     return 0
 
 
