@@ -38,7 +38,8 @@ with st.form("settings_form", border=True):
                                    key="settings_gpu",
                                    help="-1: all layers on the GPU; 0: CPU only")
     n_threads = c2.number_input("Threads", value=v.n_threads, min_value=0, step=1,
-                                key="settings_threads", help="0: all cores")
+                                key="settings_threads", help="0: half the cores (llama.cpp "
+                                "slows down when it shares every core with other work)")
     n_ctx = c3.number_input("Context (tokens)", value=v.n_ctx, min_value=256, max_value=1_048_576,
                             step=512, key="settings_ctx")
     c4, c5 = st.columns(2)

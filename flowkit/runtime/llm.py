@@ -66,7 +66,7 @@ class LLMSettings:
     backend: str = "llama_cpp"            # "llama_cpp" | "openai"
     model_path: str = ""                  # a GGUF path or packaged model id; empty: the default
     n_gpu_layers: int = 0                 # -1 = offload every layer to the GPU
-    n_threads: int = 0                    # 0 = all cores
+    n_threads: int = 0                    # 0 = default_threads(): half the cores
     n_ctx: int = 8192
     temperature: float = 0.0
     seed: int = 42
@@ -80,6 +80,14 @@ class LLMSettings:
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "api_key"}
+
+
+def default_threads() -> int:
+    """llama.cpp threads when settings say 0: half the cores, at least one. Measured with
+    bench/reading.py on 2 cores shared with other jobs: 1 thread 5.7 s/question, 2 threads 30 s
+    (each llama.cpp thread waits for the slowest at every step, so a busy core stalls them all);
+    the other half is left to the embedder, Chroma and the studio."""
+    return max(1, (os.cpu_count() or 2) // 2)
 
 
 def default_model_path() -> Path:
@@ -181,7 +189,7 @@ class LlamaCppLLM:
                 from llama_cpp import Llama
             except ImportError as err:  # pragma: no cover - install problem
                 raise ResourceError("llama-cpp-python is not installed; run `make install`") from err
-            threads = self.settings.n_threads or os.cpu_count() or 1
+            threads = self.settings.n_threads or default_threads()
             try:
                 decision = amx.decide(self.settings.extra_bufts, str(self.path))
             except ValueError as err:
