@@ -13,6 +13,8 @@ is what `flowkit models` and the Settings page show.
 
 Usage: python bench/reading.py [--n 60] [--models smollm2-135m,gemma3-270m] [--variants ...]
                                [--threads 1] [--compare-threads 10] [--out FILE]
+On a shared machine run one process per model side by side (so both see the same load), each
+with its own --out, then join them: python bench/reading.py --merge A.json B.json
 """
 from __future__ import annotations
 
@@ -128,6 +130,31 @@ def run_variant(llm: LlamaCppLLM, items: list[dict[str, Any]], variant: str, max
             "tok_s": round(gen_tok / (gen_ms / 1000), 1) if gen_ms else None, "samples": samples}
 
 
+def print_table(results: list[dict[str, Any]]) -> None:
+    print(f"\n{'model':14} {'kind':8} {'variant':13} {'EM':>5} {'F1':>5} {'Acc':>5} {'words':>5} "
+          f"{'s/q':>5} {'tok/s':>6}")
+    for r in results:
+        print(f"{r['model']:14} {r['kind']:8} {r['variant']:13} {r['em']:5.1f} {r['f1']:5.1f} "
+              f"{r['acc']:5.1f} {r['words']:5.1f} {r['s_per_q']:5.2f} {r['tok_s'] or 0:6.1f}")
+
+
+def merge(paths: list[str], out: str) -> int:
+    """Join result files into one (the settings of the last file head it)."""
+    joined: dict[str, Any] = {}
+    results: dict[tuple[str, str], dict[str, Any]] = {}
+    threads: list[dict[str, Any]] = []
+    for p in paths:
+        data = json.loads(Path(p).read_text())
+        joined.update({k: v for k, v in data.items() if k not in ("results", "threads_measured")})
+        results.update({(r["model"], r["variant"]): r for r in data.get("results") or []})
+        threads += data.get("threads_measured") or []
+    joined.update(results=list(results.values()), threads_measured=threads)
+    Path(out).write_text(json.dumps(joined, indent=1) + "\n")
+    print_table(joined["results"])
+    print(f"wrote {out}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--set", default="hotpotqa_dev_500_ircotfmt")
@@ -145,7 +172,12 @@ def main() -> int:
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--passage-chars", type=int, default=600)
     ap.add_argument("--out", default=str(READING_FILE))
+    ap.add_argument("--merge", nargs="+", default=[],
+                    help="only join these result files (runs done side by side, one model each) "
+                         "into --out; a later file's (model, variant) replaces an earlier one's")
     args = ap.parse_args()
+    if args.merge:
+        return merge(args.merge, args.out)
     data_dir = Path(args.data_dir) if args.data_dir else shared_data_dir() / args.set
     items = build_items(data_dir, args.n, args.skip, args.distractors, args.seed)
     report: dict[str, Any] = {
@@ -179,11 +211,7 @@ def main() -> int:
                   f"Acc {r['acc']:5.1f} words {r['words']:4.1f} {r['s_per_q']:5.2f} s/q "
                   f"{r['tok_s']} tok/s  e.g. {samples[0]['answer']!r}", flush=True)
             Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
-    print(f"\n{'model':14} {'kind':8} {'variant':13} {'EM':>5} {'F1':>5} {'Acc':>5} {'words':>5} "
-          f"{'s/q':>5} {'tok/s':>6}")
-    for r in report["results"]:
-        print(f"{r['model']:14} {r['kind']:8} {r['variant']:13} {r['em']:5.1f} {r['f1']:5.1f} "
-              f"{r['acc']:5.1f} {r['words']:5.1f} {r['s_per_q']:5.2f} {r['tok_s'] or 0:6.1f}")
+    print_table(report["results"])
     Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
     print(f"wrote {args.out}")
     return 0
