@@ -87,6 +87,6 @@ def test_model_info_without_loading(tmp_path: Path) -> None:
 def test_lists_the_packaged_models_with_kind(ws: Workspace) -> None:
     at = settings_page()
     assert not at.exception
-    models = at.dataframe(key="settings_models").value
+    models = at.dataframe[-1].value          # the last table: the model catalogue
     rows = dict(zip(models["model"], models["kind"]))
     assert rows["smollm2-135m"] == "instruct" and rows["gemma3-270m (default)"] == "base"
