@@ -108,3 +108,15 @@ def test_settings_accept_a_packaged_model_id() -> None:
     rows = logic.model_rows("smollm2-135m")
     assert [r["model"] for r in rows] == [m + (" (default)" if m == models.DEFAULT_MODEL else "")
                                           for m in models.PACKAGED]
+
+
+def test_the_default_is_the_best_reader_within_3x_the_fastest_time() -> None:
+    """The stored reading figures justify DEFAULT_MODEL: the best F1 among the packaged models
+    that take at most 3x the time per question of the fastest one (each at its best variant)."""
+    rows = [r for r in models.models_table() if r["reading"]]
+    assert {r["id"] for r in rows} == set(models.PACKAGED), "run bench/reading.py for every model"
+    fastest = min(r["reading"]["s_per_q"] for r in rows)
+    eligible = [r for r in rows if r["reading"]["s_per_q"] <= 3 * fastest]
+    best = max(eligible, key=lambda r: r["reading"]["f1"])
+    assert best["id"] == models.DEFAULT_MODEL
+    assert models.reading_figures()["n"] >= 50 and models.reading_figures()["skip"] >= 100
