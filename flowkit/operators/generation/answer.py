@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ...registry import Operator, Params, operator
 from .._answers import short_answer
-from .._text import cited_ids, fill, passages
+from .._text import cited_ids, fill, first_line, passages, strip_citations
 
 ANSWER_PROMPT = (
     "Answer the question using only the passages. Reply with the shortest answer: a name, a date, "
@@ -56,7 +56,8 @@ class Answer(Operator):
         else:
             prompt = fill(CLOSED_BOOK_PROMPT, "params.prompt", question=memory["question"])
         out = ctx.llm.complete(prompt, max_tokens=p.max_tokens)
-        answer = short_answer(out.text)       # first line, no lead-in, no placeholder
+        # the first line without a lead-in; what the model wrote when that leaves nothing
+        answer = short_answer(out.text) or first_line(strip_citations(out.text))
         return {"answer": answer, "citations": cited_ids(out.text, docs, p.top_n),
                 "drafts": [*(memory.get("drafts") or []), answer]}
 
