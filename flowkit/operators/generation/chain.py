@@ -13,7 +13,7 @@ from .._answers import real_answer
 from .._text import fill, first_line, passages, strip_citations
 
 SUB_PROMPT = ("{passages}\n\nAnswer the question using the passages. Reply with the shortest "
-              "answer: a name, a date, a number, or yes or no.\nQuestion: {question}\nAnswer:")
+              "answer (a few words).\nQuestion: {question}\nAnswer:")
 COT_PROMPT = ("{passages}\n\nQuestion: {question}\nReasoning so far: {reasoning}\n"
               "Write the next reasoning sentence. When you know the answer, write a sentence that "
               "starts with \"So the answer is\" and ends with the answer in a few words."

@@ -10,8 +10,8 @@ from pydantic import Field
 from ...registry import Operator, Params, operator
 from .._text import fill, first_line, require_docs, strip_citations
 
-PER_DOC_PROMPT = ("Answer the question using only the passage. Reply with the shortest answer: "
-                  "a name, a date, a number, or yes or no.\n\nPassage: {passage}\n\n"
+PER_DOC_PROMPT = ("Answer the question using only the passage. Reply with the shortest answer "
+                  "(a few words).\n\nPassage: {passage}\n\n"
                   "Question: {question}\nAnswer:")
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
 

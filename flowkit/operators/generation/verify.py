@@ -20,8 +20,8 @@ CLAIM_PROMPT = ("{passages}\n\nQuestion: {question}\nClaim: {claim}\n"
 JUDGE_PROMPT = ("{passages}\n\nQuestion: {question}\nAnswer: {answer}\n"
                 "Is the answer supported by the passages? Reply yes or no.\nReply:")
 RETRY_PROMPT = ("Answer the question using only the passages. The previous answer \"{answer}\" "
-                "is not supported by the passages. Write a better answer, the shortest one: a name, "
-                "a date, a number, or yes or no."
+                "is not supported by the passages. Write a better answer, the shortest one "
+                "(a few words)."
                 "\n\n{passages}\n\nQuestion: {question}\nAnswer:")
 LABELS = ("SUPPORTED", "NOT ENOUGH INFO", "REFUTED")       # from best to worst
 _STOP = {"the", "and", "was", "were", "is", "are", "for", "with", "from", "that", "this", "its",
