@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 
 _LEAD_IN = re.compile(r"^\s*(?:so\s+)?(?:the\s+)?(?:final\s+|short\s+)?answer(?:\s+is)?\s*[:\-]\s*|"
-                      r"^\s*(?:so\s+)?the\s+answer\s+is\s+", re.I)
+                      r"^\s*(?:so\s+)?the\s+answer\s+is\s+", re.IGNORECASE)
 _CITATION = re.compile(r"\s*\[\d{1,3}\]")
 _PLACEHOLDER = re.compile(
     r"^(?:<[^<>]{0,40}>|\[[^\[\]]{0,40}\]|\{[^{}]{0,40}\}|\.{2,}|\u2026|_+|"
-    r"(?:the |your |a |short |shortest |final )*(?:answer|short answer|search query|query)s?)$", re.I)
+    r"(?:the |your |a |short |shortest |final )*(?:answer|short answer|search query|query)s?)$", re.IGNORECASE)
 
 
 def real_answer(text: str | None) -> str:

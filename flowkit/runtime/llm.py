@@ -18,7 +18,6 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from importlib import resources as importlib_resources
 from pathlib import Path
 from typing import Any, Protocol
 

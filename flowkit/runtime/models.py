@@ -19,7 +19,8 @@ import os
 import struct
 import threading
 from dataclasses import dataclass
-from importlib import import_module, resources as importlib_resources
+from importlib import import_module
+from importlib import resources as importlib_resources
 from pathlib import Path
 from typing import Any, BinaryIO
 

@@ -80,8 +80,8 @@ def test_agent_refuses_a_copied_final_answer_placeholder() -> None:
                           ("plan", "orchestration.agent_plan", {"max_searches": 2}),
                           ("final", "generation.answer")],
                 ["ret>plan", "plan>ret:continue", "plan>final:done"], entry="ret")
-    llm = FakeLLM([(r"Reply with two lines", "Thought: done.\nAction: Final Answer[ the shortest "
-                    "answer ]"), (r"Answer:$", "Mara Velt")])
+    copied = "Thought: done.\nAction: Final Answer[ the shortest answer ]"
+    llm = FakeLLM([(r"Reply with two lines", copied), (r"Answer:$", "Mara Velt")])
     result = run_flow(compile_flow(spec), Q, fake_resources(llm), kb="test")
     assert result.status == "ok", result.error
     plans = [h for h in result.memory["history"] if h.get("action")]

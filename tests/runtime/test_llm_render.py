@@ -29,7 +29,7 @@ def test_a_loaded_base_model_renders_plainly_and_honours_the_examples_setting() 
     from flowkit.runtime.llm import LlamaCppLLM, LLMSettings
 
     llm = LlamaCppLLM(LLMSettings(model_path="smollm2-135m"))
-    llm._llama, llm._formatter = object(), None     # noqa: SLF001 - loaded base model stand-in
+    llm._llama, llm._formatter = object(), None     # a loaded base model stand-in
     assert llm.kind == "base"
     assert llm.render("Question: q\nAnswer:", system="S") == \
         (f"S\n\n{BASE_EXAMPLES}\n\nQuestion: q\nAnswer:", ["\n"])
