@@ -14,7 +14,8 @@ COPY storage ./storage
 COPY service ./service
 COPY studio ./studio
 RUN python3 -m pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
- && CMAKE_ARGS="${LLAMA_CMAKE_ARGS}" python3 -m pip install -e .
+ && CMAKE_ARGS="${LLAMA_CMAKE_ARGS}" python3 -m pip install -e . \
+ && python3 -m flowkit.runtime.models
 COPY app.py ./
 COPY pages ./pages
 COPY assets ./assets

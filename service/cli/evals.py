@@ -5,6 +5,7 @@
     flowkit evals                      list evaluations
     flowkit dataset import PATH [--name NAME] [--kb KB [--ingest]]
     flowkit dataset list
+    flowkit models [GGUF ...] [--assemble] [--json]
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from rich.table import Table
 from flowkit.errors import FlowkitError
 from storage.evals import EvalRepo
 
-from . import common
+from . import common, models
 
 
 def cmd_dataset(args: argparse.Namespace) -> int:
@@ -188,3 +189,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--kb", help="the knowledge base for its corpus")
     s.add_argument("--ingest", action="store_true", help="ingest its corpus.jsonl into --kb")
     s.set_defaults(fn=cmd_dataset)
+
+    s = sub.add_parser("models", help="the packaged models and any GGUF by path: kind, size, "
+                       "reading figures")
+    s.add_argument("paths", nargs="*", help="GGUF files to list as well")
+    s.add_argument("--assemble", action="store_true", help="make the packaged model files ready")
+    s.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    s.set_defaults(fn=models.cmd_models)

@@ -97,3 +97,11 @@ def test_model_info_without_loading(tmp_path: Path) -> None:
     info = logic.model_info(Workspace(tmp_path))
     assert info["error"] is None and info["loaded"] is False
     assert info["size_mb"] > 10 and isinstance(info["gpu_offload"], bool)
+
+
+def test_lists_the_packaged_models_with_kind(ws: Workspace) -> None:
+    at = settings_page()
+    assert not at.exception
+    models = at.dataframe[-1].value          # the last table: the model catalogue
+    rows = dict(zip(models["model"], models["kind"]))
+    assert rows["smollm2-135m"] == "instruct" and rows["gemma3-270m (default)"] == "base"

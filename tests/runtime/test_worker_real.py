@@ -23,13 +23,14 @@ LONG = "Write a long story about a lighthouse keeper and the sea, with many deta
 
 @pytest.fixture(scope="module")
 def worker(tmp_path_factory) -> WorkerLLM:
-    w = WorkerLLM(LLMSettings(n_ctx=2048), log_dir=tmp_path_factory.mktemp("logs"))
+    w = WorkerLLM(LLMSettings(model_path="smollm2-135m", n_ctx=2048),
+                  log_dir=tmp_path_factory.mktemp("logs"))
     yield w
     w.close()
 
 
 def test_the_worker_answers_exactly_as_the_model_in_process(worker: WorkerLLM) -> None:
-    here = LlamaCppLLM(LLMSettings(n_ctx=2048))
+    here = LlamaCppLLM(LLMSettings(model_path="smollm2-135m", n_ctx=2048))
     for kwargs in ({"max_tokens": 24}, {"max_tokens": 12, "logprobs": True},
                    {"max_tokens": 16, "system": "Answer in one word.", "stop": ["\n"]}):
         a, b = worker.complete(QUESTION, **kwargs), here.complete(QUESTION, **kwargs)
@@ -41,6 +42,23 @@ def test_the_worker_answers_exactly_as_the_model_in_process(worker: WorkerLLM) -
             assert max(abs(x - y) for (_, x), (_, y) in zip(a.logprobs, b.logprobs)) < 1e-6
     assert worker.count_tokens("The Corren Lighthouse") == here.count_tokens("The Corren Lighthouse")
     assert worker.pid and worker.pid != os.getpid()
+
+
+def test_a_base_model_through_the_worker_is_plain_completion(tmp_path) -> None:
+    """Gemma 3 270M (no chat template): the worker sends the same plain-completion text as the
+    model in process (reading examples before "Answer:", newline stop) and returns it exactly."""
+    from flowkit.runtime.llm import BASE_EXAMPLES
+    settings = LLMSettings(model_path="gemma3-270m", n_ctx=2048, n_threads=1)
+    w = WorkerLLM(settings, log_dir=tmp_path)
+    try:
+        prompt = f"Question: {QUESTION}\nAnswer:"
+        a = w.complete(prompt, max_tokens=16, system="Answer in one word.")
+        b = LlamaCppLLM(settings).complete(prompt, max_tokens=16, system="Answer in one word.")
+        assert (a.text, a.prompt, a.completion_tokens) == (b.text, b.prompt, b.completion_tokens)
+        assert a.prompt == f"Answer in one word.\n\n{BASE_EXAMPLES}\n\n{prompt}"
+        assert a.text and "\n" not in a.text and "Paris" in a.text
+    finally:
+        w.close()
 
 
 def test_context_overflow_crosses_the_process_boundary(worker: WorkerLLM) -> None:
@@ -127,7 +145,7 @@ def test_prompt_logprobs_cross_the_worker_and_drive_selective_context(worker, re
     from flowkit.context import RunContext
 
     text = "The Corren Lighthouse was designed by Mara Velt. It was first lit in 1884. Café!"
-    here = LlamaCppLLM(LLMSettings(n_ctx=2048)).token_logprobs(text)
+    here = LlamaCppLLM(LLMSettings(model_path="smollm2-135m", n_ctx=2048)).token_logprobs(text)
     there = worker.token_logprobs(text)
     assert "".join(t for t, _ in there) == text
     assert [t for t, _ in there] == [t for t, _ in here]

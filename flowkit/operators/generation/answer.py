@@ -8,13 +8,15 @@ from pydantic import Field
 from ...context import RunContext
 from ...contract import Operator, OperatorParams, operator
 from ...memory import MemoryView
-from .._text import cited_ids, fill, passages, strip_citations
+from .._answers import short_answer
+from .._text import cited_ids, fill, first_line, passages, strip_citations
 
 ANSWER_PROMPT = (
-    "Answer the question using only the passages. Reply with a short answer (a few words), then "
-    "the number of the passage you used in brackets, like [1].\n\n{passages}\n\n"
+    "Answer the question using only the passages. Reply with the shortest answer: a name, a date, "
+    "a number, or yes or no. Do not write a sentence.\n\n{passages}\n\n"
     "Question: {question}\nAnswer:")
-CLOSED_BOOK_PROMPT = "Answer the question with a short answer (a few words).\n\nQuestion: {question}\nAnswer:"
+CLOSED_BOOK_PROMPT = ("Answer the question with the shortest answer: a name, a date, a number, or "
+                      "yes or no. Do not write a sentence.\n\nQuestion: {question}\nAnswer:")
 
 
 @operator("generation.answer")
@@ -55,7 +57,8 @@ class Answer(Operator["Answer.Params"]):
         else:
             prompt = fill(CLOSED_BOOK_PROMPT, "params.prompt", question=memory["question"])
         out = ctx.llm.complete(prompt, max_tokens=p.max_tokens)
-        answer = strip_citations(out.text) or out.text
+        # the first line without a lead-in; what the model wrote when that leaves nothing
+        answer = short_answer(out.text) or first_line(strip_citations(out.text))
         return {"answer": answer, "citations": cited_ids(out.text, docs, p.top_n),
                 "drafts": [*(memory.get("drafts") or []), answer]}
 

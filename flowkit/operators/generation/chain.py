@@ -10,13 +10,15 @@ from pydantic import Field
 from ...context import RunContext
 from ...contract import Operator, OperatorParams, operator
 from ...memory import MemoryView
+from .._answers import real_answer
 from .._text import fill, first_line, passages, strip_citations
 
-SUB_PROMPT = ("{passages}\n\nAnswer the question in a few words using the passages.\n"
-              "Question: {question}\nAnswer:")
+SUB_PROMPT = ("{passages}\n\nAnswer the question using the passages. Reply with the shortest "
+              "answer (a few words).\nQuestion: {question}\nAnswer:")
 COT_PROMPT = ("{passages}\n\nQuestion: {question}\nReasoning so far: {reasoning}\n"
-              "Write the next reasoning sentence. When you know the answer, write: "
-              "So the answer is: <answer>.\nNext sentence:")
+              "Write the next reasoning sentence. When you know the answer, write a sentence that "
+              "starts with \"So the answer is\" and ends with the answer in a few words."
+              "\nNext sentence:")
 ANSWER_IS = re.compile(r"answer is\s*:?\s*(.+)", re.I)
 
 
@@ -85,6 +87,6 @@ class CoTStep(Operator["CoTStep.Params"]):
         out: dict[str, Any] = {"drafts": [*drafts, sentence], "history": [{"thought": sentence}],
                                "queries": [sentence or memory["question"]]}
         m = ANSWER_IS.search(sentence)
-        if m and m.group(1).strip(" ."):
-            out["answer"] = m.group(1).strip().rstrip(".")
+        if m and real_answer(m.group(1)):     # never "<answer>" copied from a prompt, never ""
+            out["answer"] = real_answer(m.group(1))
         return out

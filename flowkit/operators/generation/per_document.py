@@ -11,8 +11,9 @@ from ...memory import MemoryView
 from ...text import normalize_answer
 from .._text import fill, first_line, require_docs, strip_citations
 
-PER_DOC_PROMPT = ("Answer the question using only the passage. Reply with a short answer "
-                  "(a few words).\n\nPassage: {passage}\n\nQuestion: {question}\nAnswer:")
+PER_DOC_PROMPT = ("Answer the question using only the passage. Reply with the shortest answer "
+                  "(a few words).\n\nPassage: {passage}\n\n"
+                  "Question: {question}\nAnswer:")
 
 
 @operator("generation.answer_per_document")

@@ -21,7 +21,8 @@ CLAIM_PROMPT = ("{passages}\n\nQuestion: {question}\nClaim: {claim}\n"
 JUDGE_PROMPT = ("{passages}\n\nQuestion: {question}\nAnswer: {answer}\n"
                 "Is the answer supported by the passages? Reply yes or no.\nReply:")
 RETRY_PROMPT = ("Answer the question using only the passages. The previous answer \"{answer}\" "
-                "is not supported by the passages. Write a better short answer (a few words)."
+                "is not supported by the passages. Write a better answer, the shortest one "
+                "(a few words)."
                 "\n\n{passages}\n\nQuestion: {question}\nAnswer:")
 LABELS = ("SUPPORTED", "NOT ENOUGH INFO", "REFUTED")       # from best to worst
 

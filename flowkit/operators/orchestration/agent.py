@@ -9,14 +9,16 @@ from pydantic import Field
 from ...context import RunContext
 from ...contract import Operator, OperatorParams, operator
 from ...memory import MemoryView
+from .._answers import real_answer
 from .._text import fill
 
 PLAN_PROMPT = (
     "You answer questions by searching. Question: {question}\n"
     "Evidence so far:\n{evidence}\n"
-    "Decide the next step. Reply with two lines:\n"
-    "Thought: <what is still missing>\n"
-    "Action: Search[<search query>] or Final Answer[<short answer>]")
+    "Decide the next step. Reply with two lines: first Thought: and what is still missing; then "
+    "Action: and either Search[ a search query ] when something is missing, or Final Answer[ "
+    "the shortest answer ] when the evidence answers the question (a name, a date, a number, "
+    "or yes or no).")
 SEARCH = re.compile(r"search\s*\[\s*(.+?)\s*\]", re.I | re.S)
 FINAL = re.compile(r"final\s*answer\s*\[\s*(.+?)\s*\]", re.I | re.S)
 THOUGHT = re.compile(r"thought\s*:\s*(.+)", re.I)
@@ -59,12 +61,13 @@ class AgentPlan(Operator["AgentPlan.Params"]):
         thought = thought_m.group(1).split("\n")[0].strip() if thought_m else text.split("\n")[0]
         final, search = FINAL.search(text), SEARCH.search(text)
         asked = {q.lower() for q in memory.get("queries") or []}
-        if final and (not search or final.start() < search.start()) and evidence:
-            answer = final.group(1).strip()
+        if final and real_answer(final.group(1)) and evidence and \
+                (not search or final.start() < search.start()):
+            answer = real_answer(final.group(1))
             return {"route": "done", "drafts": [answer],
                     "history": [{"thought": thought, "action": "Final Answer", "answer": answer}],
                     "judgement": {"by": self.node_id, "verdict": "done", "reason": "Final Answer"}}
-        query = search.group(1).strip() if search else ""
+        query = real_answer(search.group(1)) if search else ""     # no copied placeholder
         if len(query) < 3 or query.lower() in asked:
             query = memory["question"] if memory["question"].lower() not in asked or not evidence \
                 else f"{memory['question']} {thought}"

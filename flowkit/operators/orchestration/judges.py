@@ -8,6 +8,7 @@ from pydantic import Field
 from ...context import RunContext
 from ...contract import Operator, OperatorParams, operator
 from ...memory import MemoryView
+from .._answers import real_answer
 
 JUDGE_ROUTES = ("continue", "done")
 
@@ -21,7 +22,8 @@ class RuleJudge(Operator["RuleJudge.Params"]):
         max_rounds: int = Field(3, ge=1, le=10_000, description="Rounds before 'done'")
         min_score: float | None = Field(None, description="'done' once the top passage scores at "
                                         "least this (None: ignore scores)")
-        stop_on_answer: bool = Field(False, description="'done' as soon as an answer exists")
+        stop_on_answer: bool = Field(False, description="'done' as soon as an answer exists (not "
+                                     "an empty one, not a placeholder such as <answer>)")
 
     kind = "judge"
     routes = JUDGE_ROUTES
@@ -38,7 +40,7 @@ class RuleJudge(Operator["RuleJudge.Params"]):
             top = max(float(d.get("score", 0.0)) for d in docs)
             if top >= p.min_score:
                 reason = f"top score {top:.3f} >= {p.min_score}"
-        if not reason and p.stop_on_answer and memory.get("answer"):
+        if not reason and p.stop_on_answer and real_answer(memory.get("answer")):
             reason = "an answer exists"
         route = "done" if reason else "continue"
         return {"route": route, "judgement": {"by": self.node_id, "verdict": route,
