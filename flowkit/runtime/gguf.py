@@ -11,7 +11,9 @@ at the next multiple of ``general.alignment`` (32 unless set).
 """
 from __future__ import annotations
 
+import hashlib
 import struct
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -175,3 +177,24 @@ def _parse(p: Path, r: _Reader, size: int) -> GGUFInfo:
                     size_label=str(meta.get("general.size_label") or ""),
                     has_chat_template=bool(meta.get("tokenizer.chat_template")),
                     context_length=ctx if isinstance(ctx, int) else None, data_offset=data_offset)
+
+
+def file_hash(path: Path, chunk: int = 1 << 20) -> str:
+    """sha256 of a model file, cached beside nothing: computed once per process per path."""
+    return _hash_cached(str(path.resolve()), path.stat().st_size, path.stat().st_mtime)
+
+
+_HASHES: dict[tuple[str, int, float], str] = {}
+_HASH_LOCK = threading.Lock()
+
+
+def _hash_cached(path: str, size: int, mtime: float) -> str:
+    key = (path, size, mtime)
+    with _HASH_LOCK:
+        if key not in _HASHES:
+            h = hashlib.sha256()
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+            _HASHES[key] = h.hexdigest()
+        return _HASHES[key]

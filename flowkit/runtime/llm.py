@@ -11,7 +11,6 @@ milliseconds. One lock per loaded model: a `Llama` is never used by two threads 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import threading
@@ -23,7 +22,7 @@ from typing import Any, Protocol
 
 from ..errors import ContextOverflowError, ResourceError
 from . import amx
-from .gguf import inspect_gguf
+from .gguf import file_hash, inspect_gguf
 
 
 @dataclass
@@ -135,27 +134,6 @@ def _extra_bufts(use: bool) -> Iterator[None]:
             yield
         finally:
             lib.llama_model_default_params = original
-
-
-def file_hash(path: Path, chunk: int = 1 << 20) -> str:
-    """sha256 of a model file, cached beside nothing: computed once per process per path."""
-    return _hash_cached(str(path.resolve()), path.stat().st_size, path.stat().st_mtime)
-
-
-_HASHES: dict[tuple[str, int, float], str] = {}
-_HASH_LOCK = threading.Lock()
-
-
-def _hash_cached(path: str, size: int, mtime: float) -> str:
-    key = (path, size, mtime)
-    with _HASH_LOCK:
-        if key not in _HASHES:
-            h = hashlib.sha256()
-            with open(path, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    h.update(block)
-            _HASHES[key] = h.hexdigest()
-        return _HASHES[key]
 
 
 class LlamaCppLLM:

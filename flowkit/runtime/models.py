@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ResourceError
-from .gguf import inspect_gguf
+from .gguf import file_hash, inspect_gguf
 
 #: The model used when settings name none: the packaged model with the better reading F1 at no
 #: more than 3x the time per question in `bench/reading.py` (see README, "Models").
@@ -77,7 +77,6 @@ def packaged_path(model_id: str) -> Path:
 
 def _assembled(module: Any) -> Path:
     """Join a chunked package's GGUF into its output path once, atomically; check its sha256."""
-    from .llm import file_hash
     target = Path(module.default_output_path())
     with _ASSEMBLE_LOCK:
         if target.is_file() and file_hash(target) == module.EXPECTED_SHA256:

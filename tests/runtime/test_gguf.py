@@ -12,15 +12,19 @@ from hypothesis import strategies as st
 from flowkit.errors import ModelProcessError, ResourceError
 from flowkit.runtime.gguf import inspect_gguf
 from flowkit.runtime.llm import LLMSettings, default_model_path, resolve_model_path
+from flowkit.runtime.models import packaged_path
 from flowkit.runtime.supervisor import WorkerLLM
 from flowkit.testing.gguf import build_gguf, write_gguf
 
 
-def test_the_packaged_default_model_passes_and_reports_its_facts() -> None:
-    info = inspect_gguf(default_model_path())
+def test_the_packaged_models_pass_and_report_their_facts() -> None:
+    info = inspect_gguf(packaged_path("smollm2-135m"))
     assert info.version == 3 and info.architecture == "llama" and info.tensors > 100
     assert info.has_chat_template and info.context_length == 8192
     assert info.data_offset < info.size_bytes
+    gemma = inspect_gguf(packaged_path("gemma3-270m"))        # a base model: no chat template
+    assert gemma.architecture == "gemma3" and not gemma.has_chat_template
+    assert inspect_gguf(default_model_path()).path == default_model_path()
 
 
 def test_a_small_written_file_passes(tmp_path: Path) -> None:
@@ -87,7 +91,7 @@ def test_mutated_files_give_info_or_a_resource_error_only(tmp_path: Path, data: 
 
 
 def test_a_truncated_model_in_settings_fails_before_any_worker_starts(tmp_path: Path) -> None:
-    real = default_model_path()
+    real = packaged_path("smollm2-135m")
     cut = tmp_path / "half.gguf"
     with real.open("rb") as f:
         cut.write_bytes(f.read(real.stat().st_size // 2))
