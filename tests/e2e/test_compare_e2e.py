@@ -7,7 +7,7 @@ context_doc_ids, which include the gold passages): the full corpus (4,858 passag
 takes far longer to embed than this test may take. It is ingested through the CLI, timed, and
 the timing written to test-artifacts/compare_e2e_timings.txt.
 
-FLOWKIT_E2E_COMPARE_QUESTIONS sets how many questions (default 30). FLOWKIT_E2E_COMPARE_FAKE_LLM=1
+FLOWKIT_E2E_COMPARE_QUESTIONS sets how many questions (default 15). FLOWKIT_E2E_COMPARE_FAKE_LLM=1
 serves the model from a scripted OpenAI-compatible server in this process instead (a quick check
 of the page on a busy machine; the default is the real SmolLM2 through llama.cpp).
 """
@@ -33,7 +33,7 @@ from studio.serve import CHROMIUM, CHROMIUM_ARGS, ROOT, StudioServer
 pytestmark = pytest.mark.e2e
 ARTIFACTS = ROOT / "test-artifacts"
 SET = "hotpotqa_dev_500_ircotfmt"
-N = int(os.environ.get("FLOWKIT_E2E_COMPARE_QUESTIONS", "30"))
+N = int(os.environ.get("FLOWKIT_E2E_COMPARE_QUESTIONS", "15"))
 PREFERRED = ("naive_rag", "rewrite_retrieve_read", "iter_retgen")   # the cheapest in LLM calls
 FAKE_LLM = os.environ.get("FLOWKIT_E2E_COMPARE_FAKE_LLM") == "1"
 RUN_TIMEOUT_S = 20 * 60
