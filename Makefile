@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export FLOWKIT_HOME ?= $(CURDIR)/.flowkit
 
-.PHONY: install run test test-fast bench browser servers clean
+.PHONY: install run test test-fast lint bench browser servers clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -37,7 +37,13 @@ run: install
 	$(BIN)/flowkit setup
 	$(BIN)/streamlit run app.py --server.address localhost --server.port 8501 --server.headless true --browser.gatherUsageStats false
 
-test: install browser servers
+# Static checks: ruff (pyflakes, isort, bugbear, pyupgrade, the annotation rules) and mypy, as
+# configured in pyproject.toml. `make test` runs them before the suite.
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+test: install browser servers lint
 	$(BIN)/python -m pytest -q
 
 test-fast: install

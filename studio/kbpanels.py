@@ -1,0 +1,107 @@
+"""The knowledge base page's panels (pages/knowledge.py): search side by side, the chunks, the
+knowledge graph and the attached SQLite database of one knowledge base."""
+from __future__ import annotations
+
+import streamlit as st
+
+from flowkit.errors import FlowkitError
+from flowkit.runtime.kb import KnowledgeBase
+from service.workspace import Workspace
+from studio import graphview, inert, kbview
+from studio.state import flash
+
+
+def search_panel(kb: KnowledgeBase) -> None:
+    """BM25, dense and hybrid results for one query, in three columns."""
+    qcol, kcol = st.columns([5, 1])
+    query = qcol.text_input("Search", key="kb_search_q", placeholder="e.g. Corren Lighthouse keeper")
+    k = kcol.number_input("Top k", 1, 50, 5, key="kb_search_k")
+    if query.strip():
+        try:
+            results = kbview.search(kb, query.strip(), int(k))
+        except FlowkitError as err:
+            st.error(inert.escape(err))
+        else:
+            for col, (method, docs) in zip(st.columns(3), results.items()):
+                with col:
+                    st.markdown(f"**{method}**")
+                    if not docs:
+                        st.caption("No results.")
+                    for rank, d in enumerate(docs, 1):
+                        with st.container(border=True):
+                            st.markdown(f"**{rank}.** {inert.code(d['id'])} · "
+                                        f"score {d['score']:.4f}")
+                            if d.get("title"):
+                                st.caption(inert.escape(d["title"]))
+                            text = d.get("text", "")
+                            inert.text(text[:280] + ("…" if len(text) > 280 else ""))
+
+
+def chunks_panel(kb: KnowledgeBase, pick: str) -> None:
+    """The chunks, 20 a page."""
+    total = kb.count() if kb.exists else 0
+    size = 20
+    pages = max(1, -(-total // size))
+    pcol, _ = st.columns([1, 4])
+    page_no = pcol.number_input(f"Page (of {pages})", 1, pages, 1, key=f"kb_chunks_page_{pick}")
+    st.caption(f"{total} chunks · showing {size * (page_no - 1) + 1 if total else 0}-"
+               f"{min(total, size * page_no)}")
+    chunk_rows = [{"id": d["id"], "title": d.get("title", ""),
+                   "doc": (d.get("meta") or {}).get("doc_id", ""),
+                   "chars": len(d.get("text", "")), "text": d.get("text", "")[:400]}
+                  for d in (kb.chunks(limit=size, offset=size * (page_no - 1)) if total else [])]
+    st.dataframe(chunk_rows, hide_index=True, width="stretch")
+
+
+def graph_panel(kb: KnowledgeBase, pick: str) -> None:
+    """The knowledge-graph index (when the KB was ingested with the graph chunker), drawn."""
+    try:
+        graph = kbview.load_kg(kb.dir)
+    except FlowkitError as err:
+        graph = None
+        st.error(inert.escape(err))
+    if graph is None:
+        st.caption("No knowledge-graph index: ingest files with the `indexing.knowledge_graph` "
+                   "chunker to build one.")
+    else:
+        st.caption(f"{graph.number_of_nodes()} entities, {graph.number_of_edges()} relations. "
+                   "Drag to move, scroll to zoom, hover an edge for its relations.")
+        fcol, ncol = st.columns([4, 1])
+        focus = fcol.text_input("Focus on an entity", key=f"kb_graph_focus_{pick}",
+                                placeholder="e.g. Corren (its neighbours are drawn, in amber)")
+        most = ncol.number_input("Entities drawn", 5, 300, 60, step=5, key=f"kb_graph_n_{pick}")
+        nodes, edges = graphview.kg_picture(graph, int(most), focus)
+        if focus.strip() and not nodes:
+            st.caption(f"No entity matches '{inert.escape(focus.strip())}'.")
+        graphview.draw(nodes, edges, key=f"kb_graph_{pick}", height=560, physics=True)
+
+
+def database_panel(ws: Workspace, kb: KnowledgeBase, pick: str) -> None:
+    """The attached SQLite database: its tables and the allowlist; attach another file."""
+    current = kbview.attached_database(kb)
+    if current is not None:
+        st.markdown(f"Attached: {inert.code(current)}")
+        allowed = kbview.allowed_tables(kb)
+        try:
+            st.dataframe([{"table": t, "rows": n, "allowed": allowed is None or t in allowed}
+                          for t, n in kbview.sqlite_tables(current)], hide_index=True)
+        except Exception as err:  # noqa: BLE001 - a broken file: say so, do not crash the page
+            st.error(f"cannot read it: {inert.escape(err)}")
+    else:
+        st.caption("No SQLite database attached. Text-to-SQL flows query the one attached here.")
+    db_file = st.file_uploader("SQLite database", type=["sqlite", "sqlite3", "db"],
+                               key=f"kb_db_file_{pick}")
+    offered = kbview.upload_tables(db_file.getvalue()) if db_file is not None else []
+    upload_id = getattr(db_file, "file_id", "") if db_file is not None else ""
+    chosen = st.multiselect("Tables text-to-SQL may read", offered, default=offered,
+                            key=f"kb_db_tables_{pick}_{upload_id}", disabled=not offered,
+                            help="The allowlist: a query that reads any other table is refused.")
+    if st.button("Attach", key="kb_db_attach", disabled=db_file is None) and db_file is not None:
+        try:
+            where = kbview.attach_upload(ws.data_dir, kb, db_file.name, db_file.getvalue(),
+                                         chosen if offered else None)
+        except (FlowkitError, OSError) as err:
+            st.error(inert.escape(err))
+        else:
+            flash("kb_notice", f"Attached {db_file.name} to '{pick}' ({where.name}).")
+            st.rerun()
