@@ -8,13 +8,11 @@ from __future__ import annotations
 import streamlit as st
 
 from flowkit.errors import NotFoundError
-from flowkit.memory import OPERATOR_KEYS
-from studio import graphview, inert, memview, replay, runview
-from studio.forkpanel import fork_status
+from studio import graphview, inert, memview, replay, replaypanels, runview
+from studio.forkpanel import fork_form, fork_status
 from studio.jobs import get_jobs
 from studio.shell import route_through_app
 from studio.state import query_select
-from studio.tasks import submit_fork
 from studio.workspace import get_workspace
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
@@ -165,69 +163,8 @@ with t_mem:
     memview.render(step.memory_before, step.memory_after, show_same=same)
 
 with t_llm:
-    if not step.llm_calls:
-        st.caption("This step made no LLM call.")
-    for i, call in enumerate(step.llm_calls, 1):
-        st.markdown(f"**Call {i}** · {call.prompt_tokens} prompt + {call.completion_tokens} "
-                    f"completion tokens · {call.ms:.0f} ms · {call.finish_reason}")
-        st.caption("Prompt")
-        st.code(call.prompt, language=None, wrap_lines=True)
-        st.caption("Completion")
-        st.code(call.completion or "(empty)", language=None, wrap_lines=True)
-
+    replaypanels.llm_calls_panel(step)
 with t_ret:
-    if not step.retrievals:
-        st.caption("This step retrieved nothing.")
-    for r in step.retrievals:
-        st.markdown(f"**{inert.escape(r.method)}** for {inert.code(r.query, limit=200)}")
-        st.dataframe([{"rank": i, "id": d.get("id"), "title": d.get("title", ""),
-                       "score": d.get("score"), "text": (d.get("text") or "")[:300]}
-                      for i, d in enumerate(r.docs, 1)], hide_index=True, width="stretch",
-                     column_config={"score": st.column_config.NumberColumn(format="%.4f")})
-
+    replaypanels.retrievals_panel(step)
 with t_fork:
-    why_not = replay.forkable(step, run.spec)
-    if why_not:
-        st.info(f"Cannot fork from this step: {inert.escape(why_not)}.")
-    else:
-        st.caption(f"Run on from step {idx} (`{step.node_id}`) with its memory-before, changed as "
-                   "you say here. The model runs again from this node; the new run links back.")
-        what = st.radio("Change", ["a memory value", f"params of node {step.node_id}"],
-                        key="replay_fork_what", horizontal=True)
-        memory_changes, param_changes, problem = {}, {}, None
-        if what == "a memory value":
-            readers = replay.reads_ahead(run.spec, step.node_id)
-            keys = sorted(OPERATOR_KEYS, key=lambda k: k not in readers)   # read keys first
-            mem_key = st.selectbox("Memory key", keys, key="replay_fork_key",
-                                   format_func=lambda k: f"{k} · read by "
-                                   f"{', '.join(readers[k])}" if k in readers else f"{k} · not read",
-                                   help="The working-memory key to set before the node runs; "
-                                        "each names the remaining nodes that read it")
-            if mem_key not in readers:
-                st.warning(f"No remaining step reads `{mem_key}`: changing it changes nothing. "
-                           f"They read: {', '.join(f'`{k}`' for k in readers) or 'nothing'}.")
-            text = st.text_area("New value (JSON)", height=160,
-                                value=replay.memory_text(step.memory_before.get(mem_key)),
-                                key=f"replay_fork_val_{run.id}_{idx}_{mem_key}")
-            try:
-                memory_changes = replay.parse_memory_change(mem_key, text)
-            except ValueError as err:
-                problem = str(err)
-        else:
-            op, params = replay.node_params(run.spec, step.node_id)
-            text = st.text_area(f"Params of {step.node_id} ({op}) as JSON", height=220,
-                                value=replay.memory_text(params),
-                                key=f"replay_fork_params_{run.id}_{idx}")
-            try:
-                param_changes = replay.parse_param_changes(op, params, text)
-            except ValueError as err:
-                problem = str(err)
-            if not problem and not param_changes:
-                st.caption("No param changed yet: the fork would run the same params.")
-        if problem:
-            st.error(inert.escape(problem))
-        if st.button("Fork and run ▶", type="primary", key="replay_fork_go",
-                     disabled=bool(problem)):
-            job_id = submit_fork(jobs, ws, run.id, idx, memory_changes, param_changes)
-            st.query_params["fork"] = job_id
-            st.rerun()
+    fork_form(ws, jobs, run, step, idx)

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
+from flowkit.memory import OPERATOR_KEYS
+from flowkit.trace import StepEvent
 from service.workspace import Workspace
+from storage.repo import RunInfo
 
 from . import inert, replay
 from .jobs import Job, JobManager
+from .tasks import submit_fork
 
 
 def _show(jobs: JobManager, job: Job) -> None:
@@ -52,3 +56,53 @@ def fork_status(ws: Workspace, jobs: JobManager, run_id: str) -> None:
         _show(jobs, now)
 
     _poll()
+
+
+def fork_form(ws: Workspace, jobs: JobManager, run: RunInfo, step: StepEvent, idx: int) -> None:
+    """Fork the run from this step: change a memory value (the keys say which remaining nodes
+    read them) or the node's params, then run on in the background."""
+    why_not = replay.forkable(step, run.spec)
+    if why_not:
+        st.info(f"Cannot fork from this step: {inert.escape(why_not)}.")
+    else:
+        st.caption(f"Run on from step {idx} (`{step.node_id}`) with its memory-before, changed as "
+                   "you say here. The model runs again from this node; the new run links back.")
+        what = st.radio("Change", ["a memory value", f"params of node {step.node_id}"],
+                        key="replay_fork_what", horizontal=True)
+        memory_changes, param_changes, problem = {}, {}, None
+        if what == "a memory value":
+            readers = replay.reads_ahead(run.spec, step.node_id)
+            keys = sorted(OPERATOR_KEYS, key=lambda k: k not in readers)   # read keys first
+            mem_key = st.selectbox("Memory key", keys, key="replay_fork_key",
+                                   format_func=lambda k: f"{k} · read by "
+                                   f"{', '.join(readers[k])}" if k in readers else f"{k} · not read",
+                                   help="The working-memory key to set before the node runs; "
+                                        "each names the remaining nodes that read it")
+            if mem_key not in readers:
+                st.warning(f"No remaining step reads `{mem_key}`: changing it changes nothing. "
+                           f"They read: {', '.join(f'`{k}`' for k in readers) or 'nothing'}.")
+            text = st.text_area("New value (JSON)", height=160,
+                                value=replay.memory_text(step.memory_before.get(mem_key)),
+                                key=f"replay_fork_val_{run.id}_{idx}_{mem_key}")
+            try:
+                memory_changes = replay.parse_memory_change(mem_key, text)
+            except ValueError as err:
+                problem = str(err)
+        else:
+            op, params = replay.node_params(run.spec, step.node_id)
+            text = st.text_area(f"Params of {step.node_id} ({op}) as JSON", height=220,
+                                value=replay.memory_text(params),
+                                key=f"replay_fork_params_{run.id}_{idx}")
+            try:
+                param_changes = replay.parse_param_changes(op, params, text)
+            except ValueError as err:
+                problem = str(err)
+            if not problem and not param_changes:
+                st.caption("No param changed yet: the fork would run the same params.")
+        if problem:
+            st.error(inert.escape(problem))
+        if st.button("Fork and run ▶", type="primary", key="replay_fork_go",
+                     disabled=bool(problem)):
+            job_id = submit_fork(jobs, ws, run.id, idx, memory_changes, param_changes)
+            st.query_params["fork"] = job_id
+            st.rerun()
