@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "e2e"))
+
+from e2ekit import CHROMIUM, CHROMIUM_ARGS, StudioServer  # tests/e2e/e2ekit.py
 
 from flowkit import templates
 from flowkit.spec import EdgeSpec, FlowSpec, NodeSpec, Position
 from service.workspace import Workspace
-from studio.serve import CHROMIUM, CHROMIUM_ARGS, StudioServer
 
 OPERATORS = ("retrieval.bm25", "retrieval.dense", "generation.answer")
 

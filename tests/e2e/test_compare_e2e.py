@@ -20,15 +20,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from e2ekit import CHROMIUM, CHROMIUM_ARGS, ROOT, StudioServer, eventually
 
 from flowkit import templates
 from flowkit.eval.datasets import from_path, shared_data_dir, subset_corpus
-from studio.serve import CHROMIUM, CHROMIUM_ARGS, ROOT, StudioServer
 
 pytestmark = pytest.mark.e2e
 ARTIFACTS = ROOT / "test-artifacts"
@@ -73,15 +73,6 @@ def three_templates() -> list[str]:
     return picked[:3]
 
 
-def eventually(check: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")

@@ -10,26 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2ekit import CHROMIUM, CHROMIUM_ARGS, ROOT, StudioServer, eventually
 
 from flowkit import templates
 from storage.repo import Store
 from studio.drafts import DraftStore
-from studio.serve import CHROMIUM, CHROMIUM_ARGS, ROOT, StudioServer
 
 pytestmark = pytest.mark.e2e
 ARTIFACTS = ROOT / "test-artifacts"
 WAIT_MS = 30_000
 
 
-def eventually(check: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")

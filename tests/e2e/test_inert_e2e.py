@@ -37,7 +37,7 @@ class _Counter(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def leak_server() -> Iterator[tuple[int, list[str]]]:
-    from studio.serve import free_port
+    from e2ekit import free_port
     port = free_port()
     hits: list[str] = []
     handler = type("Counter", (_Counter,), {"hits": hits})
@@ -51,11 +51,12 @@ def leak_server() -> Iterator[tuple[int, list[str]]]:
 
 @pytest.fixture(scope="module")
 def studio(tmp_path_factory, leak_server):
+    from e2ekit import CHROMIUM, StudioServer
+
     from flowkit import templates
     from flowkit.ingest import ingest
     from flowkit.testing import FakeLLM, HashEmbedder
     from service.workspace import Workspace
-    from studio.serve import CHROMIUM, StudioServer
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian chromium is not installed (make browser)")
     port, _ = leak_server
@@ -77,9 +78,8 @@ def studio(tmp_path_factory, leak_server):
 
 @pytest.fixture(scope="module")
 def page(studio, leak_server):
+    from e2ekit import CHROMIUM, CHROMIUM_ARGS
     from playwright.sync_api import sync_playwright
-
-    from studio.serve import CHROMIUM, CHROMIUM_ARGS
     port, _ = leak_server
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -50,7 +50,7 @@ def studio_home(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def studio_url(studio_home):
-    from studio.serve import CHROMIUM, StudioServer
+    from e2ekit import CHROMIUM, StudioServer
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian chromium is not installed (make browser)")
     home = studio_home
@@ -65,9 +65,8 @@ def studio_url(studio_home):
 
 @pytest.fixture(scope="module")
 def page(studio_url):
+    from e2ekit import CHROMIUM, CHROMIUM_ARGS
     from playwright.sync_api import sync_playwright
-
-    from studio.serve import CHROMIUM, CHROMIUM_ARGS
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         pg = browser.new_page(viewport={"width": 1500, "height": 1500})

@@ -13,9 +13,8 @@ ART = ROOT / "test-artifacts"
 
 
 def test_a_direct_url_in_the_first_session_runs_through_app(tmp_path):
+    from e2ekit import CHROMIUM, CHROMIUM_ARGS, StudioServer
     from playwright.sync_api import sync_playwright
-
-    from studio.serve import CHROMIUM, CHROMIUM_ARGS, StudioServer
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian chromium is not installed (make browser)")
     ART.mkdir(exist_ok=True)

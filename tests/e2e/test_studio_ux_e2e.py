@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2ekit import CHROMIUM, CHROMIUM_ARGS, StudioServer
 from test_editor_e2e import (
     ARTIFACTS,
     WAIT_MS,
@@ -35,7 +36,6 @@ from flowkit import templates
 from flowkit.testing import FakeLLM, HashEmbedder
 from storage.repo import Store
 from studio.drafts import DraftStore
-from studio.serve import CHROMIUM, CHROMIUM_ARGS, StudioServer
 
 pytestmark = pytest.mark.e2e
 LIGHTHOUSE = "In what year was the Corren Lighthouse first lit?"

@@ -1,7 +1,11 @@
-"""Start the studio as a subprocess on a free port (browser tests and the UI benchmark).
+"""What the browser tests share (and bench/ui.py uses): the studio as a subprocess on a free port,
+Debian's Chromium and its flags, and `eventually` (poll until a condition holds).
 
     with StudioServer(data_dir) as url:
         ...drive a browser at url...
+
+Test files beside it import it as `e2ekit` (pytest puts this folder on sys.path); it is not part of
+the installed packages.
 """
 from __future__ import annotations
 
@@ -12,10 +16,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -84,3 +90,16 @@ class StudioServer:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
+
+
+def eventually(check: Callable[[], Any], timeout: float = 30.0, what: str = "condition",
+               every: float = 0.2) -> Any:
+    """Call `check` until it returns something true (returned), or fail naming `what`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(every)
