@@ -79,7 +79,7 @@ def _tidy() -> None:
     _ed().tidy()
 
 
-PROBLEMS_SHOWN = 12   # the problems listed one alert each; more go into one list
+PROBLEMS_SHOWN = 12   # the problems listed one alert each; the rest behind a toggle
 
 
 def _problem_text(p: Problem, with_severity: bool = False) -> str:
@@ -263,15 +263,13 @@ with right:
     st.markdown(f"**Problems** ({len(errors)} error(s), {len(problems) - len(errors)} warning(s))")
     if not problems:
         st.success("No problems: the flow can run.")
-    # one alert per problem up to SHOWN; the rest as one list (a big flow can have a hundred, and
-    # a hundred alerts cost the browser most of a rerun)
-    for i, p in enumerate(problems):
-        if i == PROBLEMS_SHOWN:
-            with st.expander(f"{len(problems) - PROBLEMS_SHOWN} more problem(s)"):
-                st.markdown("\n".join(f"- {_problem_text(q, with_severity=True)}"
-                                       for q in problems[PROBLEMS_SHOWN:]))
-            break
+    # one alert per problem up to PROBLEMS_SHOWN; the rest as one list, drawn only when asked for
+    # (a big flow can have a hundred, and drawing them all cost most of a click's round trip)
+    for p in problems[:PROBLEMS_SHOWN]:
         (st.error if p.severity == "error" else st.warning)(_problem_text(p))
+    rest = problems[PROBLEMS_SHOWN:]
+    if rest and st.toggle(f"Show the other {len(rest)} problem(s)", key="editor_all_problems"):
+        st.markdown("\n".join(f"- {_problem_text(q, with_severity=True)}" for q in rest))
 
     with st.expander("Flow: description, entry, limits"):
         st.text_area("Description", value=spec.description, key=f"editor_desc_{gen}",
