@@ -5,6 +5,8 @@
 Prints, for each flow, the median time from navigation to every canvas node drawn, and the median
 round trip of two edits: clicking a node until the side panel shows its id, and adding a node from
 the palette until it is on the canvas. The ratio column is big / small, measured side by side.
+Then the replay of a stored 50-step run (a fake model: no model file needed): the median time from a
+click on Next until the page shows the new step's heading (goal: 200 ms).
 """
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "e2e")
 from e2ekit import CHROMIUM, CHROMIUM_ARGS, StudioServer  # tests/e2e/e2ekit.py
 
 from flowkit import templates
-from flowkit.spec import EdgeSpec, FlowSpec, NodeSpec, Position
+from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec, Position
+from flowkit.testing import FakeLLM
 from service.workspace import Workspace
 
 OPERATORS = ("retrieval.bm25", "retrieval.dense", "generation.answer")
@@ -37,6 +40,43 @@ def big_flow(n: int = 150, per_row: int = 15) -> FlowSpec:
     layout = {nid: Position(x=(i % per_row) * 240.0, y=(i // per_row) * 120.0)
               for i, nid in enumerate(ids)}
     return FlowSpec(name="bench_150", nodes=nodes, edges=edges, layout=layout)
+
+
+def step_run(ws: Workspace, n: int = 50) -> str:
+    """Store a run of exactly n steps (a chain of n-1 rewrites and an answer, on a fake model)."""
+    ids = [f"s{i:02d}" for i in range(n)]
+    nodes = [NodeSpec(id=nid, operator="pre_retrieval.rewrite") for nid in ids[:-1]]
+    nodes.append(NodeSpec(id=ids[-1], operator="generation.answer"))
+    spec = FlowSpec(name=f"bench_steps_{n}", nodes=nodes,
+                    edges=[EdgeSpec(source=a, target=b) for a, b in zip(ids, ids[1:])],
+                    limits=Limits(max_steps=n + 10, max_llm_calls=n + 10, max_tokens=1_000_000))
+    ws.store.save_flow(spec, None)
+    ws.resources.set_llm(FakeLLM())
+    run_id = ws.run(spec, "Why is the sky blue?", "").run_id
+    steps = len(ws.store.steps(run_id))
+    if steps != n:
+        raise RuntimeError(f"the bench run has {steps} steps, not {n}")
+    return run_id
+
+
+def replay_steps(browser: Any, url: str, run_id: str, n_steps: int, repeat: int) -> list[float]:
+    """Click Next `repeat` times from the middle of the run; each: click -> the new step shown."""
+    page = browser.new_page(viewport={"width": 1600, "height": 1100})
+    page.set_default_timeout(60_000)
+    start = n_steps // 2 - repeat // 2
+    page.goto(f"{url}/replay?run={run_id}&step={start}")
+    page.get_by_text(f"Step {start} of {n_steps - 1}").wait_for()
+    _settle(page)
+    button = page.get_by_role("button", name="Next")
+    times: list[float] = []
+    for i in range(repeat):
+        t0 = time.perf_counter()
+        button.click()
+        page.get_by_text(f"Step {start + i + 1} of {n_steps - 1}").wait_for()
+        times.append(time.perf_counter() - t0)
+        _settle(page)
+    page.close()
+    return times
 
 
 def _canvas(page: Any) -> Any:
@@ -130,6 +170,7 @@ def main() -> None:
         small = templates.load_template("naive_rag").model_copy(update={"name": "bench_2"})
         ws.store.save_flow(small, None)
         flows = {"bench_2": [n.id for n in small.nodes], "bench_150": [n.id for n in big.nodes]}
+        run_id = step_run(ws, 50)
         with StudioServer(tmp) as url, sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             first_draw(browser, url, "bench_2", 2)          # warm the server (imports, caches)
@@ -140,6 +181,7 @@ def main() -> None:
                 results[name] = {"draw": statistics.median(draws),
                                  "click": statistics.median(clicks),
                                  "add": statistics.median(adds)}
+            steps = replay_steps(browser, url, run_id, 50, args.repeat)
             browser.close()
     print(f"editor in Chromium, median of {args.repeat} (seconds); bench_150 has {len(big.nodes)} "
           f"nodes / {len(big.edges)} edges, bench_2 has 2 / 1")
@@ -150,6 +192,10 @@ def main() -> None:
     for key, label in labels.items():
         a, b = results["bench_2"][key], results["bench_150"][key]
         print(f"{label:<42}{a:>10.2f}{b:>12.2f}{b / a:>8.2f}")
+    nav = statistics.median(steps)
+    print(f"replay of a 50-step run: Next -> the new step shown, median {nav * 1000:.0f} ms "
+          f"(goal 200 ms: {'met' if nav <= 0.2 else 'not met'})")
+
 
 
 if __name__ == "__main__":

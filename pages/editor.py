@@ -7,7 +7,7 @@ import streamlit as st
 from streamlit_flow import streamlit_flow
 
 from flowkit import registry
-from flowkit.errors import FlowkitError, NotFoundError
+from flowkit.errors import FlowkitError, NotFoundError, Problem
 from flowkit.spec import Limits
 from studio import canvas, diffs, forms, inert, keys, palette
 from studio.editor import K_GEN, Editor, canvas_key
@@ -77,6 +77,17 @@ def _discard() -> None:
 
 def _tidy() -> None:
     _ed().tidy()
+
+
+PROBLEMS_SHOWN = 12   # the problems listed one alert each; the rest behind a toggle
+
+
+def _problem_text(p: Problem, with_severity: bool = False) -> str:
+    """One problem as a line: '[code] node message — hint' (the code is one of ours)."""
+    where = f"{inert.code(p.node)} " if p.node else ""
+    lead = f"{p.severity}: " if with_severity else ""
+    return (f"{lead}[{p.code}] {where}{inert.escape(p.message)}"
+            + (f" — _{inert.escape(p.hint)}_" if p.hint else ""))
 
 
 # ---- which flow -------------------------------------------------------------------------------
@@ -252,10 +263,13 @@ with right:
     st.markdown(f"**Problems** ({len(errors)} error(s), {len(problems) - len(errors)} warning(s))")
     if not problems:
         st.success("No problems: the flow can run.")
-    for p in problems:
-        where = f"{inert.code(p.node)} " if p.node else ""
-        text = f"{where}{inert.escape(p.message)}" + (f" — _{inert.escape(p.hint)}_" if p.hint else "")
-        (st.error if p.severity == "error" else st.warning)(f"[{p.code}] {text}")   # a code of ours
+    # one alert per problem up to PROBLEMS_SHOWN; the rest as one list, drawn only when asked for
+    # (a big flow can have a hundred, and drawing them all cost most of a click's round trip)
+    for p in problems[:PROBLEMS_SHOWN]:
+        (st.error if p.severity == "error" else st.warning)(_problem_text(p))
+    rest = problems[PROBLEMS_SHOWN:]
+    if rest and st.toggle(f"Show the other {len(rest)} problem(s)", key="editor_all_problems"):
+        st.markdown("\n".join(f"- {_problem_text(q, with_severity=True)}" for q in rest))
 
     with st.expander("Flow: description, entry, limits"):
         st.text_area("Description", value=spec.description, key=f"editor_desc_{gen}",

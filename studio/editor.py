@@ -36,6 +36,8 @@ K_GEN = "editor_form_gen"           # bumped to reset the side panel's widgets
 K_NOTICE = "editor_notice"          # (kind, text, when): the last message, shown a few seconds
 K_PROBLEMS = "editor_problems"      # (hash, problems) cache
 K_FIT = "editor_canvas_fit"         # fit the view once, when a flow is opened
+K_PARSED = "editor_parsed"          # (draft spec dict, its FlowSpec): parsed once per change
+K_DESIRED = "editor_desired"        # (FlowSpec, selection, canvas state, signature) last drawn
 CANVAS_KEY = "editor_flow_canvas"   # the component's key prefix: no session variable (GUIDE rule 1)
 
 
@@ -116,7 +118,10 @@ class Editor:
         if d is None:
             raise FlowkitError("no flow is open in the editor")
         if self._parsed is None or self._parsed[0] is not d.spec:   # parse once per change
-            self._parsed = (d.spec, from_dict(d.spec))
+            kept = self.state.get(K_PARSED)   # the draft's dict is replaced, never changed in place
+            self._parsed = (kept if kept and kept[0] is d.spec
+                            else (d.spec, from_dict(d.spec)))
+            self.state[K_PARSED] = self._parsed
         return self._parsed[1]
 
     def base_spec(self) -> dict[str, Any] | None:
@@ -152,12 +157,12 @@ class Editor:
 
     def problems(self, spec: FlowSpec | None = None) -> list[Problem]:
         spec = spec or self.spec
-        key = hashlib.sha1(json.dumps(canonical(spec), sort_keys=True).encode()).hexdigest()
         cached = self.state.get(K_PROBLEMS)
-        if cached and cached[0] == key:
+        if cached and cached[2] is spec:   # the same object: no need to hash it again
             return cached[1]
-        problems = check(spec)
-        self.state[K_PROBLEMS] = (key, problems)
+        key = hashlib.sha1(json.dumps(canonical(spec), sort_keys=True).encode()).hexdigest()
+        problems = cached[1] if cached and cached[0] == key else check(spec)
+        self.state[K_PROBLEMS] = (key, problems, spec)
         return problems
 
     # ---- the canvas round trip -----------------------------------------------------------
@@ -172,9 +177,7 @@ class Editor:
     def canvas_state(self) -> StreamlitFlowState:
         """The state to hand to streamlit_flow(): a new one (fresh timestamp) only when the
         picture changed, so the browser keeps the user's view otherwise."""
-        spec = self.spec
-        desired = canvas.build_state(spec, self.problems(spec), self.selected)
-        sig = canvas.signature(desired)
+        desired, sig = self._desired(self.spec)
         current = self.state.get(K_CANVAS)
         if current is None or self.state.get(K_PUSH) or sig != self.state.get(K_SIG):
             last = max(int(self.state.get(K_SEEN) or 0), current.timestamp if current else 0)
@@ -183,6 +186,18 @@ class Editor:
             self.state[K_SIG] = sig
             self.state[K_PUSH] = False
         return self.state[K_CANVAS]
+
+    def _desired(self, spec: FlowSpec) -> tuple[StreamlitFlowState, tuple[Any, ...]]:
+        """The canvas picture of `spec` with the current selection, and its signature; built
+        once per spec and selection (a rerun that changes neither reuses the last one)."""
+        sel = self.selected
+        kept = self.state.get(K_DESIRED)
+        if kept and kept[0] is spec and kept[1] == sel:
+            return kept[2], kept[3]
+        desired = canvas.build_state(spec, self.problems(spec), sel)
+        sig = canvas.signature(desired)
+        self.state[K_DESIRED] = (spec, sel, desired, sig)
+        return desired, sig
 
     @property
     def fit_view(self) -> bool:
@@ -203,11 +218,13 @@ class Editor:
             self.select(sel)
         if to_dict(new) != to_dict(spec):
             self.update(new)
+            new = self.spec
+        else:
+            new = spec    # unchanged: the parsed spec the caches know
         if not canvas.in_step(new, returned):
             self.state[K_PUSH] = True     # the browser lacks a change: hand it over again
             return True
-        desired = canvas.build_state(new, self.problems(new), self.selected)
-        return canvas.signature(desired) != self.state.get(K_SIG)
+        return self._desired(new)[1] != self.state.get(K_SIG)
 
     def redraw(self) -> None:
         """Hand the browser a fresh picture on the next run (after a Python-side change)."""

@@ -14,7 +14,7 @@ from streamlit_flow.elements import StreamlitFlowEdge, StreamlitFlowNode
 from streamlit_flow.state import StreamlitFlowState
 
 from flowkit import registry, templates
-from flowkit.spec import FlowSpec, Limits
+from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec
 from flowkit.testing import flow
 from service.workspace import Workspace
 from studio import canvas, forms
@@ -60,6 +60,25 @@ def test_opens_a_flow_with_canvas_and_problems(ws: Workspace) -> None:
     assert [e.id for e in state.edges] == ["retrieve->generate"]
     assert all(n.deletable for n in state.nodes) and all(e.deletable for e in state.edges)
     assert at.query_params["draft"]
+
+
+def test_many_problems_show_twelve_alerts_and_the_rest_on_request(ws: Workspace) -> None:
+    ids = [f"n{i:02d}" for i in range(16)]   # 16 bad params + no answer path: 17 problems
+    spec = FlowSpec(name="many", nodes=[NodeSpec(id=i, operator="retrieval.bm25",
+                                                 params={"top_k": 0}) for i in ids],
+                    edges=[EdgeSpec(source=a, target=b) for a, b in zip(ids, ids[1:])])
+    save(ws, "many", spec)
+    at = editor("many")
+    assert not at.exception
+    assert "**Problems** (17 error(s), 0 warning(s))" in texts(at)
+    assert len(at.error) == 12
+    assert "n11" in at.error[-1].value and not any("n12" in e.value for e in at.error)
+    assert "n15" not in texts(at)
+    at.toggle(key="editor_all_problems").set_value(True).run()
+    rest = [m.value for m in at.markdown if str(m.value).startswith("- error: [")]
+    assert len(rest) == 1
+    assert [f"`n{i}`" in rest[0] for i in (12, 13, 14, 15)] == [True] * 4
+    assert "[no_answer_path]" in rest[0] and "`n11`" not in rest[0]
 
 
 def test_unknown_flow_says_so(ws: Workspace) -> None:
