@@ -1,93 +1,19 @@
 """Editor: the canvas, the operator palette, the node/edge side panel, problems, save and run."""
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 from streamlit_flow import streamlit_flow
 
 from flowkit import registry
-from flowkit.errors import FlowkitError, NotFoundError, Problem
+from flowkit.errors import FlowkitError, NotFoundError
 from flowkit.spec import Limits
 from studio import canvas, diffs, forms, inert, keys, palette
+from studio import editor_actions as actions
 from studio.editor import K_GEN, Editor, canvas_key
 from studio.shell import route_through_app
 from studio.workspace import get_workspace
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
-
-
-def _ed() -> Editor:
-    return Editor(st.session_state, get_workspace())
-
-
-# ---- callbacks: they run before the script, so every Python-side change to the graph happens
-# before streamlit_flow() is called (GUIDE canvas rule 2) --------------------------------------
-def _add(op: str) -> None:
-    _ed().add_node(op)
-
-
-def _delete() -> None:
-    _ed().delete_selected()
-
-
-def _deselect() -> None:
-    _ed().select(None)
-
-
-def _set_param(node_id: str, name: str, value: Any) -> None:
-    _ed().set_param(node_id, name, value)
-
-
-def _set_label(node_id: str, key: str) -> None:
-    _ed().set_label(node_id, st.session_state.get(key) or "")
-
-
-def _set_edge_label(edge_id: str, key: str) -> None:
-    value = st.session_state.get(key)
-    _ed().set_edge_label(edge_id, None if value in (None, "(none)") else value)
-
-
-def _set_limit(name: str, value: Any) -> None:
-    if value is not None:
-        _ed().set_limits(**{name: value})
-
-
-def _set_description(key: str) -> None:
-    _ed().set_flow_fields(description=st.session_state.get(key) or "")
-
-
-def _set_entry(key: str) -> None:
-    value = st.session_state.get(key)
-    _ed().set_flow_fields(entry=None if value in (None, "(automatic)") else value)
-
-
-def _save() -> None:
-    _ed().save(st.session_state.get("editor_save_msg") or "")
-    st.session_state["editor_save_msg"] = ""
-
-
-def _overwrite() -> None:
-    _ed().overwrite()
-
-
-def _discard() -> None:
-    _ed().discard()
-
-
-def _tidy() -> None:
-    _ed().tidy()
-
-
-PROBLEMS_SHOWN = 12   # the problems listed one alert each; the rest behind a toggle
-
-
-def _problem_text(p: Problem, with_severity: bool = False) -> str:
-    """One problem as a line: '[code] node message — hint' (the code is one of ours)."""
-    where = f"{inert.code(p.node)} " if p.node else ""
-    lead = f"{p.severity}: " if with_severity else ""
-    return (f"{lead}[{p.code}] {where}{inert.escape(p.message)}"
-            + (f" — _{inert.escape(p.hint)}_" if p.hint else ""))
 
 
 # ---- which flow -------------------------------------------------------------------------------
@@ -166,19 +92,19 @@ if conflict:
                     st.rerun()
         if not conflict.get("deleted"):
             c2.button(f"Overwrite: save mine over version {conflict['actual']}",
-                      key="editor_conflict_overwrite", on_click=_overwrite)
+                      key="editor_conflict_overwrite", on_click=actions.overwrite)
             c3.button(f"Discard mine: load version {conflict['actual']}",
-                      key="editor_conflict_discard", on_click=_discard)
+                      key="editor_conflict_discard", on_click=actions.discard)
 
 bar = st.columns([3, 1, 1, 1, 1], vertical_alignment="bottom")
 bar[0].text_input("Version message", key="editor_save_msg", placeholder="what changed (optional)")
-bar[1].button("Save", type="primary", on_click=_save, key="editor_save", width="stretch",
+bar[1].button("Save", type="primary", on_click=actions.save, key="editor_save", width="stretch",
               help="Save the draft as a new version of the flow")
 run_clicked = bar[2].button("Run ▶", key="editor_run", width="stretch",
                             help="Open the run page with this flow (saves the draft first)")
 with bar[3].popover("Discard", width="stretch", disabled=not dirty):
     st.write("Throw away your unsaved changes and load the saved flow?")
-    st.button("Discard my changes", key="editor_discard", on_click=_discard)
+    st.button("Discard my changes", key="editor_discard", on_click=actions.discard)
 delete_box = bar[4].empty()   # filled after the canvas reports this run's selection
 if run_clicked:
     if not ed.dirty() or ed.save("saved before a run") is not None:
@@ -190,7 +116,7 @@ if run_clicked:
 left, middle, right = st.columns([1, 4, 1.6])
 with left:
     st.markdown("**Operators**")
-    palette.render(on_add=_add)
+    palette.render(on_add=actions.add)
 
 with middle:
     returned = streamlit_flow(canvas_key(draft.flow), ed.canvas_state(), height=620,
@@ -205,7 +131,7 @@ with middle:
                "Delete / Backspace key.")
 if ed.take_canvas(returned):
     st.rerun()
-delete_box.button("Delete selected", key="editor_delete", on_click=_delete, width="stretch",
+delete_box.button("Delete selected", key="editor_delete", on_click=actions.delete, width="stretch",
                   disabled=not ed.selected,
                   help="Delete the selected node (with its edges) or edge (keys: Delete, Backspace)")
 keys.click_on_delete_key("Delete selected")
@@ -221,10 +147,10 @@ with right:
         cls = registry.get(node.operator)
         head, close = st.columns([4, 1])
         head.markdown(f"**Node {inert.code(node.id)}**")
-        close.button(":material/close:", key="editor_deselect", on_click=_deselect, help="Close")
+        close.button(":material/close:", key="editor_deselect", on_click=actions.deselect, help="Close")
         st.caption(inert.code(node.operator))
         st.text_input("Label", value=node.label, key=f"editor_label_{gen}_{sel}",
-                      on_change=_set_label, args=(sel, f"editor_label_{gen}_{sel}"))
+                      on_change=actions.set_label, args=(sel, f"editor_label_{gen}_{sel}"))
         if cls is None:
             st.error(f"Unknown operator {inert.code(node.operator, limit=80)}: delete this node.")
         else:
@@ -234,7 +160,7 @@ with right:
                            f"{', '.join(cls.writes) or '-'} · kind: {cls.kind}")
             forms.render_params(cls.Params.model_json_schema(), node.params,
                                 f"editor_p_{gen}_{sel}_",
-                                on_value=lambda name, value, nid=sel: _set_param(nid, name, value))
+                                on_value=lambda name, value, nid=sel: actions.set_param(nid, name, value))
         for p in problems:
             if p.node == sel:
                 (st.error if p.severity == "error" else st.warning)(
@@ -243,19 +169,19 @@ with right:
         _, e = edge
         head, close = st.columns([4, 1])
         head.markdown(f"**Edge {inert.code(e.source)} → {inert.code(e.target)}**")
-        close.button(":material/close:", key="editor_deselect", on_click=_deselect, help="Close")
+        close.button(":material/close:", key="editor_deselect", on_click=actions.deselect, help="Close")
         labels = canvas.route_labels(spec.node(e.source)) if e.source in node_ids else ()
         if labels:
             options = ["(none)", *labels] + ([e.label] if e.label and e.label not in labels else [])
             st.selectbox("Route label", options, index=options.index(e.label or "(none)"),
-                         key=f"editor_edge_label_{gen}_{sel}", on_change=_set_edge_label,
+                         key=f"editor_edge_label_{gen}_{sel}", on_change=actions.set_edge_label,
                          args=(sel, f"editor_edge_label_{gen}_{sel}"),
                          help=f"Which of '{inert.escape(e.source)}''s routes follows this edge")
         else:
             st.caption(f"'{inert.escape(e.source)}' does not route: this edge is always followed.")
             if e.label:
                 st.button("Remove the label", key=f"editor_edge_unlabel_{gen}",
-                          on_click=lambda eid=sel: _ed().set_edge_label(eid, None))
+                          on_click=actions.clear_edge_label, args=(sel,))
     else:
         st.caption("Click a node or an edge on the canvas to edit it.")
 
@@ -263,24 +189,24 @@ with right:
     st.markdown(f"**Problems** ({len(errors)} error(s), {len(problems) - len(errors)} warning(s))")
     if not problems:
         st.success("No problems: the flow can run.")
-    # one alert per problem up to PROBLEMS_SHOWN; the rest as one list, drawn only when asked for
+    # one alert per problem up to actions.PROBLEMS_SHOWN; the rest as one list, drawn only when asked for
     # (a big flow can have a hundred, and drawing them all cost most of a click's round trip)
-    for p in problems[:PROBLEMS_SHOWN]:
-        (st.error if p.severity == "error" else st.warning)(_problem_text(p))
-    rest = problems[PROBLEMS_SHOWN:]
+    for p in problems[:actions.PROBLEMS_SHOWN]:
+        (st.error if p.severity == "error" else st.warning)(actions.problem_text(p))
+    rest = problems[actions.PROBLEMS_SHOWN:]
     if rest and st.toggle(f"Show the other {len(rest)} problem(s)", key="editor_all_problems"):
-        st.markdown("\n".join(f"- {_problem_text(q, with_severity=True)}" for q in rest))
+        st.markdown("\n".join(f"- {actions.problem_text(q, with_severity=True)}" for q in rest))
 
     with st.expander("Flow: description, entry, limits"):
         st.text_area("Description", value=spec.description, key=f"editor_desc_{gen}",
-                     on_change=_set_description, args=(f"editor_desc_{gen}",))
+                     on_change=actions.set_description, args=(f"editor_desc_{gen}",))
         entries = ["(automatic)", *[n.id for n in spec.nodes]]
         st.selectbox("Entry node", entries,
                      index=entries.index(spec.entry) if spec.entry in entries else 0,
-                     key=f"editor_entry_{gen}", on_change=_set_entry, args=(f"editor_entry_{gen}",),
+                     key=f"editor_entry_{gen}", on_change=actions.set_entry, args=(f"editor_entry_{gen}",),
                      help="Where a run starts; automatic = the only node without inputs")
         forms.render_params(Limits.model_json_schema(), spec.limits.model_dump(),
-                            f"editor_limits_{gen}_", on_value=_set_limit)
-        st.button("Tidy the layout", key="editor_tidy", on_click=_tidy,
+                            f"editor_limits_{gen}_", on_value=actions.set_limit)
+        st.button("Tidy the layout", key="editor_tidy", on_click=actions.tidy,
                   icon=":material/auto_fix_high:",
                   help="Place every node again: layers in reading order, loops routed around")

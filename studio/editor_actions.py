@@ -1,0 +1,89 @@
+"""The editor page's callbacks (pages/editor.py): each builds the session's Editor and applies one
+change. Streamlit runs them before the page script, so every Python-side change to the graph
+happens before streamlit_flow() is called (GUIDE canvas rule 2)."""
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from typing import Any, cast
+
+import streamlit as st
+
+from flowkit.errors import Problem
+from studio import inert
+from studio.editor import Editor
+from studio.workspace import get_workspace
+
+
+def _ed() -> Editor:
+    return Editor(cast(MutableMapping[str, Any], st.session_state), get_workspace())
+
+
+def add(op: str) -> None:
+    _ed().add_node(op)
+
+
+def delete() -> None:
+    _ed().delete_selected()
+
+
+def deselect() -> None:
+    _ed().select(None)
+
+
+def set_param(node_id: str, name: str, value: Any) -> None:
+    _ed().set_param(node_id, name, value)
+
+
+def set_label(node_id: str, key: str) -> None:
+    _ed().set_label(node_id, st.session_state.get(key) or "")
+
+
+def set_edge_label(edge_id: str, key: str) -> None:
+    value = st.session_state.get(key)
+    _ed().set_edge_label(edge_id, None if value in (None, "(none)") else value)
+
+
+def clear_edge_label(edge_id: str) -> None:
+    _ed().set_edge_label(edge_id, None)
+
+
+def set_limit(name: str, value: Any) -> None:
+    if value is not None:
+        _ed().set_limits(**{name: value})
+
+
+def set_description(key: str) -> None:
+    _ed().set_flow_fields(description=st.session_state.get(key) or "")
+
+
+def set_entry(key: str) -> None:
+    value = st.session_state.get(key)
+    _ed().set_flow_fields(entry=None if value in (None, "(automatic)") else value)
+
+
+def save() -> None:
+    _ed().save(st.session_state.get("editor_save_msg") or "")
+    st.session_state["editor_save_msg"] = ""
+
+
+def overwrite() -> None:
+    _ed().overwrite()
+
+
+def discard() -> None:
+    _ed().discard()
+
+
+def tidy() -> None:
+    _ed().tidy()
+
+
+PROBLEMS_SHOWN = 12   # the problems listed one alert each; the rest behind a toggle
+
+
+def problem_text(p: Problem, with_severity: bool = False) -> str:
+    """One problem as a line: '[code] node message — hint' (the code is one of ours)."""
+    where = f"{inert.code(p.node)} " if p.node else ""
+    lead = f"{p.severity}: " if with_severity else ""
+    return (f"{lead}[{p.code}] {where}{inert.escape(p.message)}"
+            + (f" — _{inert.escape(p.hint)}_" if p.hint else ""))
