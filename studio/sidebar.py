@@ -8,6 +8,7 @@ import streamlit as st
 
 from flowkit.errors import FlowkitError
 from flowkit.ingest import SAMPLE_KB
+from flowkit.runtime.models import DEFAULT_MODEL, PACKAGED
 from service.workspace import Workspace
 
 from . import inert
@@ -31,7 +32,12 @@ def model_line(ws: Workspace) -> str:
     s = ws.resources.settings.llm
     if s.backend == "openai":
         return f"{s.model_name or '?'} via {s.base_url or '?'}"
-    name = Path(s.model_path).name if s.model_path else "SmolLM2-135M (default)"
+    if not s.model_path:
+        name = f"{PACKAGED[DEFAULT_MODEL].name} (default)"
+    elif s.model_path in PACKAGED:
+        name = PACKAGED[s.model_path].name
+    else:
+        name = Path(s.model_path).name
     try:
         llm = ws.resources.llm   # the wrapper only: the model itself loads on the first call
     except FlowkitError as err:
