@@ -79,7 +79,9 @@ def test_start_a_comparison_and_follow_it(ws):
     assert re.fullmatch(r"[0-9a-f]{12}", eval_id)
     until(at, lambda a: "6/6 answers · done" in str([p.proto.text for p in a.get("progress")])
           or "Side by side" in texts(a), timeout=60)
-    until(at, lambda a: "Side by side" in texts(a), timeout=30)
+    # the page shows partial metrics while the evaluation runs: wait for all 3 questions of both
+    until(at, lambda a: "Side by side" in texts(a) and len(a.dataframe) > 0
+          and list(a.dataframe[0].value["n"]) == [3, 3], timeout=60)
     metrics = at.dataframe[0].value
     assert list(metrics["flow"]) == ["naive_rag", "vague"]
     assert list(metrics["EM"]) == [100.0, 0.0] and list(metrics["n"]) == [3, 3]
