@@ -63,3 +63,12 @@ def texts(at: AppTest) -> str:
     parts += [f"{m.label}: {m.value}" for m in at.metric]
     parts += [str(t.value) for t in at.text]   # untrusted text is shown with st.text
     return "\n".join(parts)
+
+
+def submit_run(question: str, flow: str = "naive_rag") -> AppTest:
+    """Open the run page on `flow`, ask `question`, press Run; the page has queued the run."""
+    at = page("pages/run.py", flow=flow).run()
+    at.text_area(key="run_question").input(question).run()
+    at.button(key="run_go").click().run()
+    assert not at.exception and "run" in at.query_params, texts(at)
+    return at

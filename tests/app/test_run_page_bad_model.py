@@ -21,11 +21,7 @@ QUESTION = "Who designed the Corren Lighthouse?"
 
 
 def _submit():
-    at = kit.page("pages/run.py", flow="naive_rag").run()
-    at.text_area(key="run_question").input(QUESTION).run()
-    at.button(key="run_go").click().run()
-    assert not at.exception and "run" in at.query_params, kit.texts(at)
-    return at
+    return kit.submit_run(QUESTION)
 
 
 def test_a_truncated_model_fails_the_run_clearly_and_the_studio_goes_on(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2ekit import CHROMIUM, CHROMIUM_ARGS, ROOT, StudioServer, eventually
+from e2ekit import CHROMIUM, ROOT, StudioServer, chromium, eventually
 
 from flowkit import templates
 from storage.repo import Store
@@ -38,14 +38,9 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
 
 @pytest.fixture(scope="module")
 def browser(studio: tuple[str, Path, Store]) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium() as b:          # after the studio fixture: the server is up first
+        yield b
 
 
 def retrying(action: Callable[[], Any], check: Callable[[], Any], what: str, tries: int = 3,

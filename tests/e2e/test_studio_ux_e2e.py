@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2ekit import CHROMIUM, CHROMIUM_ARGS, StudioServer
+from e2ekit import CHROMIUM, StudioServer, chromium
 from test_editor_e2e import (
     ARTIFACTS,
     WAIT_MS,
@@ -102,14 +102,9 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
 
 @pytest.fixture(scope="module")
 def browser(studio: Any) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium() as b:          # after the studio fixture: the server is up first
+        yield b
 
 
 def new_page(browser: Any, width: int = 1600, height: int = 1300) -> Any:
