@@ -24,6 +24,10 @@ class SearchParams(OperatorParams):
                                   "(Iter-RetGen: retrieval guided by the previous generation)")
     where: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="Metadata filter, e.g. {\"source\": \"guide.md\"}")
+    keep_previous: int = Field(0, ge=0, le=100, description="In a loop: keep the first N "
+                               "passages already in `documents` (the earliest rounds' best, e.g. "
+                               "the question's own) ahead of the new ones, as IRCoT collects "
+                               "paragraphs across steps; 0 replaces them")
 
 
 SP = TypeVar("SP", bound=SearchParams)
@@ -31,7 +35,7 @@ SP = TypeVar("SP", bound=SearchParams)
 
 class _Search(Operator[SP]):
     reads = ("question",)
-    optional_reads = ("queries", "drafts")
+    optional_reads = ("queries", "drafts", "documents")
     writes = ("documents", "candidates")
     method = ""
 
@@ -52,7 +56,16 @@ class _Search(Operator[SP]):
             ctx.record_retrieval(q, self.method, docs)
             lists.append(docs)
         fused = lists[0] if len(lists) == 1 else rrf(lists, k=60)[: self.params.top_k]
+        if self.params.keep_previous:
+            fused = keep_ahead(list(memory.get("documents") or [])[: self.params.keep_previous],
+                               fused)
         return {"documents": fused, "candidates": lists}
+
+
+def keep_ahead(kept: list[Doc], new: list[Doc]) -> list[Doc]:
+    """`kept` first, then the new passages that are not among them (by id)."""
+    seen = {d["id"] for d in kept}
+    return [*kept, *(d for d in new if d["id"] not in seen)]
 
 
 @operator("retrieval.bm25")
