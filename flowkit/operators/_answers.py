@@ -13,8 +13,9 @@ _LEAD_IN = re.compile(r"^\s*(?:so\s+)?(?:the\s+)?(?:final\s+|short\s+)?answer(?:
                       r"^\s*(?:so\s+)?the\s+answer\s+is\s+", re.IGNORECASE)
 _CITATION = re.compile(r"\s*\[\d{1,3}\]")
 _PLACEHOLDER = re.compile(
-    r"^(?:<[^<>]{0,40}>|\[[^\[\]]{0,40}\]|\{[^{}]{0,40}\}|\.{2,}|\u2026|_+|"
-    r"(?:the |your |a |short |shortest |final )*(?:answer|short answer|search query|query)s?)$", re.IGNORECASE)
+    r"^(?:<[^<>]{0,40}>|\[[^\[\]]{0,40}\]|\{[^{}]{0,40}\}|\.{2,}|\u2026|_+|\(?"
+    r"(?:the |your |a |short |shortest |final )*(?:answer|short answer|search query|query)s?"
+    r"\)?)$", re.IGNORECASE)
 
 
 def real_answer(text: str | None) -> str:

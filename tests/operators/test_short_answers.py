@@ -29,7 +29,8 @@ def test_short_answer_cuts_to_the_first_line_without_lead_in(text: str, expected
     assert short_answer(text) == expected
 
 
-@pytest.mark.parametrize("text", ["<answer>", " [answer] ", "{answer}", "...", "short answer",
+@pytest.mark.parametrize("text", ["<answer>", " [answer] ", "{answer}", "(answer)", "(the answer)",
+                                  "...", "short answer",
                                   "the shortest answer", "a search query", "", None, "  \"\" "])
 def test_placeholders_and_empty_strings_are_not_answers(text: str | None) -> None:
     assert real_answer(text) == ""
@@ -73,6 +74,24 @@ def test_a_copied_placeholder_does_not_end_an_ircot_loop() -> None:
     result = _ircot(stated)
     assert len([s for s in stated.prompts if s.endswith("Next sentence:")]) == 1
     assert result.answer == "Mara Velt"
+
+
+def test_a_placeholder_reasoning_step_is_not_a_search_query() -> None:
+    # Gemma 3 270M wrote "(answer)" as its reasoning step; searching with that finds nothing useful
+    copied = FakeLLM([(r"Next sentence:$", "(answer)"), (r"Answer:$", "Mara Velt")])
+    result = _ircot(copied)
+    assert result.status == "ok", result.error
+    assert result.memory["queries"] == [Q]
+    rounds = [s for s in copied.prompts if s.endswith("Next sentence:")]
+    assert len(rounds) == 3 and "Reasoning so far: nothing yet." in rounds[0]
+
+
+def test_the_reasoning_prompt_shows_a_worked_step_before_the_question() -> None:
+    llm = FakeLLM([(r"Next sentence:$", "Mara Velt designed it. So the answer is Mara Velt."),
+                   (r"Answer:$", "Mara Velt")])
+    _ircot(llm)
+    prompt = next(s for s in llm.prompts if s.endswith("Next sentence:"))
+    assert prompt.index("So the answer is Pellham.") < prompt.index(f"Question: {Q}")
 
 
 def test_agent_refuses_a_copied_final_answer_placeholder() -> None:

@@ -15,10 +15,18 @@ from .._text import fill, first_line, passages, strip_citations
 
 SUB_PROMPT = ("{passages}\n\nAnswer the question using the passages. Reply with the shortest "
               "answer (a few words).\nQuestion: {question}\nAnswer:")
-COT_PROMPT = ("{passages}\n\nQuestion: {question}\nReasoning so far: {reasoning}\n"
-              "Write the next reasoning sentence. When you know the answer, write a sentence that "
-              "starts with \"So the answer is\" and ends with the answer in a few words."
-              "\nNext sentence:")
+#: One made-up worked example (text written for flowkit) shows the shape of a reasoning step: a
+#: small base model given only an instruction writes placeholders such as "(answer)" instead.
+COT_EXAMPLE = (
+    "[1] Harlan Mill: Harlan Mill is a watermill on the river Tove, built by Edda Rusk in 1840.\n"
+    "[2] Edda Rusk: Edda Rusk (1811-1890) was an engineer born in the town of Pellham.\n"
+    "Question: In which town was the builder of Harlan Mill born?\n"
+    "Reasoning so far: Harlan Mill was built by Edda Rusk.\n"
+    "Next sentence: Edda Rusk was born in Pellham. So the answer is Pellham.\n\n")
+COT_PROMPT = ("Write the next sentence of reasoning from the passages. Once the reasoning gives the "
+              "answer, end the sentence with \"So the answer is\" and the answer in a few words."
+              "\n\n" + COT_EXAMPLE + "{passages}\nQuestion: {question}\n"
+              "Reasoning so far: {reasoning}\nNext sentence:")
 ANSWER_IS = re.compile(r"answer is\s*:?\s*(.+)", re.I)
 
 
@@ -79,13 +87,15 @@ class CoTStep(Operator["CoTStep.Params"]):
     def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         drafts = list(memory.get("drafts") or [])
         prompt = fill(COT_PROMPT, "prompt", question=memory["question"],
-                      reasoning=" ".join(drafts) or "(none)",
+                      reasoning=" ".join(drafts) or "nothing yet.",
                       passages=passages(list(memory.get("documents") or []), self.params.top_n,
                                         self.params.passage_chars) or "(no passages)")
         sentence = strip_citations(first_line(ctx.llm.complete(
             prompt, max_tokens=self.params.max_tokens).text))
+        # a placeholder ("(answer)") or an empty line is no step: search with the question again
+        query = sentence if real_answer(sentence) else memory["question"]
         out: dict[str, Any] = {"drafts": [*drafts, sentence], "history": [{"thought": sentence}],
-                               "queries": [sentence or memory["question"]]}
+                               "queries": [query]}
         m = ANSWER_IS.search(sentence)
         if m and real_answer(m.group(1)):     # never "<answer>" copied from a prompt, never ""
             out["answer"] = real_answer(m.group(1))
