@@ -6,7 +6,9 @@ passages retrieved for the original question), and the prefix is labelled Suffic
 answer matches a gold answer, else Insufficient (the rejection-sampling construction of the
 early-stop paper). Features are the embedder's vector of "question || chain prefix"; the model is a
 class-balanced logistic regression trained with numpy, its L2 strength picked by cross-validation
-grouped by question, and saved as JSON (never pickle). The labelled examples are written beside
+grouped by question, and saved as JSON (never pickle). The decision threshold is picked on the
+training questions by replaying early stopping on their chains with out-of-fold probabilities: the
+one that stops soonest while the simulated accuracy stays within `max_drop` of the full chain's. The labelled examples are written beside
 the weights (`<out>.examples.jsonl`) so a model can be refitted without running anything again.
 """
 from __future__ import annotations
@@ -26,6 +28,9 @@ from ..operators.generation.answer import Answer
 
 #: L2 strengths tried by cross-validation.
 L2_GRID = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
+#: How much simulated accuracy (share of questions) the picked threshold may give up against
+#: always running the full chain.
+MAX_DROP = 0.02
 
 
 @dataclass
@@ -109,8 +114,7 @@ def pick_l2(x: np.ndarray, y: np.ndarray, groups: Sequence[str], folds: int = 4,
     ids = sorted(set(groups))
     if len(ids) < 2 or len(set(y.tolist())) < 2:
         return grid[-1], {}
-    fold_of = {g: i % min(folds, len(ids)) for i, g in enumerate(ids)}
-    f = np.array([fold_of[g] for g in groups])
+    f = fold_ids(groups, folds)
     scores: dict[str, float] = {}
     for l2 in grid:
         accs = []
@@ -123,6 +127,66 @@ def pick_l2(x: np.ndarray, y: np.ndarray, groups: Sequence[str], folds: int = 4,
         scores[str(l2)] = float(np.mean(accs)) if accs else 0.0
     best = max(grid, key=lambda l2: (round(scores[str(l2)], 6), l2))
     return best, scores
+
+
+def fold_ids(groups: Sequence[str], folds: int = 4) -> np.ndarray:
+    """The cross-validation fold of each row: every prefix of a question in the same fold."""
+    ids = sorted(set(groups))
+    fold_of = {g: i % max(1, min(folds, len(ids))) for i, g in enumerate(ids)}
+    return np.array([fold_of[g] for g in groups])
+
+
+def out_of_fold(x: np.ndarray, y: np.ndarray, groups: Sequence[str], l2: float,
+                folds: int = 4) -> np.ndarray:
+    """p(sufficient) of each row from a model fitted without that row's question (grouped folds);
+    a fold whose training part holds one class only gets that class's share."""
+    f = fold_ids(groups, folds)
+    probs = np.zeros(len(y))
+    for k in sorted(set(f.tolist())):
+        tr, te = f != k, f == k
+        if len(set(y[tr].tolist())) < 2:
+            probs[te] = float(y[tr].mean()) if tr.any() else 0.5
+            continue
+        w, b = train_logreg(x[tr], y[tr], l2=l2)
+        probs[te] = predict(x[te], w, b)
+    return probs
+
+
+def simulate(examples: Sequence[Example], probs: Sequence[float],
+             threshold: float) -> dict[str, float]:
+    """Replay early stopping on stored chains: each question stops at its first prefix whose
+    p >= threshold (else at its last). Returns the share answered right where it stopped, the
+    mean chain length, and the same two for always running the full chain."""
+    by_q: dict[str, list[tuple[int, int, float]]] = {}
+    for e, p in zip(examples, probs):
+        by_q.setdefault(e.question_id, []).append((e.prefix, e.label, float(p)))
+    right = length = full_right = full_length = 0.0
+    for rows in by_q.values():
+        rows.sort()
+        stop = next((r for r in rows if r[2] >= threshold), rows[-1])
+        right += stop[1]
+        length += stop[0]
+        full_right += rows[-1][1]
+        full_length += rows[-1][0]
+    n = max(1, len(by_q))
+    return {"accuracy": right / n, "chain_length": length / n,
+            "full_accuracy": full_right / n, "full_chain_length": full_length / n}
+
+
+def pick_threshold(examples: Sequence[Example], probs: Sequence[float],
+                   max_drop: float = MAX_DROP) -> tuple[float, dict[str, float]]:
+    """The threshold whose simulated early stopping has the shortest mean chain while its
+    accuracy stays within `max_drop` of the full chain's (ties: the higher threshold)."""
+    grid = sorted({round(float(p), 4) for p in probs} | {0.5, 1.0})
+    best, best_sim = 1.0, simulate(examples, probs, 1.0 + 1e-9)
+    for t in grid:
+        sim = simulate(examples, probs, t)
+        if sim["accuracy"] < sim["full_accuracy"] - max_drop - 1e-12:
+            continue
+        if sim["chain_length"] < best_sim["chain_length"] - 1e-12 or \
+                (abs(sim["chain_length"] - best_sim["chain_length"]) <= 1e-12 and t > best):
+            best, best_sim = t, sim
+    return best, best_sim
 
 
 def examples_path(out_path: str | Path) -> Path:
@@ -140,21 +204,27 @@ def fit(ws: Any, examples: dict[str, list[Example]], train_ids: set[str], out_pa
     emb = ws.resources.embedder
     x_train = emb.embed([e.text for e in train]).astype(np.float64)
     y_train = np.array([e.label for e in train], dtype=np.float64)
-    l2, cv = pick_l2(x_train, y_train.astype(int), [e.question_id for e in train])
+    groups = [e.question_id for e in train]
+    l2, cv = pick_l2(x_train, y_train.astype(int), groups)
     w, b = train_logreg(x_train, y_train, l2=l2)
-    threshold = 0.5
+    threshold, sim_train = pick_threshold(
+        train, out_of_fold(x_train, y_train, groups, l2) if len(set(groups)) > 1
+        else predict(x_train, w, b))
     pred_train = (predict(x_train, w, b) >= threshold).astype(int)
     report: dict[str, Any] = {"train_examples": len(train), "test_examples": len(test),
                               "train_positive": int(y_train.sum()), "l2": l2, "cv": cv,
+                              "stop_threshold": threshold, "train_stop": sim_train,
                               "train_accuracy": float((pred_train == y_train).mean())}
     if test:
         x_test = emb.embed([e.text for e in test]).astype(np.float64)
         y_test = np.array([e.label for e in test])
-        pred = (predict(x_test, w, b) >= threshold).astype(int)
+        p_test = predict(x_test, w, b)
+        pred = (p_test >= threshold).astype(int)
         report.update(test_accuracy=float((pred == y_test).mean()),
                       test_balanced_accuracy=balanced_accuracy(pred, y_test),
                       test_positive=int(y_test.sum()),
-                      majority_baseline=float(max(y_test.mean(), 1 - y_test.mean())))
+                      majority_baseline=float(max(y_test.mean(), 1 - y_test.mean())),
+                      test_stop=simulate(test, p_test, threshold))
     save_classifier(out_path, w, b, threshold, {"embedder": emb.model_id, **meta, **report})
     with examples_path(out_path).open("w", encoding="utf-8") as f:
         for qid, ex in examples.items():

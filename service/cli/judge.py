@@ -101,6 +101,14 @@ def _print(report: dict[str, Any], out: Any) -> None:
                   f"{report['test_examples']} sufficient)")
     else:
         out.print("held-out accuracy: no held-out examples (use more questions)")
+    for split in ("train", "test"):
+        sim = report.get(f"{split}_stop")
+        if sim:
+            name = "training (out-of-fold)" if split == "train" else "held-out"
+            out.print(f"early stop at p >= {report['stop_threshold']:.3f} replayed on the "
+                      f"{name} chains: mean length {sim['chain_length']:.2f} of "
+                      f"{sim['full_chain_length']:.2f}, right {sim['accuracy']:.3f} vs "
+                      f"{sim['full_accuracy']:.3f} for the full chain")
     out.print(f"wrote {report['path']} (examples: {report['examples_path']})")
 
 

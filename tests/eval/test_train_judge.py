@@ -130,3 +130,31 @@ def test_refit_from_examples_runs_nothing(world, ws, monkeypatch, capsys, tmp_pa
     bad.write_text('{"question_id": "q1"}\n')
     assert cli.main(["train-judge", "--examples", str(bad)]) == 2
     assert "line 1: not an example" in " ".join(capsys.readouterr().err.split())   # rich wraps
+
+
+def _chain(qid: str, labels: list[int]) -> list:
+    from flowkit.eval.train_judge import Example
+    return [Example(qid, f"{qid} || {k}", lab, k) for k, lab in enumerate(labels, 1)]
+
+
+def test_simulate_stops_at_the_first_confident_prefix():
+    from flowkit.eval.train_judge import simulate
+    ex = _chain("a", [0, 1, 1, 1]) + _chain("b", [1, 1, 1, 1])
+    probs = [0.2, 0.7, 0.9, 0.9] + [0.6, 0.6, 0.6, 0.6]
+    sim = simulate(ex, probs, 0.65)
+    # a stops at prefix 2 (right), b never reaches 0.65 and runs all 4 (right)
+    assert sim == {"accuracy": 1.0, "chain_length": 3.0, "full_accuracy": 1.0,
+                   "full_chain_length": 4.0}
+    assert simulate(ex, probs, 0.15)["accuracy"] == 0.5     # a stops at 1, wrong
+
+
+def test_pick_threshold_is_the_cheapest_within_the_allowed_drop():
+    from flowkit.eval.train_judge import pick_threshold
+    ex = _chain("a", [0, 1, 1, 1]) + _chain("b", [1, 1, 1, 1]) + _chain("c", [0, 0, 0, 0])
+    probs = [0.2, 0.7, 0.9, 0.9] + [0.6, 0.6, 0.6, 0.6] + [0.1, 0.1, 0.1, 0.1]
+    t, sim = pick_threshold(ex, probs, max_drop=0.0)
+    # 0.6 stops b at 1 and a at 2, both right; 0.2 would stop a at 1 (wrong); c always runs 4
+    assert t == 0.6 and sim["accuracy"] == sim["full_accuracy"] == 2 / 3
+    assert sim["chain_length"] == (2 + 1 + 4) / 3
+    t_loose, sim_loose = pick_threshold(ex, probs, max_drop=0.5)
+    assert t_loose <= 0.1 and sim_loose["chain_length"] == 1.0
