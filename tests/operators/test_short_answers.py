@@ -86,6 +86,19 @@ def test_a_placeholder_reasoning_step_is_not_a_search_query() -> None:
     assert len(rounds) == 3 and "Reasoning so far: nothing yet." in rounds[0]
 
 
+def test_a_repeated_reasoning_step_keeps_only_what_is_new() -> None:
+    from flowkit.operators.generation.chain import new_sentences
+    said = ["Mara Velt designed the lighthouse."]
+    assert new_sentences("Mara Velt designed the lighthouse. She was born on Tessel.", said) == \
+        "She was born on Tessel."
+    assert new_sentences("Mara Velt designed the lighthouse.", said) == ""
+    llm = FakeLLM([(r"Next sentence:$", "Mara Velt designed the lighthouse."),
+                   (r"Answer:$", "Mara Velt")])
+    result = _ircot(llm)
+    assert result.memory["drafts"][:3] == ["Mara Velt designed the lighthouse.", "", ""]
+    assert result.memory["queries"] == [Q]       # nothing new: the question is searched again
+
+
 def test_the_reasoning_prompt_shows_a_worked_step_before_the_question() -> None:
     llm = FakeLLM([(r"Next sentence:$", "Mara Velt designed it. So the answer is Mara Velt."),
                    (r"Answer:$", "Mara Velt")])

@@ -10,6 +10,7 @@ from pydantic import Field
 from ...context import RunContext
 from ...contract import Operator, OperatorParams, operator
 from ...memory import MemoryView
+from ...text import split_sentences
 from .._answers import real_answer
 from .._text import fill, first_line, passages, strip_citations
 
@@ -28,6 +29,13 @@ COT_PROMPT = ("Write the next sentence of reasoning from the passages. Once the 
               "\n\n" + COT_EXAMPLE + "{passages}\nQuestion: {question}\n"
               "Reasoning so far: {reasoning}\nNext sentence:")
 ANSWER_IS = re.compile(r"answer is\s*:?\s*(.+)", re.I)
+
+
+def new_sentences(text: str, said: list[str]) -> str:
+    """The sentences of `text` not already in `said` (a small model often repeats the reasoning
+    so far before, or instead of, its next step)."""
+    known = {s.strip().lower() for d in said for s in split_sentences(d)}
+    return " ".join(s for s in split_sentences(text) if s.strip().lower() not in known)
 
 
 @operator("generation.sub_answer")
@@ -90,8 +98,8 @@ class CoTStep(Operator["CoTStep.Params"]):
                       reasoning=" ".join(drafts) or "nothing yet.",
                       passages=passages(list(memory.get("documents") or []), self.params.top_n,
                                         self.params.passage_chars) or "(no passages)")
-        sentence = strip_citations(first_line(ctx.llm.complete(
-            prompt, max_tokens=self.params.max_tokens).text))
+        sentence = new_sentences(strip_citations(first_line(ctx.llm.complete(
+            prompt, max_tokens=self.params.max_tokens).text)), drafts)
         # a placeholder ("(answer)") or an empty line is no step: search with the question again
         query = sentence if real_answer(sentence) else memory["question"]
         out: dict[str, Any] = {"drafts": [*drafts, sentence], "history": [{"thought": sentence}],
