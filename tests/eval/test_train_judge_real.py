@@ -29,6 +29,7 @@ def test_train_judge_on_hotpot_questions(tmp_path, capsys, monkeypatch):
     got = capsys.readouterr()
     assert code == 0, got.err
     assert "examples: " in got.out and "held-out accuracy: " in got.out
+    assert "replayed on the held-out chains" in got.out
     clf = load_classifier(tmp_path / "home" / "judges" / "sufficiency.json")
     assert clf.w.shape == (384,) and clf.meta["embedder"] == "all-MiniLM-L6-v2"
     assert clf.meta["train_examples"] + clf.meta["test_examples"] == 5 * 4   # chains of L = 4
