@@ -131,13 +131,7 @@ def _step_view() -> None:
 
     # ---- graph and the step's summary ------------------------------------------------------------
     graph_col, info_col = st.columns([3, 2])
-    with graph_col:
-        nodes, edges = graphview.flow_picture(run.spec, [*before, *steps], len(before) + idx)
-        graphview.draw(nodes, edges, key=f"replay_graph_{run.id}",
-                       height=graphview.picture_height(run.spec))
-        st.caption(":orange[■] this step · :blue[■] visited before · :red[■] failed · pale: not "
-                   "reached yet · thick blue edges: the path so far · edges routed around "
-                   "the nodes: a loop's way back")
+    # the summary first (its column is on the right): it reaches the browser before the graph
     with info_col:
         st.markdown(f"### Step {offset + idx} of {offset + n - 1}: {inert.code(step.node_id)}")
         st.markdown(f"{inert.code(step.operator)} · visit {step.visit}"
@@ -151,6 +145,13 @@ def _step_view() -> None:
             st.warning(inert.escape(step.error))
         elif step.error:
             st.error(f"This step failed: {inert.escape(step.error)}")
+    with graph_col:
+        nodes, edges = graphview.flow_picture(run.spec, [*before, *steps], len(before) + idx)
+        graphview.draw(nodes, edges, key=f"replay_graph_{run.id}",
+                       height=graphview.picture_height(run.spec))
+        st.caption(":orange[■] this step · :blue[■] visited before · :red[■] failed · pale: not "
+                   "reached yet · thick blue edges: the path so far · edges routed around "
+                   "the nodes: a loop's way back")
 
     tok_df, ms_df = replay.chart_data(steps, idx, offset)
     chart_h = min(130 + 34 * n, 560)
