@@ -134,6 +134,57 @@ def draft_nodes(data_dir: Path, flow: str, draft_id: str) -> set[str]:
     return {n["id"] for n in d.spec["nodes"]} if d else set()
 
 
+# ---- 1: a flow that can never answer is an error ------------------------------------------------
+def _create(page: Any, url: str, name: str, template: str, n_nodes: int) -> None:
+    """Create a flow from a template on the Flows page; the editor opens on it."""
+    page.goto(url)
+    page.get_by_text("New flow", exact=True).wait_for()
+    page.get_by_label("Name").fill(name)
+    _choose(page, "Start from", f"{template} · ")
+    create = page.get_by_role("button", name="Create and open")
+    retrying(create.click, lambda: f"/editor?flow={name}" in href(page), "the editor")
+    eventually(lambda: canvas(page).locator(".react-flow__node").count() == n_nodes,
+               what=f"the {template} nodes")
+
+
+def _delete_node(page: Any, node_id: str) -> None:
+    retrying(node(page, node_id).click, lambda: visible(page.get_by_text(f"Node {node_id}")),
+             f"{node_id}'s form")
+    delete = page.get_by_role("button", name="Delete selected")
+    retrying(delete.click, lambda: node(page, node_id).count() == 0, f"{node_id} deleted")
+
+
+def test_a_flow_that_never_writes_an_answer_is_an_error(studio: Any, browser: Any) -> None:
+    url, _, store, _ = studio
+    page = new_page(browser)
+    _create(page, url, "no_answer", "naive_rag", 2)
+    page.get_by_text("No problems: the flow can run.").wait_for()      # the template is fine
+    _delete_node(page, "generate")
+    no_path = page.get_by_text(re.compile(
+        r"\[no_answer_path\].*no path from .retrieve. to an end .* writes .answer."))
+    no_path.first.wait_for()
+    page.get_by_text("(1 error(s), 0 warning(s))").first.wait_for()
+    assert not visible(page.get_by_text("No problems: the flow can run."))
+    shot(page, "ux_no_answer_editor.png")
+    # Run saves the draft and opens the Run page, which will not run it
+    retrying(page.get_by_role("button", name="Run ▶").click,
+             lambda: "/run?flow=no_answer" in href(page), "the run page")
+    page.get_by_text("The flow has 1 problem(s); fix them in the Editor first.").wait_for()
+    page.get_by_text(re.compile(r"no path from .retrieve. to an end")).first.wait_for()
+    assert page.get_by_role("button", name="Run ▶").is_disabled()
+    assert [n.id for n in store.get_flow("no_answer")[0].nodes] == ["retrieve"]
+    shot(page, "ux_no_answer_run.png")
+
+    # an agent whose final answer node is gone: an error, not only the unwired route's warning
+    _create(page, url, "no_final", "agent_unirag", 4)
+    _delete_node(page, "final")
+    page.get_by_text(re.compile(r"\[no_answer_path\].*no path from .plan. to an end")).first.wait_for()
+    page.get_by_text(re.compile(r"\[unwired_route\].*route .done. has no edge")).first.wait_for()
+    page.get_by_text("(1 error(s), 1 warning(s))").first.wait_for()
+    shot(page, "ux_no_answer_agent.png")
+    page.context.close()
+
+
 # ---- 2: each tab its own draft ------------------------------------------------------------------
 def test_two_tabs_never_share_a_draft(studio: Any, browser: Any) -> None:
     url, data_dir, store, _ = studio
