@@ -19,12 +19,27 @@ from typing import Any
 import pytest
 from e2ekit import CHROMIUM, ROOT, StudioServer, chromium, eventually
 
+from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec
 from storage.repo import Store
 
 pytestmark = pytest.mark.e2e
 ART = ROOT / "test-artifacts"
 RUN_TIMEOUT_MS = 420_000      # one real run on a busy 2-core machine can take minutes
 RUNNING_ICON = "[data-testid='stStatusWidgetRunningIcon']"
+REWRITES = 150     # about 0.15 s a step with the default model on this machine: 20 s or more
+
+
+def long_chain() -> FlowSpec:
+    """REWRITES query rewrites, a retrieval and an answer: a model call a step, so a run lasts
+    long enough to be cancelled while it runs (ircot answers in seconds with the default model)."""
+    ids = [f"rewrite_{i:02d}" for i in range(REWRITES)] + ["retrieve", "generate"]
+    nodes = [NodeSpec(id=i, operator="pre_retrieval.rewrite") for i in ids[:REWRITES]]
+    nodes += [NodeSpec(id="retrieve", operator="retrieval.bm25"),
+              NodeSpec(id="generate", operator="generation.answer")]
+    return FlowSpec(name="long_chain", nodes=nodes,
+                    edges=[EdgeSpec(source=a, target=b) for a, b in zip(ids, ids[1:])],
+                    limits=Limits(max_steps=200, max_llm_calls=200, max_tokens=1_000_000,
+                                  timeout_s=1200))
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +51,11 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
            "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
     subprocess.run([sys.executable, "-m", "service.cli", "setup"], env=env, check=True, cwd=ROOT,
                    timeout=600, capture_output=True)
+    store = Store(f"sqlite:///{home / 'flowkit.db'}")
+    store.save_flow(long_chain(), None)
     ART.mkdir(exist_ok=True)
     with StudioServer(home, log=ART / "e2e-run-guard-streamlit.log", timeout_s=120) as url:
-        yield url, home, Store(f"sqlite:///{home / 'flowkit.db'}")
+        yield url, home, store
 
 
 @pytest.fixture()
@@ -123,30 +140,37 @@ def test_a_repeated_submit_queues_one_run(studio: Any, page: Any) -> None:
 
 
 def test_a_running_run_is_cancelled_at_its_next_step(studio: Any, page: Any) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import expect
     url, _, store = studio
     question = "In what year was the Corren Lighthouse first lit?"
-    run = _ask(page, url, "ircot", question)      # several model steps: time to cancel
+    run = _ask(page, url, "long_chain", question)      # many steps: time to cancel
     run.click()
     eventually(lambda: _run_param(page), what="the run in the address")
     run_id = _run_param(page)
     expect(page.get_by_text("Running now")).to_be_visible(timeout=RUN_TIMEOUT_MS)
-    cancel = page.locator(f".st-key-run_cancel_{run_id} button")
+    cancel = page.locator(f".st-key-run_cancel_{run_id} button").first
     asked = page.get_by_text("Cancelling: the run stops at its next step.")
     for _ in range(5):           # the panel redraws every second: a click can meet a redraw
         if asked.count() or store.get_run(run_id).status != "running":
             break
         try:
             cancel.click(timeout=5_000)
-        except Exception:  # noqa: BLE001 - the button was redrawn under the click
+        except PlaywrightTimeout:      # the button was redrawn under the click
             continue
-        page.wait_for_timeout(1_500)
-    eventually(lambda: store.get_run(run_id).status == "cancelled", timeout=RUN_TIMEOUT_MS / 1000,
+        try:
+            eventually(lambda: asked.count() or store.get_run(run_id).status != "running",
+                       timeout=4, what="the cancel taken")
+        except AssertionError:
+            continue
+    eventually(lambda: store.get_run(run_id).status == "cancelled", timeout=180,
                what="the run stored as cancelled", every=1.0)
     expect(page.get_by_text("cancelled", exact=True).first).to_be_visible(timeout=30_000)  # badge
     expect(page.get_by_role("heading", name="Answer")).to_be_visible()     # the run's end state
-    assert page.get_by_text("Running now").count() == 0 and cancel.count() == 0
+    assert page.get_by_text("Running now").count() == 0
+    assert page.locator(f".st-key-run_cancel_{run_id}").count() == 0
     _settle(page)
     page.screenshot(path=str(ART / "run_cancelled.png"), full_page=True)
     stored = store.get_run(run_id)
     assert stored.status == "cancelled" and stored.ended_at is not None
+    assert len(store.steps(run_id)) < REWRITES, "it ran on after the Cancel"
