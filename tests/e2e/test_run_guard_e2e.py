@@ -167,6 +167,7 @@ def test_a_running_run_is_cancelled_at_its_next_step(studio: Any, page: Any) -> 
                what="the run stored as cancelled", every=1.0)
     expect(page.get_by_text("cancelled", exact=True).first).to_be_visible(timeout=30_000)  # badge
     expect(page.get_by_role("heading", name="Answer")).to_be_visible()     # the run's end state
+    expect(page.get_by_text("Cancelled: it stopped at a step boundary.")).to_be_visible()
     assert page.get_by_text("Running now").count() == 0
     assert page.locator(f".st-key-run_cancel_{run_id}").count() == 0
     _settle(page)
