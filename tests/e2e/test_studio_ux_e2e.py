@@ -325,6 +325,32 @@ def test_fork_panel_names_readers_and_warns(studio: Any, browser: Any) -> None:
     page.context.close()
 
 
+# ---- replay: only the open tab is drawn, and it stays open (issue 13: step navigation speed) ----
+def test_replay_draws_only_the_open_tab_and_keeps_it(studio: Any, browser: Any) -> None:
+    url, _, _, ids = studio
+    page = new_page(browser)
+    page.goto(f"{url}/replay?run={ids['ircot']}&step=1")
+    page.get_by_text("Step 1 of").first.wait_for()
+    page.get_by_text("Show unchanged keys too").wait_for()             # Memory: open first
+    assert page.get_by_text("Memory key").count() == 0                  # the fork form: not drawn
+    llm = page.get_by_role("tab", name="LLM calls")
+    retrying(llm.click, lambda: visible(page.get_by_text("Call 1")), "the LLM calls tab")
+    eventually(lambda: "tab=LLM" in href(page), what="the open tab in the address")
+    assert page.get_by_text("Show unchanged keys too").count() == 0     # Memory: not drawn now
+    next_step = page.get_by_role("button", name="Next")
+    retrying(next_step.click, lambda: visible(page.get_by_text("Step 2 of").first), "step 2")
+    settle(page)
+    assert llm.get_attribute("aria-selected") == "true"                 # still open on step 2
+    assert "tab=LLM" in href(page) and "step=2" in href(page)
+    page.reload()
+    page.get_by_text("Step 2 of").first.wait_for()
+    settle(page)
+    assert page.get_by_role("tab", name="LLM calls").get_attribute("aria-selected") == "true"
+    assert page.get_by_text("Show unchanged keys too").count() == 0
+    shot(page, "ux_replay_tab.png")
+    page.context.close()
+
+
 # ---- 8: the small things -------------------------------------------------------------------------
 def test_small_things(studio: Any, browser: Any) -> None:
     url, _, store, ids = studio
