@@ -108,30 +108,18 @@ def _step_view() -> None:
     """Everything that changes with the step. A fragment: Next, Prev, the slider and the tabs run
     only this part again, not the app's sidebar and the run's header (about half of a step's
     round trip on a busy machine went to drawing those again)."""
-    # ---- step controls -----------------------------------------------------------------------
-    replay.sync(state, run.id, n, st.query_params.get("step"))
-    nav = st.columns([1, 1, 1, 1, 6], vertical_alignment="bottom")
-    for col, (target, label, icon) in zip(nav, [
-            ("first", "First", ":material/first_page:"), ("prev", "Prev", ":material/chevron_left:"),
-            ("next", "Next", ":material/chevron_right:"), ("last", "Last", ":material/last_page:")]):
-        col.button(label, key=f"replay_{target}", icon=icon, on_click=replay.go,
-                   args=(state, target, n), width="stretch")
-    with nav[4]:
-        if n > 1:
-            st.slider("Step", 0, n - 1, key=replay.STEP_KEY)
-        else:
-            st.caption("One step")
-    idx = int(state[replay.STEP_KEY])
-    if st.query_params.get("step") != str(idx):
-        st.query_params["step"] = str(idx)
+    # The step's summary is written first and the controls and graph after it, into boxes placed
+    # above and beside it: the summary's message then leaves the server before theirs (each
+    # message waits its turn for the GIL while the script runs on).
+    idx = replay.sync(state, run.id, n, st.query_params.get("step"))
     step = steps[idx]
+    controls = st.container()
     if offset:
         st.caption(f"This fork continues run `{run.parent_run_id}`: its first step is step {offset}; "
                    f"steps 0-{offset - 1} are the parent's (blue on the graph).")
-
-    # ---- graph and the step's summary ------------------------------------------------------------
     graph_col, info_col = st.columns([3, 2])
-    # the summary first (its column is on the right): it reaches the browser before the graph
+
+    # ---- the step's summary ----------------------------------------------------------------------
     with info_col:
         st.markdown(f"### Step {offset + idx} of {offset + n - 1}: {inert.code(step.node_id)}")
         st.markdown(f"{inert.code(step.operator)} · visit {step.visit}"
@@ -145,6 +133,25 @@ def _step_view() -> None:
             st.warning(inert.escape(step.error))
         elif step.error:
             st.error(f"This step failed: {inert.escape(step.error)}")
+
+    # ---- step controls ---------------------------------------------------------------------------
+    with controls:
+        nav = st.columns([1, 1, 1, 1, 6], vertical_alignment="bottom")
+        for col, (target, label, icon) in zip(nav, [
+                ("first", "First", ":material/first_page:"),
+                ("prev", "Prev", ":material/chevron_left:"),
+                ("next", "Next", ":material/chevron_right:"), ("last", "Last", ":material/last_page:")]):
+            col.button(label, key=f"replay_{target}", icon=icon, on_click=replay.go,
+                       args=(state, target, n), width="stretch")
+        with nav[4]:
+            if n > 1:
+                st.slider("Step", 0, n - 1, key=replay.STEP_KEY)
+            else:
+                st.caption("One step")
+    if st.query_params.get("step") != str(idx):
+        st.query_params["step"] = str(idx)
+
+    # ---- the graph -------------------------------------------------------------------------------
     with graph_col:
         nodes, edges = graphview.flow_picture(run.spec, [*before, *steps], len(before) + idx)
         graphview.draw(nodes, edges, key=f"replay_graph_{run.id}",
