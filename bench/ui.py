@@ -1,16 +1,21 @@
 """UI benchmark (not a test): the editor with a 150-node flow against a 2-node one, in Chromium.
 
-    python bench/ui.py [--repeat 5]
+    python bench/ui.py [--repeat 5] [--replay-only] [--against /path/to/other/checkout]
 
 Prints, for each flow, the median time from navigation to every canvas node drawn, and the median
 round trip of two edits: clicking a node until the side panel shows its id, and adding a node from
 the palette until it is on the canvas. The ratio column is big / small, measured side by side.
 Then the replay of a stored 50-step run (a fake model: no model file needed): the median time from a
 click on Next until the page shows the new step's heading (goal: 200 ms).
+
+--replay-only measures only the replay. --against DIR serves another checkout's app.py (e.g. main)
+beside this one on the same data and measures the replay on both in alternating rounds, so the
+two figures share the machine's load; the load average is printed with them.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -157,10 +162,68 @@ def edit_round_trips(browser: Any, url: str, flow: str, node_ids: list[str],
     return clicks, adds
 
 
+def replay_side_by_side(browser: Any, urls: dict[str, str], run_id: str, repeat: int,
+                        rounds: int = 3) -> dict[str, list[float]]:
+    """Next -> new step on each server, `rounds` alternating rounds of `repeat` clicks each."""
+    for url in urls.values():                                 # warm each server
+        replay_steps(browser, url, run_id, 50, 1)
+    times: dict[str, list[float]] = {name: [] for name in urls}
+    for _ in range(rounds):
+        for name, url in urls.items():
+            times[name] += replay_steps(browser, url, run_id, 50, repeat)
+    return times
+
+
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} cores"
+
+
+def replay_main(args: argparse.Namespace) -> None:
+    """The replay part alone; with --against, this checkout and the other one side by side."""
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Workspace(tmp)
+        run_id = step_run(ws, 50)
+        servers = {"this checkout": StudioServer(tmp)}
+        if args.against:
+            servers = {f"{args.against}": StudioServer(tmp, root=Path(args.against),
+                                                       log=Path(tmp) / "against.log"),
+                       **servers}
+        load_before = _load()
+        try:
+            urls = {name: s.start() for name, s in servers.items()}
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                times = replay_side_by_side(browser, urls, run_id, args.repeat)
+                browser.close()
+        finally:
+            for s in servers.values():
+                s.stop()
+    print(f"replay of a 50-step run: Next -> the new step shown (ms), {len(next(iter(times.values())))}"
+          f" clicks each, alternating rounds; before: {load_before}; after: {_load()}")
+    print(f"{'server':<40}{'median':>8}{'min':>8}{'max':>8}")
+    for name, ts in times.items():
+        print(f"{name:<40}{statistics.median(ts) * 1000:>8.0f}{min(ts) * 1000:>8.0f}"
+              f"{max(ts) * 1000:>8.0f}")
+    if len(times) == 2:
+        (_, a), (_, b) = times.items()
+        print(f"ratio this / other: {statistics.median(b) / statistics.median(a):.2f} (goal: "
+              "this checkout's median <= 200 ms)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--replay-only", action="store_true", help="measure only the replay")
+    ap.add_argument("--against", default=None,
+                    help="another checkout (e.g. /work/main) whose replay is measured beside this "
+                         "one's (implies --replay-only)")
     args = ap.parse_args()
+    if args.replay_only or args.against:
+        replay_main(args)
+        return
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -98,73 +98,94 @@ if not steps:
     st.info("This run has no steps recorded.")
     st.stop()
 
-# ---- step controls ---------------------------------------------------------------------------
 n = len(steps)
-replay.sync(state, run.id, n, st.query_params.get("step"))
-nav = st.columns([1, 1, 1, 1, 6], vertical_alignment="bottom")
-for col, (target, label, icon) in zip(nav, [
-        ("first", "First", ":material/first_page:"), ("prev", "Prev", ":material/chevron_left:"),
-        ("next", "Next", ":material/chevron_right:"), ("last", "Last", ":material/last_page:")]):
-    col.button(label, key=f"replay_{target}", icon=icon, on_click=replay.go,
-               args=(state, target, n), width="stretch")
-with nav[4]:
-    if n > 1:
-        st.slider("Step", 0, n - 1, key=replay.STEP_KEY)
-    else:
-        st.caption("One step")
-idx = int(state[replay.STEP_KEY])
-if st.query_params.get("step") != str(idx):
-    st.query_params["step"] = str(idx)
-step = steps[idx]
 before = replay.parent_steps(ws.store, run)   # a fork: the parent's steps before it
 offset = int(run.parent_step or 0) if run.parent_run_id else 0
-if offset:
-    st.caption(f"This fork continues run `{run.parent_run_id}`: its first step is step {offset}; "
-               f"steps 0-{offset - 1} are the parent's (blue on the graph).")
 
-# ---- graph and the step's summary ------------------------------------------------------------
-graph_col, info_col = st.columns([3, 2])
-with graph_col:
-    nodes, edges = graphview.flow_picture(run.spec, [*before, *steps], len(before) + idx)
-    graphview.draw(nodes, edges, key=f"replay_graph_{run.id}",
-                   height=graphview.picture_height(run.spec))
-    st.caption(":orange[■] this step · :blue[■] visited before · :red[■] failed · pale: not "
-               "reached yet · thick blue edges: the path so far · edges routed around "
-               "the nodes: a loop's way back")
-with info_col:
-    st.markdown(f"### Step {offset + idx} of {offset + n - 1}: {inert.code(step.node_id)}")
-    st.markdown(f"{inert.code(step.operator)} · visit {step.visit}"
-                + (f" · branch {inert.code(step.branch)}" if step.branch else ""))
-    c1, c2, c3 = st.columns(3)
-    c1.metric("LLM calls", len(step.llm_calls))
-    c2.metric("Tokens", step.tokens)
-    c3.metric("ms", round(step.ms))
-    if step.error and step.error.startswith("stopped:"):
-        st.warning(inert.escape(step.error))
-    elif step.error:
-        st.error(f"This step failed: {inert.escape(step.error)}")
 
-tok_df, ms_df = replay.chart_data(steps, idx, offset)
-chart_h = min(130 + 34 * n, 560)
-ch1, ch2 = st.columns(2)
-for col, df, title in ((ch1, tok_df, "Tokens per step"), (ch2, ms_df, "Milliseconds per step")):
-    with col:
-        st.caption(f"{title} (this step in amber)")
-        st.bar_chart(df, x="step", y=list(df.columns[1:]), color=["#f59e0b", "#93c5fd"],
-                     stack=True, horizontal=True, height=chart_h, sort=False, y_label="",
-                     x_label="")
+@st.fragment
+def _step_view() -> None:
+    """Everything that changes with the step. A fragment: Next, Prev, the slider and the tabs run
+    only this part again, not the app's sidebar and the run's header (about half of a step's
+    round trip on a busy machine went to drawing those again)."""
+    # The step's summary is written first and the controls and graph after it, into boxes placed
+    # above and beside it: the summary's message then leaves the server before theirs (each
+    # message waits its turn for the GIL while the script runs on).
+    idx = replay.sync(state, run.id, n, st.query_params.get("step"))
+    step = steps[idx]
+    controls = st.container()
+    if offset:
+        st.caption(f"This fork continues run `{run.parent_run_id}`: its first step is step {offset}; "
+                   f"steps 0-{offset - 1} are the parent's (blue on the graph).")
+    graph_col, info_col = st.columns([3, 2])
 
-# ---- what the step did -----------------------------------------------------------------------
-n_docs = sum(len(r.docs) for r in step.retrievals)
-t_mem, t_llm, t_ret, t_fork = st.tabs(["Memory", f"LLM calls ({len(step.llm_calls)})",
-                                       f"Retrieved ({n_docs})", "Fork from this step"])
-with t_mem:
-    same = st.toggle("Show unchanged keys too", key="replay_show_same")
-    memview.render(step.memory_before, step.memory_after, show_same=same)
+    # ---- the step's summary ----------------------------------------------------------------------
+    with info_col:
+        st.markdown(f"### Step {offset + idx} of {offset + n - 1}: {inert.code(step.node_id)}")
+        st.markdown(f"{inert.code(step.operator)} · visit {step.visit}"
+                    + (f" · branch {inert.code(step.branch)}" if step.branch else "")
+                    + f" · {replaypanels.passages(step)} passage(s) retrieved")
+        c1, c2, c3 = st.columns(3)
+        c1.metric("LLM calls", len(step.llm_calls))
+        c2.metric("Tokens", step.tokens)
+        c3.metric("ms", round(step.ms))
+        if step.error and step.error.startswith("stopped:"):
+            st.warning(inert.escape(step.error))
+        elif step.error:
+            st.error(f"This step failed: {inert.escape(step.error)}")
 
-with t_llm:
-    replaypanels.llm_calls_panel(step)
-with t_ret:
-    replaypanels.retrievals_panel(step)
-with t_fork:
-    fork_form(ws, jobs, run, step, idx)
+    # ---- step controls ---------------------------------------------------------------------------
+    with controls:
+        nav = st.columns([1, 1, 1, 1, 6], vertical_alignment="bottom")
+        for col, (target, label, icon) in zip(nav, [
+                ("first", "First", ":material/first_page:"),
+                ("prev", "Prev", ":material/chevron_left:"),
+                ("next", "Next", ":material/chevron_right:"), ("last", "Last", ":material/last_page:")]):
+            col.button(label, key=f"replay_{target}", icon=icon, on_click=replay.go,
+                       args=(state, target, n), width="stretch")
+        with nav[4]:
+            if n > 1:
+                st.slider("Step", 0, n - 1, key=replay.STEP_KEY)
+            else:
+                st.caption("One step")
+    if st.query_params.get("step") != str(idx):
+        st.query_params["step"] = str(idx)
+
+    # ---- the graph -------------------------------------------------------------------------------
+    with graph_col:
+        nodes, edges = graphview.flow_picture(run.spec, [*before, *steps], len(before) + idx)
+        graphview.draw(nodes, edges, key=f"replay_graph_{run.id}",
+                       height=graphview.picture_height(run.spec))
+        st.caption(":orange[■] this step · :blue[■] visited before · :red[■] failed · pale: not "
+                   "reached yet · thick blue edges: the path so far · edges routed around "
+                   "the nodes: a loop's way back")
+
+    tok_df, ms_df = replay.chart_data(steps, idx, offset)
+    chart_h = min(130 + 34 * n, 560)
+    ch1, ch2 = st.columns(2)
+    for col, df, title in ((ch1, tok_df, "Tokens per step"), (ch2, ms_df, "Milliseconds per step")):
+        with col:
+            st.caption(f"{title} (this step in amber)")
+            st.bar_chart(df, x="step", y=list(df.columns[1:]), color=["#f59e0b", "#93c5fd"],
+                         stack=True, horizontal=True, height=chart_h, sort=False, y_label="",
+                         x_label="")
+
+    # ---- what the step did: only the open tab is drawn ------------------------------------------
+    t_mem, t_llm, t_ret, t_fork = replaypanels.step_tabs()
+    replaypanels.keep(state, "replay_show_same")    # the toggle keeps its value while its tab is shut
+    if t_mem.open:
+        with t_mem:
+            same = st.toggle("Show unchanged keys too", key="replay_show_same")
+            memview.render(step.memory_before, step.memory_after, show_same=same)
+    if t_llm.open:
+        with t_llm:
+            replaypanels.llm_calls_panel(step)
+    if t_ret.open:
+        with t_ret:
+            replaypanels.retrievals_panel(step)
+    if t_fork.open:
+        with t_fork:
+            fork_form(ws, jobs, run, step, idx)
+
+
+_step_view()

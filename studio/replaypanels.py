@@ -1,11 +1,44 @@
 """The replay page's step panels (pages/replay.py): the exact prompts and completions of a step's
-LLM calls, and what its retrievals found."""
+LLM calls, and what its retrievals found; and the tabs that hold them.
+
+The tabs are lazy: only the open one is drawn (a step's prompts, completions and passages are
+most of the page, and drawing them in hidden tabs cost about half of every step's round trip).
+The open tab is kept in session state and in the address (?tab=...), so Next/Prev, a refresh or a
+shared link keep it open. Their labels never change (a count in a label would make a new widget
+on every step and close the tab); the counts are in the step's summary.
+"""
 from __future__ import annotations
+
+from collections.abc import MutableMapping, Sequence
+from typing import Any
 
 import streamlit as st
 
 from flowkit.trace import StepEvent
 from studio import inert
+
+MEMORY, LLM_CALLS, RETRIEVED, FORK = "Memory", "LLM calls", "Retrieved", "Fork from this step"
+TABS = (MEMORY, LLM_CALLS, RETRIEVED, FORK)
+#: The session-state key and query parameter of the open tab.
+TAB_KEY = "tab"
+
+
+def step_tabs() -> Sequence[st.delta_generator.DeltaGenerator]:
+    """The four step tabs (Memory, LLM calls, Retrieved, Fork); draw into a tab only when its
+    `.open` is true. The open one follows ?tab= and is kept across steps."""
+    return st.tabs(list(TABS), key=TAB_KEY, bind="query-params")
+
+
+def keep(state: MutableMapping[str, Any], key: str) -> None:
+    """Keep a widget's value while its tab is closed (Streamlit drops the state of a widget that
+    a run does not draw; writing it back keeps it). Only for widgets drawn without `value=`."""
+    if key in state:
+        state[key] = state[key]
+
+
+def passages(step: StepEvent) -> int:
+    """How many passages the step's retrievals returned in all."""
+    return sum(len(r.docs) for r in step.retrievals)
 
 
 def llm_calls_panel(step: StepEvent) -> None:

@@ -99,9 +99,10 @@ def check_run(ws: Workspace, spec: FlowSpec, question: str, kb: str) -> None:
     n_ctx = int(ws.resources.settings.llm.n_ctx or 0)
     tokens = question_tokens(question)
     if n_ctx and tokens > n_ctx // 2:
-        problems.append(f"the question is about {tokens} tokens ({len(question)} characters); the "
-                        f"model's context is {n_ctx} tokens (settings: n_ctx), which leaves no "
-                        "room for passages and the answer: shorten the question")
+        problems.append(f"the question is about {tokens} tokens ({len(question)} characters), over "
+                        f"the limit of {n_ctx // 2} tokens for a question: half of the model's "
+                        f"{n_ctx}-token context (settings: n_ctx), the rest is for passages and "
+                        "the answer; shorten the question")
     if problems:
         raise RunRefused(problems)
 

@@ -10,7 +10,7 @@ import pytest
 
 from flowkit import templates
 from flowkit.testing import FakeLLM
-from studio import graphview, memview, replay
+from studio import graphview, memview, replay, replaypanels
 from studio.jobs import get_jobs
 from studio.workspace import use_workspace
 
@@ -36,6 +36,14 @@ def run_id(ws):
 
 def _open(run_id: str, **query: str):
     at = kit.page("pages/replay.py", run=run_id, **query).run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def _open_tab(at, label: str):
+    """What a click on the tab does: the tab's state changes and the page runs again."""
+    at.session_state[replaypanels.TAB_KEY] = label
+    at.run()
     assert not at.exception, [e.message for e in at.exception]
     return at
 
@@ -73,14 +81,31 @@ def test_memory_diff_prompts_and_passages(ws, run_id):
     at = _open(run_id, step="1")
     text = kit.texts(at)
     assert ":green-badge[answer added]" in text and ":green-badge[citations added]" in text
+    text = kit.texts(_open_tab(at, replaypanels.LLM_CALLS))
     assert "Call 1" in text
     prompts = [c.value for c in at.code]
     assert any("Question: " + LIGHTHOUSE in p for p in prompts)      # the exact prompt
     assert any("It was first lit in 1884 [1]" == p for p in prompts)  # the completion
-    at = _open(run_id, step="0")
+    at = _open(run_id, step="0", tab=replaypanels.RETRIEVED)          # a link to the tab
     table = at.dataframe[-1].value                                   # retrieved passages
     assert list(table.columns) == ["rank", "id", "title", "score", "text"]
     assert table.iloc[0]["id"] == "art-09#0" and table.iloc[0]["score"] > 0
+
+
+def test_only_the_open_tab_is_drawn_and_it_stays_open_across_steps(ws, run_id):
+    at = _open(run_id, step="1")
+    assert ":green-badge[answer added]" in kit.texts(at)            # Memory: open by default
+    assert "Call 1" not in kit.texts(at)                             # the prompts are not drawn
+    assert not any("Question: " + LIGHTHOUSE in c.value for c in at.code)
+    assert "passage(s) retrieved" in kit.texts(at)                    # the counts, in the summary
+    _open_tab(at, replaypanels.LLM_CALLS)
+    assert "Call 1" in kit.texts(at) and ":green-badge[answer added]" not in kit.texts(at)
+    at.button(key="replay_prev").click().run()                       # another step: still open
+    assert _shown_step(at).startswith("### Step 0")
+    assert "This step made no LLM call." in kit.texts(at)
+    assert not at.dataframe                                           # Retrieved: not drawn
+    _open_tab(at, replaypanels.RETRIEVED)
+    assert at.dataframe[-1].value.iloc[0]["id"] == "art-09#0"
 
 
 def test_memory_rows_mark_changes():
@@ -135,7 +160,7 @@ def _fork(at, timeout: float = 30.0):
 
 
 def test_fork_with_a_changed_memory_value_links_back_to_its_parent(ws, run_id):
-    at = _open(run_id, step="1")
+    at = _open(run_id, step="1", tab=replaypanels.FORK)
     at.selectbox(key="replay_fork_key").select("question").run()
     box = at.text_area(key=f"replay_fork_val_{run_id}_1_question")
     assert json.loads(box.value) == LIGHTHOUSE                      # prefilled with memory-before
@@ -160,7 +185,7 @@ def test_fork_with_a_changed_memory_value_links_back_to_its_parent(ws, run_id):
 
 
 def test_fork_with_changed_params(ws, run_id):
-    at = _open(run_id, step="0")
+    at = _open(run_id, step="0", tab=replaypanels.FORK)
     at.radio(key="replay_fork_what").set_value("params of node retrieve").run()
     box = at.text_area(key=f"replay_fork_params_{run_id}_0")
     params = json.loads(box.value)
@@ -173,7 +198,7 @@ def test_fork_with_changed_params(ws, run_id):
 
 
 def test_fork_form_refuses_bad_json_and_bad_params(ws, run_id):
-    at = _open(run_id, step="1")
+    at = _open(run_id, step="1", tab=replaypanels.FORK)
     at.selectbox(key="replay_fork_key").select("documents").run()
     at.text_area(key=f"replay_fork_val_{run_id}_1_documents").input("[not json").run()
     assert "not JSON" in at.error[0].value

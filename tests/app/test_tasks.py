@@ -38,6 +38,8 @@ def test_check_run_lists_every_reason_a_run_would_fail(ws):
     text = " | ".join(refused.value.problems)
     assert len(refused.value.problems) == 3, text
     assert "flow 'naive_rag' has" in text and "no_such_kb" in text and "tokens" in text
+    n_ctx = ws.resources.settings.llm.n_ctx
+    assert f"over the limit of {n_ctx // 2} tokens for a question" in text   # names the limit
     with pytest.raises(tasks.RunRefused, match="the question is empty"):
         tasks.check_run(ws, spec, "  ", "sample")
     tasks.check_run(ws, spec, QUESTION, "sample")           # a good run passes

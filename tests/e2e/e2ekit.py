@@ -36,10 +36,15 @@ def free_port() -> int:
 
 
 class StudioServer:
-    """`streamlit run app.py` with FLOWKIT_HOME=data_dir; stopped (by its pid) on exit."""
+    """`streamlit run app.py` with FLOWKIT_HOME=data_dir; stopped (by its pid) on exit.
+
+    `root` is the checkout whose app.py is served (this one by default; bench/ui.py serves
+    another one beside it to compare two versions side by side)."""
 
     def __init__(self, data_dir: str | Path, port: int | None = None, log: Path | None = None,
-                 env: dict[str, str] | None = None, timeout_s: float = 60.0) -> None:
+                 env: dict[str, str] | None = None, timeout_s: float = 60.0,
+                 root: Path = ROOT) -> None:
+        self.root = Path(root)
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.log = log or (self.data_dir / "streamlit.log")
@@ -53,15 +58,18 @@ class StudioServer:
 
     def start(self) -> str:
         env = {**os.environ, "FLOWKIT_HOME": str(self.data_dir), "HF_HUB_OFFLINE": "1",
-               "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False", **self.extra_env}
+               "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False",
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(self.root),
+                                                           os.environ.get("PYTHONPATH")])),
+               **self.extra_env}
         self.data_dir.mkdir(parents=True, exist_ok=True)
         out = open(self.log, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+            [sys.executable, "-m", "streamlit", "run", str(self.root / "app.py"),
              "--server.headless", "true", "--server.port", str(self.port),
              "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
              "--server.fileWatcherType", "none"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+            cwd=self.root, env=env, stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -134,6 +134,57 @@ def draft_nodes(data_dir: Path, flow: str, draft_id: str) -> set[str]:
     return {n["id"] for n in d.spec["nodes"]} if d else set()
 
 
+# ---- 1: a flow that can never answer is an error ------------------------------------------------
+def _create(page: Any, url: str, name: str, template: str, n_nodes: int) -> None:
+    """Create a flow from a template on the Flows page; the editor opens on it."""
+    page.goto(url)
+    page.get_by_text("New flow", exact=True).wait_for()
+    page.get_by_label("Name").fill(name)
+    _choose(page, "Start from", f"{template} · ")
+    create = page.get_by_role("button", name="Create and open")
+    retrying(create.click, lambda: f"/editor?flow={name}" in href(page), "the editor")
+    real = canvas(page).locator(".react-flow__node:not([data-id*='~'])")   # '~': a loop's lane
+    eventually(lambda: real.count() == n_nodes, what=f"the {template} nodes")
+
+
+def _delete_node(page: Any, node_id: str) -> None:
+    retrying(node(page, node_id).click, lambda: visible(page.get_by_text(f"Node {node_id}")),
+             f"{node_id}'s form")
+    delete = page.get_by_role("button", name="Delete selected")
+    retrying(delete.click, lambda: node(page, node_id).count() == 0, f"{node_id} deleted")
+
+
+def test_a_flow_that_never_writes_an_answer_is_an_error(studio: Any, browser: Any) -> None:
+    url, _, store, _ = studio
+    page = new_page(browser)
+    _create(page, url, "no_answer", "naive_rag", 2)
+    page.get_by_text("No problems: the flow can run.").wait_for()      # the template is fine
+    _delete_node(page, "generate")
+    no_path = page.get_by_text(re.compile(
+        r"\[no_answer_path\].*no path from .retrieve. to an end .* writes .answer."))
+    no_path.first.wait_for()
+    page.get_by_text("(1 error(s), 0 warning(s))").first.wait_for()
+    assert not visible(page.get_by_text("No problems: the flow can run."))
+    shot(page, "ux_no_answer_editor.png")
+    # Run saves the draft and opens the Run page, which will not run it
+    retrying(page.get_by_role("button", name="Run ▶").click,
+             lambda: "/run?flow=no_answer" in href(page), "the run page")
+    page.get_by_text("The flow has 1 problem(s); fix them in the Editor first.").wait_for()
+    page.get_by_text(re.compile(r"no path from .retrieve. to an end")).first.wait_for()
+    assert page.get_by_role("button", name="Run ▶").is_disabled()
+    assert [n.id for n in store.get_flow("no_answer")[0].nodes] == ["retrieve"]
+    shot(page, "ux_no_answer_run.png")
+
+    # an agent whose final answer node is gone: an error, not only the unwired route's warning
+    _create(page, url, "no_final", "agent_unirag", 4)
+    _delete_node(page, "final")
+    page.get_by_text(re.compile(r"\[no_answer_path\].*no path from .plan. to an end")).first.wait_for()
+    page.get_by_text(re.compile(r"\[unwired_route\].*route .done. has no edge")).first.wait_for()
+    page.get_by_text("(1 error(s), 1 warning(s))").first.wait_for()
+    shot(page, "ux_no_answer_agent.png")
+    page.context.close()
+
+
 # ---- 2: each tab its own draft ------------------------------------------------------------------
 def test_two_tabs_never_share_a_draft(studio: Any, browser: Any) -> None:
     url, data_dir, store, _ = studio
@@ -271,6 +322,32 @@ def test_fork_panel_names_readers_and_warns(studio: Any, browser: Any) -> None:
     _choose(page, "Memory key", "candidates")
     page.get_by_text("No remaining step reads candidates").wait_for()
     shot(page, "ux_fork_hint.png")
+    page.context.close()
+
+
+# ---- replay: only the open tab is drawn, and it stays open (issue 13: step navigation speed) ----
+def test_replay_draws_only_the_open_tab_and_keeps_it(studio: Any, browser: Any) -> None:
+    url, _, _, ids = studio
+    page = new_page(browser)
+    page.goto(f"{url}/replay?run={ids['ircot']}&step=1")
+    page.get_by_text("Step 1 of").first.wait_for()
+    page.get_by_text("Show unchanged keys too").wait_for()             # Memory: open first
+    assert page.get_by_text("Memory key").count() == 0                  # the fork form: not drawn
+    llm = page.get_by_role("tab", name="LLM calls")
+    retrying(llm.click, lambda: visible(page.get_by_text("Call 1")), "the LLM calls tab")
+    eventually(lambda: "tab=LLM" in href(page), what="the open tab in the address")
+    assert page.get_by_text("Show unchanged keys too").count() == 0     # Memory: not drawn now
+    next_step = page.get_by_role("button", name="Next")
+    retrying(next_step.click, lambda: visible(page.get_by_text("Step 2 of").first), "step 2")
+    settle(page)
+    assert llm.get_attribute("aria-selected") == "true"                 # still open on step 2
+    assert "tab=LLM" in href(page) and "step=2" in href(page)
+    page.reload()
+    page.get_by_text("Step 2 of").first.wait_for()
+    settle(page)
+    assert page.get_by_role("tab", name="LLM calls").get_attribute("aria-selected") == "true"
+    assert page.get_by_text("Show unchanged keys too").count() == 0
+    shot(page, "ux_replay_tab.png")
     page.context.close()
 
 

@@ -1,0 +1,177 @@
+"""Issue 13, item 5, in a real Chromium with the real default model: what the Run page checks
+before queueing (a question too long for the model's context is refused at once, naming the limit
+in tokens), a repeated submit that queues one run, and Cancel on a running run, which stops at
+its next step and is stored as `cancelled`.
+
+The sample knowledge base is ingested by `flowkit setup` into a temp FLOWKIT_HOME first.
+Screenshots go to test-artifacts/.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2ekit import CHROMIUM, ROOT, StudioServer, chromium, eventually
+
+from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec
+from storage.repo import Store
+
+pytestmark = pytest.mark.e2e
+ART = ROOT / "test-artifacts"
+RUN_TIMEOUT_MS = 420_000      # one real run on a busy 2-core machine can take minutes
+RUNNING_ICON = "[data-testid='stStatusWidgetRunningIcon']"
+REWRITES = 150     # about 0.15 s a step with the default model on this machine: 20 s or more
+
+
+def long_chain() -> FlowSpec:
+    """REWRITES query rewrites, a retrieval and an answer: a model call a step, so a run lasts
+    long enough to be cancelled while it runs (ircot answers in seconds with the default model)."""
+    ids = [f"rewrite_{i:02d}" for i in range(REWRITES)] + ["retrieve", "generate"]
+    nodes = [NodeSpec(id=i, operator="pre_retrieval.rewrite") for i in ids[:REWRITES]]
+    nodes += [NodeSpec(id="retrieve", operator="retrieval.bm25"),
+              NodeSpec(id="generate", operator="generation.answer")]
+    return FlowSpec(name="long_chain", nodes=nodes,
+                    edges=[EdgeSpec(source=a, target=b) for a, b in zip(ids, ids[1:])],
+                    limits=Limits(max_steps=200, max_llm_calls=200, max_tokens=1_000_000,
+                                  timeout_s=1200))
+
+
+@pytest.fixture(scope="module")
+def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, Store]]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian chromium is not installed (make browser)")
+    home = tmp_path_factory.mktemp("run-guard")
+    env = {**os.environ, "FLOWKIT_HOME": str(home), "HF_HUB_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
+    subprocess.run([sys.executable, "-m", "service.cli", "setup"], env=env, check=True, cwd=ROOT,
+                   timeout=600, capture_output=True)
+    store = Store(f"sqlite:///{home / 'flowkit.db'}")
+    store.save_flow(long_chain(), None)
+    ART.mkdir(exist_ok=True)
+    with StudioServer(home, log=ART / "e2e-run-guard-streamlit.log", timeout_s=120) as url:
+        yield url, home, store
+
+
+@pytest.fixture()
+def page(studio: Any) -> Iterator[Any]:
+    with chromium() as browser:
+        pg = browser.new_page(viewport={"width": 1500, "height": 1300})
+        pg.set_default_timeout(60_000)
+        yield pg
+
+
+def _settle(page: Any) -> None:
+    """Wait until Streamlit has finished its script run (its running icon gone for a moment)."""
+    page.wait_for_selector("[data-testid='stApp']")
+    for _ in range(2):
+        page.wait_for_timeout(700)      # the icon shows only a little after a run starts
+        page.wait_for_selector(RUNNING_ICON, state="detached", timeout=120_000)
+
+
+def _ask(page: Any, url: str, flow: str, question: str) -> Any:
+    """Open the Run page on `flow` with `question` typed in; return the Run button."""
+    from playwright.sync_api import expect
+    page.goto(f"{url}/run?flow={flow}")
+    # the first page of a fresh server imports the engine: slow on a busy machine
+    expect(page.get_by_role("heading", name="Run", exact=True)).to_be_visible(timeout=180_000)
+    _settle(page)
+    box = page.locator("textarea[aria-label='Question']")
+    box.fill(question)
+    box.press("Control+Enter")
+    _settle(page)
+    return page.get_by_role("button", name="Run ▶")
+
+
+def _run_param(page: Any) -> str | None:
+    m = re.search(r"[?&]run=(\w+)", str(page.evaluate("location.href")))
+    return m.group(1) if m else None
+
+
+def _runs(store: Store, question: str) -> list[Any]:
+    return [r for r in store.list_runs(limit=500) if r.question == question]
+
+
+def test_a_question_too_long_for_the_model_is_refused_before_queueing(studio: Any,
+                                                                      page: Any) -> None:
+    from playwright.sync_api import expect
+    url, _, store = studio
+    question = ("How tall is the Corren Lighthouse, and who kept it? " * 400)[:20_000]
+    run = _ask(page, url, "naive_rag", question)
+    run.click()
+    refusal = page.get_by_text(re.compile(r"^Not queued: "))
+    expect(refusal).to_be_visible()
+    text = refusal.inner_text()
+    # the estimate and the limit, both in tokens (the default model's context is 8192 tokens)
+    assert "about 5000 tokens (20000 characters)" in text, text
+    assert "over the limit of 4096 tokens for a question" in text, text
+    _settle(page)
+    page.screenshot(path=str(ART / "run_refused_too_long.png"), full_page=True)
+    assert _run_param(page) is None                      # nothing to follow: nothing queued
+    assert page.get_by_text(re.compile(r"^Background jobs")).count() == 0
+    assert not _runs(store, question)
+
+
+def test_a_repeated_submit_queues_one_run(studio: Any, page: Any) -> None:
+    from playwright.sync_api import expect
+    url, _, store = studio
+    question = "Who designed the Corren Lighthouse?"
+    run = _ask(page, url, "naive_rag", question)
+    for _ in range(3):                                   # three clicks 350 ms apart
+        run.click()
+        page.wait_for_timeout(350)
+    eventually(lambda: _run_param(page), what="the run in the address")
+    run_id = _run_param(page)
+    expect(page.get_by_role("heading", name="Answer")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    assert _run_param(page) == run_id
+    # a second copy would have been queued behind the first: wait until nothing is left to run
+    page.reload()
+    expect(page.get_by_role("heading", name="Answer")).to_be_visible()
+    _settle(page)
+    assert page.get_by_text(re.compile(r"^Background jobs")).count() == 0
+    page.screenshot(path=str(ART / "run_repeated_submit.png"), full_page=True)
+    runs = _runs(store, question)
+    assert [r.id for r in runs] == [run_id], [(r.id, r.status) for r in runs]
+
+
+def test_a_running_run_is_cancelled_at_its_next_step(studio: Any, page: Any) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import expect
+    url, _, store = studio
+    question = "In what year was the Corren Lighthouse first lit?"
+    run = _ask(page, url, "long_chain", question)      # many steps: time to cancel
+    run.click()
+    eventually(lambda: _run_param(page), what="the run in the address")
+    run_id = _run_param(page)
+    expect(page.get_by_text("Running now")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    cancel = page.locator(f".st-key-run_cancel_{run_id} button").first
+    asked = page.get_by_text("Cancelling: the run stops at its next step.")
+    for _ in range(5):           # the panel redraws every second: a click can meet a redraw
+        if asked.count() or store.get_run(run_id).status != "running":
+            break
+        try:
+            cancel.click(timeout=5_000)
+        except PlaywrightTimeout:      # the button was redrawn under the click
+            continue
+        try:
+            eventually(lambda: asked.count() or store.get_run(run_id).status != "running",
+                       timeout=4, what="the cancel taken")
+        except AssertionError:
+            continue
+    eventually(lambda: store.get_run(run_id).status == "cancelled", timeout=180,
+               what="the run stored as cancelled", every=1.0)
+    expect(page.get_by_text("cancelled", exact=True).first).to_be_visible(timeout=30_000)  # badge
+    expect(page.get_by_role("heading", name="Answer")).to_be_visible()     # the run's end state
+    expect(page.get_by_text("Cancelled: it stopped at a step boundary.")).to_be_visible()
+    assert page.get_by_text("Running now").count() == 0
+    assert page.locator(f".st-key-run_cancel_{run_id}").count() == 0
+    _settle(page)
+    page.screenshot(path=str(ART / "run_cancelled.png"), full_page=True)
+    stored = store.get_run(run_id)
+    assert stored.status == "cancelled" and stored.ended_at is not None
+    assert len(store.steps(run_id)) < REWRITES, "it ran on after the Cancel"
