@@ -152,7 +152,7 @@ def out_of_fold(x: np.ndarray, y: np.ndarray, groups: Sequence[str], l2: float,
     return probs
 
 
-def simulate(examples: Sequence[Example], probs: Sequence[float],
+def simulate(examples: Sequence[Example], probs: Sequence[float] | np.ndarray,
              threshold: float) -> dict[str, float]:
     """Replay early stopping on stored chains: each question stops at its first prefix whose
     p >= threshold (else at its last). Returns the share answered right where it stopped, the
@@ -173,7 +173,7 @@ def simulate(examples: Sequence[Example], probs: Sequence[float],
             "full_accuracy": full_right / n, "full_chain_length": full_length / n}
 
 
-def pick_threshold(examples: Sequence[Example], probs: Sequence[float],
+def pick_threshold(examples: Sequence[Example], probs: Sequence[float] | np.ndarray,
                    max_drop: float = MAX_DROP) -> tuple[float, dict[str, float]]:
     """The threshold whose simulated early stopping has the shortest mean chain while its
     accuracy stays within `max_drop` of the full chain's (ties: the higher threshold)."""
