@@ -15,6 +15,9 @@ def _ircot() -> dict:
 
 def test_reads_ahead_names_the_readers_of_each_key() -> None:
     spec = _ircot()
+    for n in spec["nodes"]:
+        if n["id"] == "read":
+            n["params"]["use_history"] = True
     readers = replay.reads_ahead(spec, "enough")       # the loop: every node can still run
     assert set(readers["question"]) >= {"reason", "read"}
     assert "read" in readers["history"]                  # read uses its history (use_history)

@@ -80,7 +80,7 @@ def test_graph_py_reads_like_hand_written_langgraph(tmp_path: Path):
     text = render(load_template("ircot"))["graph.py"]
     for needle in ('def retrieve(state: State, config: RunnableConfig)',
                    'RUNTIME.step(\n        "retrieve",\n        "retrieval.hybrid",\n'
-                   '        {"top_k": 4, "query_from": "queries"},',
+                   '        {"top_k": 4, "query_from": "queries", "keep_previous": 2},',
                    'def enough(', '{"max_rounds": 4, "stop_on_answer": True}',
                    'builder.add_edge(START, "retrieve")',
                    'builder.add_conditional_edges("retrieve", next_node("reason"), ["reason", FINISH])',

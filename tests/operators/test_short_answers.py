@@ -95,7 +95,9 @@ def test_a_repeated_reasoning_step_keeps_only_what_is_new() -> None:
     llm = FakeLLM([(r"Next sentence:$", "Mara Velt designed the lighthouse."),
                    (r"Answer:$", "Mara Velt")])
     result = _ircot(llm)
-    assert result.memory["drafts"][:3] == ["Mara Velt designed the lighthouse.", "", ""]
+    assert result.memory["drafts"][:2] == ["Mara Velt designed the lighthouse.", "Mara Velt"]
+    assert [h["thought"] for h in result.memory["history"]] == [
+        "Mara Velt designed the lighthouse."]
     assert result.memory["queries"] == [Q]       # nothing new: the question is searched again
 
 

@@ -102,7 +102,9 @@ class CoTStep(Operator["CoTStep.Params"]):
             prompt, max_tokens=self.params.max_tokens).text)), drafts)
         # a placeholder ("(answer)") or an empty line is no step: search with the question again
         query = sentence if real_answer(sentence) else memory["question"]
-        out: dict[str, Any] = {"drafts": [*drafts, sentence], "history": [{"thought": sentence}],
+        # a step with nothing new adds nothing to the reasoning (the last draft stays the last)
+        out: dict[str, Any] = {"drafts": [*drafts, sentence] if sentence else drafts,
+                               "history": [{"thought": sentence}] if sentence else [],
                                "queries": [query]}
         m = ANSWER_IS.search(sentence)
         if m and real_answer(m.group(1)):     # never "<answer>" copied from a prompt, never ""
