@@ -103,11 +103,10 @@ before = replay.parent_steps(ws.store, run)   # a fork: the parent's steps befor
 offset = int(run.parent_step or 0) if run.parent_run_id else 0
 
 
-@st.fragment
 def _step_view() -> None:
-    """Everything that changes with the step. A fragment: Next, Prev, the slider and the tabs run
-    only this part again, not the app's sidebar and the run's header (about half of a step's
-    round trip on a busy machine went to drawing those again)."""
+    """Everything that changes with the step. Not a fragment: under load, a fragment's elements
+    from the run shown before (a fork) stayed on the page beside the new run's after "Open the
+    parent run" (the browser test saw two step headings for 60 s)."""
     # The step's summary is written first and the controls and graph after it, into boxes placed
     # above and beside it: the summary's message then leaves the server before theirs (each
     # message waits its turn for the GIL while the script runs on).

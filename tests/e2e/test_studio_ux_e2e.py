@@ -315,8 +315,8 @@ def test_fork_panel_names_readers_and_warns(studio: Any, browser: Any) -> None:
     retrying(box.click, lambda: visible(page.get_by_role("option")), "the picker's options")
     # the list is virtualised: keys read by the remaining steps come first, so they are drawn
     options = eventually(lambda: [o for o in page.get_by_role("option").all_inner_texts()
-                                  if o.startswith("history · read by")] and
-                         page.get_by_role("option").all_inner_texts(), what="history's readers")
+                                  if o.startswith("documents · read by")] and
+                         page.get_by_role("option").all_inner_texts(), what="documents' readers")
     assert all(" · read by " in o or " · not read" in o for o in options), options
     page.keyboard.press("Escape")
     _choose(page, "Memory key", "candidates")
