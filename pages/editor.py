@@ -126,7 +126,8 @@ with middle:
                               get_edge_on_click=True, enable_node_menu=False,
                               enable_edge_menu=False, enable_pane_menu=False, hide_watermark=True)
     st.caption("Drag from a node's output handle (right, or bottom in a long flow) to another "
-               "node's input handle to connect them; purple edges are a loop's way back. "
+               "node's input handle to connect them; purple edges are a loop's way back, grey "
+               "routed ones pass nodes in their way. "
                "Click a node or edge to edit it; delete it with **Delete selected** or the "
                "Delete / Backspace key.")
 if ed.take_canvas(returned):

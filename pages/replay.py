@@ -157,7 +157,7 @@ def _step_view() -> None:
                        height=graphview.picture_height(run.spec))
         st.caption(":orange[■] this step · :blue[■] visited before · :red[■] failed · pale: not "
                    "reached yet · thick blue edges: the path so far · edges routed around "
-                   "the nodes: a loop's way back")
+                   "the nodes: a loop's way back, or an edge past nodes in its way")
 
     tok_df, ms_df = replay.chart_data(steps, idx, offset)
     chart_h = min(130 + 34 * n, 560)

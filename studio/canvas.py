@@ -21,7 +21,8 @@ from . import layout as flow_layout
 from .layout import X_STEP, Y_STEP  # noqa: F401  (re-exported: the editor places new nodes)
 
 LANE = "~"            # ids of a routed edge's pieces and corner points carry it; spec ids cannot
-LANE_STROKE = "#7c3aed"
+LANE_STROKE = "#7c3aed"      # a loop's way back
+SKIP_STROKE = "#64748b"      # a forward edge routed around the nodes in its way
 
 MODULE_COLOURS: dict[str, str] = {
     "indexing": "#f3e8ff", "pre_retrieval": "#e0f2fe", "retrieval": "#dcfce7",
@@ -151,7 +152,8 @@ def build_state(spec: FlowSpec, problems: list[Problem], selected: str | None = 
         a, b = f"{eid}{LANE}a", f"{eid}{LANE}b"
         nodes.append(_corner(a, lane.first, target=lane.first_in, source=lane.first_out))
         nodes.append(_corner(b, lane.second, target=lane.second_in, source=lane.second_out))
-        stroke = {"stroke": "#dc2626" if red else LANE_STROKE, "strokeWidth": 2}
+        colour = LANE_STROKE if i in plan.back_edges else SKIP_STROKE
+        stroke = {"stroke": "#dc2626" if red else colour, "strokeWidth": 2}
         edges.append(StreamlitFlowEdge(id=eid, source=e.source, target=a, edge_type="smoothstep",
                                        style=stroke, **look))
         edges.append(StreamlitFlowEdge(id=f"{eid}{LANE}lane", source=a, target=b,

@@ -101,6 +101,12 @@ def test_a_forward_edge_past_a_node_runs_in_a_lane_above() -> None:
     lane = plan.lanes[2]
     assert not lane.below and lane.first.y < min(p.y for p in plan.positions.values())
     assert 0 not in plan.lanes and 1 not in plan.lanes
+    # on the canvas only a loop's way back is purple; a routed forward edge is grey
+    strokes = {e.id: e.style.get("stroke") for e in canvas.build_state(spec, []).edges}
+    assert strokes["a->c"] == strokes["a->c~lane"] == canvas.SKIP_STROKE
+    loop = templates.load_template("ircot").model_copy(update={"layout": {}})
+    loop_strokes = {e.id: e.style.get("stroke") for e in canvas.build_state(loop, []).edges}
+    assert loop_strokes["enough->retrieve~lane"] == canvas.LANE_STROKE
 
 
 def test_replay_graph_routes_and_labels_the_loop() -> None:
