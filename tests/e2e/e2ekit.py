@@ -124,3 +124,28 @@ def chromium() -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
+
+
+RUNNING_ICON = "[data-testid='stStatusWidgetRunningIcon']"
+
+
+def settle(page: Any) -> None:
+    """Wait until Streamlit has finished its script run (its running icon gone for a moment)."""
+    page.wait_for_selector("[data-testid='stApp']")
+    for _ in range(2):
+        page.wait_for_timeout(700)      # the icon shows only a little after a run starts
+        page.wait_for_selector(RUNNING_ICON, state="detached", timeout=120_000)
+
+
+def ask(page: Any, url: str, flow: str, question: str) -> Any:
+    """Open the Run page on `flow` with `question` typed in; return the Run button."""
+    from playwright.sync_api import expect
+    page.goto(f"{url}/run?flow={flow}")
+    # the first page of a fresh server imports the engine: slow on a busy machine
+    expect(page.get_by_role("heading", name="Run", exact=True)).to_be_visible(timeout=180_000)
+    settle(page)
+    box = page.locator("textarea[aria-label='Question']")
+    box.fill(question)
+    box.press("Control+Enter")
+    settle(page)
+    return page.get_by_role("button", name="Run ▶")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2ekit import CHROMIUM, ROOT, StudioServer, chromium, eventually
+from e2ekit import CHROMIUM, ROOT, StudioServer, ask, chromium, eventually, settle
 
 from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec
 from storage.repo import Store
@@ -25,7 +25,6 @@ from storage.repo import Store
 pytestmark = pytest.mark.e2e
 ART = ROOT / "test-artifacts"
 RUN_TIMEOUT_MS = 420_000      # one real run on a busy 2-core machine can take minutes
-RUNNING_ICON = "[data-testid='stStatusWidgetRunningIcon']"
 REWRITES = 150     # about 0.15 s a step with the default model on this machine: 20 s or more
 
 
@@ -66,28 +65,6 @@ def page(studio: Any) -> Iterator[Any]:
         yield pg
 
 
-def _settle(page: Any) -> None:
-    """Wait until Streamlit has finished its script run (its running icon gone for a moment)."""
-    page.wait_for_selector("[data-testid='stApp']")
-    for _ in range(2):
-        page.wait_for_timeout(700)      # the icon shows only a little after a run starts
-        page.wait_for_selector(RUNNING_ICON, state="detached", timeout=120_000)
-
-
-def _ask(page: Any, url: str, flow: str, question: str) -> Any:
-    """Open the Run page on `flow` with `question` typed in; return the Run button."""
-    from playwright.sync_api import expect
-    page.goto(f"{url}/run?flow={flow}")
-    # the first page of a fresh server imports the engine: slow on a busy machine
-    expect(page.get_by_role("heading", name="Run", exact=True)).to_be_visible(timeout=180_000)
-    _settle(page)
-    box = page.locator("textarea[aria-label='Question']")
-    box.fill(question)
-    box.press("Control+Enter")
-    _settle(page)
-    return page.get_by_role("button", name="Run ▶")
-
-
 def _run_param(page: Any) -> str | None:
     m = re.search(r"[?&]run=(\w+)", str(page.evaluate("location.href")))
     return m.group(1) if m else None
@@ -102,7 +79,7 @@ def test_a_question_too_long_for_the_model_is_refused_before_queueing(studio: An
     from playwright.sync_api import expect
     url, _, store = studio
     question = ("How tall is the Corren Lighthouse, and who kept it? " * 400)[:20_000]
-    run = _ask(page, url, "naive_rag", question)
+    run = ask(page, url, "naive_rag", question)
     run.click()
     refusal = page.get_by_text(re.compile(r"^Not queued: "))
     expect(refusal).to_be_visible()
@@ -110,7 +87,7 @@ def test_a_question_too_long_for_the_model_is_refused_before_queueing(studio: An
     # the estimate and the limit, both in tokens (the default model's context is 8192 tokens)
     assert "about 5000 tokens (20000 characters)" in text, text
     assert "over the limit of 4096 tokens for a question" in text, text
-    _settle(page)
+    settle(page)
     page.screenshot(path=str(ART / "run_refused_too_long.png"), full_page=True)
     assert _run_param(page) is None                      # nothing to follow: nothing queued
     assert page.get_by_text(re.compile(r"^Background jobs")).count() == 0
@@ -121,7 +98,7 @@ def test_a_repeated_submit_queues_one_run(studio: Any, page: Any) -> None:
     from playwright.sync_api import expect
     url, _, store = studio
     question = "Who designed the Corren Lighthouse?"
-    run = _ask(page, url, "naive_rag", question)
+    run = ask(page, url, "naive_rag", question)
     for _ in range(3):                                   # three clicks 350 ms apart
         run.click()
         page.wait_for_timeout(350)
@@ -132,7 +109,7 @@ def test_a_repeated_submit_queues_one_run(studio: Any, page: Any) -> None:
     # a second copy would have been queued behind the first: wait until nothing is left to run
     page.reload()
     expect(page.get_by_role("heading", name="Answer")).to_be_visible()
-    _settle(page)
+    settle(page)
     assert page.get_by_text(re.compile(r"^Background jobs")).count() == 0
     page.screenshot(path=str(ART / "run_repeated_submit.png"), full_page=True)
     runs = _runs(store, question)
@@ -144,7 +121,7 @@ def test_a_running_run_is_cancelled_at_its_next_step(studio: Any, page: Any) -> 
     from playwright.sync_api import expect
     url, _, store = studio
     question = "In what year was the Corren Lighthouse first lit?"
-    run = _ask(page, url, "long_chain", question)      # many steps: time to cancel
+    run = ask(page, url, "long_chain", question)      # many steps: time to cancel
     run.click()
     eventually(lambda: _run_param(page), what="the run in the address")
     run_id = _run_param(page)
@@ -170,7 +147,7 @@ def test_a_running_run_is_cancelled_at_its_next_step(studio: Any, page: Any) -> 
     expect(page.get_by_text("Cancelled: it stopped at a step boundary.")).to_be_visible()
     assert page.get_by_text("Running now").count() == 0
     assert page.locator(f".st-key-run_cancel_{run_id}").count() == 0
-    _settle(page)
+    settle(page)
     page.screenshot(path=str(ART / "run_cancelled.png"), full_page=True)
     stored = store.get_run(run_id)
     assert stored.status == "cancelled" and stored.ended_at is not None

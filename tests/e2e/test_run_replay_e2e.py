@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from e2ekit import ask, settle
 
 pytestmark = pytest.mark.e2e
 
@@ -75,31 +76,12 @@ def page(studio_url):
         browser.close()
 
 
-RUNNING_ICON = "[data-testid='stStatusWidgetRunningIcon']"
-
-
-def _settle(page) -> None:
-    """Wait until Streamlit has finished its script run (its running icon gone for a moment)."""
-    page.wait_for_selector("[data-testid='stApp']")
-    for _ in range(2):
-        page.wait_for_timeout(700)      # the icon shows only a little after a run starts
-        page.wait_for_selector(RUNNING_ICON, state="detached", timeout=120_000)
-
-
 def test_run_refresh_replay_fork(studio_url, page):
     from playwright.sync_api import expect
 
     # ---- run naive_rag on a sample question ----------------------------------------------------
-    page.goto(f"{studio_url}/run?flow=naive_rag")
     expect.set_options(timeout=60_000)
-    # the first page of a fresh server imports the engine: slow on a busy machine
-    expect(page.get_by_role("heading", name="Run", exact=True)).to_be_visible(timeout=180_000)
-    _settle(page)
-    question = page.locator("textarea[aria-label='Question']")
-    question.fill(QUESTION)
-    question.press("Control+Enter")
-    _settle(page)
-    page.get_by_role("button", name="Run ▶").click()
+    ask(page, studio_url, "naive_rag", QUESTION).click()
     page.wait_for_url(re.compile(r"[?&]run=\w+"))
     run_id = re.search(r"[?&]run=(\w+)", page.url).group(1)
 
@@ -119,7 +101,7 @@ def test_run_refresh_replay_fork(studio_url, page):
     expect(page.get_by_text("Cited passages").or_(page.get_by_text("cites no passage"))
            .first).to_be_visible()
     expect(page.get_by_test_id("stMetric").filter(has_text="LLM calls")).to_be_visible()
-    _settle(page)
+    settle(page)
     page.screenshot(path=str(ART / "run_page.png"), full_page=True)
 
     # ---- the replay: step through it -------------------------------------------------------------
@@ -135,7 +117,7 @@ def test_run_refresh_replay_fork(studio_url, page):
     page.get_by_role("slider").focus()
     page.keyboard.press("ArrowRight")
     expect(page.get_by_text("Step 1 of 1")).to_be_visible()
-    _settle(page)
+    settle(page)
     page.get_by_role("tab", name=re.compile("LLM calls")).click()
     expect(page.get_by_text("Call 1", exact=False).first).to_be_visible()
     expect(page.locator("[data-testid='stVegaLiteChart'] svg").first).to_be_visible()
@@ -147,7 +129,7 @@ def test_run_refresh_replay_fork(studio_url, page):
     expect(value).to_have_value(re.compile("Corren Lighthouse first lit"))
     value.fill(f'"{FORK_QUESTION}"')
     value.press("Control+Enter")
-    _settle(page)
+    settle(page)
     page.get_by_role("button", name="Fork and run ▶").click()
     page.wait_for_url(re.compile(r"[?&]fork=\w+"))
     expect(page.get_by_text("Fork from step 1 finished")).to_be_visible(timeout=RUN_TIMEOUT_MS)
@@ -156,7 +138,7 @@ def test_run_refresh_replay_fork(studio_url, page):
     expect(page.get_by_text(f"Forked from run {run_id} step 1")).to_be_visible()
     child_id = re.search(r"[?&]run=(\w+)", page.url).group(1)
     expect(page.get_by_text(FORK_QUESTION).first).to_be_visible()
-    _settle(page)
+    settle(page)
     page.screenshot(path=str(ART / "replay_forked_run.png"), full_page=True)
 
     # ---- and the parent lists its fork ---------------------------------------------------------
@@ -178,7 +160,7 @@ def test_knowledge_page_search_side_by_side(studio_url, page):
     for head in ("BM25", "Dense", "Hybrid (RRF)"):
         expect(page.get_by_text(head, exact=True)).to_be_visible(timeout=60_000)
     expect(page.get_by_text("art-09#0").first).to_be_visible()
-    _settle(page)
+    settle(page)
     page.screenshot(path=str(ART / "knowledge_page_search.png"), full_page=True)
     page.get_by_role("tab", name="Chunks").click()
     expect(page.get_by_text(re.compile(r"\d+ chunks · showing 1-20"))).to_be_visible()
@@ -195,14 +177,7 @@ def test_a_model_worker_killed_mid_run_fails_that_run_and_the_studio_goes_on(stu
     from playwright.sync_api import expect
 
     def run_question() -> None:
-        page.goto(f"{studio_url}/run?flow=naive_rag")
-        expect(page.get_by_role("heading", name="Run", exact=True)).to_be_visible(timeout=180_000)
-        _settle(page)
-        question = page.locator("textarea[aria-label='Question']")
-        question.fill(FORK_QUESTION)
-        question.press("Control+Enter")
-        _settle(page)
-        page.get_by_role("button", name="Run ▶").click()
+        ask(page, studio_url, "naive_rag", FORK_QUESTION).click()
         page.wait_for_url(re.compile(r"[?&]run=\w+"))
 
     if not _model_workers(studio_home):            # a worker that is loading is not generating
@@ -228,7 +203,7 @@ def test_a_model_worker_killed_mid_run_fails_that_run_and_the_studio_goes_on(stu
     assert killed, "no busy model worker found to kill"
     expect(page.get_by_text(re.compile(r"the model process died: signal 11 \(SIGSEGV\)")).first
            ).to_be_visible(timeout=RUN_TIMEOUT_MS)
-    _settle(page)
+    settle(page)
     page.screenshot(path=str(ART / "run_page_worker_killed.png"), full_page=True)
 
     run_question()                                          # the same studio, a new run
