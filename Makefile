@@ -11,7 +11,12 @@ export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export FLOWKIT_HOME ?= $(CURDIR)/.flowkit
 
-.PHONY: install run test test-fast lint bench browser servers clean
+.PHONY: install run test test-fast lint bench browser servers canvas clean
+
+# The editor's canvas (studio/canvas_ui): React Flow, built with Node.js and npm from the lock file.
+CANVAS := studio/canvas_ui/frontend
+CANVAS_SRC := $(CANVAS)/package.json $(CANVAS)/package-lock.json $(CANVAS)/vite.config.js \
+	$(CANVAS)/index.html $(wildcard $(CANVAS)/src/*)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -23,7 +28,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m flowkit.runtime.models
 	touch $(STAMP)
 
-install: $(STAMP)
+$(CANVAS)/dist/index.html: $(CANVAS_SRC)
+	@command -v npm >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null)
+	cd $(CANVAS) && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent
+	touch $@
+
+canvas: $(CANVAS)/dist/index.html
+
+install: $(STAMP) canvas
 
 # Debian's Chromium for the browser tests (Playwright cannot download browsers here).
 browser:
@@ -55,4 +67,4 @@ bench: install browser servers
 	$(BIN)/python bench/scale.py
 
 clean:
-	rm -rf $(VENV) .flowkit test-artifacts
+	rm -rf $(VENV) .flowkit test-artifacts $(CANVAS)/node_modules $(CANVAS)/dist

@@ -78,6 +78,39 @@ def _param_hint(cls: type[registry.Operator], name: str) -> str:
     return f"known params: {', '.join(fields) or 'none'}"
 
 
+def upstream_writes(g: nx.DiGraph, writes: dict[str, tuple[str, ...]]) -> dict[str, set[str]]:
+    """For every node of `g`, the keys written by its ancestors: the other nodes with a path to it
+    (a node in a loop is not its own ancestor, as in networkx's `ancestors`).
+
+    One pass over the graph's strongly connected components in topological order, instead of
+    one ancestor search per node: linear, where the per-node search was quadratic on big flows.
+    """
+    cond = nx.condensation(g)
+    members: dict[int, list[str]] = {c: list(cond.nodes[c]["members"]) for c in cond.nodes}
+    inside: dict[int, dict[str, int]] = {}     # key -> how many members of the component write it
+    for c, nodes in members.items():
+        counts: dict[str, int] = {}
+        for n in nodes:
+            for k in set(writes.get(n, ())):
+                counts[k] = counts.get(k, 0) + 1
+        inside[c] = counts
+    before: dict[int, set[str]] = {}           # keys written in the components upstream of c
+    for c in nx.topological_sort(cond):
+        acc: set[str] = set()
+        for p in cond.predecessors(c):
+            acc |= before[p]
+            acc.update(inside[p])
+        before[c] = acc
+    out: dict[str, set[str]] = {}
+    for c, nodes in members.items():
+        for n in nodes:
+            own = set(writes.get(n, ()))
+            cycle = len(nodes) > 1          # in a loop, every other member is an ancestor
+            others = {k for k, m in inside[c].items() if m - (k in own) > 0} if cycle else set()
+            out[n] = before[c] | others
+    return out
+
+
 def check(spec: FlowSpec) -> list[Problem]:
     """All problems of a parsed flow (errors and warnings), in a stable order."""
     problems: list[Problem] = []
@@ -140,15 +173,12 @@ def check(spec: FlowSpec) -> list[Problem]:
                                    f"'{entry}'", n.id, hint="connect it or delete it"))
 
     # memory keys: every required read must be written by some node upstream
+    upstream = upstream_writes(g, {k: tuple(c.writes) for k, c in classes.items()})
     for n in spec.nodes:
         cls = classes.get(n.id)
         if cls is None or n.id not in g:
             continue
-        upstream = nx.ancestors(g, n.id)
-        written = set(INPUT_KEYS)
-        for a in upstream:
-            if a in classes:
-                written.update(classes[a].writes)
+        written = set(INPUT_KEYS) | upstream[n.id]
         for key in cls.reads:
             if key not in written:
                 writers = _suggest_writers(key)

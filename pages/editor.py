@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import streamlit as st
-from streamlit_flow import streamlit_flow
 
 from flowkit import registry
 from flowkit.errors import FlowkitError, NotFoundError
 from flowkit.spec import Limits
-from studio import canvas, diffs, forms, inert, keys, palette
+from studio import canvas, canvas_ui, diffs, forms, inert, keys, palette
 from studio import editor_actions as actions
 from studio.editor import K_GEN, Editor, canvas_key
 from studio.shell import route_through_app
@@ -119,18 +118,16 @@ with left:
     palette.render(on_add=actions.add)
 
 with middle:
-    returned = streamlit_flow(canvas_key(draft.flow), ed.canvas_state(), height=620,
-                              fit_view=ed.fit_view, min_zoom=0.2,
-                              show_controls=True, show_minimap=len(spec.nodes) > 30,
-                              allow_new_edges=True, get_node_on_click=True,
-                              get_edge_on_click=True, enable_node_menu=False,
-                              enable_edge_menu=False, enable_pane_menu=False, hide_watermark=True)
+    key = canvas_key(draft.flow)
+    event = canvas_ui.flow_canvas(ed.canvas_picture(), key=key, fit=ed.fit_request, height=620,
+                                  min_zoom=0.2, minimap=len(spec.nodes) > 30,
+                                  on_event=lambda: actions.canvas_event(key))
     st.caption("Drag from a node's output handle (right, or bottom in a long flow) to another "
                "node's input handle to connect them; purple edges are a loop's way back, grey "
                "routed ones pass nodes in their way. "
                "Click a node or edge to edit it; delete it with **Delete selected** or the "
                "Delete / Backspace key.")
-if ed.take_canvas(returned):
+if ed.take_event(event):   # only if the callback missed it: draw its result
     st.rerun()
 delete_box.button("Delete selected", key="editor_delete", on_click=actions.delete, width="stretch",
                   disabled=not ed.selected,

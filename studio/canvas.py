@@ -1,17 +1,14 @@
-"""FlowSpec <-> streamlit-flow canvas state.
+"""FlowSpec <-> the editor canvas (studio/canvas_ui).
 
-`build_state` draws a spec (labels, operator, validation marks, edge labels); `apply_state` reads
-back what the user did on the canvas (moved nodes, new edges, deletions through the node/edge
-menu) into a new FlowSpec. `signature` tells whether two canvas states differ in anything but
-positions, so the page only pushes a new state to the browser when the picture really changes.
+`picture` draws a spec as plain data for the canvas: each node's title, id, operator, colours and
+validation mark, each edge's label and colour, and the lane of an edge routed around the nodes.
+`apply_moves` and `apply_connect` turn what the user did on the canvas (events, see
+studio/canvas_ui) into a new FlowSpec. Everything else (deletion, labels, params) happens in
+Python, through the page's widgets.
 """
 from __future__ import annotations
 
-import time
-from typing import Any
-
-from streamlit_flow.elements import StreamlitFlowEdge, StreamlitFlowNode
-from streamlit_flow.state import StreamlitFlowState
+from typing import Any, TypedDict
 
 from flowkit import registry
 from flowkit.errors import FlowkitError, Problem
@@ -20,9 +17,10 @@ from flowkit.spec import EdgeSpec, FlowSpec, NodeSpec, Position
 from . import layout as flow_layout
 from .layout import X_STEP, Y_STEP  # noqa: F401  (re-exported: the editor places new nodes)
 
-LANE = "~"            # ids of a routed edge's pieces and corner points carry it; spec ids cannot
 LANE_STROKE = "#7c3aed"      # a loop's way back
 SKIP_STROKE = "#64748b"      # a forward edge routed around the nodes in its way
+PLAIN_STROKE = "#94a3b8"     # any other edge
+ERROR_STROKE = "#dc2626"     # an edge with an error
 
 MODULE_COLOURS: dict[str, str] = {
     "indexing": "#f3e8ff", "pre_retrieval": "#e0f2fe", "retrieval": "#dcfce7",
@@ -33,8 +31,42 @@ WARNING_BORDER = "2px dashed #d97706"
 PLAIN_BORDER = "1px solid #4b5563"
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
+class NodePicture(TypedDict):
+    """One node as the canvas draws it (x, y: its top-left corner, canvas units)."""
+
+    id: str
+    x: float
+    y: float
+    title: str
+    sub: str
+    op: str
+    flag: str        # "error", "warning" or ""
+    bg: str
+    border: str
+
+
+class EdgePicture(TypedDict):
+    """One edge; `lane` is the two corner points of its route around the nodes, or None."""
+
+    id: str
+    source: str
+    target: str
+    label: str
+    colour: str
+    red: bool
+    lane: list[list[float]] | None
+
+
+class Picture(TypedDict):
+    """What the canvas shows. `rev` changes whenever anything but `selected` does."""
+
+    rev: int
+    nodes: list[NodePicture]
+    edges: list[EdgePicture]
+    selected: str | None
+    sourceSide: str
+    targetSide: str
+    nodeWidth: float
 
 
 def route_labels(node: NodeSpec) -> tuple[str, ...]:
@@ -65,42 +97,17 @@ def auto_layout(spec: FlowSpec) -> dict[str, Position]:
     return flow_layout.layout(spec, spec.layout).positions
 
 
-def base_id(canvas_id: str) -> str:
-    """The spec-level id behind a canvas id (a routed edge's pieces share their edge's id)."""
-    return canvas_id.split(LANE, 1)[0]
-
-
-def _node_content(node: NodeSpec, marks: list[Problem]) -> str:
-    title = node.label or node.id
-    flag = ""
-    if any(p.severity == "error" for p in marks):   # plain text: no emoji font needed
-        flag = "(error) "
-    elif marks:
-        flag = "(warning) "
-    sub = f"{node.id}  \n" if node.label and node.label != node.id else ""
-    return f"{flag}**{title}**  \n{sub}`{node.operator}`"   # one line each: no odd wrapping
-
-
-def _node_style(node: NodeSpec, marks: list[Problem]) -> dict[str, Any]:
+def _node_picture(node: NodeSpec, at: Position, marks: list[Problem]) -> NodePicture:
     module = node.operator.split(".")[0]
-    border = PLAIN_BORDER
-    if any(p.severity == "error" for p in marks):
-        border = ERROR_BORDER
+    flag, border = "", PLAIN_BORDER
+    if any(p.severity == "error" for p in marks):     # plain text: no emoji font needed
+        flag, border = "error", ERROR_BORDER
     elif marks:
-        border = WARNING_BORDER
-    return {"background": MODULE_COLOURS.get(module, "#ffffff"), "border": border,
-            "borderRadius": "6px", "fontSize": "14px", "padding": "6px 8px",
-            "width": f"{flow_layout.NODE_W:.0f}px"}
-
-
-def _corner(cid: str, at: Position, target: str, source: str) -> StreamlitFlowNode:
-    """An invisible point a routed edge bends around (not selectable, not connectable)."""
-    return StreamlitFlowNode(
-        id=cid, pos=(at.x, at.y), data={"content": ""}, node_type="default",
-        source_position=source, target_position=target, draggable=False, selectable=False,
-        connectable=False, deletable=True,
-        style={"width": "2px", "height": "2px", "minHeight": "2px", "padding": 0, "border": "none",
-               "background": "transparent", "opacity": 0, "pointerEvents": "none"})
+        flag, border = "warning", WARNING_BORDER
+    return NodePicture(id=node.id, x=at.x, y=at.y, title=node.label or node.id,
+                       sub=node.id if node.label and node.label != node.id else "",
+                       op=node.operator, flag=flag, bg=MODULE_COLOURS.get(module, "#ffffff"),
+                       border=border)
 
 
 def _edge_problem_index(problems: list[Problem]) -> set[int]:
@@ -114,68 +121,40 @@ def _edge_problem_index(problems: list[Problem]) -> set[int]:
     return out
 
 
-def build_state(spec: FlowSpec, problems: list[Problem], selected: str | None = None,
-                timestamp: int | None = None) -> StreamlitFlowState:
-    """The canvas picture of a spec. Every node and edge is deletable (GUIDE rule 3)."""
+def picture(spec: FlowSpec, problems: list[Problem], selected: str | None = None,
+            rev: int = 0) -> Picture:
+    """The canvas picture of a spec: nodes where the layout puts them (or the user did), edges
+    whose node is gone left out (GUIDE rule 3), loops and skips routed along lanes."""
     by_node: dict[str, list[Problem]] = {}
     for p in problems:
         if p.node:
             by_node.setdefault(p.node, []).append(p)
     plan = flow_layout.layout(spec, spec.layout)
-    pos = plan.positions
+    nodes = [_node_picture(n, plan.positions[n.id], by_node.get(n.id, [])) for n in spec.nodes]
     ids = {n.id for n in spec.nodes}
-    nodes = [StreamlitFlowNode(
-        id=n.id, pos=(pos[n.id].x, pos[n.id].y),
-        data={"content": _node_content(n, by_node.get(n.id, []))}, node_type="default",
-        source_position=plan.source_side, target_position=plan.target_side,
-        selected=(n.id == selected),
-        draggable=True, selectable=True, connectable=True, deletable=True,
-        style=_node_style(n, by_node.get(n.id, []))) for n in spec.nodes]
-    bad_edges = _edge_problem_index(problems)
-    edges = []
+    bad = _edge_problem_index(problems)
+    edges: list[EdgePicture] = []
     for i, (e, eid) in enumerate(zip(spec.edges, edge_ids(spec))):
         if e.source not in ids or e.target not in ids:
-            continue   # GUIDE rule 3: never hand the canvas an edge whose node is gone
-        red = i in bad_edges
-        look = dict(selected=(eid == selected), deletable=True, focusable=True,
-                    label_style={"fontSize": "14px", "fontWeight": 600},
-                    label_bg_style={"fill": "#fff7ed" if not red else "#fee2e2"})
-        lane = plan.lanes.get(i)
-        if lane is None:
-            edges.append(StreamlitFlowEdge(
-                id=eid, source=e.source, target=e.target, edge_type="default",
-                marker_end={"type": "arrowclosed"}, label=e.label or "",
-                label_show_bg=bool(e.label),
-                style={"stroke": "#dc2626", "strokeWidth": 2} if red else {}, **look))
             continue
-        # routed around the nodes: source -> corner a -> along the lane -> corner b -> target
-        a, b = f"{eid}{LANE}a", f"{eid}{LANE}b"
-        nodes.append(_corner(a, lane.first, target=lane.first_in, source=lane.first_out))
-        nodes.append(_corner(b, lane.second, target=lane.second_in, source=lane.second_out))
-        colour = LANE_STROKE if i in plan.back_edges else SKIP_STROKE
-        stroke = {"stroke": "#dc2626" if red else colour, "strokeWidth": 2}
-        edges.append(StreamlitFlowEdge(id=eid, source=e.source, target=a, edge_type="smoothstep",
-                                       style=stroke, **look))
-        edges.append(StreamlitFlowEdge(id=f"{eid}{LANE}lane", source=a, target=b,
-                                       edge_type="straight", label=e.label or "",
-                                       label_show_bg=bool(e.label), style=stroke, **look))
-        edges.append(StreamlitFlowEdge(id=f"{eid}{LANE}in", source=b, target=e.target,
-                                       edge_type="smoothstep", marker_end={"type": "arrowclosed",
-                                                                           "color": stroke["stroke"]},
-                                       style=stroke, **look))
-    return StreamlitFlowState(nodes=nodes, edges=edges, selected_id=selected,
-                              timestamp=timestamp if timestamp is not None else now_ms())
+        lane = plan.lanes.get(i)
+        colour = PLAIN_STROKE if lane is None else (
+            LANE_STROKE if i in plan.back_edges else SKIP_STROKE)
+        edges.append(EdgePicture(
+            id=eid, source=e.source, target=e.target, label=e.label or "", colour=colour,
+            red=i in bad, lane=None if lane is None else [[lane.first.x, lane.first.y],
+                                                          [lane.second.x, lane.second.y]]))
+    return Picture(rev=rev, nodes=nodes, edges=edges, selected=selected,
+                   sourceSide=plan.source_side, targetSide=plan.target_side,
+                   nodeWidth=flow_layout.NODE_W)
 
 
-def signature(state: StreamlitFlowState) -> tuple[Any, ...]:
-    """What the canvas shows apart from the nodes' positions and the selection (the corner
-    points of routed edges count: they follow the nodes)."""
-    nodes = tuple((n.id, str(n.data.get("content")), tuple(sorted((n.style or {}).items())),
-                   tuple(sorted(n.position.items())) if LANE in n.id else ())
-                  for n in state.nodes)
-    edges = tuple((e.id, e.source, e.target, e.label or "",
-                   tuple(sorted((e.style or {}).items()))) for e in state.edges)
-    return nodes, edges
+def same_drawing(a: Picture | None, b: Picture | None) -> bool:
+    """Whether two pictures draw the same thing (the revision and the selection aside)."""
+    if a is None or b is None:
+        return a is b
+    keys = ("nodes", "edges", "sourceSide", "targetSide", "nodeWidth")
+    return all(a[k] == b[k] for k in keys)   # type: ignore[literal-required]
 
 
 def _unused_route(node: NodeSpec, edges: list[EdgeSpec]) -> str | None:
@@ -184,62 +163,48 @@ def _unused_route(node: NodeSpec, edges: list[EdgeSpec]) -> str | None:
     return next((lb for lb in labels if lb not in used), labels[0] if labels else None)
 
 
-NEW_EDGE_PREFIX = "st-flow-edge_"
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if abs(value) < 1e7 else None
 
 
-def apply_state(spec: FlowSpec, state: StreamlitFlowState) -> FlowSpec:
-    """The spec after the user's canvas edits: moved nodes and edges drawn by dragging.
-
-    Deletions happen through the page's button only, so a node or edge missing from the canvas
-    state is not taken as deleted (the state may predate the page's last change). A new edge out
-    of a router or judge gets the first of its route labels not yet wired.
-    """
+def apply_moves(spec: FlowSpec, moves: Any) -> FlowSpec:
+    """The spec with the moved nodes where the user dropped them ({id: [x, y]}); ids the spec
+    lacks and malformed entries are ignored (the event came from the browser)."""
+    if not isinstance(moves, dict):
+        return spec
     ids = {n.id for n in spec.nodes}
-    current = auto_layout(spec)
     layout = dict(spec.layout)
-    for cn in state.nodes:
-        if cn.id not in ids:
+    for nid, xy in moves.items():
+        if nid not in ids or not isinstance(xy, list | tuple) or len(xy) != 2:
             continue
-        x, y = float(cn.position.get("x", 0.0)), float(cn.position.get("y", 0.0))
-        old = current[cn.id]
-        if abs(old.x - x) > 0.5 or abs(old.y - y) > 0.5:
-            layout[cn.id] = Position(x=round(x, 1), y=round(y, 1))
-    edges = list(spec.edges)
-    pairs = {(e.source, e.target) for e in edges}
+        x, y = _number(xy[0]), _number(xy[1])
+        if x is not None and y is not None:
+            layout[nid] = Position(x=round(x, 1), y=round(y, 1))
+    if layout == spec.layout:
+        return spec
+    return spec.model_copy(update={"layout": layout})
+
+
+def apply_connect(spec: FlowSpec, source: Any, target: Any) -> tuple[FlowSpec, str | None]:
+    """The spec with a new edge source -> target, and the new edge's canvas id. A router's or
+    judge's new edge gets the first of its route labels not yet wired. Unknown nodes or an edge
+    the spec already has change nothing (id None)."""
     by_id = {n.id: n for n in spec.nodes}
-    for ce in state.edges:
-        if not ce.id.startswith(NEW_EDGE_PREFIX) or ce.source not in ids or ce.target not in ids:
-            continue
-        if (ce.source, ce.target) in pairs:
-            continue
-        pairs.add((ce.source, ce.target))
-        edges.append(EdgeSpec(source=ce.source, target=ce.target,
-                              label=_unused_route(by_id[ce.source], edges)))
-    return spec.model_copy(update={"edges": edges, "layout": layout})
-
-
-def in_step(spec: FlowSpec, state: StreamlitFlowState) -> bool:
-    """Whether the canvas shows exactly the spec's nodes and edges (ids)."""
-    return ({n.id for n in state.nodes if LANE not in n.id} == {n.id for n in spec.nodes}
-            and {base_id(e.id) for e in state.edges} == set(edge_ids(spec)))
-
-
-def selection_id(spec: FlowSpec, state: StreamlitFlowState) -> str | None:
-    """The canvas's selected id in the spec's terms (a new edge's id becomes 'src->dst')."""
-    sel = state.selected_id
-    if not sel or not sel.startswith(NEW_EDGE_PREFIX):
-        return base_id(sel) if sel else sel
-    for ce in state.edges:
-        if ce.id == sel:
-            for eid, e in zip(edge_ids(spec), spec.edges):
-                if (e.source, e.target) == (ce.source, ce.target):
-                    return eid
-    return None
+    if not isinstance(source, str) or not isinstance(target, str) or source not in by_id or (
+            target not in by_id):
+        return spec, None
+    if any((e.source, e.target) == (source, target) for e in spec.edges):
+        return spec, None
+    edges = [*spec.edges, EdgeSpec(source=source, target=target,
+                                   label=_unused_route(by_id[source], list(spec.edges)))]
+    new = spec.model_copy(update={"edges": edges})
+    return new, edge_ids(new)[-1]
 
 
 def find_edge(spec: FlowSpec, edge_id: str) -> tuple[int, EdgeSpec] | None:
-    """The spec edge behind a canvas edge id (ours, or 'st-flow-edge_src-dst' for a new one)."""
-    edge_id = base_id(edge_id)
+    """The spec edge behind a canvas edge id ('src->dst', '#n' for repeats)."""
     for i, (eid, e) in enumerate(zip(edge_ids(spec), spec.edges)):
         if eid == edge_id:
             return i, e

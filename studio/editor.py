@@ -13,8 +13,6 @@ import time
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
-from streamlit_flow.state import StreamlitFlowState
-
 from flowkit import registry
 from flowkit.errors import FlowkitError, NotFoundError, Problem, SpecError, StaleSaveError
 from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec, Position, canonical, from_dict, to_dict
@@ -26,18 +24,17 @@ from .drafts import Draft, DraftStore, new_draft_id
 
 K_DRAFT = "editor_draft"            # Draft being edited
 K_BASE = "editor_base"              # (flow, version, spec dict) the draft started from
-K_CANVAS = "editor_canvas"          # the StreamlitFlowState last handed to the component
-K_SIG = "editor_canvas_sig"         # signature of that state
-K_PUSH = "editor_canvas_push"       # force handing a new state to the browser
-K_SEEN = "editor_canvas_seen"       # timestamp of the last component value taken in
+K_CANVAS = "editor_canvas"          # the canvas.Picture last handed to the component
+K_PUSH = "editor_canvas_push"       # hand the browser a new revision even if nothing looks changed
+K_SEEN = "editor_canvas_seen"       # seq of the last canvas event taken in
 K_SEL = "editor_selected"           # the remembered selection (node id or canvas edge id)
 K_CONFLICT = "editor_conflict"      # {"expected": n, "actual": m} after a stale save
 K_GEN = "editor_form_gen"           # bumped to reset the side panel's widgets
 K_NOTICE = "editor_notice"          # (kind, text, when): the last message, shown a few seconds
 K_PROBLEMS = "editor_problems"      # (hash, problems) cache
-K_FIT = "editor_canvas_fit"         # fit the view once, when a flow is opened
+K_FIT = "editor_canvas_fit"         # fit-view request number: bumped on opening and tidying
 K_PARSED = "editor_parsed"          # (draft spec dict, its FlowSpec): parsed once per change
-K_DESIRED = "editor_desired"        # (FlowSpec, selection, canvas state, signature) last drawn
+K_DESIRED = "editor_desired"        # (FlowSpec, selection, picture) last built
 CANVAS_KEY = "editor_flow_canvas"   # the component's key prefix: no session variable (GUIDE rule 1)
 
 
@@ -101,11 +98,10 @@ class Editor:
         self.state[K_DRAFT] = draft
         self.state[K_BASE] = None
         self.state[K_CANVAS] = None
-        self.state[K_SIG] = None
         self.state[K_SEL] = None
         self.state[K_CONFLICT] = None
         self.state[K_PUSH] = True
-        self.state[K_FIT] = True
+        self.state[K_FIT] = int(self.state.get(K_FIT) or 0) + 1
         self.state[K_GEN] = int(self.state.get(K_GEN) or 0) + 1
 
     def close(self) -> None:
@@ -174,57 +170,56 @@ class Editor:
         self.state[K_SEL] = sel
         self.state[K_GEN] = int(self.state.get(K_GEN) or 0) + 1
 
-    def canvas_state(self) -> StreamlitFlowState:
-        """The state to hand to streamlit_flow(): a new one (fresh timestamp) only when the
-        picture changed, so the browser keeps the user's view otherwise."""
-        desired, sig = self._desired(self.spec)
+    def canvas_picture(self) -> canvas.Picture:
+        """The picture to hand to the canvas: a new revision only when the drawing changed (or a
+        redraw was asked for), so the browser redraws nothing after a mere click."""
+        desired = self._desired(self.spec)
         current = self.state.get(K_CANVAS)
-        if current is None or self.state.get(K_PUSH) or sig != self.state.get(K_SIG):
-            last = max(int(self.state.get(K_SEEN) or 0), current.timestamp if current else 0)
-            desired.timestamp = max(canvas.now_ms(), last + 1)
-            self.state[K_CANVAS] = desired
-            self.state[K_SIG] = sig
+        if current is None or self.state.get(K_PUSH) or not canvas.same_drawing(current, desired):
+            rev = (current["rev"] if current else 0) + 1
+            self.state[K_CANVAS] = canvas.Picture(**{**desired, "rev": rev})
             self.state[K_PUSH] = False
         return self.state[K_CANVAS]
 
-    def _desired(self, spec: FlowSpec) -> tuple[StreamlitFlowState, tuple[Any, ...]]:
-        """The canvas picture of `spec` with the current selection, and its signature; built
-        once per spec and selection (a rerun that changes neither reuses the last one)."""
+    def _desired(self, spec: FlowSpec) -> canvas.Picture:
+        """The canvas picture of `spec` with the current selection; built once per spec and
+        selection (a rerun that changes neither reuses the last one)."""
         sel = self.selected
         kept = self.state.get(K_DESIRED)
         if kept and kept[0] is spec and kept[1] == sel:
-            return kept[2], kept[3]
-        desired = canvas.build_state(spec, self.problems(spec), sel)
-        sig = canvas.signature(desired)
-        self.state[K_DESIRED] = (spec, sel, desired, sig)
-        return desired, sig
+            return kept[2]
+        desired = canvas.picture(spec, self.problems(spec), sel)
+        self.state[K_DESIRED] = (spec, sel, desired)
+        return desired
 
     @property
-    def fit_view(self) -> bool:
-        """Whether the canvas should fit its view (only until the browser first reports back:
-        later fits would reset the user's zoom on every change, GUIDE rule 4)."""
-        return bool(self.state.get(K_FIT))
+    def fit_request(self) -> int:
+        """The canvas fits its view when this number changes: on opening a flow and on tidying,
+        never on an edit (that would reset the user's zoom, GUIDE rule 4)."""
+        return int(self.state.get(K_FIT) or 0)
 
-    def take_canvas(self, returned: StreamlitFlowState) -> bool:
-        """Take in what the component returned; True when the page should rerun to redraw."""
-        if returned is self.state.get(K_CANVAS) or returned.timestamp == self.state.get(K_SEEN):
-            return False   # nothing new from the browser
-        self.state[K_SEEN] = returned.timestamp
-        self.state[K_FIT] = False
-        spec = self.spec
-        new = canvas.apply_state(spec, returned)
-        sel = canvas.selection_id(new, returned)
-        if sel and sel != self.selected:
-            self.select(sel)
-        if to_dict(new) != to_dict(spec):
+    def take_event(self, event: Any) -> bool:
+        """Apply one canvas event (studio/canvas_ui): a click selects, a drag moves nodes, a
+        drawn edge connects. Returns False for no event or one already taken."""
+        if not isinstance(event, dict) or not event.get("seq") or event["seq"] == self.state.get(K_SEEN):
+            return False
+        self.state[K_SEEN] = event["seq"]
+        spec, kind = self.spec, event.get("kind")
+        if kind == "select":
+            sel = event.get("id")
+            known = {n.id for n in spec.nodes} | set(canvas.edge_ids(spec))
+            if isinstance(sel, str) and sel in known and sel != self.selected:
+                self.select(sel)
+        elif kind == "move":
+            self.update(canvas.apply_moves(spec, event.get("moves")))
+            self.redraw()       # lanes follow the nodes
+        elif kind == "connect":
+            new, eid = canvas.apply_connect(spec, event.get("source"), event.get("target"))
             self.update(new)
-            new = self.spec
-        else:
-            new = spec    # unchanged: the parsed spec the caches know
-        if not canvas.in_step(new, returned):
-            self.state[K_PUSH] = True     # the browser lacks a change: hand it over again
-            return True
-        return self._desired(new)[1] != self.state.get(K_SIG)
+            if eid:
+                self.select(eid)
+            self.redraw()       # the browser drew the edge itself: replace it with ours (or drop it)
+        return True
 
     def redraw(self) -> None:
         """Hand the browser a fresh picture on the next run (after a Python-side change)."""
@@ -288,7 +283,7 @@ class Editor:
         spec = self.spec
         if spec.layout:
             self.update(spec.model_copy(update={"layout": {}}))
-        self.state[K_FIT] = True
+        self.state[K_FIT] = self.fit_request + 1
         self.redraw()
 
     def _replace_node(self, node_id: str, **changes: Any) -> None:

@@ -1,6 +1,6 @@
 """The editor page's callbacks (pages/editor.py): each builds the session's Editor and applies one
-change. Streamlit runs them before the page script, so every Python-side change to the graph
-happens before streamlit_flow() is called (GUIDE canvas rule 2)."""
+change. Streamlit runs them before the page script, so every change to the graph, the canvas's
+own events included, happens before the canvas is drawn and shows in that same run."""
 from __future__ import annotations
 
 from collections.abc import MutableMapping
@@ -16,6 +16,11 @@ from studio.workspace import get_workspace
 
 def _ed() -> Editor:
     return Editor(cast(MutableMapping[str, Any], st.session_state), get_workspace())
+
+
+def canvas_event(key: str) -> None:
+    """The canvas reported a click, a move or a new edge: apply it before the page draws."""
+    _ed().take_event(st.session_state.get(key))
 
 
 def add(op: str) -> None:

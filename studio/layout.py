@@ -11,8 +11,9 @@ Edges that would run behind nodes get lanes of their own: a back-edge runs in a 
 whole flow (below it when layers run left to right: down from its source, back along the lane,
 up into its target; right of it when they run top to bottom) and a forward edge that skips
 layers with a node in its way runs in a lane on the other side. A lane has two corner points;
-the canvas and the replay graph draw them as tiny invisible nodes, the edge as three pieces with
-its label on the lane, so a loop reads as a loop and its label sits on its own edge.
+the editor's canvas draws the edge as one line through them, the replay graph as three pieces
+between tiny invisible nodes; both put the label on the lane, so a loop reads as a loop and its
+label sits on its own edge.
 """
 from __future__ import annotations
 

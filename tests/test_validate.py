@@ -1,11 +1,14 @@
 """One test per validation code: each names the code, the node and the field."""
 from __future__ import annotations
 
+import networkx as nx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flowkit import ValidationError, compile_flow
 from flowkit.testing import flow
-from flowkit.validate import CODES, check, validate_document
+from flowkit.validate import CODES, check, upstream_writes, validate_document
 
 R, D, G = "retrieval.bm25", "retrieval.dense", "generation.answer"
 J, RT, M = "orchestration.rule_judge", "orchestration.keyword_router", "orchestration.rrf"
@@ -272,3 +275,21 @@ def test_long_values_are_quoted_short():
     assert len(p.message) < 120
     p = problems(flow("b", [("a", R, {"top_k": "9" * 5000})], []), "bad_param")[0]
     assert len(p.message) < 200
+
+
+# ---- upstream writes: one pass over the components, as the per-node ancestor search said -------
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 9).flatmap(lambda n: st.tuples(
+    st.just(n),
+    st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n),
+    st.lists(st.lists(st.sampled_from("abcde"), max_size=2), min_size=n, max_size=n))))
+def test_upstream_writes_match_the_ancestors(case: tuple[int, list[tuple[int, int]],
+                                                         list[list[str]]]) -> None:
+    n, edges, writes = case
+    g = nx.DiGraph()
+    g.add_nodes_from(range(n))
+    g.add_edges_from(edges)
+    got = upstream_writes(g, {i: tuple(w) for i, w in enumerate(writes)})
+    for i in range(n):
+        expected = {k for a in nx.ancestors(g, i) for k in writes[a]}
+        assert got[i] == expected, (i, edges, writes)

@@ -1,7 +1,7 @@
 """Editor page (AppTest) and the studio logic under it: canvas <-> FlowSpec, params forms, drafts.
 
-AppTest cannot drive the React Flow canvas itself, so what the canvas returns is fed to the
-editor's `take_canvas` directly; the browser test (tests/e2e) drags real edges.
+AppTest cannot drive the React Flow canvas itself, so the events the canvas sends are fed to the
+editor's `take_event` directly; the browser tests (tests/e2e) click and drag the real one.
 """
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
-from streamlit_flow.elements import StreamlitFlowEdge, StreamlitFlowNode
-from streamlit_flow.state import StreamlitFlowState
 
 from flowkit import registry, templates
 from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec
@@ -55,10 +53,9 @@ def test_opens_a_flow_with_canvas_and_problems(ws: Workspace) -> None:
     assert at.title[0].value == "Editor · plain"
     assert "no unsaved changes" in texts(at)
     assert "No problems: the flow can run." in texts(at)
-    state = at.session_state[K_CANVAS]
-    assert [n.id for n in state.nodes] == ["retrieve", "generate"]
-    assert [e.id for e in state.edges] == ["retrieve->generate"]
-    assert all(n.deletable for n in state.nodes) and all(e.deletable for e in state.edges)
+    pic = at.session_state[K_CANVAS]
+    assert [n["id"] for n in pic["nodes"]] == ["retrieve", "generate"]
+    assert [e["id"] for e in pic["edges"]] == ["retrieve->generate"]
     assert at.query_params["draft"]
 
 
@@ -95,7 +92,7 @@ def test_palette_add_then_form_then_save(ws: Workspace) -> None:
     assert [n.id for n in spec.nodes] == ["retrieve", "generate", "rule_judge"]
     assert "unsaved changes" in texts(at)
     assert DraftStore(ws.data_dir).latest("grow") is not None        # written on the server
-    assert "rule_judge" in [n.id for n in at.session_state[K_CANVAS].nodes]
+    assert "rule_judge" in [n["id"] for n in at.session_state[K_CANVAS]["nodes"]]
 
     rounds = next(n for n in at.number_input if n.label == "Max Rounds")
     rounds.set_value(2).run()
@@ -103,7 +100,8 @@ def test_palette_add_then_form_then_save(ws: Workspace) -> None:
     label = next(t for t in at.text_input if t.label == "Label")
     label.input("Stop?").run()
     assert draft_spec(at).node("rule_judge").label == "Stop?"
-    assert "**Stop?**" in at.session_state[K_CANVAS].nodes[2].data["content"]
+    assert at.session_state[K_CANVAS]["nodes"][2]["title"] == "Stop?"
+    assert at.session_state[K_CANVAS]["nodes"][2]["sub"] == "rule_judge"
 
     at.text_input(key="editor_save_msg").input("added a judge").run()
     at.button(key="editor_save").click().run()
@@ -135,7 +133,7 @@ def test_edge_label_from_route_labels_and_delete(ws: Workspace) -> None:
                           ["retrieve>judge", "judge>answer", "judge>retrieve"]))
     at = editor("loop")
     assert "[missing_edge_label]" in texts(at)
-    assert "(error)" in next(n for n in at.session_state[K_CANVAS].nodes if n.id == "judge").data["content"]
+    assert next(n for n in at.session_state[K_CANVAS]["nodes"] if n["id"] == "judge")["flag"] == "error"
     at.session_state["editor_selected"] = "judge->answer"
     at.run()
     box = next(s for s in at.selectbox if s.label == "Route label")
@@ -148,8 +146,8 @@ def test_edge_label_from_route_labels_and_delete(ws: Workspace) -> None:
     assert {(e.source, e.target, e.label) for e in spec.edges} == {
         ("retrieve", "judge", None), ("judge", "answer", "done"), ("judge", "retrieve", "continue")}
     assert "[missing_edge_label]" not in texts(at)
-    assert {canvas.base_id(e.id): e.label for e in at.session_state[K_CANVAS].edges
-            if e.label} == {"judge->answer": "done", "judge->retrieve": "continue"}  # on its lane
+    assert {e["id"]: e["label"] for e in at.session_state[K_CANVAS]["edges"]
+            if e["label"]} == {"judge->answer": "done", "judge->retrieve": "continue"}
 
     at.button(key="editor_delete").click().run()          # the selected edge judge->retrieve
     assert [(e.source, e.target) for e in draft_spec(at).edges] == [("retrieve", "judge"),
@@ -230,60 +228,63 @@ def test_run_button_goes_to_the_run_page_with_the_flow(ws: Workspace) -> None:
 
 
 # ---- canvas <-> spec ---------------------------------------------------------------------------
-def _returned(state: StreamlitFlowState, *, moves: dict[str, tuple[float, float]] | None = None,
-              new_edges: list[tuple[str, str]] = (), drop_nodes: tuple[str, ...] = (),
-              selected: str | None = None, ts: int = 1) -> StreamlitFlowState:
-    nodes = [StreamlitFlowNode.from_dict(n.asdict()) for n in state.nodes if n.id not in drop_nodes]
-    for n in nodes:
-        if moves and n.id in moves:
-            n.position = {"x": moves[n.id][0], "y": moves[n.id][1]}
-    edges = [StreamlitFlowEdge.from_dict(e.asdict()) for e in state.edges]
-    edges += [StreamlitFlowEdge(f"{canvas.NEW_EDGE_PREFIX}{s}-{t}", s, t) for s, t in new_edges]
-    return StreamlitFlowState(nodes=nodes, edges=edges, selected_id=selected,
-                              timestamp=state.timestamp + ts)
-
-
-def test_canvas_round_trip_moves_and_new_edges(ws: Workspace) -> None:
+def test_canvas_events_move_connect_and_select(ws: Workspace) -> None:
     save(ws, "wired", flow("wired", [("retrieve", "retrieval.bm25"), ("answer", "generation.answer"),
                                      ("judge", "orchestration.rule_judge")], ["retrieve>answer"]))
     state: dict[str, Any] = {}
     ed = Editor(state, ws)
     ed.open("wired")
-    shown = ed.canvas_state()
-    assert ed.canvas_state() is shown                              # nothing changed: same state
+    shown = ed.canvas_picture()
+    assert ed.canvas_picture() is shown                            # nothing changed: same picture
 
-    back = _returned(shown, moves={"answer": (500.0, 40.0)}, new_edges=[("answer", "judge")],
-                     selected=f"{canvas.NEW_EDGE_PREFIX}answer-judge")
-    assert ed.take_canvas(back) is True                            # redraw: the ids differ
+    assert ed.take_event({"seq": "s1", "kind": "select", "id": "answer"}) is True
+    assert ed.selected == "answer"
+    assert ed.canvas_picture()["rev"] == shown["rev"]              # a click redraws nothing
+    assert ed.take_event({"seq": "s1", "kind": "select", "id": "retrieve"}) is False  # taken
+    assert ed.selected == "answer"
+
+    ed.take_event({"seq": "s2", "kind": "move", "moves": {"answer": [500.0, 40.0],
+                                                          "nobody": [1, 2], "judge": ["x", 3]}})
     spec = ed.spec
     assert spec.layout["answer"].x == 500.0 and spec.layout["answer"].y == 40.0
-    assert "retrieve" not in spec.layout                           # untouched: auto layout
-    assert [(e.source, e.target, e.label) for e in spec.edges] == [("retrieve", "answer", None),
-                                                                   ("answer", "judge", None)]
+    assert "retrieve" not in spec.layout and "judge" not in spec.layout   # untouched: auto layout
+    moved = ed.canvas_picture()
+    assert moved["rev"] == shown["rev"] + 1
+    assert next(n for n in moved["nodes"] if n["id"] == "answer")[
+        "x"] == 500.0
+
+    ed.take_event({"seq": "s3", "kind": "connect", "source": "answer", "target": "judge"})
+    assert [(e.source, e.target, e.label) for e in ed.spec.edges] == [("retrieve", "answer", None),
+                                                                      ("answer", "judge", None)]
     assert ed.selected == "answer->judge"
-    assert ed.take_canvas(back) is False                           # the same value again: stale
-    pushed = ed.canvas_state()
-    assert pushed.timestamp > back.timestamp                       # the browser adopts it
-    assert list(dict.fromkeys(canvas.base_id(e.id) for e in pushed.edges)) == [
-        "retrieve->answer", "answer->judge"]                       # (a routed edge in 3 pieces)
+    assert ed.canvas_picture()["rev"] == moved["rev"] + 1
 
-    # a new edge out of a judge takes its first unwired route; a stale state lacking a node is
-    # not a deletion (deletions go through the button) but is handed the full picture again
-    back = _returned(pushed, new_edges=[("judge", "retrieve")], drop_nodes=("retrieve",))
-    assert ed.take_canvas(back) is True
-    assert [n.id for n in ed.spec.nodes] == ["retrieve", "answer", "judge"]
+    # a new edge out of a judge takes its first unwired route; a repeated or unknown pair changes
+    # nothing but is still redrawn (the browser drew the edge itself and must lose it)
+    ed.take_event({"seq": "s4", "kind": "connect", "source": "judge", "target": "retrieve"})
     assert ed.spec.edges[-1].label == "continue"
+    before, rev = ed.spec, ed.canvas_picture()["rev"]
+    ed.take_event({"seq": "s5", "kind": "connect", "source": "judge", "target": "retrieve"})
+    ed.take_event({"seq": "s6", "kind": "connect", "source": "judge", "target": "<script>"})
+    assert ed.spec == before and ed.canvas_picture()["rev"] == rev + 1
+    for junk in (None, "x", {}, {"seq": "s7"}, {"seq": "s8", "kind": "move", "moves": "all"}):
+        ed.take_event(junk)
+    assert ed.spec == before
 
 
-def test_build_state_marks_problems() -> None:
+def test_picture_marks_problems() -> None:
     spec = flow("bad", [("a", "retrieval.bm25", {"top_k": 0}), ("b", "generation.answer")], ["a>b"])
     from flowkit.validate import check
-    state = canvas.build_state(spec, check(spec), selected="a")
-    a = state.nodes[0]
-    assert a.data["content"].startswith("(error)") and a.style["border"] == canvas.ERROR_BORDER
-    assert a.selected and not state.nodes[1].selected
-    assert state.nodes[1].style["border"] == canvas.PLAIN_BORDER
-    assert canvas.signature(state) == canvas.signature(canvas.build_state(spec, check(spec)))
+    pic = canvas.picture(spec, check(spec), selected="a")
+    a, b = pic["nodes"]
+    assert a["flag"] == "error" and a["border"] == canvas.ERROR_BORDER
+    assert pic["selected"] == "a"
+    assert b["flag"] == "" and b["border"] == canvas.PLAIN_BORDER
+    other = canvas.picture(spec, check(spec), selected="b", rev=7)
+    assert canvas.same_drawing(pic, other)                 # selection and revision aside
+    fixed = spec.model_copy(update={"nodes": [spec.nodes[0].model_copy(update={"params": {}}),
+                                              spec.nodes[1]]})
+    assert not canvas.same_drawing(pic, canvas.picture(fixed, check(fixed)))
 
 
 # ---- forms from JSON schema --------------------------------------------------------------------

@@ -80,17 +80,18 @@ def test_self_loop_and_fixed_positions() -> None:
     assert moved.lanes[1].first.y > 300 + NODE_H                       # the lane follows
 
 
-def test_canvas_draws_the_loop_as_three_pieces_with_its_label_on_the_lane() -> None:
+def test_canvas_draws_the_loop_along_its_lane_with_its_label() -> None:
     spec = templates.load_template("ircot").model_copy(update={"layout": {}})
-    state = canvas.build_state(spec, [])
-    pieces = [e for e in state.edges if canvas.base_id(e.id) == "enough->retrieve"]
-    assert [e.id for e in pieces] == ["enough->retrieve", "enough->retrieve~lane",
-                                      "enough->retrieve~in"]
-    assert [e.label for e in pieces] == ["", "continue", ""]
-    assert canvas.in_step(spec, state)                     # corner points do not count as nodes
-    assert canvas.find_edge(spec, "enough->retrieve~lane")[1].label == "continue"
-    corners = [n for n in state.nodes if canvas.LANE in n.id]
-    assert len(corners) == 2 and all(not n.selectable and not n.connectable for n in corners)
+    pic = canvas.picture(spec, [])
+    plan = layout(spec)
+    loop = next(e for e in pic["edges"] if e["id"] == "enough->retrieve")
+    lane = next(iter(plan.lanes.values()))
+    assert loop["lane"] == [[lane.first.x, lane.first.y], [lane.second.x, lane.second.y]]
+    assert loop["label"] == "continue" and loop["colour"] == canvas.LANE_STROKE
+    assert [n["id"] for n in pic["nodes"]] == [n.id for n in spec.nodes]   # no corner nodes
+    assert canvas.find_edge(spec, "enough->retrieve")[1].label == "continue"
+    straight = [e for e in pic["edges"] if e["id"] != "enough->retrieve"]
+    assert straight and all(e["lane"] is None for e in straight)
 
 
 def test_a_forward_edge_past_a_node_runs_in_a_lane_above() -> None:
@@ -102,11 +103,10 @@ def test_a_forward_edge_past_a_node_runs_in_a_lane_above() -> None:
     assert not lane.below and lane.first.y < min(p.y for p in plan.positions.values())
     assert 0 not in plan.lanes and 1 not in plan.lanes
     # on the canvas only a loop's way back is purple; a routed forward edge is grey
-    strokes = {e.id: e.style.get("stroke") for e in canvas.build_state(spec, []).edges}
-    assert strokes["a->c"] == strokes["a->c~lane"] == canvas.SKIP_STROKE
-    loop = templates.load_template("ircot").model_copy(update={"layout": {}})
-    loop_strokes = {e.id: e.style.get("stroke") for e in canvas.build_state(loop, []).edges}
-    assert loop_strokes["enough->retrieve~lane"] == canvas.LANE_STROKE
+    strokes = {e["id"]: e["colour"] for e in canvas.picture(spec, [])["edges"]}
+    assert strokes == {"a->b": canvas.PLAIN_STROKE, "b->c": canvas.PLAIN_STROKE,
+                       "a->c": canvas.SKIP_STROKE}
+    assert canvas.SKIP_STROKE != canvas.LANE_STROKE
 
 
 def test_replay_graph_routes_and_labels_the_loop() -> None:
@@ -146,5 +146,6 @@ def test_tidy_forgets_the_hand_placed_layout(tmp_path) -> None:
     ed = Editor({}, ws, tab="A", is_open=lambda _: False)
     ed.open("t")
     assert ed.spec.layout
+    fit = ed.fit_request
     ed.tidy()
-    assert ed.spec.layout == {} and ed.fit_view and ed.dirty()
+    assert ed.spec.layout == {} and ed.fit_request == fit + 1 and ed.dirty()

@@ -127,6 +127,22 @@ def chromium() -> Iterator[Any]:
 
 
 RUNNING_ICON = "[data-testid='stStatusWidgetRunningIcon']"
+CANVAS_FRAME = "iframe[title*='flowkit_canvas']"   # the editor's canvas (studio/canvas_ui)
+
+
+def canvas(page: Any) -> Any:
+    """The editor canvas's frame, to locate its React Flow nodes and edges in."""
+    return page.frame_locator(CANVAS_FRAME)
+
+
+def path_points(page: Any, edge_id: str, n: int = 80) -> list[tuple[float, float]]:
+    """n + 1 points along a canvas edge's drawn line, in page coordinates."""
+    frame = page.locator(CANVAS_FRAME).bounding_box()
+    path = canvas(page).locator(f'[data-testid="rf__edge-{edge_id}"] path.react-flow__edge-path')
+    pts = path.evaluate("""(p, n) => { const m = p.getScreenCTM(), len = p.getTotalLength();
+        return Array.from({length: n + 1}, (_, i) => { const q = p.getPointAtLength(len * i / n);
+          return [q.x * m.a + q.y * m.c + m.e, q.x * m.b + q.y * m.d + m.f]; }); }""", n)
+    return [(x + frame["x"], y + frame["y"]) for x, y in pts]
 
 
 def settle(page: Any) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2ekit import CHROMIUM, StudioServer, chromium
+from e2ekit import CANVAS_FRAME, CHROMIUM, StudioServer, chromium, path_points
 from test_editor_e2e import (
     ARTIFACTS,
     WAIT_MS,
@@ -143,8 +143,8 @@ def _create(page: Any, url: str, name: str, template: str, n_nodes: int) -> None
     _choose(page, "Start from", f"{template} · ")
     create = page.get_by_role("button", name="Create and open")
     retrying(create.click, lambda: f"/editor?flow={name}" in href(page), "the editor")
-    real = canvas(page).locator(".react-flow__node:not([data-id*='~'])")   # '~': a loop's lane
-    eventually(lambda: real.count() == n_nodes, what=f"the {template} nodes")
+    eventually(lambda: canvas(page).locator(".react-flow__node").count() == n_nodes,
+               what=f"the {template} nodes")
 
 
 def _delete_node(page: Any, node_id: str) -> None:
@@ -441,12 +441,11 @@ def test_loops_are_routed_below_and_the_flow_fits_at_1366(studio: Any, browser: 
                what="the nodes")
     canvas(page).locator(".react-flow__controls-fitview").click()
     settle(page)
-    page.locator("iframe[title*='streamlit_flow']").evaluate(
-        "f => f.scrollIntoView({block: 'center'})")
+    page.locator(CANVAS_FRAME).evaluate("f => f.scrollIntoView({block: 'center'})")
     page.wait_for_timeout(300)
     page.screenshot(path=str(ARTIFACTS / f"layout_{template}_1366.png"))
-    frame = page.locator("iframe[title*='streamlit_flow']").bounding_box()
-    nodes = {k: b for k, b in _boxes(page, ".react-flow__node").items() if "~" not in k}
+    frame = page.locator(CANVAS_FRAME).bounding_box()
+    nodes = _boxes(page, ".react-flow__node")
     assert len(nodes) == n_nodes
     for nid, b in nodes.items():                          # the whole flow is in view
         assert _inside(b, frame), (nid, b, frame)
@@ -455,20 +454,26 @@ def test_loops_are_routed_below_and_the_flow_fits_at_1366(studio: Any, browser: 
 
     def beyond(b: dict[str, float]) -> bool:      # below every node, or right of every node
         return b["y"] > bottom or b["x"] > right
-    # the loop's way back: three pieces, the lane beyond every node, ending at the target
-    lane = canvas(page).locator(f'[data-testid="rf__edge-{loop}~lane"] path').first.bounding_box()
-    assert lane is not None and beyond(lane), (lane, bottom, right)
-    assert min(lane["width"], lane["height"]) < 3         # a straight lane
-    assert _inside(lane, frame)
-    target = nodes[loop.split("->")[1]]
-    box = canvas(page).locator(f'[data-testid="rf__edge-{loop}~in"] path').first.bounding_box()
-    near = {"x": target["x"] - 8, "y": target["y"] - 8, "width": target["width"] + 16,
-            "height": target["height"] + 16}
-    assert (box["x"] < near["x"] + near["width"] and near["x"] < box["x"] + box["width"]
-            and box["y"] < near["y"] + near["height"] and near["y"] < box["y"] + box["height"]), \
-        (box, target)                                     # it arrives at the loop's target
+    # the loop's way back, point by point along its drawn line: it leaves its source, runs in a
+    # lane beyond every node, arrives at its target, and never passes behind a node
+    source, target = (nodes[k] for k in loop.split("->"))
+    points = path_points(page, loop)
+
+    def near(p: tuple[float, float], b: dict[str, float], slack: float = 12.0) -> bool:
+        return (b["x"] - slack <= p[0] <= b["x"] + b["width"] + slack
+                and b["y"] - slack <= p[1] <= b["y"] + b["height"] + slack)
+    assert near(points[0], source) and near(points[-1], target), (points[0], points[-1])
+    lane = [p for p in points if beyond({"x": p[0], "y": p[1], "width": 0, "height": 0})]
+    assert len(lane) >= len(points) // 4, points          # a good part of it runs in the lane
+    assert all(_inside({"x": x, "y": y, "width": 0, "height": 0}, frame) for x, y in points)
+    for nid, b in nodes.items():
+        inner = {"x": b["x"] + 4, "y": b["y"] + 4, "width": b["width"] - 8,
+                 "height": b["height"] - 8}
+        hits = [p for p in points if _inside({"x": p[0], "y": p[1], "width": 0, "height": 0},
+                                            inner, slack=0)]
+        assert not hits, (nid, hits[:3])                  # never behind a node
     if label:
-        text = _label_box(page, f"{loop}~lane")
+        text = _label_box(page, loop)
         assert beyond(text), text                         # on the lane, clear of the nodes
         assert text["height"] >= 8, text                  # legible at this zoom
     if template == "agent_unirag":      # 'done' sits on its own edge, nearer 'final' than 'search'
