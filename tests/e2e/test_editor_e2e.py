@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2ekit import CHROMIUM, ROOT, StudioServer, canvas, chromium, eventually
+from e2ekit import CHROMIUM, ROOT, StudioServer, canvas, chromium, eventually, path_points
 
 from flowkit import templates
 from storage.repo import Store
@@ -235,3 +235,30 @@ def test_two_editors_conflict(studio: tuple[str, Path, Store], browser: Any) -> 
     assert "rule_judge" in {n.id for n in theirs.nodes}
     first.context.close()
     second.context.close()
+
+
+def test_dragging_a_node_moves_it_in_the_draft(studio: tuple[str, Path, Store], browser: Any) -> None:
+    """A drag on the canvas reaches the server-side draft as the node's new place, and the edge
+    into it is redrawn to its new place."""
+    url, data_dir, store = studio
+    store.save_flow(templates.load_template("naive_rag").model_copy(update={"name": "drag"}), None)
+    page = new_page(browser)
+    open_editor(page, url, "drag", 2)
+    settle(page)
+    before = node(page, "generate").bounding_box()
+    x, y = before["x"] + before["width"] / 2, before["y"] + 10
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x, y + 140, steps=10)
+    page.mouse.up()
+    eventually(lambda: "generate" in ((draft_of(data_dir, "drag") or {}).get("layout") or {}),
+               what="the moved node's place in the draft")
+    placed = draft_of(data_dir, "drag")["layout"]["generate"]
+    assert placed["y"] > 40, placed                     # moved down, in canvas units
+    after = node(page, "generate").bounding_box()
+    assert after["y"] - before["y"] > 100, (before, after)
+    settle(page)
+    end = path_points(page, "retrieve->generate")[-1]   # the edge follows the node
+    assert abs(end[1] - (after["y"] + after["height"] / 2)) < 12, (end, after)
+    page.get_by_text("unsaved changes", exact=True).wait_for()
+    page.context.close()
