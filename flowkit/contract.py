@@ -82,6 +82,15 @@ class Operator(Generic[P]):
         raise NotImplementedError
 
     @classmethod
+    def active_reads(cls, params: OperatorParams) -> tuple[str, ...]:
+        """The memory keys a node with these params reads: `reads`, then the `optional_reads`
+        its params leave on. A False `use_<key>` param switches `<key>` off; an operator whose
+        params gate a read in another way overrides this (the fork panel lists a node as a
+        reader of a key only when it really reads it)."""
+        off = {k for k in cls.optional_reads if getattr(params, f"use_{k}", True) is False}
+        return tuple(dict.fromkeys(k for k in (*cls.reads, *cls.optional_reads) if k not in off))
+
+    @classmethod
     def help(cls) -> str:
         """The docstring, cleaned: the palette's help text."""
         return inspect.cleandoc(cls.__doc__ or "")

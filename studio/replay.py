@@ -156,16 +156,16 @@ def memory_text(value: Any) -> str:
 
 
 def _node_reads(node: dict[str, Any]) -> tuple[str, ...]:
-    """The memory keys a node of a resolved spec reads: its operator's reads and optional reads,
-    less an optional key its params switch off (a False `use_<key>` param)."""
+    """The memory keys a node of a resolved spec reads, as its operator says for its params
+    (`Operator.active_reads`)."""
     cls = registry.get(str(node.get("operator")))
     if cls is None:
         return ()
-    params = node.get("params") or {}
-    defaults = {name: f.default for name, f in cls.Params.model_fields.items()}
-    off = {k for k in cls.optional_reads
-           if params.get(f"use_{k}", defaults.get(f"use_{k}", True)) is False}
-    return tuple(dict.fromkeys(k for k in (*cls.reads, *cls.optional_reads) if k not in off))
+    try:
+        params = cls.Params.model_validate(node.get("params") or {})
+    except ValueError:         # params the run could not have used: assume every read
+        return tuple(dict.fromkeys((*cls.reads, *cls.optional_reads)))
+    return cls.active_reads(params)
 
 
 def reads_ahead(spec: dict[str, Any], node_id: str) -> dict[str, list[str]]:

@@ -31,6 +31,28 @@ def test_reads_ahead_names_the_readers_of_each_key() -> None:
                                                   replay.reads_ahead(spec, "read")}
 
 
+
+def test_a_search_node_reads_only_what_its_params_use() -> None:
+    """keep_previous, query_from and add_last_answer decide what a search reads, so the fork
+    panel never names a search as a reader of passages it replaces."""
+    from flowkit import registry
+    cls = registry.get("retrieval.hybrid")
+    plain = cls.Params.model_validate({})
+    assert cls.active_reads(plain) == ("question",)
+    both = cls.Params.model_validate({"query_from": "both", "add_last_answer": True,
+                                      "keep_previous": 2})
+    assert cls.active_reads(both) == ("question", "queries", "drafts", "documents")
+    spec = {"nodes": [{"id": "s", "operator": "retrieval.bm25", "params": {}},
+                      {"id": "k", "operator": "retrieval.bm25", "params": {"keep_previous": 2}},
+                      {"id": "a", "operator": "generation.answer", "params": {}}],
+            "edges": [{"source": "s", "target": "k"}, {"source": "k", "target": "a"}]}
+    readers = replay.reads_ahead(spec, "s")
+    assert readers["documents"] == ["k", "a"]          # not s: it replaces the passages
+    assert "queries" not in readers
+    bad = {**spec, "nodes": [{"id": "s", "operator": "retrieval.bm25", "params": {"top_k": -1}}]}
+    assert "documents" in replay.reads_ahead(bad, "s")   # invalid params: every read assumed
+
+
 def _step(completion: str, citations: list[str]) -> StepEvent:
     return StepEvent(run_id="r", index=1, node_id="generate", operator="generation.answer",
                      visit=1, memory_before={"citations": []},

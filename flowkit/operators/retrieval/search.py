@@ -5,7 +5,7 @@ ranked list per query in `candidates` and fuses them into `documents` by recipro
 """
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from pydantic import Field
 
@@ -38,6 +38,15 @@ class _Search(Operator[SP]):
     optional_reads = ("queries", "drafts", "documents")
     writes = ("documents", "candidates")
     method = ""
+
+    @classmethod
+    def active_reads(cls, params: OperatorParams) -> tuple[str, ...]:
+        """The question; the rewritten queries only when `query_from` uses them, the last draft
+        only with `add_last_answer`, the passages so far only with `keep_previous`."""
+        p = cast(SearchParams, params)
+        gated = {"queries": p.query_from in ("queries", "both"), "drafts": p.add_last_answer,
+                 "documents": p.keep_previous > 0}
+        return (*cls.reads, *(k for k in cls.optional_reads if gated[k]))
 
     def queries(self, memory: MemoryView) -> list[str]:
         p = self.params
