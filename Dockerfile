@@ -6,17 +6,20 @@ ARG LLAMA_CMAKE_ARGS=""
 ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
     ANONYMIZED_TELEMETRY=False FLOWKIT_HOME=/data
 RUN apt-get update && apt-get install -y --no-install-recommends build-essential cmake git \
-      python3 python3-pip python3-venv && rm -rf /var/lib/apt/lists/*
+      python3 python3-pip python3-venv nodejs npm && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY flowkit ./flowkit
 COPY storage ./storage
 COPY service ./service
 COPY studio ./studio
+# the editor's canvas (a React Flow component): built here, its node_modules dropped after
+RUN cd studio/canvas_ui/frontend && npm ci --no-audit --no-fund && npm run build && rm -rf node_modules
 RUN python3 -m pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
  && CMAKE_ARGS="${LLAMA_CMAKE_ARGS}" python3 -m pip install -e . \
  && python3 -m flowkit.runtime.models
 COPY app.py ./
+COPY .streamlit ./.streamlit
 COPY pages ./pages
 COPY assets ./assets
 VOLUME /data
