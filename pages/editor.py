@@ -95,7 +95,7 @@ if conflict:
             c3.button(f"Discard mine: load version {conflict['actual']}",
                       key="editor_conflict_discard", on_click=actions.discard)
 
-bar = st.columns([3, 1, 1, 1, 1], vertical_alignment="bottom")
+bar = st.columns([2.4, 1, 1, 1, 1.2, 0.5, 0.5], vertical_alignment="bottom")
 bar[0].text_input("Version message", key="editor_save_msg", placeholder="what changed (optional)")
 bar[1].button("Save", type="primary", on_click=actions.save, key="editor_save", width="stretch",
               help="Save the draft as a new version of the flow")
@@ -105,6 +105,11 @@ with bar[3].popover("Discard", width="stretch", disabled=not dirty):
     st.write("Throw away your unsaved changes and load the saved flow?")
     st.button("Discard my changes", key="editor_discard", on_click=actions.discard)
 delete_box = bar[4].empty()   # filled after the canvas reports this run's selection
+bar[5].button("", icon=":material/undo:", key="editor_undo", on_click=actions.undo,
+              disabled=not ed.can_undo(), width="stretch", help="Undo the last edit (Ctrl+Z)")
+bar[6].button("", icon=":material/redo:", key="editor_redo", on_click=actions.redo,
+              disabled=not ed.can_redo(), width="stretch",
+              help="Redo what you undid (Ctrl+Shift+Z, Ctrl+Y)")
 if run_clicked:
     if not ed.dirty() or ed.save("saved before a run") is not None:
         st.session_state["run_flow"] = draft.flow
@@ -126,13 +131,13 @@ with middle:
                "node's input handle to connect them; purple edges are a loop's way back, grey "
                "routed ones pass nodes in their way. "
                "Click a node or edge to edit it; delete it with **Delete selected** or the "
-               "Delete / Backspace key.")
+               "Delete / Backspace key. Undo any edit with Ctrl+Z.")
 if ed.take_event(event):   # only if the callback missed it: draw its result
     st.rerun()
 delete_box.button("Delete selected", key="editor_delete", on_click=actions.delete, width="stretch",
                   disabled=not ed.selected,
                   help="Delete the selected node (with its edges) or edge (keys: Delete, Backspace)")
-keys.click_on_delete_key("Delete selected")
+keys.editor_shortcuts(delete="editor_delete", undo="editor_undo", redo="editor_redo")
 spec = ed.spec
 problems = ed.problems(spec)
 

@@ -35,6 +35,9 @@ K_PROBLEMS = "editor_problems"      # (hash, problems) cache
 K_FIT = "editor_canvas_fit"         # fit-view request number: bumped on opening and tidying
 K_PARSED = "editor_parsed"          # (draft spec dict, its FlowSpec): parsed once per change
 K_DESIRED = "editor_desired"        # (FlowSpec, selection, picture) last built
+K_UNDO = "editor_undo_stack"        # (draft id, [spec dicts before each edit]): what Undo restores
+K_REDO = "editor_redo_stack"        # (draft id, [spec dicts undone]): what Redo restores
+UNDO_DEPTH = 100                    # edits kept for Undo
 CANVAS_KEY = "editor_flow_canvas"   # the component's key prefix: no session variable (GUIDE rule 1)
 
 
@@ -103,6 +106,8 @@ class Editor:
         self.state[K_PUSH] = True
         self.state[K_FIT] = int(self.state.get(K_FIT) or 0) + 1
         self.state[K_GEN] = int(self.state.get(K_GEN) or 0) + 1
+        self.state[K_UNDO] = (draft.draft_id, [])
+        self.state[K_REDO] = (draft.draft_id, [])
 
     def close(self) -> None:
         self.state[K_DRAFT] = None
@@ -139,17 +144,61 @@ class Editor:
         d = self.draft
         return d is not None and d.spec != self.base_spec()
 
-    def update(self, spec: FlowSpec) -> None:
-        """Make `spec` the draft and write it to the server (or drop the file when clean)."""
+    def update(self, spec: FlowSpec, record: bool = True) -> None:
+        """Make `spec` the draft and write it to the server (or drop the file when clean).
+        `record`: the draft before it goes on the Undo stack (and Redo is forgotten)."""
         d = self.draft
         data = to_dict(spec)
         if d is None or data == d.spec:
             return
+        if record:
+            undo = self._stack(K_UNDO)
+            undo.append(d.spec)
+            del undo[:-UNDO_DEPTH]
+            self._stack(K_REDO).clear()
         d.spec = data
         if self.dirty():
             self.drafts.save(d)
         else:
             self.drafts.delete(d.flow, d.draft_id)
+
+    # ---- undo and redo -------------------------------------------------------------------
+    def _stack(self, key: str) -> list[dict[str, Any]]:
+        """This draft's Undo or Redo stack (a stack kept for another draft is dropped)."""
+        d = self.draft
+        kept = self.state.get(key)
+        if d is None or not kept or kept[0] != d.draft_id:
+            self.state[key] = (d.draft_id if d else None, [])
+        return self.state[key][1]
+
+    def can_undo(self) -> bool:
+        return bool(self._stack(K_UNDO))
+
+    def can_redo(self) -> bool:
+        return bool(self._stack(K_REDO))
+
+    def undo(self) -> bool:
+        """Put the draft back as it was before the last edit; False when there is none."""
+        return self._step(self._stack(K_UNDO), self._stack(K_REDO))
+
+    def redo(self) -> bool:
+        """Make the last undone edit again; False when there is none."""
+        return self._step(self._stack(K_REDO), self._stack(K_UNDO))
+
+    def _step(self, source: list[dict[str, Any]], target: list[dict[str, Any]]) -> bool:
+        d = self.draft
+        if d is None or not source:
+            return False
+        data = source.pop()
+        target.append(d.spec)
+        self.update(from_dict(data), record=False)
+        spec = self.spec
+        if self.selected and self.selected not in {n.id for n in spec.nodes} | set(
+                canvas.edge_ids(spec)):
+            self.select(None)
+        self.state[K_GEN] = int(self.state.get(K_GEN) or 0) + 1   # forms show the restored values
+        self.redraw()
+        return True
 
     def problems(self, spec: FlowSpec | None = None) -> list[Problem]:
         spec = spec or self.spec

@@ -23,6 +23,14 @@ def canvas_event(key: str) -> None:
     _ed().take_event(st.session_state.get(key))
 
 
+def undo() -> None:
+    _ed().undo()
+
+
+def redo() -> None:
+    _ed().redo()
+
+
 def add(op: str) -> None:
     _ed().add_node(op)
 

@@ -356,3 +356,33 @@ def test_each_tab_edits_its_own_draft(ws: Workspace) -> None:
     again.open("two_tabs")
     assert again.draft.draft_id != b.draft.draft_id                     # B2 still holds that one
     assert "rule_judge" in {n.id for n in again.spec.nodes}
+
+
+def test_undo_and_redo_walk_the_edits_back_and_forth(ws: Workspace) -> None:
+    save(ws, "undo")
+    at = editor("undo")
+    assert at.button(key="editor_undo").disabled and at.button(key="editor_redo").disabled
+    at.button(key="editor_palette_add_retrieval.bm25").click().run()
+    label = next(t for t in at.text_input if t.label == "Label")
+    label.input("Lexical").run()
+    assert draft_spec(at).node("bm25").label == "Lexical"
+    assert not at.button(key="editor_undo").disabled
+
+    at.button(key="editor_undo").click().run()                 # the label
+    assert draft_spec(at).node("bm25").label == ""
+    assert next(t for t in at.text_input if t.label == "Label").value == ""   # the form follows
+    at.button(key="editor_undo").click().run()                 # the new node
+    assert [n.id for n in draft_spec(at).nodes] == ["retrieve", "generate"]
+    assert at.button(key="editor_undo").disabled
+    assert "bm25" not in [n["id"] for n in at.session_state[K_CANVAS]["nodes"]]   # redrawn
+    assert at.session_state["editor_selected"] is None       # its selection went with it
+    assert DraftStore(ws.data_dir).latest("undo") is None      # back to the saved flow: clean
+
+    at.button(key="editor_redo").click().run()
+    at.button(key="editor_redo").click().run()
+    assert draft_spec(at).node("bm25").label == "Lexical"
+    assert at.button(key="editor_redo").disabled
+    at.button(key="editor_undo").click().run()
+    at.button(key="editor_palette_add_retrieval.dense").click().run()   # a new edit
+    assert at.button(key="editor_redo").disabled               # forgets what was undone
+    assert [n.id for n in draft_spec(at).nodes] == ["retrieve", "generate", "bm25", "dense"]

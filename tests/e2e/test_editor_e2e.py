@@ -262,3 +262,33 @@ def test_dragging_a_node_moves_it_in_the_draft(studio: tuple[str, Path, Store], 
     assert abs(end[1] - (after["y"] + after["height"] / 2)) < 12, (end, after)
     page.get_by_text("unsaved changes", exact=True).wait_for()
     page.context.close()
+
+
+def test_undo_and_redo_by_button_and_key(studio: tuple[str, Path, Store], browser: Any) -> None:
+    """Ctrl+Z on the canvas undoes a deletion, Ctrl+Shift+Z redoes it, the Undo button too."""
+    url, data_dir, store = studio
+    store.save_flow(templates.load_template("naive_rag").model_copy(update={"name": "undo"}), None)
+    page = new_page(browser)
+    open_editor(page, url, "undo", 2)
+    undo = page.locator(".st-key-editor_undo button").first
+    assert undo.is_disabled()                           # nothing to undo yet
+    add_from_palette(page, "bm25")
+    retrying(node(page, "bm25").click, lambda: visible(page.get_by_text("Node bm25")),
+             "bm25's form")
+    settle(page)
+    node(page, "bm25").click()                          # the key goes to the canvas
+    page.keyboard.press("Delete")
+    eventually(lambda: node(page, "bm25").count() == 0, what="bm25 deleted")
+    settle(page)
+    canvas(page).locator(".react-flow__pane").click(position={"x": 30, "y": 30})
+    page.keyboard.press("Control+z")
+    eventually(lambda: node(page, "bm25").count() == 1, what="the deletion undone by Ctrl+Z")
+    settle(page)
+    canvas(page).locator(".react-flow__pane").click(position={"x": 30, "y": 30})
+    page.keyboard.press("Control+Shift+z")
+    eventually(lambda: node(page, "bm25").count() == 0, what="redone by Ctrl+Shift+Z")
+    settle(page)
+    retrying(undo.click, lambda: node(page, "bm25").count() == 1, "the Undo button")
+    eventually(lambda: "bm25" in {n["id"] for n in (draft_of(data_dir, "undo") or {}).get(
+        "nodes", [])}, what="the undone deletion in the server-side draft")
+    page.context.close()

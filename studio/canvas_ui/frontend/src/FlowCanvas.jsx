@@ -18,6 +18,7 @@ import { mergeEdges, mergeNodes } from "./merge.js";
 const nodeTypes = { step: StepNode };
 const edgeTypes = { lane: LaneEdge };
 const MOVED = 0.5;   // canvas units: less is a click, not a move
+const FIT_MAX_ZOOM = 1.2;  // a small flow is fitted no bigger than this (text at about 17 px)
 const LABEL_ROOM = 16; // canvas units around a lane's corners: its label's half height and more
 
 const token = Math.random().toString(36).slice(2, 10);
@@ -33,7 +34,7 @@ export default function FlowCanvas({ args }) {
   const shownRev = useRef(null);
   const shown = useRef(picture);
   const fitDone = useRef(null);
-  const { fitBounds, getNodes, getNodesBounds } = useReactFlow();
+  const { fitBounds, getNodes, getNodesBounds, getViewport, zoomTo } = useReactFlow();
   const measured = useNodesInitialized();
 
   useEffect(() => {
@@ -57,8 +58,9 @@ export default function FlowCanvas({ args }) {
         y0 = Math.min(y0, y - LABEL_ROOM); y1 = Math.max(y1, y + LABEL_ROOM);
       }
     }
-    fitBounds({ x: x0, y: y0, width: x1 - x0, height: y1 - y0 }, { padding: 0.04, duration: 0 });
-  }, [fitBounds, getNodes, getNodesBounds]);
+    fitBounds({ x: x0, y: y0, width: x1 - x0, height: y1 - y0 }, { padding: 0.04, duration: 0 })
+      .then(() => { if (getViewport().zoom > FIT_MAX_ZOOM) zoomTo(FIT_MAX_ZOOM, { duration: 0 }); });
+  }, [fitBounds, getNodes, getNodesBounds, getViewport, zoomTo]);
 
   useEffect(() => {
     if (measured && nodes.length && fitDone.current !== args.fit) {
