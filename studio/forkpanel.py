@@ -11,6 +11,7 @@ from storage.repo import RunInfo
 
 from . import inert, replay
 from .jobs import Job, JobManager
+from .state import keep, kept, kept_index
 from .tasks import submit_fork
 
 
@@ -67,13 +68,18 @@ def fork_form(ws: Workspace, jobs: JobManager, run: RunInfo, step: StepEvent, id
     else:
         st.caption(f"Run on from step {idx} (`{step.node_id}`) with its memory-before, changed as "
                    "you say here. The model runs again from this node; the new run links back.")
-        what = st.radio("Change", ["a memory value", f"params of node {step.node_id}"],
-                        key="replay_fork_what", horizontal=True)
+        # every value here is kept while another tab is open (studio/state.kept)
+        choices = ["a memory value", f"params of node {step.node_id}"]
+        what = st.radio("Change", choices, horizontal=True, key="replay_fork_what",
+                        index=kept_index("replay_fork_what", choices), on_change=keep,
+                        args=("replay_fork_what",))
         memory_changes, param_changes, problem = {}, {}, None
         if what == "a memory value":
             readers = replay.reads_ahead(run.spec, step.node_id)
             keys = sorted(OPERATOR_KEYS, key=lambda k: k not in readers)   # read keys first
             mem_key = st.selectbox("Memory key", keys, key="replay_fork_key",
+                                   index=kept_index("replay_fork_key", keys),
+                                   on_change=keep, args=("replay_fork_key",),
                                    format_func=lambda k: f"{k} · read by "
                                    f"{', '.join(readers[k])}" if k in readers else f"{k} · not read",
                                    help="The working-memory key to set before the node runs; "
@@ -81,18 +87,21 @@ def fork_form(ws: Workspace, jobs: JobManager, run: RunInfo, step: StepEvent, id
             if mem_key not in readers:
                 st.warning(f"No remaining step reads `{mem_key}`: changing it changes nothing. "
                            f"They read: {', '.join(f'`{k}`' for k in readers) or 'nothing'}.")
-            text = st.text_area("New value (JSON)", height=160,
-                                value=replay.memory_text(step.memory_before.get(mem_key)),
-                                key=f"replay_fork_val_{run.id}_{idx}_{mem_key}")
+            val_key = f"replay_fork_val_{run.id}_{idx}_{mem_key}"
+            text = st.text_area("New value (JSON)", height=160, key=val_key,
+                                value=kept(val_key, replay.memory_text(
+                                    step.memory_before.get(mem_key))),
+                                on_change=keep, args=(val_key,))
             try:
                 memory_changes = replay.parse_memory_change(mem_key, text)
             except ValueError as err:
                 problem = str(err)
         else:
             op, params = replay.node_params(run.spec, step.node_id)
+            params_key = f"replay_fork_params_{run.id}_{idx}"
             text = st.text_area(f"Params of {step.node_id} ({op}) as JSON", height=220,
-                                value=replay.memory_text(params),
-                                key=f"replay_fork_params_{run.id}_{idx}")
+                                key=params_key, value=kept(params_key, replay.memory_text(params)),
+                                on_change=keep, args=(params_key,))
             try:
                 param_changes = replay.parse_param_changes(op, params, text)
             except ValueError as err:

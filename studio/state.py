@@ -106,3 +106,29 @@ def query_select(label: str, options: Sequence[T], *, key: str, param: str,
                 del params[name]
     state[f"{key}__param"] = params.get(param)
     return value
+
+
+KEPT = "__kept"   # suffix of the session key that keeps a widget's value while it is not drawn
+
+
+def kept(key: str, default: T, state: MutableMapping[str, Any] | None = None) -> T:
+    """The value to draw the widget `key` with: the one the user last gave it, else `default`.
+
+    Streamlit forgets a widget's value in any run that does not draw it (a tab not open, a
+    panel closed), so a value typed and then left behind by switching tabs would be lost. Pass
+    this as the widget's `value` and `keep` as its `on_change`, with args=(key,)."""
+    s = _state(state)
+    return cast(T, s.get(key + KEPT, default))
+
+
+def keep(key: str, state: MutableMapping[str, Any] | None = None) -> None:
+    """on_change callback: remember the widget's current value beside it (see `kept`)."""
+    s = _state(state)
+    if key in s:
+        s[key + KEPT] = s[key]
+
+
+def kept_index(key: str, options: Sequence[Any], state: MutableMapping[str, Any] | None = None) -> int:
+    """The index to draw a select box or radio `key` with: its kept value's, else 0."""
+    value = _state(state).get(key + KEPT)
+    return list(options).index(value) if value in options else 0

@@ -38,3 +38,18 @@ def test_from_param_maps_the_address_text_to_an_option():
 
 def test_keys_prefix_the_page():
     assert Keys("run")("kb") == "run_kb"
+
+
+def test_kept_values_outlive_the_widget() -> None:
+    from studio.state import keep, kept, kept_index
+    s: dict[str, object] = {}
+    assert kept("box", "default", s) == "default" and kept_index("pick", ["a", "b"], s) == 0
+    s["box"], s["pick"] = "typed", "b"               # the widgets' values, as Streamlit holds them
+    keep("box", s)
+    keep("pick", s)
+    del s["box"], s["pick"]                           # a run that did not draw them forgets them
+    assert kept("box", "default", s) == "typed"
+    assert kept_index("pick", ["a", "b"], s) == 1
+    assert kept_index("pick", ["x"], s) == 0          # a kept value no longer offered: the first
+    keep("gone", s)                                   # nothing to keep: nothing kept
+    assert "gone__kept" not in s

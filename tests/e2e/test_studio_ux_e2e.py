@@ -322,6 +322,19 @@ def test_fork_panel_names_readers_and_warns(studio: Any, browser: Any) -> None:
     _choose(page, "Memory key", "candidates")
     page.get_by_text("No remaining step reads candidates").wait_for()
     shot(page, "ux_fork_hint.png")
+    # what was typed survives a visit to another tab (lazy tabs forget widgets they do not draw)
+    value = page.get_by_label("New value (JSON)")
+    value.fill('[["a kept value"]]')
+    value.press("Tab")                                  # leaves the box: the value is committed
+    settle(page)
+    memory = page.get_by_role("tab", name="Memory")
+    retrying(memory.click, lambda: visible(page.get_by_text("Show unchanged keys too")),
+             "the Memory tab")
+    _fork_tab(page)
+    eventually(lambda: page.get_by_label("New value (JSON)").input_value()
+               == '[["a kept value"]]', what="the typed value after the tab switch")
+    assert "candidates" in shown(page.locator("[data-testid='stSelectbox']").filter(
+        has_text="Memory key"))
     page.context.close()
 
 
