@@ -115,7 +115,8 @@ def check(spec: FlowSpec) -> list[Problem]:
     """All problems of a parsed flow (errors and warnings), in a stable order."""
     problems: list[Problem] = []
     if not spec.nodes:
-        return [_p("empty_flow", "the flow has no nodes", hint="add an operator from the palette")]
+        return [_p("empty_flow", "the flow has no nodes", field="nodes",
+                   hint="add an operator from the palette")]
 
     ids: set[str] = set()
     classes: dict[str, type[registry.Operator]] = {}

@@ -31,7 +31,7 @@ def test_spec_invalid():
 
 
 def test_empty_flow():
-    assert problems(flow("e", [], []), "empty_flow")
+    assert problems(flow("e", [], []), "empty_flow")[0].field == "nodes"
 
 
 def test_duplicate_node():
