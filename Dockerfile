@@ -21,7 +21,6 @@ RUN python3 -m pip install torch==2.13.0 --index-url https://download.pytorch.or
 COPY app.py ./
 COPY .streamlit ./.streamlit
 COPY pages ./pages
-COPY assets ./assets
 VOLUME /data
 EXPOSE 8501
 COPY docker-entrypoint.sh ./

@@ -79,7 +79,7 @@ def ray_speedup(n_questions: int, tmp: Path) -> tuple[float, float]:
     save_settings(home, settings)
     ws = Workspace(home, settings)
     ensure_sample(ws.resources)
-    path = ROOT / "assets" / "sample_kb" / "questions.jsonl"
+    path = ROOT / "flowkit" / "sample_kb" / "questions.jsonl"
     qs = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
     qs = (qs * (n_questions // len(qs) + 1))[:n_questions]
     qs = [{**q, "id": f"{q['id']}-{i}"} for i, q in enumerate(qs)]

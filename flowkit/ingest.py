@@ -5,11 +5,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from . import registry
+from . import registry, sample_kb
 from .errors import FlowkitError, ResourceError
 from .runtime.docfiles import read_documents
 
-SAMPLE_DIR = Path(__file__).resolve().parent.parent / "assets" / "sample_kb"
+SAMPLE_DIR = sample_kb.DIR
 SAMPLE_KB = "sample"
 
 
@@ -74,5 +74,5 @@ def ensure_sample(resources: Any, progress: Callable[[int, int], None] | None = 
     if not ingest_unless_ready(resources, SAMPLE_KB, [SAMPLE_DIR / "articles.jsonl"],
                                progress=progress):
         return False
-    base.update_meta(description="Sample: the fictional Halvard Archipelago (assets/sample_kb)")
+    base.update_meta(description="Sample: the fictional Halvard Archipelago (flowkit/sample_kb)")
     return True

@@ -1,6 +1,6 @@
 """Question sets the run page can pick a question from: the sample KB's, and the shared QA sets.
 
-The sample questions ship in assets/sample_kb/questions.jsonl. Third-party sets are read by path
+The sample questions ship in flowkit/sample_kb/questions.jsonl. Third-party sets are read by path
 from ../shared/data/<set>/questions.jsonl (beside the checkout) and never copied into the project.
 """
 from __future__ import annotations
@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from flowkit import sample_kb
+
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLE_QUESTIONS = ROOT / "assets" / "sample_kb" / "questions.jsonl"
+SAMPLE_QUESTIONS = sample_kb.QUESTIONS
 MAX_QUESTIONS = 500   # the picker shows at most this many questions of a set
 
 

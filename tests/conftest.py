@@ -32,7 +32,7 @@ def real_resources(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture()
 def sample_questions() -> list[dict]:
     import json
-    path = ROOT / "assets" / "sample_kb" / "questions.jsonl"
+    path = ROOT / "flowkit" / "sample_kb" / "questions.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 

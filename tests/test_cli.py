@@ -51,7 +51,7 @@ def test_bad_inputs_give_clear_errors(tmp_path):
 
 @pytest.mark.real
 def test_ingest_run_trace_flows(tmp_path):
-    corpus = ROOT / "assets" / "sample_kb" / "articles.jsonl"
+    corpus = ROOT / "flowkit" / "sample_kb" / "articles.jsonl"
     p = fk(tmp_path, "ingest", "--kb", "demo", str(corpus))
     assert "ingested 38 chunks into knowledge base 'demo'" in p.stdout.replace("\n", " ") or \
         "ingested" in p.stdout
@@ -102,3 +102,17 @@ def test_hostile_files_give_one_line_errors_and_write_nothing(tmp_path):
         assert p.returncode == 2 and message in p.stderr.replace("\n", ""), p.stderr
         assert "Traceback" not in p.stderr
     assert "k" not in fk(tmp_path, "kb").stdout.split()
+
+
+def test_the_sample_kb_ships_inside_the_package() -> None:
+    """`flowkit setup` works from an installed wheel too: the sample is package data."""
+    import tomllib
+    from fnmatch import fnmatch
+
+    from flowkit import sample_kb
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]["flowkit"]
+    files = [p.relative_to(ROOT / "flowkit").as_posix() for p in sample_kb.DIR.iterdir()
+             if p.suffix in (".jsonl", ".md")]
+    assert len(files) == 3 and sample_kb.ARTICLES.is_file() and sample_kb.QUESTIONS.is_file()
+    assert all(any(fnmatch(f, g) for g in globs) for f in files), (files, globs)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import sample_kb
 from ..errors import FlowkitError, NotFoundError
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -25,8 +26,8 @@ def shared_data_dir() -> Path:
     """$FLOWKIT_SHARED_DATA, else ../shared/data beside the repository."""
     env = os.environ.get("FLOWKIT_SHARED_DATA")
     return Path(env) if env else SHARED_DATA
-SAMPLE_QUESTIONS = ROOT / "assets" / "sample_kb" / "questions.jsonl"
-SAMPLE_CORPUS = ROOT / "assets" / "sample_kb" / "articles.jsonl"
+SAMPLE_QUESTIONS = sample_kb.QUESTIONS
+SAMPLE_CORPUS = sample_kb.ARTICLES
 
 
 @dataclass

@@ -36,7 +36,7 @@ def test_two_ray_workers_give_the_serial_answers(real_resources) -> None:
     ws = Workspace(real_resources.data_dir, real_resources.settings)
     ws.resources = real_resources
     repo = EvalRepo(ws.store)
-    path = ROOT / "assets" / "sample_kb" / "questions.jsonl"
+    path = ROOT / "flowkit" / "sample_kb" / "questions.jsonl"
     questions = [json.loads(line) for line in path.read_text().splitlines() if line.strip()][:3]
     flows = resolve_flows(ws, ["naive_rag", "rewrite_retrieve_read"])
     serial = make_plan(flows, "sample", questions, "sample", eval_id="serialray")
