@@ -83,9 +83,12 @@ class LLMSettings:
 
 def default_threads() -> int:
     """llama.cpp threads when settings say 0: half the cores, at least one. Measured with
-    bench/reading.py on 2 cores shared with other jobs: 1 thread 5.7 s/question, 2 threads 30 s
-    (each llama.cpp thread waits for the slowest at every step, so a busy core stalls them all);
-    the other half is left to the embedder, Chroma and the studio."""
+    bench/reading.py (--compare-threads 12, Gemma 3 270M) on 2 cores: on a quiet machine 2
+    threads read in 0.77 s/question against 1.38 s for 1 thread (1.8x faster), but with the cores
+    shared with other jobs 2 threads took 30 s against 5.7 s (each llama.cpp thread waits for
+    the slowest at every step, so one busy core stalls them all). Half the cores keeps the other
+    half for the embedder, Chroma, the studio and parallel evaluation workers; on a machine that
+    does nothing else, set `n_threads` to the number of cores in the settings."""
     return max(1, (os.cpu_count() or 2) // 2)
 
 
