@@ -132,7 +132,7 @@ with middle:
                "routed ones pass nodes in their way. "
                "Click a node or edge to edit it; delete it with **Delete selected** or the "
                "Delete / Backspace key. Undo any edit with Ctrl+Z.")
-if ed.take_event(event):   # only if the callback missed it: draw its result
+if ed.take_events(event):   # only if the callback missed them: draw their result
     st.rerun()
 delete_box.button("Delete selected", key="editor_delete", on_click=actions.delete, width="stretch",
                   disabled=not ed.selected,

@@ -26,7 +26,8 @@ K_DRAFT = "editor_draft"            # Draft being edited
 K_BASE = "editor_base"              # (flow, version, spec dict) the draft started from
 K_CANVAS = "editor_canvas"          # the canvas.Picture last handed to the component
 K_PUSH = "editor_canvas_push"       # hand the browser a new revision even if nothing looks changed
-K_SEEN = "editor_canvas_seen"       # seq of the last canvas event taken in
+K_SEEN = "editor_canvas_seen"       # {canvas token: number of its last event taken in}
+SEEN_CANVASES = 8                   # canvases (page loads) whose event numbers are remembered
 K_SEL = "editor_selected"           # the remembered selection (node id or canvas edge id)
 K_CONFLICT = "editor_conflict"      # {"expected": n, "actual": m} after a stale save
 K_GEN = "editor_form_gen"           # bumped to reset the side panel's widgets
@@ -247,12 +248,29 @@ class Editor:
         never on an edit (that would reset the user's zoom, GUIDE rule 4)."""
         return int(self.state.get(K_FIT) or 0)
 
-    def take_event(self, event: Any) -> bool:
-        """Apply one canvas event (studio/canvas_ui): a click selects, a drag moves nodes, a
-        drawn edge connects. Returns False for no event or one already taken."""
-        if not isinstance(event, dict) or not event.get("seq") or event["seq"] == self.state.get(K_SEEN):
+    def take_events(self, value: Any) -> bool:
+        """Apply the canvas's events not taken yet (studio/canvas_ui): a click selects, a drag
+        moves nodes, a drawn edge connects. The canvas sends its last events each time, numbered
+        per canvas (`token`), so two made faster than a rerun both arrive. False: nothing new."""
+        if not isinstance(value, dict):
             return False
-        self.state[K_SEEN] = event["seq"]
+        token, events = value.get("token"), value.get("events")
+        if not isinstance(token, str) or not isinstance(events, list):
+            return False
+        seen: dict[str, int] = dict(self.state.get(K_SEEN) or {})
+        last = seen.get(token, 0)
+        new = sorted((e for e in events if isinstance(e, dict) and isinstance(e.get("n"), int)
+                      and not isinstance(e["n"], bool) and e["n"] > last), key=lambda e: e["n"])
+        if not new:
+            return False
+        for event in new:
+            self._take(event)
+        seen.pop(token, None)
+        seen[token] = new[-1]["n"]
+        self.state[K_SEEN] = dict(list(seen.items())[-SEEN_CANVASES:])
+        return True
+
+    def _take(self, event: dict[str, Any]) -> None:
         spec, kind = self.spec, event.get("kind")
         if kind == "select":
             sel = event.get("id")
@@ -268,7 +286,6 @@ class Editor:
             if eid:
                 self.select(eid)
             self.redraw()       # the browser drew the edge itself: replace it with ours (or drop it)
-        return True
 
     def redraw(self) -> None:
         """Hand the browser a fresh picture on the next run (after a Python-side change)."""

@@ -20,7 +20,7 @@ def _ed() -> Editor:
 
 def canvas_event(key: str) -> None:
     """The canvas reported a click, a move or a new edge: apply it before the page draws."""
-    _ed().take_event(st.session_state.get(key))
+    _ed().take_events(st.session_state.get(key))
 
 
 def undo() -> None:

@@ -228,6 +228,11 @@ def test_run_button_goes_to_the_run_page_with_the_flow(ws: Workspace) -> None:
 
 
 # ---- canvas <-> spec ---------------------------------------------------------------------------
+def _events(token: str, *events: dict[str, Any]) -> dict[str, Any]:
+    """What the canvas sends: its token and its recent events, numbered from 1."""
+    return {"token": token, "events": [{"n": i + 1, **e} for i, e in enumerate(events)]}
+
+
 def test_canvas_events_move_connect_and_select(ws: Workspace) -> None:
     save(ws, "wired", flow("wired", [("retrieve", "retrieval.bm25"), ("answer", "generation.answer"),
                                      ("judge", "orchestration.rule_judge")], ["retrieve>answer"]))
@@ -237,38 +242,43 @@ def test_canvas_events_move_connect_and_select(ws: Workspace) -> None:
     shown = ed.canvas_picture()
     assert ed.canvas_picture() is shown                            # nothing changed: same picture
 
-    assert ed.take_event({"seq": "s1", "kind": "select", "id": "answer"}) is True
+    click = {"kind": "select", "id": "answer"}
+    assert ed.take_events(_events("t1", click)) is True
     assert ed.selected == "answer"
     assert ed.canvas_picture()["rev"] == shown["rev"]              # a click redraws nothing
-    assert ed.take_event({"seq": "s1", "kind": "select", "id": "retrieve"}) is False  # taken
-    assert ed.selected == "answer"
+    assert ed.take_events(_events("t1", click)) is False           # taken already
 
-    ed.take_event({"seq": "s2", "kind": "move", "moves": {"answer": [500.0, 40.0],
-                                                          "nobody": [1, 2], "judge": ["x", 3]}})
+    # a drag and a new edge made faster than a rerun arrive together: both are applied, in order
+    move = {"kind": "move", "moves": {"answer": [500.0, 40.0], "nobody": [1, 2], "judge": ["x", 3]}}
+    connect = {"kind": "connect", "source": "answer", "target": "judge"}
+    assert ed.take_events(_events("t1", click, move, connect)) is True
     spec = ed.spec
     assert spec.layout["answer"].x == 500.0 and spec.layout["answer"].y == 40.0
     assert "retrieve" not in spec.layout and "judge" not in spec.layout   # untouched: auto layout
+    assert [(e.source, e.target, e.label) for e in spec.edges] == [("retrieve", "answer", None),
+                                                                   ("answer", "judge", None)]
+    assert ed.selected == "answer->judge"
     moved = ed.canvas_picture()
     assert moved["rev"] == shown["rev"] + 1
-    assert next(n for n in moved["nodes"] if n["id"] == "answer")[
-        "x"] == 500.0
+    assert next(n for n in moved["nodes"] if n["id"] == "answer")["x"] == 500.0
+    ed.undo()                                                      # one edit at a time
+    assert [e.target for e in ed.spec.edges] == ["answer"] and "answer" in ed.spec.layout
 
-    ed.take_event({"seq": "s3", "kind": "connect", "source": "answer", "target": "judge"})
-    assert [(e.source, e.target, e.label) for e in ed.spec.edges] == [("retrieve", "answer", None),
-                                                                      ("answer", "judge", None)]
-    assert ed.selected == "answer->judge"
-    assert ed.canvas_picture()["rev"] == moved["rev"] + 1
-
-    # a new edge out of a judge takes its first unwired route; a repeated or unknown pair changes
-    # nothing but is still redrawn (the browser drew the edge itself and must lose it)
-    ed.take_event({"seq": "s4", "kind": "connect", "source": "judge", "target": "retrieve"})
+    # a new canvas (the page reloaded) numbers from 1 again; a new edge out of a judge takes its
+    # first unwired route; a repeated or unknown pair changes nothing but is still redrawn (the
+    # browser drew the edge itself and must lose it)
+    ed.redo()
+    ed.take_events(_events("t2", {"kind": "connect", "source": "judge", "target": "retrieve"}))
     assert ed.spec.edges[-1].label == "continue"
     before, rev = ed.spec, ed.canvas_picture()["rev"]
-    ed.take_event({"seq": "s5", "kind": "connect", "source": "judge", "target": "retrieve"})
-    ed.take_event({"seq": "s6", "kind": "connect", "source": "judge", "target": "<script>"})
+    ed.take_events(_events("t2", {"kind": "connect", "source": "judge", "target": "retrieve"},
+                           {"kind": "connect", "source": "judge", "target": "retrieve"},
+                           {"kind": "connect", "source": "judge", "target": "<script>"}))
     assert ed.spec == before and ed.canvas_picture()["rev"] == rev + 1
-    for junk in (None, "x", {}, {"seq": "s7"}, {"seq": "s8", "kind": "move", "moves": "all"}):
-        ed.take_event(junk)
+    for junk in (None, "x", {}, {"token": "t3"}, {"token": "t3", "events": "all"},
+                 {"token": 3, "events": []}, {"token": "t3", "events": [{"n": True, "kind": "move"}]},
+                 _events("t3", {"kind": "move", "moves": "all"}, {"kind": "explode"})):
+        ed.take_events(junk)
     assert ed.spec == before
 
 

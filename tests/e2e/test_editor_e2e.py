@@ -239,7 +239,7 @@ def test_two_editors_conflict(studio: tuple[str, Path, Store], browser: Any) -> 
 
 def test_dragging_a_node_moves_it_in_the_draft(studio: tuple[str, Path, Store], browser: Any) -> None:
     """A drag on the canvas reaches the server-side draft as the node's new place, and the edge
-    into it is redrawn to its new place."""
+    into it is redrawn to its new place; a click right after it is not lost either."""
     url, data_dir, store = studio
     store.save_flow(templates.load_template("naive_rag").model_copy(update={"name": "drag"}), None)
     page = new_page(browser)
@@ -251,8 +251,10 @@ def test_dragging_a_node_moves_it_in_the_draft(studio: tuple[str, Path, Store], 
     page.mouse.down()
     page.mouse.move(x, y + 140, steps=10)
     page.mouse.up()
+    node(page, "retrieve").click()         # at once: two events faster than a rerun both arrive
     eventually(lambda: "generate" in ((draft_of(data_dir, "drag") or {}).get("layout") or {}),
                what="the moved node's place in the draft")
+    page.get_by_text("Node retrieve").wait_for()
     placed = draft_of(data_dir, "drag")["layout"]["generate"]
     assert placed["y"] > 40, placed                     # moved down, in canvas units
     after = node(page, "generate").bounding_box()

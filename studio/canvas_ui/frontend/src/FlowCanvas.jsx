@@ -1,10 +1,12 @@
 // The editor's canvas. Python hands it a picture (nodes, edges, a revision number); the canvas
 // redraws only when the revision changes, and hands back one small event per user action:
-//   {seq, kind: "select", id}                  a click on a node or an edge
-//   {seq, kind: "move", moves: {id: [x, y]}}   nodes dragged to new places
-//   {seq, kind: "connect", source, target}     an edge drawn from a node's handle to another's
-// `seq` is unique per event, so Python takes each one once. Deletion stays in Python (the page's
-// button and the Delete key), as does every other change to the flow.
+//   {n, kind: "select", id}                  a click on a node or an edge
+//   {n, kind: "move", moves: {id: [x, y]}}   nodes dragged to new places
+//   {n, kind: "connect", source, target}     an edge drawn from a node's handle to another's
+// Each value sent is {token, events}: this canvas's random token and its last RECENT events,
+// numbered 1, 2, ... (n), so Python takes each one once even when two come faster than a rerun
+// (Streamlit keeps only the latest value). Deletion stays in Python (the page's button and the
+// Delete key), as does every other change to the flow.
 import { useCallback, useEffect, useRef, useState } from "react";
 import {
   Background, ControlButton, Controls, MiniMap, ReactFlow, applyEdgeChanges, applyNodeChanges, useNodesInitialized,
@@ -21,9 +23,16 @@ const MOVED = 0.5;   // canvas units: less is a click, not a move
 const FIT_MAX_ZOOM = 1.2;  // a small flow is fitted no bigger than this (text at about 17 px)
 const LABEL_ROOM = 16; // canvas units around a lane's corners: its label's half height and more
 
-const token = Math.random().toString(36).slice(2, 10);
+const RECENT = 20;
+const token = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+const recent = [];
 let counter = 0;
-const emit = (kind, data) => setValue({ seq: `${token}:${Date.now()}:${(counter += 1)}`, kind, ...data });
+const emit = (kind, data) => {
+  counter += 1;
+  recent.push({ n: counter, kind, ...data });
+  if (recent.length > RECENT) recent.shift();
+  setValue({ token, events: [...recent] });
+};
 
 const keepSelectAndMove = (changes) => changes.filter((c) => c.type !== "remove");
 
