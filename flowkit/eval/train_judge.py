@@ -1,8 +1,9 @@
 """Train the sufficiency classifier of the early-stop chain from the product's own runs.
 
 For each training question the fixed-length chain (the classifier replaced by "never sufficient")
-runs to length L; for every prefix of its chain a final answer is written from that prefix (with
-passages retrieved for the original question), and the prefix is labelled Sufficient when that
+runs to length L; for every prefix of its chain a final answer is written from that prefix by the
+flow's own final steps (those after the judge's 'done' edge: in corag_fixed a hybrid search with
+the original question, then the answer), and the prefix is labelled Sufficient when that
 answer matches a gold answer, else Insufficient (the rejection-sampling construction of the
 early-stop paper). Features are the embedder's vector of "question || chain prefix"; the model is a
 class-balanced logistic regression trained with numpy, its L2 strength picked by cross-validation
@@ -22,9 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from .. import registry
 from ..context import RunContext
+from ..errors import FlowkitError
 from ..judges import chain_items, judge_text, save_classifier
-from ..operators.generation.answer import Answer
+from ..spec import FlowSpec, NodeSpec
 
 #: L2 strengths tried by cross-validation.
 L2_GRID = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
@@ -58,16 +61,50 @@ def chain_of(ws: Any, spec: Any, q: dict[str, Any], kb: str, eval_id: str,
     return [h for h in memory.get("history") or [] if h.get("sub_question")]
 
 
-def label_prefixes(ws: Any, chain: list[dict[str, Any]], q: dict[str, Any], kb: str,
+def final_steps(spec: FlowSpec) -> list[NodeSpec]:
+    """The nodes the flow runs once its judge says 'done': from that edge to the end, in order.
+    Each prefix is labelled by the answer these very steps write (the flow's own final retrieval
+    and answer, with their params), so the labels say what stopping there would really give."""
+    judges = {n.id for n in spec.nodes
+              if (cls := registry.get(n.operator)) is not None and cls.kind == "judge"}
+    done = [e for e in spec.edges if e.source in judges and e.label == "done"]
+    if len(done) != 1:
+        raise FlowkitError(f"flow '{spec.name}': train-judge needs exactly one judge 'done' edge "
+                           f"(found {len(done)})")
+    steps: list[NodeSpec] = []
+    nid: str | None = done[0].target
+    while nid is not None:
+        if any(s.id == nid for s in steps):
+            raise FlowkitError(f"flow '{spec.name}': the steps after 'done' loop back to '{nid}'")
+        steps.append(spec.node(nid))
+        outs = [e.target for e in spec.edges if e.source == nid]
+        if len(outs) > 1:
+            raise FlowkitError(f"flow '{spec.name}': the steps after 'done' branch at '{nid}'")
+        nid = outs[0] if outs else None
+    last = registry.get(steps[-1].operator)
+    if last is None or "answer" not in last.writes:
+        raise FlowkitError(f"flow '{spec.name}': the last step after 'done' ('{steps[-1].id}') "
+                           "does not write an answer")
+    return steps
+
+
+def label_prefixes(ws: Any, steps: list[NodeSpec], chain: list[dict[str, Any]],
+                   q: dict[str, Any], kb: str,
                    match: Callable[[str, list[str]], bool]) -> list[Example]:
-    """Label each prefix of one question's chain by whether its final answer matches gold."""
-    docs = ws.resources.kb(kb).dense(q["question"], 4)
+    """Label each prefix of one question's chain by whether the answer the flow's final steps
+    (`final_steps`) write from it matches gold."""
+    ops = []
+    for node in steps:
+        cls = registry.get(node.operator)
+        if cls is None:
+            raise FlowkitError(f"unknown operator '{node.operator}' in node '{node.id}'")
+        ops.append((node.id, cls(node.id, cls.Params.model_validate(node.params))))
     out = []
     for k in range(1, len(chain) + 1):
-        memory = {"question": q["question"], "documents": docs, "history": chain[:k]}
-        op = Answer("train_final", Answer.Params(use_history=True, top_n=4))
-        ctx = RunContext(ws.resources, kb, "train_final", 1)
-        answer = op.run(memory, ctx)["answer"]
+        memory: dict[str, Any] = {"question": q["question"], "history": chain[:k]}
+        for node_id, op in ops:
+            memory.update(op.run(memory, RunContext(ws.resources, kb, node_id, 1)))
+        answer = str(memory.get("answer") or "")
         text = judge_text(q["question"], chain_items({"history": chain[:k]}))
         out.append(Example(_qid(q), text, int(match(answer, list(q["answers"]))), k))
     return out
@@ -274,9 +311,10 @@ def train_judge(ws: Any, spec: Any, questions: list[dict[str, Any]], kb: str, ou
     n_train = max(1, int(len(qs) * train_frac))
     eval_id = f"train-judge-{seed}"
     examples: dict[str, list[Example]] = {}
+    steps = final_steps(spec)
     for i, q in enumerate(qs, 1):
         chain = chain_of(ws, spec, q, kb, eval_id, reuse_runs)
-        examples[_qid(q)] = label_prefixes(ws, chain, q, kb, match)
+        examples[_qid(q)] = label_prefixes(ws, steps, chain, q, kb, match)
         if progress:
             progress(i, len(qs))
     train_ids = {_qid(q) for q in qs[:n_train]}

@@ -158,3 +158,38 @@ def test_pick_threshold_is_the_cheapest_within_the_allowed_drop():
     assert sim["chain_length"] == (2 + 1 + 4) / 3
     t_loose, sim_loose = pick_threshold(ex, probs, max_drop=0.5)
     assert t_loose <= 0.1 and sim_loose["chain_length"] == 1.0
+
+
+def test_labels_come_from_the_flows_own_final_steps():
+    """The prefixes are labelled by what the flow runs after 'done' (its hybrid search with the
+    question, then its answer with history), not by a retrieval of the trainer's own."""
+    from flowkit.errors import FlowkitError
+    from flowkit.eval.train_judge import final_steps
+    from flowkit.spec import EdgeSpec
+    spec = load_template("corag_fixed")
+    steps = final_steps(spec)
+    assert [(s.id, s.operator) for s in steps] == [("final_retrieve", "retrieval.hybrid"),
+                                                   ("final", "generation.answer")]
+    assert steps[0].params["query_from"] == "question" and steps[1].params["use_history"]
+    no_done = spec.model_copy(update={"edges": [e for e in spec.edges if e.label != "done"]})
+    with pytest.raises(FlowkitError, match="exactly one judge 'done' edge"):
+        final_steps(no_done)
+    cut = spec.model_copy(update={"edges": [e for e in spec.edges if e.source != "final_retrieve"]})
+    with pytest.raises(FlowkitError, match="does not write an answer"):
+        final_steps(cut)
+    forked = spec.model_copy(update={"edges": [*spec.edges, EdgeSpec(source="final_retrieve",
+                                                                      target="subq")]})
+    with pytest.raises(FlowkitError, match="branch at 'final_retrieve'"):
+        final_steps(forked)
+
+
+def test_labelling_runs_the_final_steps_on_each_prefix(world, ws):
+    from flowkit.eval.train_judge import final_steps, label_prefixes
+    q = questions(world)[0]
+    chain = [{"sub_question": f"step {i}?", "sub_answer": f"answer {i}"} for i in range(3)]
+    before = len(ws.resources.llm.prompts)
+    rows = label_prefixes(ws, final_steps(load_template("corag_fixed")), chain, q, "test", match)
+    assert [r.prefix for r in rows] == [1, 2, 3]
+    prompts = ws.resources.llm.prompts[before:]
+    assert len(prompts) == 3                                  # one final answer per prefix
+    assert "step 2?" in prompts[2] and "step 2?" not in prompts[1]   # each sees its own prefix
