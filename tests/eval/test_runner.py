@@ -138,8 +138,16 @@ def slow(prompt):
     time.sleep(0.3)
     return answer_for(prompt)
 
+def slow_default(prompt):
+    time.sleep(0.3)
+    return "I do not know"
+
+# every call is slow: a question stays 'running' for 0.3 s at least, much longer than the test
+# takes between seeing it running and killing this process (an instant answer could finish in
+# between, and the test would find nothing in flight)
 root = Path(sys.argv[2])
-ws = make_workspace(root / "home", FakeLLM([(r"Question: .*\nAnswer:", slow)], default="I do not know"))
+ws = make_workspace(root / "home", FakeLLM([(r"Question: .*\nAnswer:", slow), (r"(?s).*", slow_default)],
+                                           default="I do not know"))
 repo = EvalRepo(ws.store)
 ds = from_path(root / "files" / "tinyqa")
 repo.save_dataset(ds.name, ds.source, ds.questions)
