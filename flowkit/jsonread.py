@@ -3,7 +3,8 @@
 Every way such input used to end in a traceback is turned into a SpecError with a stable code:
 bytes that are not UTF-8, nesting deep enough to exhaust the recursion of `json.loads` (measured
 by a cheap bracket scan *before* parsing), NaN/Infinity, lone surrogates (which SQLite and Chroma
-cannot encode), overlong strings, and Python values that are not JSON data at all.
+cannot encode), overlong strings, an object with the same key twice (which `json.loads` would
+silently resolve to the last value), and Python values that are not JSON data at all.
 """
 from __future__ import annotations
 
@@ -45,6 +46,28 @@ def nesting_depth(text: str, limit: int) -> int:
     return deepest
 
 
+class _DuplicateKeys(dict[str, Any]):
+    """An object parsed from JSON that names `key` more than once (check_value refuses it with
+    its field path, which the parser's hook does not know)."""
+
+    duplicate: str = ""
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's object_pairs_hook: a plain dict, or a _DuplicateKeys marking the first key seen twice."""
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    seen: set[str] = set()
+    marked = _DuplicateKeys(obj)
+    for key, _ in pairs:
+        if key in seen:
+            marked.duplicate = key
+            break
+        seen.add(key)
+    return marked
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
@@ -62,7 +85,8 @@ def parse(text: str, source: str, *, max_depth: int, max_string: int) -> Any:
         raise SpecError(f"JSON nested deeper than {max_depth} levels", code="too_deep",
                         source=source)
     try:
-        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite,
+                          object_pairs_hook=_object)
     except json.JSONDecodeError as err:
         raise SpecError(f"not valid JSON at line {err.lineno}, column {err.colno}: {err.msg}",
                         code="bad_json", source=source) from None
@@ -100,6 +124,11 @@ def check_value(data: Any, source: str | None, *, max_depth: int, max_string: in
                 raise SpecError(f"{value} is not a finite number", code="non_finite_number",
                                 field=path or None, source=source)
         elif isinstance(value, dict):
+            if isinstance(value, _DuplicateKeys):
+                where = f"in '{path}'" if path else "at the top level"
+                raise SpecError(f"key '{short(value.duplicate, 40)}' appears more than once {where}"
+                                " (JSON would keep only the last); keep one", code="duplicate_key",
+                                field=_join(path, value.duplicate), source=source)
             for k, v in value.items():
                 if not isinstance(k, str):
                     raise SpecError(f"object key {short(k)} is not a string", code="spec_invalid",

@@ -115,6 +115,10 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": SCHEMA_VERSION}
 
 
+#: pydantic error types of a value of the wrong JSON type (strict mode: no true -> 1, "10" -> 10).
+_TYPE_ERRORS = frozenset({"int_type", "float_type", "bool_type", "string_type"})
+
+
 def _format_pydantic(err: PydanticValidationError) -> tuple[str, str | None]:
     """One line naming each failing field (at most _MAX_LISTED), and the first field's path."""
     errs = err.errors()
@@ -122,7 +126,8 @@ def _format_pydantic(err: PydanticValidationError) -> tuple[str, str | None]:
     for e in errs[:_MAX_LISTED]:
         loc = ".".join(short(str(x), 40) for x in e["loc"])
         first = first or loc or None
-        parts.append(f"{loc}: {short(e['msg'])}")
+        got = f" (got {short(json.dumps(e['input']), 40)})" if e["type"] in _TYPE_ERRORS else ""
+        parts.append(f"{loc}: {short(e['msg'])}{got}")
     more = f"; and {len(errs) - _MAX_LISTED} more" if len(errs) > _MAX_LISTED else ""
     return "; ".join(parts) + more, first
 
@@ -139,13 +144,16 @@ def _check_sizes(data: dict[str, Any]) -> None:
 
 def from_dict(data: Any) -> FlowSpec:
     """Build a FlowSpec from parsed JSON (or any untrusted dict); errors carry a code and the
-    field path, and quote at most a few dozen characters of the input."""
+    field path, and quote at most a few dozen characters of the input.
+
+    Strict: every field must already have its JSON type (`max_steps: true` or `"10"` is refused,
+    not read as 1 or 10; an integer is accepted where a float is expected)."""
     if not isinstance(data, dict):
         raise SpecError(f"a flow must be a JSON object; got {type(data).__name__}")
     _check_sizes(data)
     jsonread.check_value(data, None, max_depth=MAX_DEPTH, max_string=MAX_STRING)
     try:
-        return FlowSpec.model_validate(migrate(data))
+        return FlowSpec.model_validate(migrate(data), strict=True)
     except PydanticValidationError as err:
         text, field = _format_pydantic(err)
         raise SpecError(f"invalid flow: {text}", field=field) from None

@@ -10,7 +10,7 @@ from typing import Any
 import networkx as nx
 from pydantic import ValidationError as PydanticValidationError
 
-from . import registry
+from . import names, registry
 from .errors import Problem, SpecError, ValidationError, short
 from .memory import INPUT_KEYS
 from .spec import FlowSpec, from_dict, read_document, read_file
@@ -20,9 +20,12 @@ from .topology import analyse
 CODES: dict[str, str] = {
     "spec_invalid": "the document is not a FlowSpec (bad JSON, wrong field types, unknown fields)",
     "empty_flow": "the flow has no nodes",
+    "bad_name": "the flow's name, a node's label or an edge's label is blank or holds a control "
+                "character (newline, tab, NUL, ...)",
     "duplicate_node": "two nodes share an id",
     "unknown_operator": "the operator key is not in the registry",
-    "bad_param": "a param is missing, unknown, of the wrong type or out of bounds",
+    "bad_param": "a param is missing, unknown, of the wrong type (no true or \"10\" for a "
+                 "number) or out of bounds",
     "unknown_node": "an edge (or the entry) names a node that does not exist",
     "no_entry": "no single node to start from (set 'entry' or leave exactly one node without inputs)",
     "no_exit": "no node ends the flow (every node has an outgoing edge)",
@@ -42,6 +45,7 @@ CODES: dict[str, str] = {
     "file_too_large": "the file is larger than flowkit.spec.MAX_FILE_BYTES",
     "not_utf8": "the file is not UTF-8 text",
     "bad_json": "the file is not valid JSON",
+    "duplicate_key": "an object names the same key twice (JSON would silently keep the last)",
     "too_deep": "objects/arrays nest deeper than flowkit.spec.MAX_DEPTH",
     "non_finite_number": "NaN, Infinity or a number too large for a float",
     "bad_text": "a text holds a lone surrogate (not valid Unicode, cannot be stored)",
@@ -58,8 +62,10 @@ def _p(code: str, message: str, node: str | None = None, field: str | None = Non
 
 
 def _param_problems(node_id: str, cls: type[registry.Operator], params: dict[str, Any]) -> list[Problem]:
+    """Params checked strictly, as a flow file states them: true or "10" where a number is
+    expected is a problem, not 1 or 10 (the studio's forms hand over numbers)."""
     try:
-        cls.Params.model_validate(params)
+        cls.Params.model_validate(params, strict=True)
     except PydanticValidationError as err:
         out = []
         for e in err.errors():
@@ -111,12 +117,35 @@ def upstream_writes(g: nx.DiGraph, writes: dict[str, tuple[str, ...]]) -> dict[s
     return out
 
 
+def name_problems(spec: FlowSpec) -> list[Problem]:
+    """bad_name: a flow name, node label or edge label that is blank or holds a control
+    character (flowkit.names.flaw says which)."""
+    out: list[Problem] = []
+    why = names.flaw(spec.name)
+    if why:
+        out.append(_p("bad_name", f"the flow's name {why}", None, "name",
+                      hint="use visible characters on one line, e.g. 'my_flow'"))
+    for i, n in enumerate(spec.nodes):
+        why = names.flaw(n.label, blank_ok=True)
+        if why:
+            out.append(_p("bad_name", f"the label of node '{n.id}' {why}", n.id,
+                          f"nodes[{i}].label", hint="use visible characters on one line, or "
+                          "leave it empty to show the node id"))
+    for i, e in enumerate(spec.edges):
+        why = names.flaw(e.label, blank_ok=True) if e.label is not None else None
+        if why:
+            out.append(_p("bad_name", f"the label of edge {short(e.source)} -> {short(e.target)} "
+                          f"{why}", None, f"edges[{i}].label",
+                          hint="a route name such as 'continue' or 'done'"))
+    return out
+
+
 def check(spec: FlowSpec) -> list[Problem]:
     """All problems of a parsed flow (errors and warnings), in a stable order."""
-    problems: list[Problem] = []
+    problems: list[Problem] = name_problems(spec)
     if not spec.nodes:
-        return [_p("empty_flow", "the flow has no nodes", field="nodes",
-                   hint="add an operator from the palette")]
+        return [*problems, _p("empty_flow", "the flow has no nodes", field="nodes",
+                              hint="add an operator from the palette")]
 
     ids: set[str] = set()
     classes: dict[str, type[registry.Operator]] = {}
@@ -286,9 +315,15 @@ def errors(problems: list[Problem]) -> list[Problem]:
     return [p for p in problems if p.severity == "error"]
 
 
+#: The hint of a refused document, by code (default: compare with a template).
+_REFUSAL_HINTS = {"duplicate_key": "delete one of the two entries: JSON keeps only the last",
+                  "spec_invalid": "compare with a template: flowkit templates (numbers are "
+                                  "written without quotes, true/false only for yes/no fields)"}
+
+
 def _refusal(err: SpecError) -> Problem:
     return _p(err.code, err.detail, None, err.field or "file",
-              hint="compare with a template: flowkit templates")
+              hint=_REFUSAL_HINTS.get(err.code, "compare with a template: flowkit templates"))
 
 
 def validate_document(data: Any) -> tuple[FlowSpec | None, list[Problem]]:

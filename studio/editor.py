@@ -15,6 +15,7 @@ from typing import Any
 
 from flowkit import registry
 from flowkit.errors import FlowkitError, NotFoundError, Problem, SpecError, StaleSaveError
+from flowkit.names import flaw
 from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec, Position, canonical, from_dict, to_dict
 from flowkit.validate import check
 from service.workspace import Workspace
@@ -443,6 +444,9 @@ class Editor:
         new_name = new_name.strip()
         if not new_name:
             raise FlowkitError("give the new flow a name")
+        why = flaw(new_name)
+        if why:
+            raise FlowkitError(f"the name {why}; use visible characters on one line")
         if self.ws.store.flow_exists(new_name):
             raise FlowkitError(f"a flow named '{new_name}' already exists; choose another name")
         old = self.draft

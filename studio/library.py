@@ -5,6 +5,7 @@ from pathlib import Path
 
 from flowkit import templates
 from flowkit.errors import FlowkitError, Problem
+from flowkit.names import flaw
 from flowkit.spec import FlowSpec, dumps
 from flowkit.validate import validate_bytes
 from storage.repo import Store
@@ -33,6 +34,9 @@ def check_new_name(store: Store, name: str) -> str:
         raise FlowkitError("give the flow a name")
     if len(name) > 200:
         raise FlowkitError("a flow name has at most 200 characters")
+    why = flaw(name)
+    if why:
+        raise FlowkitError(f"the name {why}; use visible characters on one line")
     if store.flow_exists(name):
         raise FlowkitError(f"a flow named '{name}' already exists; choose another name")
     return name

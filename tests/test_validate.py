@@ -39,6 +39,11 @@ def test_duplicate_node():
     assert p.node == "a" and p.field == "nodes[1].id"
 
 
+def test_bad_name():
+    p = problems(flow(" \t ", [("a", R), ("g", G)], ["a>g"]), "bad_name")[0]
+    assert p.node is None and p.field == "name" and p.hint
+
+
 def test_unknown_operator():
     p = problems(flow("u", [("a", "retrieval.telepathy")], []), "unknown_operator")[0]
     assert p.node == "a" and p.field == "operator" and "retrieval.bm25" in p.hint
@@ -212,6 +217,11 @@ def test_not_utf8():
 
 def test_bad_json():
     assert "line 1" in refused(b'{"name": ', "bad_json").message
+
+
+def test_duplicate_key():
+    p = refused(b'{"name": "a", "nodes": [{"id": "x", "id": "y"}]}', "duplicate_key")
+    assert p.field == "nodes[0].id" and "'id'" in p.message
 
 
 def test_too_deep_is_caught_before_the_parser_recurses():
