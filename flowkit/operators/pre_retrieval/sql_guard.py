@@ -29,6 +29,9 @@ from ...runtime.kb import check_name
 ATTACHED_FILE = "attached.sqlite"
 SQLITE_HEADER = b"SQLite format 3\x00"
 MAX_VALUE_BYTES = 10_000_000
+#: Longest statement checked or run, in characters (a model writes at most 512 tokens of SQL);
+#: SQLite's own limit on a statement's length is set to it as well, which bounds parsing time.
+MAX_SQL_CHARS = 100_000
 _ALLOWED = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
             getattr(sqlite3, "SQLITE_RECURSIVE", 33)}
 _DENIED_FUNCTIONS = {"load_extension", "fts3_tokenizer", "readfile", "writefile", "edit",
@@ -39,6 +42,11 @@ TABLE_FUNCTIONS = frozenset({"json_each", "json_tree"})
 ALLOW_KEY = "database_allow"
 _QUOTE_ENDS = {"'": "'", '"': '"', "`": "`", "[": "]"}
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+#: What can precede a statement-ending ';': a run of plain characters, or one string literal or
+#: quoted name (a doubled quote inside is text; an unterminated one runs to the end). Each branch
+#: is unambiguous, so matching is linear in the text.
+_NOT_SEMICOLON = re.compile(r"""[^;'"`\[]+|'[^']*(?:''[^']*)*'?|"[^"]*(?:""[^"]*)*"?"""
+                            r"""|`[^`]*(?:``[^`]*)*`?|\[[^\]]*\]?""")
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _ACTION_NAMES = {getattr(sqlite3, n): n[7:] for n in (
     "SQLITE_INSERT", "SQLITE_UPDATE", "SQLITE_DELETE", "SQLITE_PRAGMA", "SQLITE_ATTACH",
@@ -245,23 +253,39 @@ def table_functions(sql: str) -> set[str]:
     return {m.group(1).lower() for m in _CALL.finditer(code_only(sql))} & TABLE_FUNCTIONS
 
 
+def statement_end(sql: str) -> int:
+    """The index of the first ';' outside string literals and quoted names, or -1 when there is
+    none. One pass over `sql` (comments are refused before this is asked)."""
+    pos, n = 0, len(sql)
+    while pos < n:
+        m = _NOT_SEMICOLON.match(sql, pos)
+        if m is None:
+            return pos                                 # the character at pos is a ';'
+        pos = m.end()
+    return -1
+
+
 def check_select(sql: str) -> str:
     """Exactly one SELECT (or WITH ... SELECT) statement without comments, a trailing ';'
     removed; anything else raises OperatorInputError("sql", ...). A '--' or '/*' inside a string
-    literal or a quoted name is text and allowed."""
+    literal or a quoted name is text and allowed. Linear in the length of `sql`, which is at
+    most MAX_SQL_CHARS."""
     text = sql.strip()
     if not text:
         raise OperatorInputError("sql", "the model wrote no SQL")
+    if len(text) > MAX_SQL_CHARS:
+        raise OperatorInputError("sql", f"the query has {len(text)} characters; at most "
+                                 f"{MAX_SQL_CHARS} may run")
     code = code_only(text)
     if "\x00" in text or "--" in code or "/*" in code:
         raise OperatorInputError("sql", "comments and NUL characters are not allowed in the query")
-    for i, ch in enumerate(text):
-        if ch == ";" and sqlite3.complete_statement(text[: i + 1]):
-            if text[i + 1:].strip():
-                raise OperatorInputError("sql", "only one statement may run; found more after the "
-                                         f"first ';': {text[i + 1:].strip()[:60]!r}")
-            text = text[:i].rstrip()
-            break
+    end = statement_end(text)
+    if end != -1:
+        rest = text[end + 1:].strip()
+        if rest:
+            raise OperatorInputError("sql", "only one statement may run; found more after the "
+                                     f"first ';': {rest[:60]!r}")
+        text = text[:end].rstrip()
     if not re.match(r"(?:select|with)\b", text, re.I):
         word = (text.split() or ["?"])[0][:20]
         raise OperatorInputError("sql", f"only a SELECT query may run; the model wrote a "
@@ -287,6 +311,7 @@ def open_readonly(path: Path) -> sqlite3.Connection:
     if hasattr(conn, "setlimit"):                   # Python 3.11+: no huge blobs, no ATTACH
         conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, MAX_SQL_CHARS * 4)   # bytes, UTF-8
     return conn
 
 
@@ -331,7 +356,12 @@ def run_select(conn: sqlite3.Connection, sql: str, max_rows: int, timeout_s: flo
     With `allow`, reading a table or column outside it is refused (OperatorInputError naming it).
     A call of json_each/json_tree is allowed: SQLite registers the function in the in-memory
     schema (reported as an UPDATE of sqlite_master, which is allowed only then; the connection
-    is read-only and query_only, so nothing can be written)."""
+    is read-only and query_only, so nothing can be written).
+
+    The time limit counts from this call (the checks and preparing the statement included): a
+    progress handler stops SQLite's virtual machine once it has passed, and a statement still
+    running then ends in QueryFailed("... ran longer than ...")."""
+    deadline = time.perf_counter() + timeout_s
     denied: list[str] = []
     outside: list[str] = []
     called = table_functions(sql)
@@ -358,7 +388,6 @@ def run_select(conn: sqlite3.Connection, sql: str, max_rows: int, timeout_s: flo
             denied.append(f"{_ACTION_NAMES.get(action, f'action {action}')} {target}".strip())
         return sqlite3.SQLITE_DENY
 
-    deadline = time.perf_counter() + timeout_s
     conn.set_authorizer(authorize)
     conn.set_progress_handler(lambda: int(time.perf_counter() > deadline), 1000)
     try:
