@@ -20,7 +20,7 @@ from flowkit.operators.pre_retrieval.sql_guard import (
     open_readonly,
     resolve_allowlist,
 )
-from flowkit.runtime.kb import KnowledgeBase, check_name
+from flowkit.runtime.kb import CHANGING, COMPLETE, INTERRUPTED, KnowledgeBase, check_name
 from flowkit.runtime.kblock import kb_write_lock
 from studio.uploads import save_uploads
 
@@ -28,10 +28,14 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 ATTACHED_FILE = "attached.sqlite"
 GRAPH_FILE = "graph.json"
 UPLOAD_TYPES = ["txt", "md", "jsonl", "pdf"]
+#: The knowledge bases table's state column, by KnowledgeBase.state.
+STATE_TEXT = {COMPLETE: "complete", CHANGING: "being changed",
+              INTERRUPTED: "⚠ interrupted: ingest again"}
 
 
 def kb_rows(resources: Any) -> list[dict[str, Any]]:
-    """One row per knowledge base: name, chunks, documents, chunker, embedder, graph, database."""
+    """One row per knowledge base: name, state (STATE_TEXT: marks one whose last ingest was cut
+    short), chunks, documents, chunker, embedder, graph, database."""
     out = []
     for name in resources.kb_names():
         kb = resources.kb(name)
@@ -40,7 +44,8 @@ def kb_rows(resources: Any) -> list[dict[str, Any]]:
             count = kb.count()
         except FlowkitError:
             count = meta.get("chunks", 0)
-        out.append({"name": name, "chunks": count, "documents": meta.get("documents", 0),
+        out.append({"name": name, "state": STATE_TEXT.get(kb.state, kb.state), "chunks": count,
+                    "documents": meta.get("documents", 0),
                     "chunker": meta.get("chunker", ""), "embedder": meta.get("embedder", ""),
                     "graph": (kb.dir / GRAPH_FILE).is_file(),
                     "database": attached_database(kb) is not None,

@@ -19,12 +19,16 @@ from ..memory import Doc
 from .bm25 import BM25Index
 from .docfiles import read_documents  # noqa: F401  (re-exported: flowkit.ingest uses it)
 from .embed import Embedder
-from .kblock import kb_write_lock
+from .kblock import is_held, kb_write_lock
 from .vectorstore import ChromaStore
 
 KB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,62}$")
 INCOMPLETE = "incomplete"   # meta.json "state" while a change is under way (or was cut short)
 COMPLETE = "complete"
+#: KnowledgeBase.state of one whose last change was cut short (no process is changing it now).
+INTERRUPTED = "interrupted"
+#: KnowledgeBase.state while a process holds its write lock and changes it.
+CHANGING = "changing"
 
 
 @dataclass
@@ -83,6 +87,14 @@ class KnowledgeBase:
     def incomplete(self) -> bool:
         """True while a change is under way, or after one was cut short (a re-ingest completes it)."""
         return self.meta().get("state") == INCOMPLETE
+
+    @property
+    def state(self) -> str:
+        """COMPLETE, CHANGING (an ingest or drop is under way) or INTERRUPTED (one was cut short:
+        ingest its files again to complete it): what every listing of knowledge bases shows."""
+        if not self.incomplete:
+            return COMPLETE
+        return CHANGING if self._changing or is_held(self.dir) else INTERRUPTED
 
     def _require_complete(self) -> None:
         if self.incomplete:

@@ -55,3 +55,21 @@ def kb_write_lock(kb_dir: Path, name: str, wait_s: float = WAIT_S) -> Iterator[N
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def is_held(kb_dir: Path) -> bool:
+    """True while a process holds the knowledge base's write lock (a change is under way).
+    Never waits, and creates nothing: a knowledge base without a lock file is not being changed."""
+    try:
+        fd = os.open(kb_dir / LOCK_FILE, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)

@@ -5,6 +5,8 @@ import argparse
 
 from rich.table import Table
 
+from flowkit.runtime.kb import CHANGING, COMPLETE, INTERRUPTED
+
 from . import common
 
 
@@ -34,16 +36,30 @@ def cmd_setup(args: argparse.Namespace) -> int:
     return 0
 
 
+#: What `flowkit kb` shows in its state column, by KnowledgeBase.state.
+STATE_TEXT = {COMPLETE: "complete", CHANGING: "being changed",
+              INTERRUPTED: "INTERRUPTED: ingest again"}
+
+
 def cmd_kb(args: argparse.Namespace) -> int:
     ws = common.open_workspace(args)
     table = Table(title="knowledge bases")
-    for col in ("name", "chunks", "chunker", "embedder"):
+    for col in ("name", "state", "chunks", "chunker", "embedder"):
         table.add_column(col)
+    interrupted = []
     for name in ws.resources.kb_names():
         kb = ws.resources.kb(name)
         meta = kb.meta()
-        table.add_row(name, str(kb.count()), str(meta.get("chunker", "")), str(meta.get("embedder", "")))
+        state = kb.state
+        if state == INTERRUPTED:
+            interrupted.append(name)
+        table.add_row(name, STATE_TEXT.get(state, state), str(kb.count()),
+                      str(meta.get("chunker", "")), str(meta.get("embedder", "")))
     common.out.print(table)
+    for name in interrupted:
+        common.err.print(f"knowledge base '{name}': its last ingest was interrupted; ingest its "
+                         f"files again (flowkit ingest --kb {name} FILE...) to complete it",
+                         highlight=False, markup=False)
     return 0
 
 
