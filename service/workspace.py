@@ -11,15 +11,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flowkit import templates
 from flowkit.compile import CompiledFlow, compile_flow
 from flowkit.engine import CANCELLED, run_flow
 from flowkit.errors import FlowkitError, NotFoundError
 from flowkit.memory import OPERATOR_KEYS
 from flowkit.runtime.resources import Resources, Settings
-from flowkit.spec import FlowSpec, load
+from flowkit.spec import FlowSpec
 from flowkit.trace import MultiSink, RunEnd, RunStart, TraceSink
 from storage.repo import Store
+
+from . import flowref
 
 
 class Workspace:
@@ -35,16 +36,10 @@ class Workspace:
         return self.resources.data_dir
 
     def resolve_flow(self, ref: str) -> tuple[FlowSpec, int | None]:
-        """FLOW as a file path, a saved flow's name, or a template's name (in that order)."""
-        p = Path(ref)
-        if p.suffix == ".json" or p.is_file():
-            return load(p), None
-        if self.store.flow_exists(ref):
-            return self.store.get_flow(ref)
-        if ref in templates.names():
-            return templates.load_template(ref), None
-        raise NotFoundError(f"'{ref}' is not a flow file, a saved flow or a template "
-                            f"(templates: {', '.join(templates.names())})")
+        """FLOW as a file path, a saved flow's name, or a template's name (in that order; a
+        file that is also a saved flow's name is an error naming both, see service.flowref:
+        'file:PATH', 'saved:NAME' or 'template:NAME' picks one)."""
+        return flowref.resolve(ref, self.store)
 
     def run(self, flow: FlowSpec | CompiledFlow, question: str, kb: str, *,
             flow_version: int | None = None, extra_sink: TraceSink | None = None,

@@ -107,7 +107,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the run and trace subcommands."""
     s = sub.add_parser("run", help="run a flow on one question")
-    s.add_argument("flow", help="a flow file, a saved flow name or a template name")
+    s.add_argument("flow", help="a flow file, a saved flow name or a template name (prefix "
+                   "file:, saved: or template: to pick one when a name is also a file)")
     s.add_argument("--kb", required=True)
     s.add_argument("--question", "-q", required=True)
     s.add_argument("--json", action="store_true")
