@@ -125,3 +125,12 @@ class StaleSaveError(FlowkitError):
 
 class NotFoundError(FlowkitError):
     """A flow, run, knowledge base or dataset that does not exist."""
+
+
+class GenerationStopped(FlowkitError):
+    """A generation ended before its end because its caller asked (the client went away, or the
+    request's deadline passed); `reason` says which, `tokens` how many had been generated."""
+
+    def __init__(self, reason: str, tokens: int) -> None:
+        super().__init__(f"generation stopped after {tokens} tokens: {reason}")
+        self.reason, self.tokens = reason, tokens

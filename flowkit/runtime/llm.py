@@ -139,6 +139,13 @@ def _extra_bufts(use: bool) -> Iterator[None]:
             lib.llama_model_default_params = original
 
 
+class StopCheck(Protocol):
+    """Asked between generated tokens: a reason to stop now (the client went away, the deadline
+    passed), or None to go on."""
+
+    def __call__(self) -> str | None: ...
+
+
 class LlamaCppLLM:
     """llama.cpp in-process through llama-cpp-python. Loads lazily, on the first call."""
 
@@ -228,8 +235,13 @@ class LlamaCppLLM:
 
     def complete(self, prompt: str, *, max_tokens: int = 256, stop: list[str] | None = None,
                  temperature: float | None = None, logprobs: bool = False,
-                 system: str | None = None, timeout_s: float | None = None) -> Completion:
-        # timeout_s: in-process generation cannot be interrupted; the worker backend enforces it
+                 system: str | None = None, timeout_s: float | None = None,
+                 should_stop: StopCheck | None = None) -> Completion:
+        """One completion. `should_stop`, when given, is asked after every generated token; a
+        reason from it ends the generation and raises `GenerationStopped` (the worker stops a
+        generation whose client went away or whose deadline passed). It reads nothing the model
+        computes, so a generation it lets finish is the same as without it."""
+        # timeout_s: in-process generation cannot be interrupted; the worker passes should_stop
         with self._lock:
             llama = self._load()
             text, template_stops = self.render(prompt, system)
@@ -241,21 +253,35 @@ class LlamaCppLLM:
                         f"(settings: n_ctx). Shorten the question or retrieve fewer documents.")
                 max_tokens = self.settings.n_ctx - n_prompt
             temp = self.settings.temperature if temperature is None else temperature
+            stopped: list[tuple[str, int]] = []
+
+            def criterion(input_ids: Any, _logits: Any = None) -> bool:
+                if not stopped and should_stop is not None:
+                    why = should_stop()
+                    if why:
+                        stopped.append((why, max(0, len(input_ids) - n_prompt)))
+                return bool(stopped)
+
             t0 = time.perf_counter()
             if logprobs:
                 out_text, lp, n_gen, reason = _generate_with_logprobs(
-                    llama, text, max_tokens, temp, (stop or []) + template_stops, self.settings.seed)
+                    llama, text, max_tokens, temp, (stop or []) + template_stops, self.settings.seed,
+                    criterion if should_stop is not None else None)
             else:
                 # no KV-cache reuse between calls: a cached prefix is evaluated in other batch
                 # shapes, which moves logits enough to change greedy picks; runs must replay alike
                 llama.reset()
                 res = llama.create_completion(text, max_tokens=max_tokens, temperature=temp,
                                               stop=(stop or []) + template_stops,
-                                              seed=self.settings.seed)
+                                              seed=self.settings.seed,
+                                              stopping_criteria=criterion if should_stop else None)
                 choice = res["choices"][0]
                 out_text, lp = choice["text"], None
                 n_gen = res["usage"]["completion_tokens"]
                 reason = choice.get("finish_reason") or "stop"
+            if stopped:
+                from ..errors import GenerationStopped
+                raise GenerationStopped(*stopped[0])
             ms = (time.perf_counter() - t0) * 1000
         return Completion(prompt=text, text=out_text.strip(), prompt_tokens=n_prompt,
                           completion_tokens=n_gen, ms=ms, finish_reason=reason, logprobs=lp)
@@ -350,11 +376,13 @@ def _prompt_logprobs(llama: Any, text: str) -> list[tuple[str, float]]:
 
 
 def _generate_with_logprobs(llama: Any, text: str, max_tokens: int, temperature: float,
-                            stops: list[str], seed: int = 0) -> tuple[str, list[tuple[str, float]], int, str]:
+                            stops: list[str], seed: int = 0,
+                            stop_check: Any = None) -> tuple[str, list[tuple[str, float]], int, str]:
     """Token-by-token generation that records each chosen token's log-probability.
 
     Reads the last row of logits after every evaluation, so it works without `logits_all`
-    (which would hold n_ctx x vocab floats).
+    (which would hold n_ctx x vocab floats). `stop_check(tokens)`, when given, is asked after
+    every chosen token and ends the loop when it says so.
     """
     import numpy as np
 
@@ -382,6 +410,9 @@ def _generate_with_logprobs(llama: Any, text: str, max_tokens: int, temperature:
             break
         piece = llama.detokenize([tok]).decode("utf-8", "ignore")
         out.append(tok)
+        if stop_check is not None and stop_check(list(tokens) + out):
+            reason = "stop"
+            break
         pieces.append(piece)
         lps.append((piece, float(logits[tok] - logz)))
         joined = "".join(pieces)

@@ -110,6 +110,8 @@ class WorkerLLM:
                  temperature: float | None = None, logprobs: bool = False,
                  system: str | None = None, timeout_s: float | None = None) -> Completion:
         timeout = timeout_s if timeout_s is not None else self.settings.request_timeout_s
+        # the worker refuses more than the context holds; the model in process clamps (same text)
+        max_tokens = min(max_tokens, self.settings.n_ctx)
         return self._call(lambda c: c.complete(prompt, max_tokens=max_tokens, stop=stop,
                                                temperature=temperature, logprobs=logprobs,
                                                system=system, timeout_s=timeout), timeout)

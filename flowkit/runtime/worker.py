@@ -12,123 +12,282 @@ JSON on stdin and a bearer token in FLOWKIT_WORKER_TOKEN. It decides whether AMX
 - `POST /v1/completions` with `echo: true` and `logprobs`: the prompt's token log-probabilities
   (what selective context scores passages with), in the completions API's shape.
 - `POST /tokenize` (`{"content": text}` -> `{"tokens": [...]}`, as llama.cpp's server),
-  `GET /v1/models`, `GET /health`.
+  `GET /v1/models`, `GET /health` (with counts of generations served and stopped).
 
 It exits when its parent process is gone. Requests are served one at a time by the model's lock.
+
+Limits (what a client with the token can still not do):
+
+- every refused request gets a JSON body `{"error": {"message", "type", "code"}}` with a 4xx
+  status and the connection is closed: a wrong token 401, an unknown path 404, a wrong method 405,
+  no Content-Length 411, a body over the cap 413 (answered before the body is read; the cap is
+  `worker_requests.body_limit`: 64 bytes per token of context, at least 1 MiB), and bad JSON,
+  wrong types or values 400. `worker_requests` holds the rules: `max_tokens` is an integer in
+  1..n_ctx, and one larger than what the prompt leaves is clamped to `n_ctx - prompt` (as
+  `LlamaCppLLM.complete` clamps); sampling numbers are finite and in range (temperature 0..2).
+- a generation is stopped, and the model's lock released, when its client disconnects (checked
+  after every token) or when `request_timeout_s` of the settings has passed since the request
+  arrived (answered 504, type `timeout_error`); `/health` counts both.
+- a connection that sends nothing for `FLOWKIT_WORKER_IDLE_TIMEOUT_S` seconds (default 30) is
+  closed, and at most `FLOWKIT_WORKER_MAX_CONNECTIONS` (default 16) are served at once: one more is
+  answered 503 and closed at once, without a thread of its own.
 """
 from __future__ import annotations
 
 import hmac
 import json
 import os
+import select
 import signal
+import socket
 import sys
 import threading
 import time
 import uuid
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
-from ..errors import ContextOverflowError, FlowkitError
-from .llm import LlamaCppLLM, LLMSettings
+from ..errors import ContextOverflowError, FlowkitError, GenerationStopped
+from .llm import LlamaCppLLM, LLMSettings, StopCheck
+from .worker_requests import (
+    BadRequest,
+    ChatRequest,
+    body_limit,
+    chat_request,
+    content_length,
+    parse_body,
+    score_request,
+    tokenize_request,
+)
 
 PARENT_POLL_S = 1.0
+IDLE_TIMEOUT_S = 30.0
+MAX_CONNECTIONS = 16
+GET_ROUTES = ("/health", "/v1/models")
+POST_ROUTES = ("/v1/chat/completions", "/v1/completions", "/tokenize")
+CLIENT_GONE = "the client went away"
+
+
+def _env_number(name: str, default: float) -> float:
+    """A positive number from the environment, or `default` when unset."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    value = float(raw)
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"{name} must be a positive number, not {raw!r}")
+    return value
+
+
+def _error_json(code: int, message: str, kind: str) -> bytes:
+    return json.dumps({"error": {"code": code, "message": message, "type": kind}}).encode()
+
+
+def client_gone(sock: socket.socket) -> bool:
+    """Whether the peer of `sock` has closed or reset the connection (never blocks): readable with
+    nothing to read is an end of file; readable with data is a next request, still there."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        if not readable:
+            return False
+        return sock.recv(1, socket.MSG_PEEK) == b""    # readable: this does not wait
+    except BlockingIOError:
+        return False
+    except (OSError, ValueError):     # reset, or already closed
+        return True
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, llm: LlamaCppLLM, token: str) -> None:
+    def __init__(self, llm: LlamaCppLLM, token: str, *, idle_timeout_s: float = IDLE_TIMEOUT_S,
+                 max_connections: int = MAX_CONNECTIONS) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.llm = llm
         self.token = token
+        self.idle_timeout_s = idle_timeout_s
+        self.max_connections = max_connections
+        self.max_body = body_limit(llm.n_ctx)
+        self.request_timeout_s = llm.settings.request_timeout_s
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self._stats_lock = threading.Lock()
+        self.stats: dict[str, int] = {"served": 0, "stopped_client_gone": 0, "stopped_deadline": 0,
+                                      "last_stopped_tokens": 0, "refused_connections": 0}
+
+    def count(self, **changes: int) -> None:
+        """Add to (or, for `last_stopped_tokens`, set) the counts /health reports."""
+        with self._stats_lock:
+            for key, value in changes.items():
+                self.stats[key] = value if key.startswith("last_") else self.stats[key] + value
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Serve the connection on a thread of its own while fewer than `max_connections` are
+        open; past that, answer 503 here and close it."""
+        if not self._slots.acquire(blocking=False):
+            self.count(refused_connections=1)
+            self._refuse(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except RuntimeError:          # no thread could be started
+            self._slots.release()
+            self._refuse(request)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def _refuse(self, request: socket.socket) -> None:
+        body = _error_json(503, f"the worker serves at most {self.max_connections} connections at "
+                           "once; retry later", "server_busy")
+        head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\nRetry-After: 1\r\n\r\n")
+        try:
+            request.settimeout(1.0)
+            request.sendall(head.encode() + body)
+            request.setblocking(False)
+            request.recv(65536)        # what already came: closing on unread data would reset
+        except OSError:               # the connection, and the client might lose the answer
+            pass
+        self.shutdown_request(request)
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
 
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.idle_timeout_s)   # idle or slow: closed
+
     def log_message(self, format: str, *args: Any) -> None:
         pass   # requests are traced by the caller; keep the worker's stderr for real problems
 
-    def _send(self, code: int, body: dict[str, Any]) -> None:
-        raw = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
+    def _send(self, code: int, body: dict[str, Any] | bytes) -> None:
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        try:
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            if code >= 400:
+                self.close_connection = True
+                self.send_header("Connection", "close")
+                if code == HTTPStatus.METHOD_NOT_ALLOWED:
+                    self.send_header("Allow", "GET, POST")
+            self.end_headers()
+            self.wfile.write(raw)
+        except OSError:               # the client went away: nothing to answer
+            self.close_connection = True
 
     def _error(self, code: int, message: str, kind: str = "invalid_request_error") -> None:
-        self._send(code, {"error": {"code": code, "message": message, "type": kind}})
+        self._send(code, _error_json(code, message, kind))
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's own refusals (a bad request line or header, an unknown method), as JSON;
+        a method this worker does not serve is 405."""
+        if code == HTTPStatus.NOT_IMPLEMENTED:
+            code, message = HTTPStatus.METHOD_NOT_ALLOWED, f"method {self.command!r} is not allowed"
+        if self.request_version == "HTTP/0.9":        # an unreadable request line: answer 1.1
+            self.request_version = "HTTP/1.1"
+        self._error(code, message or HTTPStatus(code).phrase,
+                    "invalid_request_error" if code < 500 else "server_error")
 
     def _authorised(self) -> bool:
         given = self.headers.get("Authorization", "")
-        if self.server.token and not hmac.compare_digest(given, f"Bearer {self.server.token}"):
+        if self.server.token and not hmac.compare_digest(given.encode(),
+                                                         f"Bearer {self.server.token}".encode()):
             self._error(401, "missing or wrong bearer token", "authentication_error")
             return False
         return True
 
-    def _body(self) -> dict[str, Any] | None:
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-            data = json.loads(self.rfile.read(length) or b"{}")
-        except (ValueError, json.JSONDecodeError) as err:
-            self._error(400, f"the request body is not JSON: {err}")
-            return None
-        if not isinstance(data, dict):
-            self._error(400, "the request body must be a JSON object")
-            return None
-        return data
+    def _route(self, method: str) -> str | None:
+        """The request's path when `method` serves it; else answers 404 or 405 and returns None."""
+        path = urlsplit(self.path).path
+        mine, other = (GET_ROUTES, POST_ROUTES) if method == "GET" else (POST_ROUTES, GET_ROUTES)
+        if path in mine:
+            return path
+        if path in other:
+            self._error(405, f"{path} does not take {method}")
+        else:
+            self._error(404, f"no route {path[:200]}", "not_found_error")
+        return None
 
     def do_GET(self) -> None:
         if not self._authorised():
             return
+        path = self._route("GET")
         llm = self.server.llm
-        if self.path == "/health":
-            self._send(200, {"status": "ok", "pid": os.getpid(), "model": llm.model_id})
-        elif self.path == "/v1/models":
+        if path == "/health":
+            with self.server._stats_lock:
+                stats = dict(self.server.stats)
+            self._send(200, {"status": "ok", "pid": os.getpid(), "model": llm.model_id,
+                             "generations": stats})
+        elif path == "/v1/models":
             self._send(200, {"object": "list", "data": [{"id": llm.model_id, "object": "model",
                                                          "owned_by": "flowkit"}]})
-        else:
-            self._error(404, f"no route {self.path}")
+
+    def _read_body(self) -> dict[str, Any]:
+        length = content_length(self.headers, self.server.max_body)
+        raw = self.rfile.read(length)
+        if len(raw) < length:
+            raise BadRequest(f"the body ended after {len(raw)} of {length} bytes")
+        return parse_body(raw)
 
     def do_POST(self) -> None:
         if not self._authorised():
             return
-        body = self._body()
-        if body is None:
+        path = self._route("POST")
+        if path is None:
             return
+        llm = self.server.llm
         try:
-            if self.path == "/v1/chat/completions":
-                self._send(200, _chat(self.server.llm, body))
-            elif self.path == "/v1/completions":
-                self._send(200, _score(self.server.llm, body))
-            elif self.path == "/tokenize":
-                self._send(200, {"tokens": self.server.llm.tokenize(str(body.get("content", "")))})
+            body = self._read_body()
+            deadline = time.monotonic() + self.server.request_timeout_s
+            if path == "/v1/chat/completions":
+                req = chat_request(body, llm.n_ctx)
+                self._send(200, _chat(llm, req, lambda: self._should_stop(deadline)))
+                self.server.count(served=1)
+            elif path == "/v1/completions":
+                self._send(200, _score(llm, score_request(body)))
             else:
-                self._error(404, f"no route {self.path}")
+                self._send(200, {"tokens": llm.tokenize(tokenize_request(body))})
+        except TimeoutError:
+            self._error(408, f"the body did not arrive within {self.server.idle_timeout_s:g} s",
+                        "timeout_error")
+        except BadRequest as err:
+            self._error(err.status, str(err), err.kind)
         except ContextOverflowError as err:
             self._error(400, str(err), "exceed_context_size_error")
+        except GenerationStopped as err:
+            if err.reason == CLIENT_GONE:
+                self.server.count(stopped_client_gone=1, last_stopped_tokens=err.tokens)
+                self.close_connection = True
+            else:
+                self.server.count(stopped_deadline=1, last_stopped_tokens=err.tokens)
+                self._error(504, str(err), "timeout_error")
         except (FlowkitError, ValueError, TypeError, KeyError) as err:
             self._error(400, f"{type(err).__name__}: {err}")
+        except Exception as err:  # noqa: BLE001 - a server answers every request it read
+            self._error(500, f"the worker failed: {type(err).__name__}: {err}", "server_error")
+
+    def _should_stop(self, deadline: float) -> str | None:
+        """Why the generation in flight should end now, or None."""
+        if time.monotonic() > deadline:
+            return f"the request's deadline ({self.server.request_timeout_s:g} s) passed"
+        if client_gone(self.connection):
+            return CLIENT_GONE
+        return None
 
 
-def _chat(llm: LlamaCppLLM, body: dict[str, Any]) -> dict[str, Any]:
+def _chat(llm: LlamaCppLLM, req: ChatRequest, should_stop: StopCheck) -> dict[str, Any]:
     """One chat completion in the OpenAI shape, plus `flowkit.prompt`."""
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise ValueError("messages must be a non-empty list")
-    system = [m.get("content", "") for m in messages if m.get("role") == "system"]
-    user = [m.get("content", "") for m in messages if m.get("role") == "user"]
-    if len(user) != 1 or len(system) > 1 or len(messages) != len(user) + len(system):
-        raise ValueError("the flowkit worker takes one user message and at most one system message")
-    stop = body.get("stop") or []
-    stop = [stop] if isinstance(stop, str) else list(stop)
-    temperature = body.get("temperature")
-    out = llm.complete(str(user[0]), max_tokens=int(body.get("max_tokens") or 256), stop=stop,
-                       temperature=None if temperature is None else float(temperature),
-                       logprobs=bool(body.get("logprobs")), system=system[0] if system else None)
+    out = llm.complete(req.user, max_tokens=req.max_tokens, stop=req.stop,
+                       temperature=req.temperature, logprobs=req.logprobs, system=req.system,
+                       should_stop=should_stop)
     lp = ({"content": [{"token": t, "logprob": v} for t, v in out.logprobs]}
           if out.logprobs is not None else None)
     return {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
@@ -140,16 +299,10 @@ def _chat(llm: LlamaCppLLM, body: dict[str, Any]) -> dict[str, Any]:
             "flowkit": {"prompt": out.prompt, "ms": round(out.ms, 2)}}
 
 
-def _score(llm: LlamaCppLLM, body: dict[str, Any]) -> dict[str, Any]:
+def _score(llm: LlamaCppLLM, prompt: str) -> dict[str, Any]:
     """`/v1/completions` with `echo: true` and `logprobs`: the prompt's tokens and their
     log-probabilities, as OpenAI's completions API reports them (this worker generates nothing
     here; chat completions are for generation)."""
-    if not body.get("echo") or body.get("logprobs") is None:
-        raise ValueError("the flowkit worker's /v1/completions only scores a prompt: send echo: true "
-                         "and logprobs (use /v1/chat/completions to generate)")
-    prompt = body.get("prompt")
-    if not isinstance(prompt, str):
-        raise ValueError("prompt must be one string")
     scored = llm.token_logprobs(prompt)
     return {"id": f"cmpl-{uuid.uuid4().hex[:12]}", "object": "text_completion",
             "created": int(time.time()), "model": llm.model_id,
@@ -174,13 +327,20 @@ def main() -> int:
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     settings = LLMSettings(**json.loads(sys.stdin.readline()))
     try:
+        idle_s = _env_number("FLOWKIT_WORKER_IDLE_TIMEOUT_S", IDLE_TIMEOUT_S)
+        max_conn = int(_env_number("FLOWKIT_WORKER_MAX_CONNECTIONS", MAX_CONNECTIONS))
+    except ValueError as err:
+        print(json.dumps({"ready": False, "error": str(err)}), flush=True)  # noqa: T201 - protocol
+        return 1
+    try:
         llm = LlamaCppLLM(settings)
         llm.tokenize("warm up")        # loads the model (and decides about AMX) before "ready"
     except FlowkitError as err:        # a bad model file: say why in one line, not a traceback
         print(json.dumps({"ready": False, "error": str(err)}), flush=True)  # noqa: T201 - protocol
         return 1
     import llama_cpp
-    server = _Server(llm, os.environ.get("FLOWKIT_WORKER_TOKEN", ""))
+    server = _Server(llm, os.environ.get("FLOWKIT_WORKER_TOKEN", ""), idle_timeout_s=idle_s,
+                     max_connections=max_conn)
     decision = llm.extra_bufts
     print(json.dumps({"ready": True, "port": server.server_address[1], "pid": os.getpid(),  # noqa: T201
                       "model": llm.model_id,
