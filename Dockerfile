@@ -24,5 +24,5 @@ COPY pages ./pages
 VOLUME /data
 EXPOSE 8501
 COPY docker-entrypoint.sh ./
-# binds 0.0.0.0, so it refuses to start unless FLOWKIT_STUDIO_TOKEN is set (studio/gate.py asks for it)
+# binds 0.0.0.0, so it refuses to start unless FLOWKIT_STUDIO_TOKEN is set (studio/guard.py checks it)
 CMD ["sh", "./docker-entrypoint.sh"]

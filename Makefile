@@ -45,9 +45,11 @@ browser:
 servers:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null)
 
+# studio/serve.py serves app.py behind studio/guard.py (with FLOWKIT_STUDIO_TOKEN set, nothing but
+# the login form answers without the token)
 run: install
 	$(BIN)/flowkit setup
-	$(BIN)/streamlit run app.py --server.address localhost --server.port 8501 --server.headless true --browser.gatherUsageStats false
+	$(BIN)/streamlit run studio/serve.py --server.address localhost --server.port 8501 --server.headless true --browser.gatherUsageStats false
 
 # Static checks: ruff (pyflakes, isort, bugbear, pyupgrade, the annotation rules) and mypy, as
 # configured in pyproject.toml. `make test` runs them before the suite.

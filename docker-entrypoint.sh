@@ -7,4 +7,5 @@ if [ -z "${FLOWKIT_STUDIO_TOKEN:-}" ]; then
   exit 64
 fi
 flowkit setup
-exec streamlit run app.py --server.address 0.0.0.0 --server.port 8501 --server.headless true
+# studio/serve.py: app.py behind the server-side guard (login form, cookie, throttled guesses)
+exec streamlit run studio/serve.py --server.address 0.0.0.0 --server.port 8501 --server.headless true

@@ -1,5 +1,10 @@
-"""The studio's access gate: when FLOWKIT_STUDIO_TOKEN is set, each browser session must type that
-token once before any page renders.
+"""The studio's page gate: when FLOWKIT_STUDIO_TOKEN is set, each browser session must give that
+token before any page renders.
+
+This is the second layer. Started through `streamlit run studio/serve.py` (make run, Docker), the
+server itself refuses every request and websocket without the access cookie (studio/guard.py), and
+a session that arrives with the cookie has passed this gate too. Started by plain `streamlit run
+app.py`, only this gate stands, and it says so.
 
 The studio listens on localhost by default (.streamlit/config.toml). Serving it on another address
 (the Docker image binds 0.0.0.0) requires the token, or a reverse proxy that does authentication.
@@ -10,6 +15,8 @@ import hmac
 import os
 
 import streamlit as st
+
+from studio import access
 
 TOKEN_ENV = "FLOWKIT_STUDIO_TOKEN"
 PASSED_KEY = "gate_passed"
@@ -33,7 +40,15 @@ def require_token() -> None:
     expected = expected_token()
     if expected is None or st.session_state.get(PASSED_KEY):
         return
+    if access.cookie_valid(st.context.cookies.get(access.COOKIE_NAME), expected):
+        st.session_state[PASSED_KEY] = True     # the server's login form already checked it
+        return
+    from studio import guard
+
     st.title("flowkit studio")
+    if not guard.installed():
+        st.caption("Only the pages are guarded: start the studio with `streamlit run studio/serve.py` "
+                   "(`make run`) to guard the server too.")
     given = st.text_input("Access token", type="password", key=INPUT_KEY,
                           help=f"The value of {TOKEN_ENV} on the server")
     if given:

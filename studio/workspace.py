@@ -29,7 +29,13 @@ def use_workspace(ws: Workspace | None) -> None:
             _override.append(ws)
 
 
-@st.cache_resource(show_spinner="Opening the workspace...")
+def _release(ws: Workspace) -> None:
+    """Streamlit dropped a cached Workspace (a cache clear, reset_workspace, a code reload that
+    changed the function): stop the model worker it started, so none is left running."""
+    ws.close()
+
+
+@st.cache_resource(show_spinner="Opening the workspace...", on_release=_release)
 def _cached_workspace(data_dir: str) -> Workspace:
     return Workspace(data_dir)
 
@@ -53,6 +59,7 @@ def get_workspace() -> Workspace:
 def reset_workspace() -> None:
     """Forget the cached Workspace (after a settings change); the next call builds a new one.
 
-    Work already running keeps the Workspace it started with until it ends.
+    The dropped Workspace stops its model worker (at once, or when the call in flight returns);
+    work still running on it fails at its next model call instead of starting another worker.
     """
     _cached_workspace.clear()

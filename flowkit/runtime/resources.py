@@ -87,6 +87,8 @@ class Resources:
         self._store: ChromaStore | None = None
         self._kbs: dict[str, KnowledgeBase] = {}
         self._lock = threading.Lock()
+        self._closed = False
+        self._llm_owned = False    # the model was made here (not given with set_llm)
 
     @property
     def database_url(self) -> str:
@@ -97,12 +99,29 @@ class Resources:
         """The model: by default llama.cpp in a supervised worker process (see runtime/supervisor)."""
         with self._lock:
             if self._llm is None:
+                if self._closed:
+                    raise ResourceError("these resources were closed (the studio dropped its "
+                                        "workspace); no new model is started for them")
                 self._llm = make_llm(self.settings.llm, log_dir=self.data_dir / "logs")
+                self._llm_owned = True
             return self._llm
+
+    def close(self) -> None:
+        """Stop the model worker these resources started (never waits: a call in flight ends
+        first) and start no other. Safe to call twice; a model given with set_llm is left alone."""
+        with self._lock:
+            self._closed = True
+            llm, owned = self._llm, self._llm_owned
+            if owned:
+                self._llm = None
+        if owned and llm is not None:
+            release = getattr(llm, "release", None) or getattr(llm, "close", None)
+            if callable(release):
+                release()
 
     def set_llm(self, llm: Any) -> None:
         """Use a given LLM (a FakeLLM in tests, a shared loaded model)."""
-        self._llm = llm
+        self._llm, self._llm_owned = llm, False
 
     @property
     def embedder(self) -> Embedder:

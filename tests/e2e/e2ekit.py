@@ -39,12 +39,14 @@ class StudioServer:
     """`streamlit run app.py` with FLOWKIT_HOME=data_dir; stopped (by its pid) on exit.
 
     `root` is the checkout whose app.py is served (this one by default; bench/ui.py serves
-    another one beside it to compare two versions side by side)."""
+    another one beside it to compare two versions side by side); `script` is what is run (app.py,
+    or studio/serve.py for the server behind studio/guard.py)."""
 
     def __init__(self, data_dir: str | Path, port: int | None = None, log: Path | None = None,
                  env: dict[str, str] | None = None, timeout_s: float = 60.0,
-                 root: Path = ROOT) -> None:
+                 root: Path = ROOT, script: str = "app.py") -> None:
         self.root = Path(root)
+        self.script = script      # "studio/serve.py": the guarded server (make run, Docker)
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.log = log or (self.data_dir / "streamlit.log")
@@ -65,7 +67,7 @@ class StudioServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         out = open(self.log, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(self.root / "app.py"),
+            [sys.executable, "-m", "streamlit", "run", str(self.root / self.script),
              "--server.headless", "true", "--server.port", str(self.port),
              "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
              "--server.fileWatcherType", "none"],

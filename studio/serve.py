@@ -1,0 +1,26 @@
+"""The studio's server: `streamlit run studio/serve.py [options]` serves app.py behind the guard.
+
+What `make run` and the Docker image start. Streamlit finds the `st.App` below and serves app.py
+through it; with FLOWKIT_STUDIO_TOKEN set, studio/guard.py's login form and cookie check stand in
+front of every route and the websocket (nothing else answers without the token). Without a token
+it serves app.py exactly as `streamlit run app.py` does.
+
+    streamlit run studio/serve.py --server.address 0.0.0.0 --server.port 8501
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from studio.gate import expected_token
+from studio.guard import Guard
+
+APP_SCRIPT = Path(__file__).resolve().parents[1] / "app.py"
+
+_token = expected_token()
+_guard = Guard(_token) if _token is not None else None
+
+app = st.App(APP_SCRIPT,
+             routes=_guard.routes() if _guard else None,
+             middleware=[_guard.middleware()] if _guard else None)
