@@ -76,6 +76,7 @@ class WorkerLLM:
         #: how many workers were started after the first (crashes, kills, hangs)
         self.restarts = 0
         self._started_once = False
+        self._released = False
 
     # ---- the LLM protocol ----------------------------------------------------------------
     @property
@@ -129,8 +130,35 @@ class WorkerLLM:
                 _stop(self._proc)
             self._proc, self._client = None, None
 
+    def release(self) -> None:
+        """Stop the worker for good, without waiting: now if no call is in flight, else as soon as
+        that call returns. Later calls raise ModelProcessError. What the studio calls when it drops
+        the workspace that owned this model (a cache clear, a settings change, a code reload)."""
+        self._released = True
+        self._stop_if_idle()
+
+    @property
+    def released(self) -> bool:
+        return self._released
+
+    def _stop_if_idle(self) -> None:
+        if self._lock.acquire(blocking=False):      # busy: that call stops it when it returns
+            try:
+                if self._proc is not None:
+                    _stop(self._proc)
+                self._proc, self._client = None, None
+            finally:
+                self._lock.release()
+
     # ---- supervision ---------------------------------------------------------------------
     def _call(self, fn: Callable[[OpenAICompatibleLLM], _T], timeout: float) -> _T:
+        try:
+            return self._call_locked(fn, timeout)
+        finally:
+            if self._released:
+                self._stop_if_idle()
+
+    def _call_locked(self, fn: Callable[[OpenAICompatibleLLM], _T], timeout: float) -> _T:
         with self._lock:
             client = self._ensure()
             try:
@@ -172,6 +200,9 @@ class WorkerLLM:
 
     def _ensure(self) -> OpenAICompatibleLLM:
         """The client of a live worker, starting one if there is none (caller holds the lock)."""
+        if self._released:
+            raise ModelProcessError("the model was released (the studio's workspace was dropped: a "
+                                    "cache clear, a settings change or a code reload); run again")
         if self._client is not None and self._proc is not None and self._proc.poll() is None:
             return self._client
         if self._proc is not None:
