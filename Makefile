@@ -57,8 +57,15 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# The second run simulates a CPU that advertises AMX but faults on it (flowkit/testing/amx_sim):
+# any process that loads a GGUF with llama.cpp's extra buffer types on dies with SIGSEGV, so a
+# model load that skips the AMX decision fails here on any CPU. Its own probe cache directory.
+AMX_SIM := $(CURDIR)/flowkit/testing/amx_sim
 test: install browser servers lint
 	$(BIN)/python -m pytest -q
+	rm -rf $(CURDIR)/.flowkit/amx-sim-cache
+	FLOWKIT_SIMULATE_AMX_FAULT=1 FLOWKIT_CACHE_DIR=$(CURDIR)/.flowkit/amx-sim-cache \
+	  PYTHONPATH=$(AMX_SIM) $(BIN)/python -m pytest -q -m loads_model
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not real and not e2e"

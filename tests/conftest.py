@@ -12,6 +12,31 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
+AMX_SIM = ROOT / "flowkit" / "testing" / "amx_sim"
+
+
+def _simulate_amx_fault() -> None:
+    """FLOWKIT_SIMULATE_AMX_FAULT=1 (`make test`'s second run): the hook that kills any process
+    loading a GGUF with extra buffer types on is installed here and, through PYTHONPATH, in every
+    child process (flowkit.runtime.amx then sees an AMX CPU)."""
+    import importlib.util
+    import sys
+    import tempfile
+
+    # the probe's answer for the simulated CPU must not mix with the real CPU's
+    os.environ.setdefault("FLOWKIT_CACHE_DIR", tempfile.mkdtemp(prefix="flowkit-amx-sim-"))
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if str(AMX_SIM) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(AMX_SIM), *paths])
+    spec = importlib.util.spec_from_file_location("flowkit_amx_sim", AMX_SIM / "sitecustomize.py")
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    sys.modules["flowkit_amx_sim"] = hook
+    spec.loader.exec_module(hook)       # installs itself (the variable is set)
+
+
+if os.environ.get("FLOWKIT_SIMULATE_AMX_FAULT") == "1":
+    _simulate_amx_fault()
 
 
 @pytest.fixture(scope="session")
@@ -77,7 +102,8 @@ def chroma_endpoint(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def llama_server_url(tmp_path_factory):
-    """llama-cpp-python's OpenAI-compatible server on SmolLM2 (as real_resources), once per run."""
+    """`flowkit serve-model` (an OpenAI-compatible server) on SmolLM2 (as real_resources), once per
+    run."""
     from flowkit.runtime.models import packaged_path
     from flowkit.testing.servers import llama_server
     with llama_server(packaged_path("smollm2-135m"), n_ctx=4096,

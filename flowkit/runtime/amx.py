@@ -8,10 +8,18 @@ process, generates one token and reports whether the child survived. The answer 
 llama.cpp build and CPU (`$FLOWKIT_CACHE_DIR`, default `~/.cache/flowkit/amx-probe.json`), so the
 probe runs once per machine and build; on a CPU without `amx_tile` it never runs.
 
-Settings (`llm.extra_bufts`): "auto" (decide as above), "on" or "off" (force). For tests, the
-environment variable FLOWKIT_AMX_PROBE=usable|unusable stands in for the child's answer on a
-machine whose CPU lacks AMX, and FLOWKIT_AMX_PROBE=selftest-crash makes the real child die with
-SIGSEGV before its call, so the crash path of the probe itself runs.
+Settings (`llm.extra_bufts`): "auto" (decide as above), "on" or "off" (force). "on" on a CPU that
+advertises AMX still asks the probe (cached), and where the probe recorded a fault the load is
+refused with a ResourceError naming the setting and the probe's result, instead of a crash.
+
+Test settings (environment variables):
+- FLOWKIT_AMX_PROBE=usable|unusable stands in for the child's answer on a machine whose CPU lacks
+  AMX; FLOWKIT_AMX_PROBE=selftest-crash makes the real child die with SIGSEGV before its call, so the
+  crash path of the probe itself runs.
+- FLOWKIT_SIMULATE_AMX_FAULT=1 simulates a CPU that advertises AMX but faults on it: `cpu_flags()`
+  (of this machine) adds `amx_tile`, and the import hook in flowkit/testing/amx_sim (put on
+  PYTHONPATH: `make test` does) kills any process that loads a GGUF with the extra buffer types on
+  with SIGSEGV, as the real fault does. Use a separate FLOWKIT_CACHE_DIR with it.
 """
 from __future__ import annotations
 
@@ -24,8 +32,17 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..errors import ResourceError
+
 EXTRA_BUFTS_CHOICES = ("auto", "on", "off")
 PROBE_TIMEOUT_S = 120.0
+#: the test setting under which this machine looks like an AMX CPU that faults (see above)
+SIMULATE_ENV = "FLOWKIT_SIMULATE_AMX_FAULT"
+
+
+def simulating_fault() -> bool:
+    """Whether FLOWKIT_SIMULATE_AMX_FAULT=1 (a test setting) is on in this process."""
+    return os.environ.get(SIMULATE_ENV, "") == "1"
 
 
 @dataclass(frozen=True)
@@ -37,16 +54,16 @@ class Decision:
 
 
 def cpu_flags(cpuinfo: str | None = None) -> set[str]:
-    """The CPU feature flags of the first processor in /proc/cpuinfo (empty where unreadable)."""
+    """The CPU feature flags of the first processor in `cpuinfo`, by default this machine's
+    /proc/cpuinfo (empty where unreadable); this machine's include `amx_tile` under
+    FLOWKIT_SIMULATE_AMX_FAULT=1."""
+    simulated = {"amx_tile"} if cpuinfo is None and simulating_fault() else set()
     if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
-        except OSError:
-            return set()
+        cpuinfo = _read_cpuinfo()
     for line in cpuinfo.splitlines():
         if line.startswith("flags") and ":" in line:
-            return set(line.split(":", 1)[1].split())
-    return set()
+            return set(line.split(":", 1)[1].split()) | simulated
+    return simulated
 
 
 def _cpu_model(cpuinfo: str) -> str:
@@ -73,7 +90,7 @@ def _build_id() -> str:
 def cache_key(cpuinfo: str | None = None) -> str:
     """One key per llama.cpp build and CPU model + flags."""
     text = cpuinfo if cpuinfo is not None else _read_cpuinfo()
-    flags = " ".join(sorted(cpu_flags(text)))
+    flags = " ".join(sorted(cpu_flags(cpuinfo)))
     raw = f"{_build_id()}\n{_cpu_model(text)}\n{flags}"
     return hashlib.sha256(raw.encode()).hexdigest()[:24]
 
@@ -123,7 +140,7 @@ def probe(model_path: str, timeout_s: float = PROBE_TIMEOUT_S) -> Decision:
         return Decision(True, "probe forced by FLOWKIT_AMX_PROBE=usable")
     if forced == "unusable":
         return Decision(False, "probe forced by FLOWKIT_AMX_PROBE=unusable")
-    cmd = [sys.executable, "-m", "flowkit.runtime.amx", model_path]
+    cmd = [sys.executable, "-m", "flowkit.runtime.gguf_load", "--probe", model_path]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
                               env={**os.environ, "PYTHONFAULTHANDLER": ""})
@@ -140,19 +157,47 @@ def probe(model_path: str, timeout_s: float = PROBE_TIMEOUT_S) -> Decision:
 
 
 def decide(setting: str, model_path: str, cpuinfo: str | None = None) -> Decision:
-    """Whether to load with extra buffer types, for `llm.extra_bufts` = auto | on | off."""
-    if setting == "on":
-        return Decision(True, "settings: extra_bufts = on")
+    """Whether to load with extra buffer types, for `llm.extra_bufts` = auto | on | off
+    (`cpuinfo`: /proc/cpuinfo text, by default this machine's).
+
+    A setting outside those three is a ValueError; "on" where the probe recorded a fault is a
+    ResourceError naming the setting and the probe's result.
+    """
     if setting == "off":
         return Decision(False, "settings: extra_bufts = off")
-    if setting != "auto":
+    if setting not in EXTRA_BUFTS_CHOICES:
         raise ValueError(f"settings: llm.extra_bufts must be one of {EXTRA_BUFTS_CHOICES}; "
                          f"got {setting!r}")
-    text = cpuinfo if cpuinfo is not None else _read_cpuinfo()
+    advertised = "amx_tile" in cpu_flags(cpuinfo)
     forced = os.environ.get("FLOWKIT_AMX_PROBE", "")
-    if "amx_tile" not in cpu_flags(text) and not forced:
+    if not advertised and not forced:
+        if setting == "on":
+            return Decision(True, "settings: extra_bufts = on")
         return Decision(True, "the CPU does not advertise AMX (no amx_tile)")
-    key = cache_key(text) + (f":{forced}" if forced else "")
+    recorded = probe_result(model_path, cpuinfo)
+    if setting == "on":
+        if not recorded.use:
+            raise ResourceError(
+                "settings: llm.extra_bufts = on, but this CPU cannot use AMX: "
+                f"{recorded.reason} (recorded in {cache_path()}). Set extra_bufts to auto or off "
+                "(the Settings page, settings.json, or `flowkit serve-model --extra-bufts`).")
+        return Decision(True, f"settings: extra_bufts = on ({recorded.reason})")
+    return recorded
+
+
+def _probe_key(cpuinfo: str | None) -> str:
+    forced = os.environ.get("FLOWKIT_AMX_PROBE", "")
+    return cache_key(cpuinfo) + (f":{forced}" if forced else "")
+
+
+def recorded() -> Decision | None:
+    """The probe's cached answer for this machine's llama.cpp build and CPU (None: not probed)."""
+    return _cached(_probe_key(None))
+
+
+def probe_result(model_path: str, cpuinfo: str | None = None) -> Decision:
+    """The probe's answer for this llama.cpp build and CPU: cached, else probed now and cached."""
+    key = _probe_key(cpuinfo)
     hit = _cached(key)
     if hit is not None:
         return hit
@@ -167,18 +212,3 @@ def signal_name(signum: int) -> str:
         return f"signal {signum} ({signal.Signals(signum).name})"
     except ValueError:
         return f"signal {signum}"
-
-
-def _probe_child(model_path: str) -> int:
-    """The probe itself (runs as `python -m flowkit.runtime.amx MODEL`)."""
-    if os.environ.get("FLOWKIT_AMX_PROBE") == "selftest-crash":
-        os.kill(os.getpid(), signal.SIGSEGV)
-    from llama_cpp import Llama
-
-    llama = Llama(model_path=model_path, n_ctx=64, n_threads=1, n_threads_batch=1, verbose=False)
-    llama.create_completion("The capital of France is", max_tokens=1, temperature=0.0)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_probe_child(sys.argv[1]))

@@ -10,19 +10,18 @@ milliseconds. One lock per loaded model: a `Llama` is never used by two threads 
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import ContextOverflowError, ResourceError
+from ..errors import ContextOverflowError
 from . import amx
 from .gguf import file_hash, inspect_gguf
+from .gguf_load import load_llama
 
 
 @dataclass
@@ -108,37 +107,6 @@ def resolve_model_path(settings: LLMSettings) -> Path:
     return path
 
 
-_LOAD_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def _extra_bufts(use: bool) -> Iterator[None]:
-    """Load a `Llama` with llama.cpp's extra buffer types on or off.
-
-    llama-cpp-python builds its model params from `llama_model_default_params()` and exposes no
-    argument for `use_extra_bufts`, so while one model loads that function hands out params with the
-    field set. Loads are serialised by a lock; nothing else calls it meanwhile.
-    """
-    if use:
-        yield
-        return
-    import llama_cpp.llama_cpp as lib
-
-    with _LOAD_LOCK:
-        original = lib.llama_model_default_params
-
-        def params_without_extra_bufts() -> Any:
-            params = original()
-            params.use_extra_bufts = False
-            return params
-
-        lib.llama_model_default_params = params_without_extra_bufts
-        try:
-            yield
-        finally:
-            lib.llama_model_default_params = original
-
-
 class StopCheck(Protocol):
     """Asked between generated tokens: a reason to stop now (the client went away, the deadline
     passed), or None to go on."""
@@ -173,24 +141,11 @@ class LlamaCppLLM:
 
     def _load(self) -> Any:
         if self._llama is None:
-            try:
-                from llama_cpp import Llama
-            except ImportError as err:  # pragma: no cover - install problem
-                raise ResourceError("llama-cpp-python is not installed; run `make install`") from err
             threads = self.settings.n_threads or default_threads()
-            try:
-                decision = amx.decide(self.settings.extra_bufts, str(self.path))
-            except ValueError as err:
-                raise ResourceError(str(err)) from err
-            try:
-                with _extra_bufts(decision.use):
-                    self._llama = Llama(model_path=str(self.path), n_ctx=self.settings.n_ctx,
-                                        n_threads=threads, n_threads_batch=threads,
-                                        n_gpu_layers=self.settings.n_gpu_layers,
-                                        seed=self.settings.seed, verbose=False)
-            except (ValueError, RuntimeError) as err:
-                raise ResourceError(f"cannot load model {self.path}: {err}") from err
-            self.extra_bufts = decision
+            loaded = load_llama(self.path, self.settings.extra_bufts, n_ctx=self.settings.n_ctx,
+                                n_threads=threads, n_threads_batch=threads,
+                                n_gpu_layers=self.settings.n_gpu_layers, seed=self.settings.seed)
+            self._llama, self.extra_bufts = loaded.llama, loaded.decision
             self._formatter = _chat_formatter(self._llama)
         return self._llama
 

@@ -1,5 +1,6 @@
 """Real server engines on loopback for tests and benchmarks: an OpenAI-compatible llama.cpp server
-(llama-cpp-python's), a Chroma server and a throwaway PostgreSQL cluster.
+(`flowkit serve-model`: llama-cpp-python's server, loaded with the AMX decision), a Chroma server and
+a throwaway PostgreSQL cluster.
 
 Each is a context manager that starts the server on a free 127.0.0.1 port, waits until it answers and
 stops it on exit. A server that cannot start raises `ServerStartError` with the reason and the last
@@ -73,19 +74,18 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 @contextlib.contextmanager
 def llama_server(model_path: str | Path, n_ctx: int = 4096, seed: int = 42,
-                 log_dir: Path | None = None) -> Iterator[str]:
-    """llama-cpp-python's OpenAI-compatible server on `model_path`; yields the /v1 base URL."""
+                 log_dir: Path | None = None, extra_args: tuple[str, ...] = ()) -> Iterator[str]:
+    """`flowkit serve-model` on `model_path`; yields the /v1 base URL."""
     port = free_port()
     log = Path(log_dir or tempfile.mkdtemp(prefix="flowkit-llama-server-")) / "llama-server.log"
     threads = str(os.cpu_count() or 1)       # as flowkit's own backends: float sums in one order
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--host",
-           "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--seed", str(seed),
-           "--n_threads", threads, "--n_threads_batch", threads]
+    cmd = [sys.executable, "-m", "service.cli", "serve-model", str(model_path), "--host",
+           "127.0.0.1", "--port", str(port), "--n-ctx", str(n_ctx), "--seed", str(seed),
+           "--n-threads", threads, *extra_args]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     try:
-        _wait_http(f"http://127.0.0.1:{port}/v1/models", proc, log, 120, "llama_cpp.server "
-                   "(pip install 'llama-cpp-python[server]')")
+        _wait_http(f"http://127.0.0.1:{port}/v1/models", proc, log, 180, "flowkit serve-model")
         yield f"http://127.0.0.1:{port}/v1"
     finally:
         _stop(proc)

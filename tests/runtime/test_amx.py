@@ -30,8 +30,9 @@ def _no_probe(model_path: str) -> amx.Decision:
 
 def test_settings_force_either_way(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(amx, "probe", _no_probe)
-    assert amx.decide("on", "m.gguf", WITH_AMX).use is True
+    assert amx.decide("on", "m.gguf", NO_AMX).use is True
     assert amx.decide("off", "m.gguf", NO_AMX).use is False
+    assert amx.decide("off", "m.gguf", WITH_AMX).use is False
     with pytest.raises(ValueError, match="extra_bufts must be one of"):
         amx.decide("maybe", "m.gguf", NO_AMX)
 
@@ -73,6 +74,30 @@ def test_a_probe_child_that_dies_with_sigsegv_turns_extra_buffer_types_off(
     monkeypatch.setenv("FLOWKIT_AMX_PROBE", "selftest-crash")   # the real child kills itself
     d = amx.probe("unused.gguf")
     assert d.use is False and "signal 11 (SIGSEGV)" in d.reason
+
+
+def test_forcing_amx_on_asks_the_probe_and_is_refused_where_it_faulted(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from flowkit.errors import ResourceError
+
+    monkeypatch.setattr(amx, "probe", lambda m: amx.Decision(True, "the AMX probe generated a token"))
+    assert amx.decide("on", "m.gguf", WITH_AMX).use is True
+    crashed = "the AMX probe died with signal 11 (SIGSEGV)"
+    monkeypatch.setattr(amx, "probe", lambda m: amx.Decision(False, crashed))
+    other_cpu = WITH_AMX.replace("Test CPU AMX", "Faulting CPU")
+    with pytest.raises(ResourceError) as info:
+        amx.decide("on", "m.gguf", other_cpu)
+    assert "extra_bufts = on" in str(info.value) and crashed in str(info.value)
+    assert amx.decide("auto", "m.gguf", other_cpu).use is False     # auto turns them off instead
+
+
+def test_the_simulated_amx_cpu_advertises_amx_on_this_machine_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(amx.SIMULATE_ENV, raising=False)
+    real = amx.cpu_flags()
+    monkeypatch.setenv(amx.SIMULATE_ENV, "1")
+    assert amx.cpu_flags() == real | {"amx_tile"}
+    assert "amx_tile" not in amx.cpu_flags(NO_AMX)         # a given cpuinfo text is read as is
 
 
 def test_cpu_flags_reads_the_first_flags_line() -> None:

@@ -29,6 +29,7 @@ def worker(tmp_path_factory) -> WorkerLLM:
     w.close()
 
 
+@pytest.mark.loads_model
 def test_the_worker_answers_exactly_as_the_model_in_process(worker: WorkerLLM) -> None:
     here = LlamaCppLLM(LLMSettings(model_path="smollm2-135m", n_ctx=2048))
     for kwargs in ({"max_tokens": 24}, {"max_tokens": 12, "logprobs": True},
@@ -99,19 +100,42 @@ def test_a_hung_worker_is_ended_after_the_timeout(worker: WorkerLLM) -> None:
     assert worker.complete(QUESTION, max_tokens=8).text
 
 
+@pytest.mark.loads_model
 def test_the_default_model_loads_with_the_amx_decision_both_ways(tmp_path, monkeypatch) -> None:
+    """Every setting loads the model, except where this CPU faults on AMX (a real one, or the
+    simulated one of FLOWKIT_SIMULATE_AMX_FAULT=1): there `on` is refused with the setting and the
+    probe's result, and a probe answer forced to "usable" (a lie) crashes the worker, not the caller."""
+    from flowkit.runtime import amx
+    from flowkit.runtime.llm import default_model_path
+
     monkeypatch.setenv("FLOWKIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FLOWKIT_AMX_PROBE", raising=False)
+    faults = "amx_tile" in amx.cpu_flags() and \
+        not amx.probe_result(str(default_model_path())).use
+    if amx.simulating_fault():
+        assert faults                                       # the simulated probe child died
     answers = {}
     for setting, forced in (("on", ""), ("off", ""), ("auto", "unusable"), ("auto", "usable")):
         monkeypatch.setenv("FLOWKIT_AMX_PROBE", forced)
         w = WorkerLLM(LLMSettings(n_ctx=1024, extra_bufts=setting), log_dir=tmp_path)
         try:
-            answers[(setting, forced)] = w.complete(QUESTION, max_tokens=12).text
             expected = setting == "on" or forced == "usable"
+            if faults and setting == "on":
+                with pytest.raises(ModelProcessError,
+                                   match=r"llm\.extra_bufts = on, but this CPU cannot use AMX: "
+                                         r"the AMX probe died with signal 11 \(SIGSEGV\)"):
+                    w.complete(QUESTION, max_tokens=12)
+                continue
+            if faults and expected:
+                with pytest.raises(ModelProcessError, match=r"signal 11 \(SIGSEGV\)"):
+                    w.complete(QUESTION, max_tokens=12)
+                continue
+            answers[(setting, forced)] = w.complete(QUESTION, max_tokens=12).text
             assert w.info["extra_bufts"] is expected, w.info
         finally:
             w.close()
-    assert "unusable" in str(answers.keys())
+    assert ("auto", "unusable") in answers and ("off", "") in answers
+    assert len(answers) == (2 if faults else 4)
     assert len(set(answers.values())) == 1, answers         # same greedy answer either way
 
 

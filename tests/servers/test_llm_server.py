@@ -1,6 +1,6 @@
-"""The same flow on an external OpenAI-compatible server (llama-cpp-python's `llama_cpp.server`
-on the default GGUF, started once per test run) as on the embedded worker: answers, token counts,
-stop strings, logprobs and context errors behave alike."""
+"""The same flow on an external OpenAI-compatible server (`flowkit serve-model`: llama-cpp-python's
+server with the model loaded through the AMX decision, on SmolLM2, started once per test run) as on
+the embedded worker: answers, token counts, stop strings, logprobs and context errors behave alike."""
 from __future__ import annotations
 
 import pytest
@@ -12,7 +12,7 @@ from flowkit.runtime.openai_client import OpenAICompatibleLLM
 from flowkit.runtime.resources import Resources, Settings
 from flowkit.templates import load_template
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.loads_model]
 
 QUESTION = "What is the capital of France?"
 

@@ -1,0 +1,98 @@
+"""`flowkit serve-model` (an OpenAI-compatible server on a GGUF, loaded with the AMX decision) and
+`flowkit doctor` (what the AMX decision is on this machine, and where it is cached)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rich.markup import escape
+
+from flowkit.runtime import amx
+
+from . import common
+
+
+def cmd_serve_model(args: argparse.Namespace) -> int:
+    """`flowkit serve-model [MODEL] [--host H] [--port P] ...`: serve until Ctrl-C."""
+    from flowkit.runtime.serve_model import ServeSettings, serve
+
+    settings = ServeSettings(model_path=args.model, host=args.host, port=args.port,
+                             n_ctx=args.n_ctx, seed=args.seed, n_threads=args.n_threads,
+                             n_gpu_layers=args.n_gpu_layers, extra_bufts=args.extra_bufts,
+                             model_alias=args.model_alias, api_key=args.api_key)
+
+    def ready(decision: amx.Decision) -> None:
+        state = "on" if decision.use else "off"
+        common.err.print(f"serving {escape(settings.model_path or 'the default model')} on "
+                         f"http://{settings.host}:{settings.port}/v1 (extra buffer types {state}: "
+                         f"{escape(decision.reason)})", highlight=False)
+
+    serve(settings, on_ready=ready)
+    return 0
+
+
+def doctor_report(probe: bool = False, data_dir: str | None = None) -> dict[str, object]:
+    """The AMX facts of this machine: CPU, whether it advertises AMX, the probe's cached result and
+    its file, the `llm.extra_bufts` setting, and the decision (probing only when `probe`)."""
+    from pathlib import Path
+
+    from flowkit.errors import ResourceError
+    from flowkit.runtime.llm import resolve_model_path
+    from flowkit.runtime.resources import default_data_dir, load_settings
+
+    settings = load_settings(Path(data_dir) if data_dir else default_data_dir()).llm
+    flags = amx.cpu_flags()
+    advertised = "amx_tile" in flags
+    cached = amx.recorded()
+    report: dict[str, object] = {
+        "cpu_advertises_amx": advertised, "simulated": amx.simulating_fault(),
+        "probe_cache": str(amx.cache_path()),
+        "probe_result": None if cached is None else {"use": cached.use, "reason": cached.reason},
+        "extra_bufts_setting": settings.extra_bufts}
+    decision: amx.Decision | None = None
+    if probe or not advertised or cached is not None:
+        try:
+            decision = amx.decide(settings.extra_bufts, str(resolve_model_path(settings)))
+        except (ValueError, ResourceError) as err:
+            report["refused"] = str(err)
+    report["extra_buffer_types"] = None if decision is None else decision.use
+    report["reason"] = ("not probed yet (run `flowkit doctor --probe`, or load a model)"
+                        if decision is None and "refused" not in report
+                        else (decision.reason if decision else ""))
+    return report
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """`flowkit doctor [--probe] [--json]`."""
+    report = doctor_report(args.probe, args.data_dir)
+    if args.json:
+        sys.stdout.write(json.dumps(report, indent=1) + "\n")
+        return 0
+    for key, value in report.items():
+        common.out.print(f"{key}: {escape(str(value))}", highlight=False, soft_wrap=True)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the serve-model and doctor subcommands."""
+    s = sub.add_parser("serve-model", help="serve a GGUF as an OpenAI-compatible API (/v1), "
+                       "loaded with the AMX decision")
+    s.add_argument("model", nargs="?", default="", help="a packaged model id or a GGUF path "
+                   "(default: the default model)")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--n-ctx", type=int, default=8192)
+    s.add_argument("--seed", type=int, default=42)
+    s.add_argument("--n-threads", type=int, default=0, help="0: half the cores")
+    s.add_argument("--n-gpu-layers", type=int, default=0, help="-1: every layer on the GPU")
+    s.add_argument("--extra-bufts", choices=amx.EXTRA_BUFTS_CHOICES, default="auto",
+                   help="llama.cpp extra buffer types (AMX): auto decides by probing this CPU")
+    s.add_argument("--model-alias", default="", help="the model name /v1/models reports")
+    s.add_argument("--api-key", default="", help="a bearer token every request must carry")
+    s.set_defaults(fn=cmd_serve_model)
+
+    s = sub.add_parser("doctor", help="the AMX decision on this machine and where it is cached")
+    s.add_argument("--probe", action="store_true", help="run the AMX probe if it has not run")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_doctor)
