@@ -17,6 +17,15 @@ import numpy as np
 
 from .errors import LLMServerError, ResourceError
 from .memory import Doc
+from .runtime.completion_cache import (
+    CacheEntry,
+    CompletionCache,
+    Origin,
+    cacheable,
+    call_key,
+    effective_temperature,
+    model_identity,
+)
 from .runtime.llm import LLM as ModelLLM
 from .runtime.llm import Completion
 from .spec import Limits
@@ -110,7 +119,7 @@ class _RecordingLLM:
         return int(self._inner.n_ctx)
 
     def count_tokens(self, text: str) -> int:
-        return int(self._inner.count_tokens(text))
+        return count_tokens(self._inner, text, self._ctx.cache)
 
     def complete(self, prompt: str, *, max_tokens: int = 256, stop: list[str] | None = None,
                  temperature: float | None = None, logprobs: bool = False,
@@ -119,13 +128,39 @@ class _RecordingLLM:
         left = self._ctx.seconds_left()
         if left is not None:
             timeout_s = left if timeout_s is None else min(timeout_s, left)
+        key = self._ctx.cache_key(
+            "complete", effective_temperature(self._inner, temperature), prompt=prompt,
+            system=system, max_tokens=max_tokens, stop=list(stop or []), logprobs=logprobs)
+        t0 = time.perf_counter()
+        hit = self._ctx.cache_get(key)
+        if hit is not None:
+            wall = (time.perf_counter() - t0) * 1000
+            out = Completion(prompt=hit.prompt, text=hit.text, prompt_tokens=hit.prompt_tokens,
+                             completion_tokens=hit.completion_tokens, ms=hit.ms,
+                             finish_reason=hit.finish_reason, logprobs=hit.logprobs)
+            self._ctx.saved_ms += max(0.0, hit.ms - wall)
+            self._record(out, cached_from=hit, wall_ms=wall)
+            return out
         out = self._inner.complete(prompt, max_tokens=max_tokens, stop=stop, temperature=temperature,
                                    logprobs=logprobs, system=system, timeout_s=timeout_s)
-        self._ctx.llm_calls.append(LLMCall(prompt=out.prompt, completion=out.text,
-                                           prompt_tokens=out.prompt_tokens,
-                                           completion_tokens=out.completion_tokens, ms=round(out.ms, 2),
-                                           finish_reason=out.finish_reason, logprobs=out.logprobs))
+        if key is not None and out.finish_reason in ("stop", "length"):
+            self._ctx.cache_put(key, CacheEntry(
+                text=out.text, prompt=out.prompt, prompt_tokens=out.prompt_tokens,
+                completion_tokens=out.completion_tokens, ms=round(out.ms, 2),
+                finish_reason=out.finish_reason, logprobs=out.logprobs))
+        self._record(out)
         return out
+
+    def _record(self, out: Completion, cached_from: CacheEntry | None = None,
+                wall_ms: float | None = None) -> None:
+        origin = cached_from.origin if cached_from is not None else None
+        self._ctx.llm_calls.append(LLMCall(
+            prompt=out.prompt, completion=out.text, prompt_tokens=out.prompt_tokens,
+            completion_tokens=out.completion_tokens, ms=round(out.ms, 2),
+            finish_reason=out.finish_reason, logprobs=out.logprobs,
+            cached_from=(vars(origin).copy() if origin is not None
+                         else ({} if cached_from is not None else None)),
+            wall_ms=round(wall_ms, 2) if wall_ms is not None else None))
 
     def token_logprobs(self, text: str) -> list[tuple[str, float]] | None:
         """Each token of `text` with its log-probability, where the model can score a prompt
@@ -134,16 +169,45 @@ class _RecordingLLM:
         if not callable(scorer):
             return None
         self._ctx.check_budget()
+        key = self._ctx.cache_key("logprobs", 0.0, text=text)
         t0 = time.perf_counter()
+        hit = self._ctx.cache_get(key)
+        if hit is not None and hit.logprobs is not None:
+            wall = (time.perf_counter() - t0) * 1000
+            self._ctx.saved_ms += max(0.0, hit.ms - wall)
+            self._ctx.llm_calls.append(LLMCall(
+                prompt=text, completion="", prompt_tokens=hit.prompt_tokens, completion_tokens=0,
+                ms=hit.ms, finish_reason="scored", logprobs=hit.logprobs,
+                cached_from=vars(hit.origin).copy() if hit.origin is not None else {},
+                wall_ms=round(wall, 2)))
+            return hit.logprobs
         try:
             scored = [(str(t), float(lp)) for t, lp in scorer(text)]
         except LLMServerError:
             return None      # a server that cannot score prompts: the caller's fallback applies
+        ms = round((time.perf_counter() - t0) * 1000, 2)
+        if key is not None:
+            self._ctx.cache_put(key, CacheEntry(text="", prompt=text, prompt_tokens=len(scored),
+                                                ms=ms, finish_reason="scored", logprobs=scored))
         self._ctx.llm_calls.append(LLMCall(prompt=text, completion="", prompt_tokens=len(scored),
-                                           completion_tokens=0,
-                                           ms=round((time.perf_counter() - t0) * 1000, 2),
+                                           completion_tokens=0, ms=ms,
                                            finish_reason="scored", logprobs=scored))
         return scored
+
+
+def count_tokens(llm: ModelLLM, text: str, cache: CompletionCache | None) -> int:
+    """`llm.count_tokens(text)`, served from the completion cache where there is one (so a run
+    whose model calls are all cached never starts the model)."""
+    identity = model_identity(llm) if cache is not None else None
+    if cache is None or identity is None:
+        return int(llm.count_tokens(text))
+    key = call_key(identity, "tokens", text=text)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit.prompt_tokens
+    n = int(llm.count_tokens(text))
+    cache.put(key, CacheEntry(text="", prompt_tokens=n, finish_reason="tokens"))
+    return n
 
 
 class RunContext:
@@ -151,8 +215,14 @@ class RunContext:
 
     def __init__(self, resources: Resources, kb_name: str, node_id: str, visit: int,
                  budget: Callable[[int, int], str] | None = None,
-                 usage: dict[str, float] | None = None, limits: Limits | None = None) -> None:
+                 usage: dict[str, float] | None = None, limits: Limits | None = None,
+                 cache: CompletionCache | None = None, run_id: str = "") -> None:
         self.resources = resources
+        #: the completion cache deterministic calls are served from (None: every call computes)
+        self.cache = cache
+        self.run_id = run_id
+        #: model milliseconds that calls served from the cache did not spend here
+        self.saved_ms = 0.0
         #: the run's use so far before this step: steps, llm_calls, tokens, elapsed_s (read-only)
         self.usage: dict[str, float] = dict(usage or {})
         #: the flow's Limits (max_steps, max_llm_calls, max_tokens, timeout_s), or None
@@ -190,6 +260,26 @@ class RunContext:
     @property
     def tokens(self) -> int:
         return sum(c.prompt_tokens + c.completion_tokens for c in self.llm_calls)
+
+    def cache_key(self, kind: str, temperature: float, **call: object) -> str | None:
+        """The completion-cache key of a call, or None when there is no cache or the call's output
+        is not fixed by its inputs (sampling without a seed, an unknown backend)."""
+        if self.cache is None:
+            return None
+        identity = model_identity(self.resources.llm)
+        if identity is None or not cacheable(identity, temperature):
+            return None
+        return call_key(identity, kind, temperature=temperature, **call)
+
+    def cache_get(self, key: str | None) -> CacheEntry | None:
+        if key is None or self.cache is None:
+            return None
+        return self.cache.get(key)
+
+    def cache_put(self, key: str, entry: CacheEntry) -> None:
+        if self.cache is not None:
+            entry.origin = Origin(self.run_id, self.node_id, self.visit)
+            self.cache.put(key, entry)
 
     def check_budget(self) -> None:
         if self._budget is not None:

@@ -15,10 +15,11 @@ from typing import Any
 from langgraph.errors import GraphRecursionError
 
 from .compile import CompiledFlow
-from .context import Resources
+from .context import Resources, count_tokens
 from .errors import FlowkitError, NodeError, ResourceError
 from .memory import initial_memory, visible
 from .nodes import CANCELLED, _Run, bind_run, make_finish, make_node
+from .runtime.completion_cache import CompletionCache
 from .trace import ListSink, RunEnd, RunStart, TraceSink, jsonable
 
 __all__ = ["CANCELLED", "bind_run", "make_finish", "make_node", "run_flow"]
@@ -30,10 +31,12 @@ def run_flow(flow: CompiledFlow, question: str, resources: Resources, *, kb: str
              memory: dict[str, Any] | None = None, counters: dict[str, Any] | None = None,
              parent_run_id: str | None = None, parent_step: int | None = None,
              settings: dict[str, Any] | None = None,
-             cancel: threading.Event | None = None) -> RunEnd:
+             cancel: threading.Event | None = None,
+             cache: CompletionCache | None = None) -> RunEnd:
     """Run a compiled flow on one question and return how it ended (status ok | budget_exceeded |
     error | cancelled). Every node visit goes to `sink` as it happens. `start_at` + `memory` fork a
-    run from a step of an earlier one. Setting `cancel` stops the run before its next step."""
+    run from a step of an earlier one. Setting `cancel` stops the run before its next step. With a
+    `cache`, deterministic model calls are served from it (and stored in it when computed)."""
     if not isinstance(question, str) or not question.strip():
         raise FlowkitError("the question is empty")
     sink = sink if sink is not None else ListSink()
@@ -48,7 +51,7 @@ def run_flow(flow: CompiledFlow, question: str, resources: Resources, *, kb: str
     llm = resources.llm
     n_ctx = int(getattr(llm, "n_ctx", 0) or 0)
     if n_ctx:
-        q_tokens = llm.count_tokens(question)
+        q_tokens = count_tokens(llm, question, cache)
         if q_tokens > n_ctx // 2:
             raise ResourceError(f"the question is {q_tokens} tokens; the model's context is {n_ctx} "
                                 f"(settings: n_ctx), which leaves no room for passages and answer")
@@ -56,7 +59,7 @@ def run_flow(flow: CompiledFlow, question: str, resources: Resources, *, kb: str
     for k, v in (counters or {}).items():
         state[k] = v
     run = _Run(run_id=run_id, resources=resources, kb=kb, sink=sink, limits=flow.spec.limits,
-               cancel=cancel)
+               cancel=cancel, cache=cache)
     sink.start(RunStart(run_id=run_id, flow_name=flow.name, spec=flow.resolved_spec(),
                         question=question, kb=kb, model_id=str(getattr(llm, "model_id", "")),
                         model_hash=str(getattr(llm, "model_hash", "")),
@@ -77,11 +80,12 @@ def run_flow(flow: CompiledFlow, question: str, resources: Resources, *, kb: str
         status, error = "budget_exceeded", "the graph passed its recursion limit"
     except FlowkitError as err:
         status, error = "error", str(err)
-    ms = (time.perf_counter() - run.started) * 1000
+    wall_ms = (time.perf_counter() - run.started) * 1000
     result = RunEnd(run_id=run_id, status=status, answer=str(final.get("answer") or ""),
                     citations=list(final.get("citations") or []), steps=run.index,
                     llm_calls=int(final.get("llm_calls", 0)), tokens=int(final.get("tokens", 0)),
-                    ms=round(ms, 2), error=error, halt_reason=final.get("halt") or None,
-                    memory=jsonable(visible(final)))
+                    ms=round(wall_ms + run.saved_ms, 2), error=error,
+                    halt_reason=final.get("halt") or None, memory=jsonable(visible(final)),
+                    wall_ms=round(wall_ms, 2), cached_calls=run.cached_calls)
     sink.end(result)
     return result

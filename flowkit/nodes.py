@@ -23,6 +23,7 @@ from .context import BudgetHit, Resources, RunContext
 from .contract import Operator
 from .errors import FlowkitError, NodeError
 from .memory import visible
+from .runtime.completion_cache import CompletionCache
 from .spec import Limits
 from .trace import StepEvent, TraceSink, jsonable
 
@@ -49,6 +50,12 @@ class _Run:
     lock: threading.Lock = field(default_factory=threading.Lock)
     error: NodeError | None = None
     cancel: threading.Event | None = None
+    #: where deterministic model calls are served from (None: every call computes)
+    cache: CompletionCache | None = None
+    #: model milliseconds that cached calls did not spend (added back to the run's cost)
+    saved_ms: float = 0.0
+    #: calls served from the cache
+    cached_calls: int = 0
 
     def limit_hit(self, state: dict[str, Any], calls: int = 0, tokens: int = 0) -> str:
         lim = self.limits
@@ -64,8 +71,15 @@ class _Run:
             return f"timeout_s ({lim.timeout_s:g})"
         return ""
 
+    def context(self, node_id: str, visit: int, **kwargs: Any) -> RunContext:
+        """The RunContext of one node visit of this run."""
+        return RunContext(self.resources, self.kb, node_id, visit, cache=self.cache,
+                          run_id=self.run_id, **kwargs)
+
     def emit(self, **fields: Any) -> StepEvent:
         with self.lock:
+            self.cached_calls += sum(1 for c in fields.get("llm_calls") or []
+                                     if c.cached_from is not None)
             event = StepEvent(run_id=self.run_id, index=self.index, **fields)
             self.index += 1
             self.sink.step(event)
@@ -112,9 +126,9 @@ def make_node(op: Operator[Any], branch: str | None, merge_inputs: tuple[str, ..
         usage = {"steps": state.get("steps", 0), "llm_calls": state.get("llm_calls", 0),
                  "tokens": state.get("tokens", 0),
                  "elapsed_s": round(time.perf_counter() - run.started, 3)}
-        ctx = RunContext(run.resources, run.kb, op.node_id, visit,
-                         budget=lambda calls, tokens: run.limit_hit(state, calls, tokens),
-                         usage=usage, limits=run.limits)
+        ctx = run.context(op.node_id, visit,
+                          budget=lambda calls, tokens: run.limit_hit(state, calls, tokens),
+                          usage=usage, limits=run.limits)
         t0 = time.perf_counter()
         started_at = time.time()
         halt = ""
@@ -128,6 +142,8 @@ def make_node(op: Operator[Any], branch: str | None, merge_inputs: tuple[str, ..
             updates, halt = {}, hit.reason
         except Exception as err:
             wrapped = NodeError(op.node_id, op.key, visit, err)
+            with run.lock:
+                run.saved_ms += ctx.saved_ms
             run.emit(node_id=op.node_id, operator=op.key, visit=visit, memory_before=before,
                      memory_after=before, llm_calls=ctx.llm_calls, retrievals=ctx.retrievals,
                      ms=round((time.perf_counter() - t0) * 1000, 2), error=str(wrapped),
@@ -135,6 +151,8 @@ def make_node(op: Operator[Any], branch: str | None, merge_inputs: tuple[str, ..
             run.error = wrapped
             raise wrapped from err
         ms = (time.perf_counter() - t0) * 1000
+        with run.lock:
+            run.saved_ms += ctx.saved_ms
         after = {**before, **jsonable(updates)}
         if "history" in updates:      # history appends (reducer); show the whole list after
             after["history"] = [*before.get("history", []), *after["history"]]
@@ -172,7 +190,7 @@ def make_finish() -> Any:
         if not state.get("halt") or state.get("answer") or state["halt"] == CANCELLED:
             return {}
         before = jsonable(visible(state))
-        ctx = RunContext(run.resources, run.kb, FINISH, 1)
+        ctx = run.context(FINISH, 1)
         t0 = time.perf_counter()
         answer = ""
         drafts = state.get("drafts") or []
@@ -187,10 +205,12 @@ def make_finish() -> Any:
                     max_tokens=48).text
             except FlowkitError as err:
                 answer = ""
+                run.saved_ms += ctx.saved_ms
                 run.emit(node_id=FINISH, operator="engine.finish", visit=1, memory_before=before,
                          memory_after=before, llm_calls=ctx.llm_calls, retrievals=[],
                          ms=round((time.perf_counter() - t0) * 1000, 2), error=str(err))
                 return {}
+        run.saved_ms += ctx.saved_ms
         run.emit(node_id=FINISH, operator="engine.finish", visit=1, memory_before=before,
                  memory_after={**before, "answer": answer}, llm_calls=ctx.llm_calls, retrievals=[],
                  ms=round((time.perf_counter() - t0) * 1000, 2))

@@ -23,6 +23,11 @@ class LLMCall:
     ms: float
     finish_reason: str = "stop"
     logprobs: list[tuple[str, float]] | None = None
+    #: served from the completion cache: the run, node and visit that computed it (else None);
+    #: `ms` and the token counts are then the original call's cost
+    cached_from: dict[str, Any] | None = None
+    #: the milliseconds this call actually took here (a cache lookup for a hit), when it differs
+    wall_ms: float | None = None
 
 
 @dataclass
@@ -88,7 +93,11 @@ class RunStart:
 
 @dataclass
 class RunEnd:
-    """How a run ended: status ok | budget_exceeded | error, the answer and the totals."""
+    """How a run ended: status ok | budget_exceeded | error, the answer and the totals.
+
+    `ms` is what the run costs to compute: the wall time with every call served from the
+    completion cache counted at its original cost, so a flow's latency does not depend on the
+    cache; `wall_ms` is the time it actually took."""
 
     run_id: str
     status: str
@@ -101,6 +110,9 @@ class RunEnd:
     error: str | None = None
     halt_reason: str | None = None
     memory: dict[str, Any] = field(default_factory=dict)
+    wall_ms: float | None = None
+    #: model calls served from the completion cache (of `llm_calls`)
+    cached_calls: int = 0
 
 
 class TraceSink(Protocol):

@@ -78,8 +78,9 @@ with head:
                       icon=":material/call_split:", on_click=replay.open_run,
                       args=(state, st.query_params, child, 0))
 with totals:
-    cols = st.columns(4)
-    for col, (name, value) in zip(cols, runview.totals(run).items()):
+    figures = runview.totals(run)
+    cols = st.columns(len(figures))
+    for col, (name, value) in zip(cols, figures.items()):
         col.metric(name, value)
     st.caption(f"Model {inert.escape(run.model_id or '?')} · {run.model_hash[:12] or '?'}")
 

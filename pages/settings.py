@@ -68,6 +68,17 @@ with st.form("settings_form", border=True):
                                 help="Empty: an embedded Chroma in the data directory")
     chroma_port = c9.number_input("Chroma port", value=v.chroma_port, min_value=1,
                                   max_value=65535, key="settings_chroma_port")
+    st.subheader("Completion cache")
+    c10, c11 = st.columns([3, 1])
+    completion_cache = c10.toggle(
+        "Serve deterministic model calls from the cache", value=v.completion_cache,
+        key="settings_completion_cache",
+        help="A greedy call (temperature 0) is computed once and served from the workspace "
+             "database after, keyed by the model file, the exact prompt and every sampling "
+             "parameter; runs still report what computing it cost. `flowkit cache stats`")
+    cache_max_entries = c11.number_input("Most entries", value=v.cache_max_entries, min_value=1,
+                                         step=10_000, key="settings_cache_max",
+                                         help="Least recently used entries go first")
     submitted = st.form_submit_button("Save settings", type="primary")
 
 if submitted:
@@ -76,7 +87,8 @@ if submitted:
         n_gpu_layers=int(n_gpu_layers), n_threads=int(n_threads), n_ctx=int(n_ctx),
         temperature=float(temperature), seed=int(seed), backend=backend, base_url=base_url,
         model_name=model_name, embedder_path=embedder_path, chroma_host=chroma_host,
-        chroma_port=int(chroma_port), extra_bufts=str(extra_bufts))
+        chroma_port=int(chroma_port), extra_bufts=str(extra_bufts),
+        completion_cache=bool(completion_cache), cache_max_entries=int(cache_max_entries))
     new, problems = logic.build(current, values)
     if new is None:
         for p in problems:
@@ -96,7 +108,8 @@ rows = {"Backend": info["backend"], "Model": info["model_file"] or "-",
         "GPU offload supported": {True: "yes", False: "no (CPU build of llama.cpp)",
                                   None: "-"}[info["gpu_offload"]],
         "Runs in": info["process"] or "-",
-        "Extra buffer types (AMX)": info["extra_bufts"] or "decided when the model loads"}
+        "Extra buffer types (AMX)": info["extra_bufts"] or "decided when the model loads",
+        "Completion cache": logic.cache_summary(ws)}
 st.table({"": list(rows), "value": list(rows.values())})
 if info["error"]:
     st.error(info["error"])

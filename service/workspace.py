@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from flowkit.memory import OPERATOR_KEYS
 from flowkit.runtime.resources import Resources, Settings
 from flowkit.spec import FlowSpec
 from flowkit.trace import MultiSink, RunEnd, RunStart, TraceSink
+from storage.cache import SqlCompletionCache
 from storage.repo import Store
 
 from . import flowref
@@ -30,6 +32,7 @@ class Workspace:
         self.resources = Resources(data_dir, settings)
         self.store = Store(self.resources.database_url)
         self.store.mark_interrupted()
+        self._cache: SqlCompletionCache | None = None
 
     @property
     def data_dir(self) -> Path:
@@ -39,6 +42,28 @@ class Workspace:
         """Stop the model worker this workspace started, without waiting for a call in flight (it
         ends first), and start no other: what the studio does when it drops a workspace."""
         self.resources.close()
+
+    @property
+    def cache_store(self) -> SqlCompletionCache:
+        """The completion cache in this workspace's database (whether or not runs use it)."""
+        if self._cache is None:
+            self._cache = SqlCompletionCache(self.resources.database_url,
+                                             self.resources.settings.cache_max_entries)
+        return self._cache
+
+    @property
+    def completion_cache(self) -> SqlCompletionCache | None:
+        """The cache runs use: None when settings (or --no-cache) switch it off."""
+        return self.cache_store if self.resources.settings.completion_cache else None
+
+    def share_cache(self, other: Workspace) -> None:
+        """Use `other`'s completion cache (a view of a workspace with per-run overrides)."""
+        self._cache = other.cache_store
+
+    def set_cache(self, on: bool) -> None:
+        """Switch the completion cache on or off for this workspace's runs (the CLI's --no-cache);
+        evaluation workers started from its settings follow."""
+        self.resources.settings = replace(self.resources.settings, completion_cache=on)
 
     def resolve_flow(self, ref: str) -> tuple[FlowSpec, int | None]:
         """FLOW as a file path, a saved flow's name, or a template's name (in that order; a
@@ -52,6 +77,7 @@ class Workspace:
         """Compile (if needed) and run one question, storing every step as it happens."""
         compiled = flow if isinstance(flow, CompiledFlow) else compile_flow(flow)
         sink = MultiSink(self.store.sink(eval_id), *( [extra_sink] if extra_sink else []))
+        kwargs.setdefault("cache", self.completion_cache)
         return run_flow(compiled, question, self.resources, kb=kb, sink=sink,
                         flow_version=flow_version, run_id=run_id,
                         settings=self.resources.settings.to_dict(), **kwargs)

@@ -64,6 +64,10 @@ class RunRow(Base):
     llm_calls: Mapped[int] = mapped_column(Integer, default=0)
     tokens: Mapped[int] = mapped_column(Integer, default=0)
     ms: Mapped[float] = mapped_column(Float, default=0.0)
+    #: the wall time the run took (ms is its cost, cached calls counted at their original cost)
+    wall_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    #: model calls served from the completion cache
+    cached_calls: Mapped[int | None] = mapped_column(Integer, nullable=True, default=0)
     memory: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     pid: Mapped[int] = mapped_column(Integer, default=0)
     host: Mapped[str] = mapped_column(String(200), default="")
@@ -124,3 +128,17 @@ class EvalRow(Base):
     question_ids: Mapped[list[Any]] = mapped_column(JSON, default=list)
     status: Mapped[str] = mapped_column(String(32), default="running")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class CompletionCacheRow(Base):
+    """One cached deterministic model call (flowkit.runtime.completion_cache): the key is a sha256
+    over everything its output depends on; `entry` holds the result and its original cost."""
+
+    __tablename__ = "completion_cache"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    entry: Mapped[dict[str, Any]] = mapped_column(JSON)
+    size: Mapped[int] = mapped_column(Integer, default=0)
+    hits: Mapped[int] = mapped_column(Integer, default=0)
+    origin_run: Mapped[str] = mapped_column(String(32), default="")
+    created_at: Mapped[float] = mapped_column(Float, default=0.0)
+    last_used: Mapped[float] = mapped_column(Float, default=0.0, index=True)

@@ -76,6 +76,10 @@ class RunInfo:
     started_at: datetime
     ended_at: datetime | None
     children: list[str] = field(default_factory=list)
+    #: the wall time the run took; `ms` is its cost (cached calls at their original cost)
+    wall_ms: float | None = None
+    #: model calls served from the completion cache
+    cached_calls: int = 0
 
 
 def _run_info(r: RunRow) -> RunInfo:
@@ -86,7 +90,8 @@ def _run_info(r: RunRow) -> RunInfo:
                    settings=dict(r.settings or {}), spec=dict(r.spec or {}),
                    operator_versions=dict(r.operator_versions or {}), memory=dict(r.memory or {}),
                    parent_run_id=r.parent_run_id, parent_step=r.parent_step, eval_id=r.eval_id,
-                   started_at=r.started_at, ended_at=r.ended_at)
+                   started_at=r.started_at, ended_at=r.ended_at, wall_ms=r.wall_ms,
+                   cached_calls=int(r.cached_calls or 0))
 
 
 def _step_event(s: StepRow) -> StepEvent:
@@ -331,4 +336,5 @@ class TraceStore:
                 status=result.status, answer=result.answer, citations=result.citations,
                 error=result.error, halt_reason=result.halt_reason, steps=result.steps,
                 llm_calls=result.llm_calls, tokens=result.tokens, ms=result.ms,
+                wall_ms=result.wall_ms, cached_calls=result.cached_calls,
                 memory=result.memory, ended_at=utcnow()))

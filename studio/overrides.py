@@ -7,7 +7,7 @@ The run records the overridden settings, so its replay says what ran.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flowkit import registry
@@ -61,6 +61,11 @@ class _TunedLLM:
         self._inner = inner
         self._temperature = temperature
 
+    @property
+    def settings(self) -> Any:
+        """The inner model's settings with this temperature (the completion cache keys on it)."""
+        return replace(self._inner.settings, temperature=self._temperature)
+
     def complete(self, prompt: str, *, temperature: float | None = None, **kwargs: Any) -> Any:
         t = self._temperature if temperature is None else temperature
         return self._inner.complete(prompt, temperature=t, **kwargs)
@@ -99,4 +104,5 @@ def with_overrides(ws: Workspace, spec: FlowSpec,
     view = Workspace.__new__(Workspace)      # shares the store; no second database or model
     view.resources = _TunedResources(ws.resources, float(overrides.temperature))  # type: ignore[assignment]
     view.store = ws.store
+    view.share_cache(ws)
     return spec, view

@@ -41,6 +41,15 @@ def passages(step: StepEvent) -> int:
     return sum(len(r.docs) for r in step.retrievals)
 
 
+def cached_note(origin: dict[str, Any], wall_ms: float | None) -> str:
+    """The line under a call served from the completion cache: where it was computed."""
+    where = (f"run {origin.get('run_id')}, node {origin.get('node_id')} (visit {origin.get('visit')})"
+             if origin.get("run_id") else "an earlier run")
+    took = f" in {wall_ms:.0f} ms" if wall_ms is not None else ""
+    return (f":material/bolt: Served from the completion cache{took}; computed by {where}. "
+            "Its tokens and ms are what computing it cost.")
+
+
 def llm_calls_panel(step: StepEvent) -> None:
     """Every LLM call of the step: tokens, time, why it stopped, the prompt and the completion."""
     if not step.llm_calls:
@@ -48,6 +57,8 @@ def llm_calls_panel(step: StepEvent) -> None:
     for i, call in enumerate(step.llm_calls, 1):
         st.markdown(f"**Call {i}** · {call.prompt_tokens} prompt + {call.completion_tokens} "
                     f"completion tokens · {call.ms:.0f} ms · {call.finish_reason}")
+        if call.cached_from is not None:
+            st.caption(cached_note(call.cached_from, call.wall_ms))
         st.caption("Prompt")
         st.code(call.prompt, language=None, wrap_lines=True)
         st.caption("Completion")

@@ -139,8 +139,9 @@ def render(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
             inert.text(run.answer)
         else:
             st.caption("(no answer)")
-    totals = st.columns(4)
-    for col, (name, value) in zip(totals, runview.totals(run).items()):
+    figures = runview.totals(run)
+    totals = st.columns(len(figures))
+    for col, (name, value) in zip(totals, figures.items()):
         col.metric(name, value)
     cited = runview.cited_passages(run, steps)
     if cited and not runview.model_cited(steps):

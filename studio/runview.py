@@ -131,8 +131,12 @@ def model_cited(steps: list[StepEvent]) -> bool:
 
 def totals(run: RunInfo) -> dict[str, Any]:
     """Steps, LLM calls, tokens, seconds (labels as shown)."""
-    return {"Steps": run.steps, "LLM calls": run.llm_calls, "Tokens": run.tokens,
-            "Seconds": round((run.ms or 0) / 1000, 1)}
+    out: dict[str, Any] = {"Steps": run.steps, "LLM calls": run.llm_calls, "Tokens": run.tokens,
+                           "Seconds": round((run.ms or 0) / 1000, 1)}
+    if run.cached_calls:
+        out["From cache"] = run.cached_calls
+        out["Wall seconds"] = round((run.wall_ms or 0) / 1000, 1)
+    return out
 
 
 BadgeColour = Literal["red", "orange", "yellow", "blue", "green", "violet", "gray", "grey", "primary"]

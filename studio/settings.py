@@ -33,6 +33,8 @@ class FormValues:
     chroma_host: str = ""
     chroma_port: int = 8000
     extra_bufts: str = "auto"
+    completion_cache: bool = True
+    cache_max_entries: int = 200_000
 
     @classmethod
     def from_settings(cls, s: Settings) -> FormValues:
@@ -42,7 +44,8 @@ class FormValues:
                    temperature=llm.temperature, seed=llm.seed, backend=llm.backend,
                    base_url=llm.base_url, model_name=llm.model_name,
                    embedder_path=s.embedder_path, chroma_host=s.chroma_host,
-                   chroma_port=s.chroma_port, extra_bufts=llm.extra_bufts)
+                   chroma_port=s.chroma_port, extra_bufts=llm.extra_bufts,
+                   completion_cache=s.completion_cache, cache_max_entries=s.cache_max_entries)
 
 
 def build(current: Settings, v: FormValues) -> tuple[Settings | None, list[str]]:
@@ -86,6 +89,8 @@ def build(current: Settings, v: FormValues) -> tuple[Settings | None, list[str]]
         problems.append(f"extra buffer types: one of {', '.join(EXTRA_BUFTS_CHOICES)}")
     if not 1 <= v.chroma_port <= 65535:
         problems.append("Chroma port must be between 1 and 65535")
+    if v.cache_max_entries < 1:
+        problems.append("completion cache: keep at least 1 entry")
     if problems:
         return None, problems
     llm = replace(current.llm, backend=v.backend, model_path=model_path,
@@ -94,7 +99,9 @@ def build(current: Settings, v: FormValues) -> tuple[Settings | None, list[str]]
                   base_url=v.base_url.strip(), model_name=v.model_name.strip(),
                   extra_bufts=v.extra_bufts)
     return replace(current, llm=llm, embedder_path=v.embedder_path.strip(),
-                   chroma_host=v.chroma_host.strip(), chroma_port=int(v.chroma_port)), []
+                   chroma_host=v.chroma_host.strip(), chroma_port=int(v.chroma_port),
+                   completion_cache=bool(v.completion_cache),
+                   cache_max_entries=int(v.cache_max_entries)), []
 
 
 def model_info(ws: Workspace) -> dict[str, Any]:
@@ -150,3 +157,11 @@ def model_rows(model_path: str) -> list[dict[str, Any]]:
                      "s/question": rd.get("s_per_q"), "prompt": rd.get("variant"),
                      "terms": r["terms"], "file": r["file"] or r["problem"]})
     return rows
+
+
+def cache_summary(ws: Workspace) -> str:
+    """One line on the completion cache: on or off, entries, hits, model time saved."""
+    st_ = ws.cache_store.stats()
+    state = "on" if ws.resources.settings.completion_cache else "off"
+    return (f"{state}: {st_.entries} of at most {st_.max_entries} entries, {st_.hits} hits, "
+            f"{st_.saved_ms / 1000:.1f} s of model time saved")

@@ -34,6 +34,8 @@ class Settings:
     chroma_host: str = ""              # empty: PersistentClient in <data_dir>/chroma
     chroma_port: int = 8000
     database_url: str = ""             # empty: sqlite:///<data_dir>/flowkit.db
+    completion_cache: bool = True      # serve deterministic model calls from the database
+    cache_max_entries: int = 200_000   # the cache's bound; least recently used entries go first
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -24,13 +24,23 @@ class FakeLLM:
     model_hash = "fake"
 
     def __init__(self, rules: list[Rule] | None = None, default: str = "unknown",
-                 n_ctx: int = 4096, logprob: float = -0.1) -> None:
+                 n_ctx: int = 4096, logprob: float = -0.1, ms: float = 0.1) -> None:
         self.rules = list(rules or [])
         self.default = default
         self.prompts: list[str] = []
         self._n_ctx = n_ctx
         self.logprob = logprob
+        #: the milliseconds each call reports (its "cost")
+        self.ms = ms
         self._lock = threading.Lock()
+
+    def cache_identity(self) -> dict[str, Any]:
+        """What its replies depend on, for the completion cache: the script (two fakes built
+        from the same script count as the same model)."""
+        script = repr([(p, o if isinstance(o, str) else getattr(o, "__qualname__", repr(o)))
+                       for p, o in self.rules]) + "\n" + self.default
+        return {"backend": "fake", "script": hashlib.sha256(script.encode()).hexdigest()[:16],
+                "n_ctx": self._n_ctx}
 
     @property
     def n_ctx(self) -> int:
@@ -53,7 +63,7 @@ class FakeLLM:
         text = " ".join(words) if len(reply.split()) > max_tokens else reply
         lp = [(w, self.logprob) for w in words] if logprobs else None
         return Completion(prompt=prompt, text=text, prompt_tokens=self.count_tokens(prompt),
-                          completion_tokens=max(1, len(words)), ms=0.1, logprobs=lp)
+                          completion_tokens=max(1, len(words)), ms=self.ms, logprobs=lp)
 
 
 class HashEmbedder:

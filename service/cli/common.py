@@ -19,7 +19,14 @@ err = Console(stderr=True)
 def open_workspace(args: argparse.Namespace) -> Workspace:
     """The Workspace for --data-dir: the one factory of the CLI (tests replace it to inject
     fakes: `monkeypatch.setattr(common, "open_workspace", ...)`)."""
-    return Workspace(args.data_dir)
+    ws = Workspace(args.data_dir)
+    if getattr(args, "no_cache", False):
+        ws.set_cache(False)
+    return ws
+
+
+NO_CACHE_HELP = ("compute every model call (do not serve deterministic calls from the completion "
+                 "cache, nor store them)")
 
 
 def progress_bar(label: str) -> Progress:

@@ -172,6 +172,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="ingest the dataset's corpus.jsonl into --kb first if it is empty")
     s.add_argument("--k", type=int, default=5, help="recall@k cut-off (0: every retrieved passage)")
     s.add_argument("--name", help="a title for the evaluation")
+    s.add_argument("--no-cache", action="store_true", help=common.NO_CACHE_HELP)
     s.add_argument("--workers", type=int, default=1,
                    help="run questions x flows on this many Ray workers (each loads its own model)")
     s.add_argument("--ray-address", default="",

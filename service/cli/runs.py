@@ -42,7 +42,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                                         "operator": s.operator, "tokens": s.tokens, "ms": s.ms,
                                         "error": s.error} for s in steps],
                              "totals": {"steps": result.steps, "llm_calls": result.llm_calls,
-                                        "tokens": result.tokens, "ms": result.ms}})
+                                        "tokens": result.tokens, "ms": result.ms,
+                                        "wall_ms": result.wall_ms,
+                                        "cached_calls": result.cached_calls}})
     else:
         table = Table(title=f"run {result.run_id} ({result.status})")
         for col in ("#", "node", "visit", "operator", "LLM calls", "tokens", "ms", "error"):
@@ -56,6 +58,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             common.out.print(f"[bold]cites:[/bold] {', '.join(result.citations)}")
         common.out.print(f"totals: {result.steps} steps, {result.llm_calls} LLM calls, {result.tokens} "
                   f"tokens, {result.ms / 1000:.1f} s")
+        if result.cached_calls:
+            common.out.print(f"[dim]{result.cached_calls} of {result.llm_calls} LLM calls served from "
+                             f"the completion cache; took {(result.wall_ms or 0) / 1000:.1f} s "
+                             "(--no-cache computes them)[/dim]")
         if result.error:
             common.err.print(f"[red]error:[/red] {escape(result.error)}")
     return 0 if result.status in ("ok", "budget_exceeded") else 1
@@ -112,6 +118,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--kb", required=True)
     s.add_argument("--question", "-q", required=True)
     s.add_argument("--json", action="store_true")
+    s.add_argument("--no-cache", action="store_true", help=common.NO_CACHE_HELP)
     s.set_defaults(fn=cmd_run)
 
     s = sub.add_parser("trace", help="show a run step by step")
