@@ -127,6 +127,11 @@ class NotFoundError(FlowkitError):
     """A flow, run, knowledge base or dataset that does not exist."""
 
 
+class ExportError(FlowkitError):
+    """A flow cannot be written as a package: the files it would replace without --force, or
+    generated code that does not compile (a flowkit bug: nothing is written)."""
+
+
 class GenerationStopped(FlowkitError):
     """A generation ended before its end because its caller asked (the client went away, or the
     request's deadline passed); `reason` says which, `tokens` how many had been generated."""

@@ -4,13 +4,25 @@ The code is built from plain strings: one function per node (named after its nod
 flowkit operator by registry key with the flow's params written out as literals, then the edges in
 the order of the flow's nodes, as the compiler wires them (`flowkit.compile.wiring`). Nothing is
 evaluated or executed; the flow is validated first.
+
+A flow's text never becomes code. Every string from the flow (name, description, node ids,
+labels, params) enters graph.py only as a string literal made by `literal` (escapes every quote,
+backslash and unprintable character); function names come from an allowlist (`function_names`);
+docstrings, comments and README headings hold only `plain` text (printable ASCII without quotes
+or backslashes, so it cannot close or escape anything). `render` compiles graph.py before
+handing it out and `write_package` writes nothing until every file is ready.
 """
 from __future__ import annotations
 
+import builtins
 import io
 import json
 import keyword
+import math
+import os
 import re
+import shutil
+import uuid
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -18,17 +30,22 @@ from typing import Any
 
 from .. import registry
 from ..compile import LabelEdges, NextEdges, Wiring, build_operators, wiring
-from ..errors import FlowkitError
+from ..errors import ExportError, short
 from ..spec import FlowSpec, dumps
 from ..topology import analyse
 from ..validate import ensure_valid
 
 FLOW_FILE = "flow.json"
-#: Module-level names in graph.py that a node function must not shadow.
-_TAKEN = {"Annotated", "Any", "END", "FINISH", "FlowRuntime", "LIMITS", "Limits", "Memory", "Path",
-          "RUNTIME", "RunnableConfig", "START", "State", "StateGraph", "append", "builder",
-          "finish", "graph", "keep_first", "next_node", "on_label", "annotations"}
+#: Names a node function must not take: graph.py's module-level names and imports, and every
+#: builtin (a node `list` would shadow the `list` the State's annotations are resolved with).
+RESERVED = frozenset({"Annotated", "Any", "END", "FINISH", "FlowRuntime", "LIMITS", "Limits",
+                      "Memory", "Path", "RUNTIME", "RunnableConfig", "START", "State",
+                      "StateGraph", "append", "builder", "finish", "graph", "keep_first",
+                      "next_node", "on_label", "annotations"}) | frozenset(dir(builtins))
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _WIDTH = 88
+#: Characters kept by `plain`: printable ASCII but the quote and the backslash.
+_PLAIN = re.compile(r"[^\x20-\x7e]|[\"\\]")
 
 
 def graph_id(spec: FlowSpec) -> str:
@@ -36,29 +53,80 @@ def graph_id(spec: FlowSpec) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", spec.name).strip("_") or "flow"
 
 
+def _allowed(name: str) -> bool:
+    """An ASCII identifier that is no keyword, no dunder and takes no reserved name."""
+    return (_IDENTIFIER.fullmatch(name) is not None and not keyword.iskeyword(name)
+            and not keyword.issoftkeyword(name) and not name.startswith("__")
+            and name not in RESERVED)
+
+
 def function_names(spec: FlowSpec) -> dict[str, str]:
-    """Node id -> Python function name: the id with '-' as '_', '_node' added on a clash."""
+    """Node id -> Python function name: the id with '-' as '_' ('_node' added when that is a
+    keyword, a builtin or a name graph.py uses), `node_<index>` when nothing of the id is a
+    plain ASCII name; '_2', '_3'... on a clash."""
     names: dict[str, str] = {}
-    for n in spec.nodes:
-        name = re.sub(r"\W", "_", n.id)
-        if keyword.iskeyword(name) or name in _TAKEN:
+    for index, n in enumerate(spec.nodes, start=1):
+        name = n.id.replace("-", "_")
+        if _IDENTIFIER.fullmatch(name) is None:
+            name = f"node_{index}"
+        if not _allowed(name):
             name += "_node"
         base, i = name, 2
-        while name in names.values():
+        while name in names.values() or not _allowed(name):
             name, i = f"{base}_{i}", i + 1
         names[n.id] = name
     return names
+
+
+def plain(text: str, limit: int | None = None) -> str:
+    """`text` for a docstring, a comment or a heading: one line of printable ASCII without
+    quotes or backslashes (each other character becomes '?', '"' becomes "'"), spaces collapsed,
+    cut to `limit` characters. It cannot close, escape or break out of anything."""
+    out = _PLAIN.sub(lambda m: "'" if m.group() == '"' else "?",
+                     " ".join(text.split()))
+    if limit is not None and len(out) > limit:
+        out = out[: limit - 3].rstrip() + "..."
+    return out
+
+
+def py_str(text: str) -> str:
+    """A double-quoted Python string literal whose value is exactly `text`: printable characters
+    as they are, quotes and backslashes escaped, everything else (control characters, line and
+    format characters, lone surrogates) as \\x, \\u or \\U escapes; always one line."""
+    out = ['"']
+    for ch in text:
+        if ch in "\"\\":
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch.isprintable() and not 0xD800 <= ord(ch) <= 0xDFFF:
+            out.append(ch)
+        elif ord(ch) < 0x100:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) < 0x10000:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    out.append('"')
+    return "".join(out)
 
 
 def literal(value: Any, indent: int = 0, used: int | None = None) -> str:
     """Python source for a JSON value: one line when it fits after `used` columns (default: the
     indent), else one item a line with a trailing comma (which `ruff format` keeps)."""
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return py_str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ExportError(f"cannot write {value!r} as a literal; params must be JSON")
     if value is None or isinstance(value, (bool, int, float)):
         return repr(value)
     pad = indent + 4
     if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise ExportError("cannot write a dict with keys that are not strings; params must "
+                               "be JSON")
         flat = [f"{literal(k)}: {literal(v, pad, 0)}" for k, v in value.items()]
         items = [f"{literal(k)}: {literal(v, pad, pad + len(literal(k)) + 2)}"
                  for k, v in value.items()]
@@ -68,7 +136,7 @@ def literal(value: Any, indent: int = 0, used: int | None = None) -> str:
         items = [literal(v, pad) for v in value]
         open_, close = "[", "]"
     else:
-        raise FlowkitError(f"cannot write {type(value).__name__} as a literal; params must be JSON")
+        raise ExportError(f"cannot write {type(value).__name__} as a literal; params must be JSON")
     one = open_ + ", ".join(flat) + close
     if "\n" not in one and (indent if used is None else used) + len(one) + 1 <= _WIDTH:
         return one
@@ -107,10 +175,7 @@ def _node_function(fn: str, node_id: str, key: str, label: str, params: dict[str
                    branch: str | None, merge_inputs: tuple[str, ...]) -> str:
     cls = registry.get(key)
     summary = cls.summary() if cls else ""
-    doc = f"{label or node_id} ({key}): {summary}".strip().rstrip(":")
-    doc = doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
-    if doc.endswith('"'):
-        doc = doc[:-1] + '\\"'      # a quote right before the closing """ would end it early
+    doc = plain(f"{plain(label, 80) or node_id} ({key}): {summary}").rstrip(":")
     args = [_lit(node_id), _lit(key), _lit(params), _code("state"), _code("config")]
     if branch:
         args.append(_lit(branch, "branch"))
@@ -191,8 +256,8 @@ def render_graph(spec: FlowSpec) -> str:
     runtime = _call("FlowRuntime", [_lit(spec.name), _code("LIMITS"),
                                     _code("settings_dir=Path(__file__).parent")],
                     used=len("RUNTIME = "))
-    description = spec.description.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
-    head = f"{spec.name}: exported from flowkit as a LangGraph graph."
+    description = plain(spec.description)
+    head = f"{plain(spec.name, 80)}: exported from flowkit as a LangGraph graph."
     used = [r for r in ("next_node", "on_label") if any(f"{r}(" in line for line in edge_lines)]
     runtime_imports = ", ".join(["FINISH", "FlowRuntime", *used])
     return f'''"""{_wrap_doc(head, "").rstrip()}
@@ -267,12 +332,23 @@ def render_settings() -> str:
     return json.dumps(data, indent=2) + "\n"
 
 
+def _fenced(text: str) -> str:
+    """`text` as a fenced block of plain text (a fence longer than any run of backticks in it,
+    so nothing in it is read as markdown or HTML); unprintable characters as '?'."""
+    body = "".join(c if c.isprintable() or c == "\n" else "?" for c in text.replace("\t", " "))
+    runs = [len(r) for r in re.findall(r"`+", body)]
+    fence = "`" * max(3, max(runs, default=0) + 1)
+    return f"{fence}text\n{body}\n{fence}"
+
+
 def render_readme(spec: FlowSpec) -> str:
+    """README.md: the flow's name only as `plain` text, its description in a fenced text block."""
     gid = graph_id(spec)
-    return f"""# {spec.name} (LangGraph package exported by flowkit)
+    description = f"{_fenced(spec.description)}\n" if spec.description.strip() else ""
+    title = re.sub(r"[<>&`]", "?", plain(spec.name, 80)) or gid    # no HTML, no code span
+    return f"""# {title} (LangGraph package exported by flowkit)
 
-{spec.description}
-
+{description}
 `graph.py` is the flow as a LangGraph `StateGraph`: one function per node, each calling a flowkit
 operator by its registry key; `{FLOW_FILE}` is the flow it came from (import it into the studio or
 `flowkit flows import {FLOW_FILE}`).
@@ -320,31 +396,67 @@ Limits: {spec.limits.max_steps} steps, {spec.limits.max_llm_calls} LLM calls,
 """
 
 
+def check_source(spec: FlowSpec, source: str, filename: str = "graph.py") -> None:
+    """Compile the generated source (nothing runs); ExportError naming the flow if it does not
+    compile. A flow's text only ever enters as literals, so this failing is a flowkit bug."""
+    try:
+        compile(source, filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as err:
+        line = f" (line {err.lineno})" if isinstance(err, SyntaxError) else ""
+        raise ExportError(f"flow '{short(spec.name)}': the generated {filename} does not "
+                          f"compile{line}: {short(str(err))}; nothing was written") from None
+
+
 def render(spec: FlowSpec) -> dict[str, str]:
     """File name -> text of the package for `spec` (validated first: ValidationError lists
-    every problem)."""
+    every problem); graph.py is compiled before it is handed out (ExportError if it does not
+    compile) and every file must encode as UTF-8."""
     ensure_valid(spec)
-    return {"graph.py": render_graph(spec), "langgraph.json": render_langgraph_json(spec),
-            "README.md": render_readme(spec), FLOW_FILE: dumps(spec),
-            "flowkit_settings.json": render_settings()}
+    files = {"graph.py": render_graph(spec), "langgraph.json": render_langgraph_json(spec),
+             "README.md": render_readme(spec), FLOW_FILE: dumps(spec),
+             "flowkit_settings.json": render_settings()}
+    check_source(spec, files["graph.py"])
+    for name, text in files.items():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise ExportError(f"flow '{short(spec.name)}': {name} would hold text that is not "
+                              f"valid Unicode ({err.reason}); nothing was written") from None
+    return files
 
 
 def write_package(spec: FlowSpec, out_dir: str | Path, *, overwrite: bool = False) -> list[Path]:
-    """Write the package into out_dir (created if missing). Refuses to replace an existing
-    graph.py unless overwrite."""
+    """Write the package into out_dir (created if missing). Without `overwrite`, refuses
+    (ExportError listing them) when any of its files already exists there; other files in the
+    folder are left alone. Every file is rendered, compiled and written to a temporary folder
+    first, then moved into place, so a refusal or a failure writes nothing."""
     out = Path(out_dir)
     files = render(spec)
     if out.exists() and not out.is_dir():
-        raise FlowkitError(f"{out} exists and is not a directory")
-    if (out / "graph.py").exists() and not overwrite:
-        raise FlowkitError(f"{out / 'graph.py'} already exists; pass --force to overwrite")
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in files.items():
-        path = out / name
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return written
+        raise ExportError(f"{out} exists and is not a directory")
+    taken = sorted(name for name in files if os.path.lexists(out / name))
+    if taken and not overwrite:
+        raise ExportError(f"{out} already holds {', '.join(taken)}; pass --force to overwrite "
+                          f"{'it' if len(taken) == 1 else 'them'}")
+    fresh = not out.exists()
+    parent = out.parent if fresh else out
+    tmp = parent / f".flowkit-export-{uuid.uuid4().hex[:12]}"
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        tmp.mkdir()         # the umask's permissions, which the package folder keeps
+        for name, text in files.items():
+            (tmp / name).write_bytes(text.encode("utf-8"))
+        if fresh:
+            tmp.rename(out)
+        else:
+            for name in files:
+                os.replace(tmp / name, out / name)
+    except OSError as err:
+        raise ExportError(f"cannot write the package to {out}: {err.strerror or err}") from None
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return [out / name for name in files]
 
 
 def export_zip(spec: FlowSpec) -> bytes:
