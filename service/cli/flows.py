@@ -137,5 +137,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "langgraph.json, README.md, flow.json) that `langgraph dev` serves")
     s.add_argument("flow", help="a flow file, a saved flow name or a template name")
     s.add_argument("--out", required=True, help="the package folder (created if missing)")
-    s.add_argument("--force", action="store_true", help="overwrite an earlier export there")
+    s.add_argument("--force", action="store_true",
+                   help="replace the package's files where the folder already holds some "
+                   "(without it, export names them and writes nothing); other files stay")
     s.set_defaults(fn=cmd_export)
