@@ -209,12 +209,15 @@ class LlamaCppLLM:
                 max_tokens = self.settings.n_ctx - n_prompt
             temp = self.settings.temperature if temperature is None else temperature
             stopped: list[tuple[str, int]] = []
+            sampled = [0]
 
-            def criterion(input_ids: Any, _logits: Any = None) -> bool:
+            def criterion(_input_ids: Any = None, _logits: Any = None) -> bool:
+                # asked once after every sampled token
+                sampled[0] += 1
                 if not stopped and should_stop is not None:
                     why = should_stop()
                     if why:
-                        stopped.append((why, max(0, len(input_ids) - n_prompt)))
+                        stopped.append((why, sampled[0]))
                 return bool(stopped)
 
             t0 = time.perf_counter()
@@ -336,7 +339,7 @@ def _generate_with_logprobs(llama: Any, text: str, max_tokens: int, temperature:
     """Token-by-token generation that records each chosen token's log-probability.
 
     Reads the last row of logits after every evaluation, so it works without `logits_all`
-    (which would hold n_ctx x vocab floats). `stop_check(tokens)`, when given, is asked after
+    (which would hold n_ctx x vocab floats). `stop_check()`, when given, is asked after
     every chosen token and ends the loop when it says so.
     """
     import numpy as np
@@ -365,7 +368,7 @@ def _generate_with_logprobs(llama: Any, text: str, max_tokens: int, temperature:
             break
         piece = llama.detokenize([tok]).decode("utf-8", "ignore")
         out.append(tok)
-        if stop_check is not None and stop_check(list(tokens) + out):
+        if stop_check is not None and stop_check():
             reason = "stop"
             break
         pieces.append(piece)
