@@ -140,6 +140,16 @@ class EvalRepo:
                 s.flush()
             return _eval(row)
 
+    def add_flows(self, eval_id: str, flows: list[dict[str, Any]]) -> EvalInfo:
+        """Append columns (flow records) to an evaluation; the columns it has stay as they are."""
+        with Session(self.engine) as s, s.begin():
+            row = s.get(EvalRow, eval_id)
+            if row is None:
+                raise NotFoundError(f"no evaluation '{eval_id}'")
+            row.flows = [*list(row.flows or []), *flows]
+            s.flush()
+            return _eval(row)
+
     def find_eval(self, eval_id: str) -> EvalInfo | None:
         with Session(self.engine) as s:
             row = s.get(EvalRow, eval_id)

@@ -244,12 +244,13 @@ def submit_eval(jobs: JobManager, ws: Workspace, plan: EvalPlan, dataset: Datase
 
         def on_progress(p: Any) -> None:
             report.update(progress=p.done / max(p.total, 1),
-                          message=f"{p.done}/{p.total}: {p.flow} on question {p.question_index + 1}"
-                                  f" ({p.status})")
+                          message=f"{p.describe()} · {p.flow} on question "
+                                  f"{p.question_index + 1} ({p.status})")
 
         out = run_evaluation(ws, repo, plan, progress=on_progress, stop=report.cancel)
         return {"eval_id": out.eval_id, "status": out.status, "ran": out.ran,
-                "skipped": out.skipped, "redone": out.redone}
+                "skipped": out.skipped, "redone": out.redone,
+                "computed_calls": out.computed_calls, "cached_calls": out.cached_calls}
 
     def cancelled(report: Reporter) -> dict[str, Any]:
         repo.set_status(plan.eval_id, "stopped")

@@ -69,11 +69,12 @@ class _Worker:
         self.flows = [compile_flow(s) for s in specs]
         self.kb, self.eval_id, self.versions = kb, eval_id, versions
 
-    def run(self, task: Task) -> tuple[Task, str]:
+    def run(self, task: Task) -> tuple[Task, str, Any]:
+        from .runner import RunCost
         result = self.ws.run(self.flows[task.flow_index], task.question, self.kb,
                              flow_version=self.versions[task.flow_index], eval_id=self.eval_id,
                              run_id=task.run_id)
-        return task, result.status
+        return task, result.status, RunCost.of(result)
 
     def pid(self) -> int:
         return os.getpid()
@@ -81,9 +82,10 @@ class _Worker:
 
 def run_parallel(tasks: Sequence[Task], make_workspace: Callable[[], Any], specs: list[Any],
                  versions: list[int | None], kb: str, eval_id: str, workers: int,
-                 address: str = "", on_done: Callable[[Task, str], None] | None = None,
+                 address: str = "", on_done: Callable[[Task, str, Any], None] | None = None,
                  should_stop: Callable[[], bool] | None = None) -> int:
-    """Run `tasks` on `workers` Ray actors; `on_done(task, status)` after each. Returns how many ran.
+    """Run `tasks` on `workers` Ray actors; `on_done(task, status, cost)` after each (cost: a
+    runner.RunCost). Returns how many ran.
 
     Tasks go out in order, at most one in flight per actor; `should_stop()` is asked before each
     new task goes out (runs in flight finish)."""
@@ -118,12 +120,12 @@ def run_parallel(tasks: Sequence[Task], make_workspace: Callable[[], Any], specs
             ref = ready[0]
             actor = in_flight.pop(ref)
             try:
-                task, status = ray.get(ref)
+                task, status, cost = ray.get(ref)
             except ray.exceptions.RayError as err:
                 raise FlowkitError(f"an evaluation worker failed: {err}") from err
             ran += 1
             if on_done:
-                on_done(task, status)
+                on_done(task, status, cost)
             if pending and not (should_stop and should_stop()):
                 in_flight[actor.run.remote(pending.pop(0))] = actor
         return ran

@@ -43,6 +43,8 @@ class EvalStore(Protocol):
 
     def running_pids(self, eval_id: str) -> dict[str, int]: ...
 
+    def add_flows(self, eval_id: str, flows: list[dict[str, Any]]) -> Any: ...
+
 
 @dataclass
 class FlowEntry:
@@ -140,6 +142,71 @@ class Progress:
     question_index: int
     status: str          # the run's status, or "skipped"
     flow: str = ""
+    #: model calls computed so far in this session of the evaluation, and served from the cache
+    computed_calls: int = 0
+    cached_calls: int = 0
+    #: seconds left, estimated per flow from the runs done so far (None until one has run)
+    eta_s: float | None = None
+
+    def describe(self) -> str:
+        """'12/40 · 30 calls computed, 18 from the cache · about 2 min left'."""
+        parts = [f"{self.done}/{self.total}"]
+        if self.computed_calls or self.cached_calls:
+            parts.append(f"{self.computed_calls} calls computed, {self.cached_calls} from the cache")
+        if self.eta_s is not None and self.done < self.total:
+            parts.append(f"about {_duration(self.eta_s)} left")
+        return " · ".join(parts)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+@dataclass
+class RunCost:
+    """What one run of an evaluation spent here: calls computed, calls from the cache, seconds."""
+
+    computed_calls: int = 0
+    cached_calls: int = 0
+    wall_s: float = 0.0
+
+    @classmethod
+    def of(cls, result: Any) -> RunCost:
+        cached = int(getattr(result, "cached_calls", 0) or 0)
+        wall = getattr(result, "wall_ms", None)
+        wall = float(wall if wall is not None else getattr(result, "ms", 0.0)) / 1000.0
+        return cls(max(0, int(getattr(result, "llm_calls", 0)) - cached), cached, wall)
+
+
+class _Estimate:
+    """Time left from the runs done in this session: per flow, the mean seconds a run took here
+    (runs served from the cache are cheap and pull it down; skipped runs do not count)."""
+
+    def __init__(self, plan: EvalPlan) -> None:
+        self.plan = plan
+        self.seconds = [0.0] * len(plan.flows)
+        self.runs = [0] * len(plan.flows)
+        self.left = [len(plan.questions)] * len(plan.flows)
+        self.computed = self.cached = 0
+
+    def add(self, fi: int, cost: RunCost | None) -> None:
+        self.left[fi] -= 1
+        if cost is not None:
+            self.seconds[fi] += cost.wall_s
+            self.runs[fi] += 1
+            self.computed += cost.computed_calls
+            self.cached += cost.cached_calls
+
+    def eta(self) -> float | None:
+        if not any(self.runs):
+            return None
+        overall = sum(self.seconds) / sum(self.runs)
+        return sum(left * (self.seconds[fi] / self.runs[fi] if self.runs[fi] else overall)
+                   for fi, left in enumerate(self.left))
 
 
 @dataclass
@@ -150,6 +217,8 @@ class Outcome:
     skipped: int = 0
     redone: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
+    computed_calls: int = 0
+    cached_calls: int = 0
 
 
 def _guard_running(repo: EvalStore, eval_id: str) -> None:
@@ -183,17 +252,22 @@ def run_evaluation(ws: Any, repo: EvalStore, plan: EvalPlan, *,
     _guard_running(repo, plan.eval_id)
     out = Outcome(plan.eval_id, "running")
     done = 0
+    estimate = _Estimate(plan)
 
-    def finished(fi: int, qi: int, status: str) -> None:
+    def finished(fi: int, qi: int, status: str, cost: RunCost | None = None) -> None:
         nonlocal done
         done += 1
+        estimate.add(fi, cost)
         if status == "skipped":
             out.skipped += 1
         else:
             out.ran += 1
             out.statuses[status] = out.statuses.get(status, 0) + 1
+        out.computed_calls, out.cached_calls = estimate.computed, estimate.cached
         if progress:
-            progress(Progress(done, plan.total, out.skipped, fi, qi, status, plan.flows[fi].label))
+            progress(Progress(done, plan.total, out.skipped, fi, qi, status, plan.flows[fi].label,
+                              computed_calls=estimate.computed, cached_calls=estimate.cached,
+                              eta_s=estimate.eta()))
 
     try:
         if workers > 1:
@@ -214,7 +288,7 @@ def run_evaluation(ws: Any, repo: EvalStore, plan: EvalPlan, *,
 
 
 def _run_serially(ws: Any, plan: EvalPlan, repo: EvalStore, statuses: dict[str, str], out: Outcome,
-                  finished: Callable[[int, int, str], None], stop: threading.Event | None) -> None:
+                  finished: Callable[..., None], stop: threading.Event | None) -> None:
     compiled = [compile_flow(f.spec) for f in plan.flows]
     for qi, q in enumerate(plan.questions):
         for fi, flow in enumerate(plan.flows):
@@ -231,11 +305,11 @@ def _run_serially(ws: Any, plan: EvalPlan, repo: EvalStore, statuses: dict[str, 
             result = ws.run(compiled[fi], str(q["question"]), plan.kb,
                             flow_version=flow.version, eval_id=plan.eval_id, run_id=rid,
                             cancel=stop)
-            finished(fi, qi, result.status)
+            finished(fi, qi, result.status, RunCost.of(result))
 
 
 def _run_on_workers(plan: EvalPlan, repo: EvalStore, statuses: dict[str, str], out: Outcome,
-                    finished: Callable[[int, int, str], None], stop: threading.Event | None,
+                    finished: Callable[..., None], stop: threading.Event | None,
                     workers: int, make_workspace: Callable[[], Any] | None, address: str) -> None:
     from .parallel import Task, run_parallel
     tasks: list[Task] = []
@@ -255,8 +329,39 @@ def _run_on_workers(plan: EvalPlan, repo: EvalStore, statuses: dict[str, str], o
             raise FlowkitError("--workers needs a workspace factory for the workers")
         run_parallel(tasks, make_workspace, [f.spec for f in plan.flows],
                      [f.version for f in plan.flows], plan.kb, plan.eval_id, workers, address,
-                     on_done=lambda t, status: finished(t.flow_index, t.question_index, status),
+                     on_done=lambda t, status, cost: finished(t.flow_index, t.question_index,
+                                                              status, cost),
                      should_stop=(lambda: stop.is_set()) if stop is not None else None)
+
+
+def add_variants(repo: EvalStore, plan: EvalPlan, variants: list[FlowEntry]) -> EvalPlan:
+    """`plan` (a stored evaluation's) with `variants` added as new columns: the same questions
+    and knowledge base; the runs of its columns are kept (a resume skips them). A variant whose
+    spec is already a column is refused; a ref already used gets a suffix ('iter_retgen#2')."""
+    if not variants:
+        raise FlowkitError("name at least one flow to add (--flow)")
+    have = {_spec_hash(f.spec): f.label for f in plan.flows}
+    used = {f.ref for f in plan.flows}
+    for v in variants:
+        same = have.get(_spec_hash(v.spec))
+        if same is not None:
+            raise FlowkitError(f"'{v.ref}' is the same flow as column '{same}' of evaluation "
+                               f"{plan.eval_id}; change a node first")
+        have[_spec_hash(v.spec)] = v.ref
+        base, n = v.ref, 2
+        while v.ref in used:
+            v.ref, n = f"{base}#{n}", n + 1
+        used.add(v.ref)
+    labels = {f.label for f in plan.flows}
+    for v in variants:
+        label_flows([v])
+        base, n = v.label, 2
+        while v.label in labels:
+            v.label, n = f"{base}#{n}", n + 1
+        labels.add(v.label)
+    repo.add_flows(plan.eval_id, [v.record() for v in variants])
+    return EvalPlan(plan.eval_id, plan.name, plan.dataset, plan.kb, [*plan.flows, *variants],
+                    plan.questions)
 
 
 def plan_from_eval(info: Any, questions: list[dict[str, Any]]) -> EvalPlan:

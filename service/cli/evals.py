@@ -50,7 +50,16 @@ def cmd_dataset(args: argparse.Namespace) -> int:
 
 # ---- eval ---------------------------------------------------------------------------------
 def _plan(args: argparse.Namespace, ws: Any, repo: Any) -> Any:
-    from flowkit.eval.runner import make_plan, plan_from_eval, resolve_flows
+    from flowkit.eval.runner import add_variants, make_plan, plan_from_eval, resolve_flows
+    if args.from_eval:
+        info = repo.find_eval(args.from_eval)
+        if info is None:
+            raise FlowkitError(f"no evaluation '{args.from_eval}' (flowkit evals lists them)")
+        if args.dataset or args.kb or args.limit:
+            raise FlowkitError("--from keeps the evaluation's dataset, questions and knowledge "
+                               "base; leave out --dataset, --kb and --limit")
+        base = plan_from_eval(info, repo.get_dataset(info.dataset).questions)
+        return add_variants(repo, base, resolve_flows(ws, args.flow))
     if args.resume:
         info = repo.find_eval(args.resume)
         if info is not None:
@@ -74,18 +83,19 @@ def _run(plan: Any, ws: Any, repo: Any, workers: int = 1, ray_address: str = "")
         Progress,
         TextColumn,
         TimeElapsedColumn,
-        TimeRemainingColumn,
     )
 
     from flowkit.eval.runner import run_evaluation
     n = len(plan.questions)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[last]}"),
+                  TimeElapsedColumn(), TextColumn("{task.fields[last]}"),
                   console=common.err) as prog:
         tasks = [prog.add_task(f.label, total=n, last="") for f in plan.flows]
+        overall = prog.add_task("[bold]all[/bold]", total=n * len(plan.flows), last="")
 
         def on_progress(p: Any) -> None:
             prog.update(tasks[p.flow_index], advance=1, last=p.status)
+            prog.update(overall, completed=p.done, last=p.describe())
 
         factory = None
         if workers > 1:
@@ -128,13 +138,44 @@ def cmd_eval(args: argparse.Namespace) -> int:
               f"[dim](resume: flowkit eval --resume {plan.eval_id})[/dim]")
     outcome = _run(plan, ws, repo, args.workers, args.ray_address or "")
     common.err.print(f"ran {outcome.ran}, skipped {outcome.skipped} already done, redid {outcome.redone} "
-              "unfinished")
+              f"unfinished; model calls: {outcome.computed_calls} computed, "
+              f"{outcome.cached_calls} served from the completion cache")
     k = None if args.k == 0 else args.k
     rep = evaluation_report(repo, plan, args.baseline, k)
     print_report(rep)
     for path in (args.out, args.report, args.csv):
         if path:
             common.out.print(f"wrote {report_mod.write(rep, path)}")
+    return 0
+
+
+def cmd_diverge(args: argparse.Namespace) -> int:
+    from service.evaluations import where_flows_part
+    ws = common.open_workspace(args)
+    rep = where_flows_part(ws, args.eval_id, args.parent, args.variant)
+    if args.json:
+        common.out.print_json(data={
+            "eval_id": rep.eval_id, "parent": rep.parent, "variant": rep.variant,
+            "groups": [g.to_dict() for g in rep.groups],
+            "questions": [{"question_id": p.question_id, "node": p.node_id, "step": p.step_a,
+                           "keys": p.keys, "runs": list(rep.runs[p.question_id])}
+                          for p in rep.partings]})
+        return 0
+    rows = [[g.node_id, str(g.n), str(g.changed), str(g.better), str(g.worse), str(g.same),
+             f"{100 * g.f1_delta:+.1f} [{100 * g.low:+.1f}, {100 * g.high:+.1f}]"]
+            for g in rep.groups]
+    table = Table(title=f"where {rep.variant} parts from {rep.parent} (evaluation {rep.eval_id})")
+    for col in ("first differs at", "questions", "answer changed", "better", "worse", "same F1",
+                "F1 delta [95% CI]"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(*r)
+    common.out.print(table)
+    for p in rep.partings:
+        if p.node_id is not None:
+            a, b = rep.runs[p.question_id]
+            common.out.print(f"[dim]{p.question_id}: step {p.step_a} at {p.node_id} "
+                             f"({', '.join(p.keys)}); flowkit trace {a} / {b}[/dim]")
     return 0
 
 
@@ -168,6 +209,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--report", help="write a Markdown (.md) or HTML (.html) report")
     s.add_argument("--csv", help="write one row per flow and question")
     s.add_argument("--resume", help="continue the evaluation with this id")
+    s.add_argument("--from", dest="from_eval", metavar="EVAL_ID",
+                   help="add the --flow flows as new columns of this evaluation (same questions "
+                        "and knowledge base; its finished runs are kept, and with the completion "
+                        "cache every call a variant shares with them is free)")
     s.add_argument("--ingest", action="store_true",
                    help="ingest the dataset's corpus.jsonl into --kb first if it is empty")
     s.add_argument("--k", type=int, default=5, help="recall@k cut-off (0: every retrieved passage)")
@@ -179,6 +224,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="an existing Ray cluster (default: a local one); several machines need "
                         "server engines in settings")
     s.set_defaults(fn=cmd_eval)
+
+    s = sub.add_parser("diverge", help="where two columns of an evaluation part, per question "
+                       "and grouped by node")
+    s.add_argument("eval_id")
+    s.add_argument("parent", help="the column the variant was made from")
+    s.add_argument("variant", help="the variant's column")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_diverge)
 
     s = sub.add_parser("evals", help="list evaluations")
     s.set_defaults(fn=cmd_evals)
