@@ -50,6 +50,7 @@ def test_bad_inputs_give_clear_errors(tmp_path):
 
 
 @pytest.mark.real
+@pytest.mark.loads_model
 def test_ingest_run_trace_flows(tmp_path):
     corpus = ROOT / "flowkit" / "sample_kb" / "articles.jsonl"
     p = fk(tmp_path, "ingest", "--kb", "demo", str(corpus))

@@ -22,6 +22,7 @@ def test_sample_kb_is_searchable(real_resources):
     assert filtered and all(d["meta"]["doc_id"] == "art-09" for d in filtered)
 
 
+@pytest.mark.loads_model
 def test_naive_flow_answers_from_the_kb(real_resources):
     sink = ListSink()
     result = run_flow(compile_flow(load_template("naive_rag")), "Who designed the Corren Lighthouse?",

@@ -16,7 +16,7 @@ import _runkit as kit
 
 from flowkit.testing.faults import KillWorkerDuringCall
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.loads_model]
 QUESTION = "Who designed the Corren Lighthouse?"
 
 

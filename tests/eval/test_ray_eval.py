@@ -32,6 +32,7 @@ def test_a_cluster_address_with_embedded_engines_is_refused_with_the_reason() ->
 
 
 @pytest.mark.real
+@pytest.mark.loads_model
 def test_two_ray_workers_give_the_serial_answers(real_resources) -> None:
     ws = Workspace(real_resources.data_dir, real_resources.settings)
     ws.resources = real_resources

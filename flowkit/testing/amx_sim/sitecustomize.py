@@ -79,11 +79,13 @@ class _PatchingLoader(importlib.abc.Loader):
 
 
 class _Finder(importlib.abc.MetaPathFinder):
+    flowkit_amx_sim = True      # one such finder per process, whichever copy of this file made it
+
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
         if fullname != TARGET:
             return None
         for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
+            if getattr(finder, "flowkit_amx_sim", False) or not hasattr(finder, "find_spec"):
                 continue
             spec = finder.find_spec(fullname, path, target)
             if spec is not None and spec.loader is not None:
@@ -96,7 +98,7 @@ def install() -> None:
     """Wrap the loaders now (module already imported) or when llama_cpp.llama_cpp is imported."""
     if TARGET in sys.modules:
         patch(sys.modules[TARGET])
-    elif not any(isinstance(f, _Finder) for f in sys.meta_path):
+    elif not any(getattr(f, "flowkit_amx_sim", False) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
 
 
