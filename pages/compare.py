@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from storage.evals import EvalRepo
-from studio import compare_view
+from studio import compare_view, tasks, variant_panel
 from studio.jobs import get_jobs
 from studio.shell import route_through_app
 from studio.workspace import get_workspace
@@ -35,6 +35,8 @@ if eval_id:
     if plan is not None:
         compare_view.header(plan)
         compare_view.progress_panel(ws, jobs, plan)
+        variant_panel.add_variant_panel(ws, jobs, plan,
+                                        active=tasks.active_job(jobs, plan.eval_id) is not None)
         compare_view.results(ws, repo, plan)
 else:
     st.info("Start a comparison, or open an earlier evaluation.")

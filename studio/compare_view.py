@@ -18,7 +18,7 @@ from storage.evals import EvalRepo
 
 from . import compare_charts as charts
 from . import compare_data as cd
-from . import inert, tasks
+from . import inert, tasks, variant_panel
 from .jobs import JobManager
 from .state import query_select
 
@@ -310,6 +310,7 @@ def results(ws: Workspace, repo: EvalRepo, plan: EvalPlan) -> None:
     downloads(rep)
     charts_section(rep)
     disagreements_section(rep)
+    variant_panel.partings_panel(ws, plan)
     traces_section(ws, plan, rep)
 
 

@@ -145,3 +145,41 @@ def test_bad_choices_are_refused(ws):
     at = page("pages/compare.py", eval="nope")
     at.run()
     assert "no evaluation 'nope'" in texts(at)
+
+
+def test_add_a_variant_column_and_see_where_it_parts(ws):
+    plan = evaluated(ws, limit=2)
+    at = page("pages/compare.py", eval=plan.eval_id)
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    at.selectbox(key="compare_variant_from").set_value("naive_rag")
+    at.run()
+    at.selectbox(key="compare_variant_node").set_value("generate")
+    at.run()
+    prompt_key = f"compare_variant_p_{plan.eval_id}_naive_rag_generate_prompt"
+    at.text_area(key=prompt_key).set_value("Say it.\n{passages}\nQ: {question}\nA:")
+    at.run()
+    calls_before = len(ws.resources.llm.prompts)
+    at.button(key="compare_variant_add").click()
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    get_jobs().wait_idle(60)
+    until(at, lambda a: "6/6 answers · done" in str([p.proto.text for p in a.get("progress")]))
+    # only the variant's answers were computed: the retrievals and the other columns are kept
+    assert len(ws.resources.llm.prompts) - calls_before == 2
+    metrics = at.dataframe[0].value
+    assert len(metrics) == 3 and list(metrics["flow"])[2].startswith("naive_rag~generate.")
+    assert list(metrics["n"]) == [2, 2, 2]
+    job = tasks.last_job(get_jobs(), plan.eval_id)
+    assert job.result["computed_calls"] == 2
+    # where the variant parts from naive_rag: at its answer node, on both questions
+    at.selectbox(key="compare_part_parent").set_value("naive_rag")
+    at.selectbox(key="compare_part_variant").set_value(list(metrics["flow"])[2])
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    (groups,) = [d.value for d in at.dataframe if "first differs at" in d.value.columns]
+    assert list(groups["first differs at"]) == ["generate"] and list(groups["questions"]) == [2]
+    assert list(groups["answer changed"]) == [2] and list(groups["worse"]) == [2]
+    rows = at.dataframe(key="compare_part_df").value
+    assert list(rows["node"]) == ["generate", "generate"]
+    assert rows.iloc[0]["parent replay"].startswith(f"/replay?run={plan.eval_id}-0-0&step=")
