@@ -85,7 +85,7 @@ class Served:
 
 def _serve(model: ScriptedModel, **limits: Any) -> Iterator[Served]:
     server = _Server(model, TOKEN, **limits)    # type: ignore[arg-type]  # the scripted model
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield Served(model, server, server.server_address[1])
