@@ -44,18 +44,17 @@ def doctor_report(probe: bool = False, data_dir: str | None = None) -> dict[str,
     settings = load_settings(Path(data_dir) if data_dir else default_data_dir()).llm
     flags = amx.cpu_flags()
     advertised = "amx_tile" in flags
-    cached = amx.recorded()
     report: dict[str, object] = {
         "cpu_advertises_amx": advertised, "simulated": amx.simulating_fault(),
-        "probe_cache": str(amx.cache_path()),
-        "probe_result": None if cached is None else {"use": cached.use, "reason": cached.reason},
-        "extra_bufts_setting": settings.extra_bufts}
+        "probe_cache": str(amx.cache_path()), "extra_bufts_setting": settings.extra_bufts}
     decision: amx.Decision | None = None
-    if probe or not advertised or cached is not None:
+    if probe or not advertised or amx.recorded() is not None:
         try:
             decision = amx.decide(settings.extra_bufts, str(resolve_model_path(settings)))
         except (ValueError, ResourceError) as err:
             report["refused"] = str(err)
+    cached = amx.recorded()
+    report["probe_result"] = None if cached is None else {"use": cached.use, "reason": cached.reason}
     report["extra_buffer_types"] = None if decision is None else decision.use
     report["reason"] = ("not probed yet (run `flowkit doctor --probe`, or load a model)"
                         if decision is None and "refused" not in report

@@ -20,11 +20,12 @@ ROOT = Path(__file__).resolve().parents[2]
 HOOK = ROOT / "flowkit" / "testing" / "amx_sim"
 
 
-def _child(code: str, tmp_path: Path, simulate: str = "1") -> subprocess.CompletedProcess[str]:
+def _child(code: str, tmp_path: Path, simulate: str = "1",
+           args: list[str] | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "FLOWKIT_SIMULATE_AMX_FAULT": simulate, "FLOWKIT_CACHE_DIR": str(tmp_path),
            "PYTHONPATH": os.pathsep.join([str(HOOK), os.environ.get("PYTHONPATH", "")])}
     env.pop("FLOWKIT_AMX_PROBE", None)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-c", code, *(args or [])], capture_output=True, text=True, env=env,
                           timeout=300)
 
 
@@ -60,3 +61,24 @@ def test_the_one_loader_probes_turns_the_buffers_off_and_answers(tmp_path: Path)
     assert refused.returncode == 1
     assert "ResourceError: settings: llm.extra_bufts = on, but this CPU cannot use AMX: the AMX " \
            "probe died with signal 11 (SIGSEGV)" in refused.stderr
+
+
+def test_serve_model_forced_on_is_refused_and_doctor_shows_the_decision(tmp_path: Path) -> None:
+    """On the simulated CPU `flowkit serve-model --extra-bufts on` stops with the clear error (exit
+    2, no crash) and `flowkit doctor` reports the probe's cached result and its file."""
+    run = ("import sys\nfrom service.cli import main\nsys.exit(main(sys.argv[1:]))")
+    env_home = {"FLOWKIT_HOME": str(tmp_path / "home")}
+    doctor = _child(f"import os\nos.environ.update({env_home!r})\n{run}", tmp_path,
+                    args=["doctor", "--json", "--probe"])
+    assert doctor.returncode == 0, doctor.stderr[-600:]
+    report = json.loads(doctor.stdout)
+    assert report["cpu_advertises_amx"] is True and report["simulated"] is True
+    assert report["extra_buffer_types"] is False and "SIGSEGV" in report["reason"]
+    assert report["probe_cache"] == str(tmp_path / "amx-probe.json")
+    assert report["probe_result"]["use"] is False
+    served = _child(run, tmp_path, args=["serve-model", "smollm2-135m", "--port", "9",
+                                         "--extra-bufts", "on"])
+    assert served.returncode == 2, served.stderr[-600:]
+    message = " ".join(served.stderr.split())
+    assert "llm.extra_bufts = on, but this CPU cannot use AMX: the AMX probe died with signal 11 " \
+           "(SIGSEGV)" in message
