@@ -23,6 +23,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+#: The environment variable that holds the studio's access token.
+TOKEN_ENV = "FLOWKIT_STUDIO_TOKEN"
 COOKIE_NAME = "flowkit_studio_access"
 COOKIE_DAYS = 7
 _CONTEXT = b"flowkit-studio-access|"

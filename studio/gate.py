@@ -18,7 +18,7 @@ import streamlit as st
 
 from studio import access
 
-TOKEN_ENV = "FLOWKIT_STUDIO_TOKEN"
+TOKEN_ENV = access.TOKEN_ENV
 PASSED_KEY = "gate_passed"
 INPUT_KEY = "gate_token"
 

@@ -30,7 +30,6 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from studio import access
-from studio.gate import TOKEN_ENV
 
 LOGIN = "/_flowkit/login"
 LOGOUT = "/_flowkit/logout"
@@ -90,7 +89,7 @@ class Guard:
     def _form(self, status: int, nxt: str, message: str = "",
               headers: dict[str, str] | None = None) -> HTMLResponse:
         body = _FORM.format(action=LOGIN, next=_escape(_safe_next(nxt)), message=_escape(message),
-                            env=TOKEN_ENV)
+                            env=access.TOKEN_ENV)
         return HTMLResponse(body, status_code=status, headers={**_NO_STORE, **(headers or {})})
 
     async def login(self, request: Request) -> Response:
@@ -166,5 +165,5 @@ def _refusal(scope: Scope) -> Response:
         query = scope.get("query_string", b"").decode("latin-1")
         target = path + (f"?{query}" if query else "")
         return RedirectResponse(f"{LOGIN}?next={quote(target, safe='')}", status_code=303)
-    return PlainTextResponse(f"flowkit studio: log in first ({LOGIN}); {TOKEN_ENV} is set.\n",
+    return PlainTextResponse(f"flowkit studio: log in first ({LOGIN}); {access.TOKEN_ENV} is set.\n",
                              status_code=403, headers=_NO_STORE)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import FlowkitError
+from .costs import RunCost
 
 LOCAL_ADDRESSES = ("", "local")
 
@@ -70,7 +71,6 @@ class _Worker:
         self.kb, self.eval_id, self.versions = kb, eval_id, versions
 
     def run(self, task: Task) -> tuple[Task, str, Any]:
-        from .runner import RunCost
         result = self.ws.run(self.flows[task.flow_index], task.question, self.kb,
                              flow_version=self.versions[task.flow_index], eval_id=self.eval_id,
                              run_id=task.run_id)

@@ -24,6 +24,7 @@ from ..compile import compile_flow
 from ..errors import FlowkitError
 from ..process import pid_alive as _pid_alive
 from ..spec import FlowSpec, from_dict, to_dict
+from .costs import RunCost
 from .metrics import QuestionResult, score
 
 FINISHED = ("ok", "budget_exceeded")
@@ -164,22 +165,6 @@ def _duration(seconds: float) -> str:
     if seconds < 5400:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
-
-
-@dataclass
-class RunCost:
-    """What one run of an evaluation spent here: calls computed, calls from the cache, seconds."""
-
-    computed_calls: int = 0
-    cached_calls: int = 0
-    wall_s: float = 0.0
-
-    @classmethod
-    def of(cls, result: Any) -> RunCost:
-        cached = int(getattr(result, "cached_calls", 0) or 0)
-        wall = getattr(result, "wall_ms", None)
-        wall = float(wall if wall is not None else getattr(result, "ms", 0.0)) / 1000.0
-        return cls(max(0, int(getattr(result, "llm_calls", 0)) - cached), cached, wall)
 
 
 class _Estimate:
