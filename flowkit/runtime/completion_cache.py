@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 #: What a cache key is made of, in words (the README and `flowkit cache stats` show it).
 KEY_PARTS = ("backend", "model file sha256", "context size", "seed", "GPU layers", "threads",
+             "prompt batch size",
              "llama.cpp build", "CPU model and flags", "extra buffer setting", "prompt format",
              "in-context examples", "call kind", "prompt", "system message", "max_tokens",
              "temperature", "stop strings", "logprobs")
@@ -158,6 +159,7 @@ def model_identity(llm: Any) -> dict[str, Any] | None:
     return {"backend": "llama_cpp", "model_sha256": file_hash(path), "n_ctx": int(settings.n_ctx),
             "seed": int(settings.seed), "n_gpu_layers": int(settings.n_gpu_layers),
             "threads": int(settings.n_threads or default_threads()),
+            "n_batch": int(getattr(settings, "n_batch", 512)),
             "extra_bufts": str(settings.extra_bufts), "platform": _platform(),
             "prompt_format": prompt_format(), "examples": bool(settings.prompt_examples)}
 

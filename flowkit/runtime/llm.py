@@ -22,6 +22,7 @@ from ..errors import ContextOverflowError
 from . import amx
 from .gguf import file_hash, inspect_gguf
 from .gguf_load import load_llama
+from .prefix import PrefixReuse
 
 
 @dataclass
@@ -75,6 +76,8 @@ class LLMSettings:
     in_process: bool = False              # llama_cpp: load in this process instead of a worker
     prompt_examples: bool = True          # base models: in-context examples before an "Answer:" cue
     request_timeout_s: float = 600.0      # the longest one call may take when the flow sets none
+    n_batch: int = 512                    # llama.cpp prompt batch (and the prefix-reuse block)
+    prefix_reuse: bool = True             # keep the KV of whole prompt blocks shared with the last call
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "api_key"}
@@ -126,6 +129,8 @@ class LlamaCppLLM:
         self._lock = threading.Lock()
         #: whether the model was loaded with llama.cpp's extra buffer types, and why (after load)
         self.extra_bufts: amx.Decision | None = None
+        #: whole n_batch blocks of the last prompt kept in the KV cache (runtime/prefix.py)
+        self.prefix = PrefixReuse(settings.n_batch, settings.prefix_reuse)
 
     @property
     def model_hash(self) -> str:
@@ -144,7 +149,8 @@ class LlamaCppLLM:
             threads = self.settings.n_threads or default_threads()
             loaded = load_llama(self.path, self.settings.extra_bufts, n_ctx=self.settings.n_ctx,
                                 n_threads=threads, n_threads_batch=threads,
-                                n_gpu_layers=self.settings.n_gpu_layers, seed=self.settings.seed)
+                                n_gpu_layers=self.settings.n_gpu_layers, seed=self.settings.seed,
+                                n_batch=self.settings.n_batch)
             self._llama, self.extra_bufts = loaded.llama, loaded.decision
             self._formatter = _chat_formatter(self._llama)
         return self._llama
@@ -186,6 +192,7 @@ class LlamaCppLLM:
         """Each token of `text` with its log-probability given the text before it (the first
         token, with no text before it, gets 0.0); the pieces join to `text`. One batched pass."""
         with self._lock:
+            self.prefix.forget()
             return _prompt_logprobs(self._load(), text)
 
     def complete(self, prompt: str, *, max_tokens: int = 256, stop: list[str] | None = None,
@@ -200,7 +207,8 @@ class LlamaCppLLM:
         with self._lock:
             llama = self._load()
             text, template_stops = self.render(prompt, system)
-            n_prompt = len(llama.tokenize(text.encode("utf-8"), add_bos=True, special=True))
+            prompt_ids = list(llama.tokenize(text.encode("utf-8"), add_bos=True, special=True))
+            n_prompt = len(prompt_ids)
             if n_prompt + max_tokens > self.settings.n_ctx:
                 if n_prompt + 8 > self.settings.n_ctx:
                     raise ContextOverflowError(
@@ -222,17 +230,23 @@ class LlamaCppLLM:
 
             t0 = time.perf_counter()
             if logprobs:
+                self.prefix.forget()
                 out_text, lp, n_gen, reason = _generate_with_logprobs(
                     llama, text, max_tokens, temp, (stop or []) + template_stops, self.settings.seed,
                     criterion if should_stop is not None else None)
             else:
-                # no KV-cache reuse between calls: a cached prefix is evaluated in other batch
-                # shapes, which moves logits enough to change greedy picks; runs must replay alike
-                llama.reset()
-                res = llama.create_completion(text, max_tokens=max_tokens, temperature=temp,
-                                              stop=(stop or []) + template_stops,
-                                              seed=self.settings.seed,
-                                              stopping_criteria=criterion if should_stop else None)
+                # KV reuse only of whole n_batch blocks, so the rest of the prompt is evaluated
+                # in the batches a fresh call uses: the same logits, the same greedy output
+                self.prefix.prepare(llama, prompt_ids)
+                try:
+                    res = llama.create_completion(
+                        text, max_tokens=max_tokens, temperature=temp,
+                        stop=(stop or []) + template_stops, seed=self.settings.seed,
+                        stopping_criteria=criterion if should_stop else None)
+                except BaseException:
+                    self.prefix.forget()
+                    raise
+                self.prefix.done(prompt_ids)
                 choice = res["choices"][0]
                 out_text, lp = choice["text"], None
                 n_gen = res["usage"]["completion_tokens"]

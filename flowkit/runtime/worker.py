@@ -225,7 +225,9 @@ class _Handler(BaseHTTPRequestHandler):
             with self.server._stats_lock:
                 stats = dict(self.server.stats)
             self._send(200, {"status": "ok", "pid": os.getpid(), "model": llm.model_id,
-                             "generations": stats})
+                             "generations": stats,
+                             "prefix": prefix.stats() if (prefix := getattr(llm, "prefix", None))
+                             else None})
         elif path == "/v1/models":
             self._send(200, {"object": "list", "data": [{"id": llm.model_id, "object": "model",
                                                          "owned_by": "flowkit"}]})

@@ -58,14 +58,14 @@ def test_without_a_cache_every_call_computes():
 
 def test_each_part_of_the_key_misses():
     identity = {"backend": "llama_cpp", "model_sha256": "a" * 64, "n_ctx": 4096, "seed": 42,
-                "n_gpu_layers": 0, "threads": 1, "extra_bufts": "auto", "platform": "p",
+                "n_gpu_layers": 0, "threads": 1, "n_batch": 512, "extra_bufts": "auto", "platform": "p",
                 "prompt_format": "f", "examples": True}
     call = {"temperature": 0.0, "prompt": "Q", "system": None, "max_tokens": 32,
             "stop": ["\n"], "logprobs": False}
     base = call_key(identity, "complete", **call)
     assert base == call_key(dict(identity), "complete", **dict(call))     # stable
     changed_identity = {"backend": "openai", "model_sha256": "b" * 64, "n_ctx": 2048, "seed": 7,
-                        "n_gpu_layers": -1, "threads": 2, "extra_bufts": "off",
+                        "n_gpu_layers": -1, "threads": 2, "n_batch": 64, "extra_bufts": "off",
                         "platform": "amx", "prompt_format": "g", "examples": False}
     for part, value in changed_identity.items():
         assert call_key({**identity, part: value}, "complete", **call) != base, part
