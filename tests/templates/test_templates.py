@@ -57,9 +57,26 @@ def test_template_validates_and_runs_with_a_scripted_model(name: str, tmp_path: 
     assert sink.steps[0].node_id == load_template(name).entry_node()
 
 
+#: iter_retgen's T = 3 rounds: two drafts feed the next retrieval, the third round answers
+ITER_RETGEN_STEPS = ["retrieve", "rounds", "generate"] * 2 + ["retrieve", "rounds", "final"]
+
+
+@pytest.mark.parametrize("name", names())
+def test_template_opens_clean(name: str):
+    """A shipped template has no problem at all: no error and no warning (issue 29)."""
+    assert [(p.code, p.node, p.message) for p in check(load_template(name))] == []
+
+
 def test_iter_retgen_runs_t_rounds():
     result, sink = run("iter_retgen", fake_resources(scripted(), kb="test"))
-    assert [n for n, _ in sink.sequence()] == ["retrieve", "generate", "rounds"] * 3
+    assert [n for n, _ in sink.sequence()] == ITER_RETGEN_STEPS
+    assert result.llm_calls == 3 and len(result.memory["drafts"]) == 3
+
+
+def test_self_rag_checks_support_of_the_answer_it_keeps():
+    result, sink = run("self_rag", fake_resources(scripted(), kb="test"))
+    nodes = [n for n, _ in sink.sequence()]
+    assert nodes[-2:] == ["useful", "support"], nodes
 
 
 def test_agent_thought_action_evidence_then_final_answer():
@@ -119,7 +136,7 @@ def test_template_runs_on_the_real_model(name: str, real_resources: Any):
     assert all(s.error is None for s in sink.steps)
     nodes = [n for n, _ in sink.sequence()]
     if name == "iter_retgen":
-        assert nodes == ["retrieve", "generate", "rounds"] * 3
+        assert nodes == ITER_RETGEN_STEPS
     if name == "agent_unirag":
         actions = [h["action"] for h in result.memory["history"] if "action" in h]
         assert actions[-1] == "Final Answer" or result.memory["history"][-1]["thought"] == \
