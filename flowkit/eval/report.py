@@ -87,7 +87,9 @@ def build_report(results: dict[str, list[QuestionResult]], *, eval_id: str = "",
 
 # ---- formatting --------------------------------------------------------------------------
 def fmt(metric: str, value: float | None) -> str:
-    """A metric value for a table: rates as percentages, costs with sensible precision."""
+    """A metric value as people read it: rates as percentages with one decimal, tokens as whole
+    tokens ("736 tokens/q", never "735.75"), calls and seconds with two decimals. The one
+    formatter of every table, chart label and page that shows a metric."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     if metric in ("em", "f1", "acc", "recall"):
@@ -142,8 +144,9 @@ def type_rows(rep: EvalReport) -> list[list[str]]:
 
 # ---- charts (inline SVG, no dependencies) --------------------------------------------------
 def bar_svg(title: str, labels: Sequence[str], values: Sequence[float | None],
-            width: int = 320, height: int = 180) -> str:
-    """A small bar chart as an SVG string."""
+            width: int = 320, height: int = 180, metric: str | None = None) -> str:
+    """A small bar chart as an SVG string; each bar is labelled with `fmt(metric, value)` (three
+    significant digits when no metric is named)."""
     vals = [0.0 if v is None or math.isnan(v) else float(v) for v in values]
     top = max(vals, default=0.0) or 1.0
     n = max(len(vals), 1)
@@ -160,11 +163,17 @@ def bar_svg(title: str, labels: Sequence[str], values: Sequence[float | None],
         parts.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{bw * 0.7:.1f}" height="{h:.1f}" '
                      f'fill="{PALETTE[i % len(PALETTE)]}"/>')
         parts.append(f'<text x="{x + bw * 0.35:.1f}" y="{y - 3:.1f}" text-anchor="middle">'
-                     f'{v:.3g}</text>')
+                     f'{_bar_label(metric, v)}</text>')
         parts.append(f'<text x="{x + bw * 0.35:.1f}" y="{height - pad_b + 14}" '
                      f'text-anchor="middle">{html.escape(lab[:18])}</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _bar_label(metric: str | None, value: float) -> str:
+    if metric is not None:
+        return fmt(metric, value)
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
 def scatter_svg(points: Sequence[tuple[str, float, float]], x_title: str = "tokens / question",
@@ -204,7 +213,7 @@ def charts(rep: EvalReport) -> dict[str, str]:
         values = [getattr(rep.summaries[f], m) for f in rep.flows]
         if m == "recall" and all(v is None for v in values):
             continue
-        out[title] = bar_svg(title, rep.flows, values)
+        out[title] = bar_svg(title, rep.flows, values, metric=m)
     out["F1 vs tokens/question"] = scatter_svg(
         [(f, rep.summaries[f].tokens, rep.summaries[f].f1) for f in rep.flows])
     return out
@@ -289,15 +298,33 @@ CSV_FIELDS = ["flow", "question_id", "type", "question", "answers", "prediction"
               "f1", "acc", "recall", "tokens", "llm_calls", "seconds", "run_id", "error"]
 
 
+#: decimals kept of a float in the exports: enough for any metric, none of the binary noise
+#: (0.30000000000000004 is written 0.3)
+CSV_DECIMALS = 4
+JSON_DECIMALS = 6
+
+
+def tidy(value: Any, decimals: int = CSV_DECIMALS) -> Any:
+    """`value` with every float rounded to `decimals` places (in dicts and lists too); a float
+    that is a whole number stays a float (1.0), NaN and infinities are left for the caller."""
+    if isinstance(value, float):
+        return round(value, decimals) if math.isfinite(value) else value
+    if isinstance(value, dict):
+        return {k: tidy(x, decimals) for k, x in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [tidy(x, decimals) for x in value]
+    return value
+
+
 def to_csv(rep: EvalReport) -> str:
-    """One row per flow and question."""
+    """One row per flow and question; floats rounded to `CSV_DECIMALS` places."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
     w.writeheader()
     for f in rep.flows:
         for r in rep.results[f]:
-            w.writerow(r.to_dict() | {"answers": " | ".join(r.answers),
-                                      "recall": "" if r.recall is None else r.recall})
+            row = tidy(r.to_dict() | {"answers": " | ".join(r.answers)})
+            w.writerow(row | {"recall": "" if r.recall is None else row["recall"]})
     return buf.getvalue()
 
 
@@ -312,8 +339,9 @@ def _no_nan(v: Any) -> Any:
 
 
 def to_json(rep: EvalReport) -> str:
-    """The whole report as strict JSON (no NaN: a missing value is null)."""
-    return json.dumps(_no_nan(rep.to_dict()), indent=2, ensure_ascii=False, allow_nan=False,
+    """The whole report as strict JSON (no NaN: a missing value is null; floats rounded to
+    `JSON_DECIMALS` places)."""
+    return json.dumps(tidy(_no_nan(rep.to_dict()), JSON_DECIMALS), indent=2, ensure_ascii=False, allow_nan=False,
                       default=str)
 
 

@@ -87,3 +87,39 @@ def test_no_gold_passages_no_recall_chart():
     rep = build_report(rs, k=None)
     assert "R@all" not in charts(rep) and summary_rows(rep)[1][6] == "-"
     assert json.loads(to_json(rep))["vs_baseline"]["b"][3]["mean"] is None    # NaN -> null
+
+
+# ---- what people read: whole tokens, no float noise (issue 29) ----------------------------
+@pytest.fixture()
+def noisy():
+    rows = [QuestionResult(flow="f", question_id=f"q{i}", question="q?", answers=["a"],
+                           prediction="a", status="ok", type="bridge", em=1.0,
+                           f1=0.1 + 0.2, acc=1.0, recall=1 / 3, tokens=t, llm_calls=2,
+                           seconds=1.23456789, run_id="r") for i, t in enumerate((735, 736, 736, 736))]
+    return build_report({"f": rows}, eval_id="e", dataset="d", kb="kb", k=5)
+
+
+def test_tokens_per_question_are_whole_tokens_everywhere(noisy):
+    assert noisy.summaries["f"].tokens == 735.75
+    assert summary_rows(noisy)[1][7] == "736"
+    tokens_chart = charts(noisy)["tokens/q"]
+    assert ">736<" in tokens_chart and "735.75" not in tokens_chart
+    assert ">30.0<" in charts(noisy)["F1"]            # a rate as a percentage, one decimal
+    for text in (to_markdown(noisy), to_html(noisy)):
+        assert "735.75" not in text and "736" in text
+
+
+def test_exports_carry_no_float_noise(noisy):
+    rows = list(csv.DictReader(io.StringIO(to_csv(noisy))))
+    assert rows[0]["f1"] == "0.3" and rows[0]["recall"] == "0.3333" and rows[0]["seconds"] == "1.2346"
+    raw = to_csv(noisy) + to_json(noisy)
+    assert "0.30000000000000004" not in raw and "0.3333333" not in raw
+    data = json.loads(to_json(noisy))
+    assert data["summary"]["f"]["f1"] == 0.3 and data["summary"]["f"]["tokens"] == 735.75
+
+
+def test_bar_labels_stay_readable_without_a_metric():
+    from flowkit.eval.report import bar_svg
+    svg = bar_svg("t", ["a", "b"], [1234.5, 0.123456])
+    assert ">1,234<" in svg or ">1,235<" in svg
+    assert ">0.123<" in svg and "e+03" not in svg
