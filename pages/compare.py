@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from storage.evals import EvalRepo
+from service.evaluations import eval_repo
 from studio import compare_view, tasks, variant_panel
 from studio.jobs import get_jobs
 from studio.shell import route_through_app
@@ -19,7 +19,7 @@ route_through_app()   # a direct URL in a fresh server's first session: go throu
 
 ws = get_workspace()
 jobs = get_jobs()
-repo = EvalRepo(ws.store)
+repo = eval_repo(ws)
 
 st.title("Compare")
 eval_id = st.query_params.get("eval")

@@ -7,8 +7,8 @@ import streamlit as st
 
 from flowkit import templates
 from flowkit.errors import FlowkitError
-from flowkit.export import export_zip, graph_id
-from studio import diffs, inert, library
+from service import flows as library
+from studio import diffs, inert
 from studio.shell import route_through_app
 from studio.state import flash, show_flash
 from studio.workspace import get_workspace
@@ -38,7 +38,7 @@ def _lg_package(db_url: str, name: str, version: int) -> tuple[bytes | None, str
     Built once per flow version, not on every rerun of the page."""
     try:
         spec = get_workspace().store.get_flow(name, version)[0]
-        return export_zip(spec), f"{graph_id(spec)}.zip"
+        return library.export_zip(spec), f"{library.graph_id(spec)}.zip"
     except FlowkitError as err:   # a flow with problems cannot become code yet
         return None, str(err)
 

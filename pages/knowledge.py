@@ -7,7 +7,8 @@ import json
 import streamlit as st
 
 from flowkit.errors import FlowkitError
-from studio import inert, kbpanels, kbview
+from service import knowledge as kbview
+from studio import inert, kbpanels
 from studio.jobs import get_jobs
 from studio.shell import route_through_app
 from studio.state import flash, query_select, show_flash, sync_from_query

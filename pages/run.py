@@ -39,7 +39,7 @@ form_col, live_col = st.columns([2, 3], gap="large")
 
 with form_col:
     # ---- flow: saved flows and templates, preselected from another page or the address -----
-    choices = runview.flow_choices(ws.store)
+    choices = runview.flow_choices(ws)
     hint = st.session_state.pop("run_flow", None)      # set by the Flows and Editor pages
     if (found := runview.find_ref(choices, hint)) is not None:
         st.session_state["run_flow_choice"] = found

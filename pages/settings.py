@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from flowkit.runtime.models import DEFAULT_MODEL, PACKAGED
-from flowkit.runtime.resources import load_settings, save_settings
+from service.settings import DEFAULT_MODEL, PACKAGED, load_settings, save_settings
 from studio import settings as logic
 from studio.shell import route_through_app
 from studio.state import flash, show_flash

@@ -7,57 +7,35 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from flowkit import templates
 from flowkit.errors import FlowkitError
-from flowkit.eval.datasets import Dataset, known_sets, resolve
+from flowkit.eval.datasets import Dataset
 from flowkit.eval.metrics import METRICS, QuestionResult
 from flowkit.eval.report import EvalReport, fmt, fmt_delta
-from flowkit.eval.runner import EvalPlan, FlowEntry, evaluation_report, make_plan, plan_from_eval
+from flowkit.eval.runner import EvalPlan
 from flowkit.trace import StepEvent
+from service import runs
+from service.evaluations import (
+    MAX_FLOWS,
+    MIN_FLOWS,
+    EvalInfo,
+    dataset_choices,
+    evaluations,
+    flow_entries,
+    load_dataset,
+    new_plan,
+    open_plan,
+    report,
+)
+from service.runs import FlowRef, RunInfo, flow_choices
 from service.workspace import Workspace
-from storage.evals import EvalInfo, EvalRepo
-from storage.repo import RunInfo
 
-MIN_FLOWS, MAX_FLOWS = 2, 6
-FlowRef = tuple[str, str]      # ("saved" | "template", name), as on the run page
+__all__ = ["MAX_FLOWS", "MIN_FLOWS", "dataset_choices", "evaluations", "flow_choices",
+           "flow_entries", "load_dataset", "new_plan", "open_plan", "report"]
 
 
 # ---- choices -------------------------------------------------------------------------------
-def flow_choices(ws: Workspace) -> list[FlowRef]:
-    """Saved flows (by name), then the templates."""
-    return ([("saved", f.name) for f in ws.store.list_flows()]
-            + [("template", n) for n in templates.names()])
-
-
 def flow_label(ref: FlowRef) -> str:
     return ref[1] if ref[0] == "saved" else f"{ref[1]} (template)"
-
-
-def flow_entries(ws: Workspace, refs: list[FlowRef]) -> list[FlowEntry]:
-    """The chosen flows resolved to specs. A template keeps its plain name as ref (the same
-    evaluation id as `flowkit eval --flow NAME`) unless a saved flow has that name too."""
-    if not MIN_FLOWS <= len(refs) <= MAX_FLOWS:
-        raise FlowkitError(f"pick {MIN_FLOWS} to {MAX_FLOWS} flows (got {len(refs)})")
-    saved = {f.name for f in ws.store.list_flows()}
-    out = []
-    for kind, name in refs:
-        if kind == "saved":
-            spec, version = ws.store.get_flow(name)
-            out.append(FlowEntry(ref=name, spec=spec, version=version))
-        else:
-            ref = f"template:{name}" if name in saved else name
-            out.append(FlowEntry(ref=ref, spec=templates.load_template(name)))
-    return out
-
-
-def dataset_choices(repo: EvalRepo) -> list[str]:
-    """Sets found on disk (../shared/data, the sample questions), then imported datasets."""
-    on_disk = list(known_sets())
-    return on_disk + [d.name for d in repo.list_datasets() if d.name not in on_disk]
-
-
-def load_dataset(repo: EvalRepo, name: str) -> Dataset:
-    return resolve(repo, name)
 
 
 def suggested_kb(dataset: Dataset, kb_names: list[str]) -> str:
@@ -78,29 +56,12 @@ def kb_slug(name: str) -> str:
     return s[:63]
 
 
-def new_plan(ws: Workspace, refs: list[FlowRef], dataset: Dataset, kb: str,
-             limit: int) -> EvalPlan:
-    return make_plan(flow_entries(ws, refs), dataset.name, dataset.questions, kb, limit=limit)
-
-
-def evaluations(repo: EvalRepo) -> list[EvalInfo]:
-    return repo.list_evals()
-
-
 def eval_label(info: EvalInfo) -> str:
     flows = ", ".join(str(f.get("label") or f.get("ref")) for f in info.flows)
     return (f"{info.created_at:%Y-%m-%d %H:%M} · {flows} · {len(info.question_ids)} q of "
             f"{info.dataset} · {info.status} · {info.id}")
 
 
-def open_plan(repo: EvalRepo, eval_id: str) -> EvalPlan:
-    info = repo.get_eval(eval_id)
-    return plan_from_eval(info, repo.get_dataset(info.dataset).questions)
-
-
-def report(repo: EvalRepo, plan: EvalPlan, k: int | None = 5) -> EvalReport:
-    """The report so far (the first flow is the baseline)."""
-    return evaluation_report(repo, plan, None, k)
 
 
 # ---- tables --------------------------------------------------------------------------------
@@ -216,11 +177,11 @@ def traces(ws: Workspace, plan: EvalPlan, rep: EvalReport, qid: str) -> list[Flo
     for fi, f in enumerate(plan.flows):
         rid = f"{plan.eval_id}-{fi}-{qi}"
         try:
-            run = ws.store.get_run(rid)
+            run = runs.get_run(ws, rid)
         except FlowkitError:
             out.append(FlowTrace(f.label, None, None))
             continue
-        steps = ws.store.steps(run.id)
+        steps = runs.steps(ws, run.id)
         out.append(FlowTrace(f.label, index.get(f.label, {}).get(qid), run, steps,
                              passages(steps, gold)))
     return out

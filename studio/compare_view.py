@@ -13,8 +13,8 @@ from flowkit.eval import report as report_mod
 from flowkit.eval.datasets import Dataset, from_path, known_sets, resolve
 from flowkit.eval.report import EvalReport
 from flowkit.eval.runner import EvalPlan
+from service.evaluations import EvalRepo
 from service.workspace import Workspace
-from storage.evals import EvalRepo
 
 from . import compare_charts as charts
 from . import compare_data as cd

@@ -18,10 +18,10 @@ from flowkit.errors import FlowkitError, NotFoundError, Problem, SpecError, Stal
 from flowkit.names import flaw
 from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec, Position, canonical, from_dict, to_dict
 from flowkit.validate import check
+from service.drafts import Draft, DraftStore, new_draft_id
 from service.workspace import Workspace
 
 from . import canvas, tabs
-from .drafts import Draft, DraftStore, new_draft_id
 
 K_DRAFT = "editor_draft"            # Draft being edited
 K_BASE = "editor_base"              # (flow, version, spec dict) the draft started from

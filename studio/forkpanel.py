@@ -6,8 +6,8 @@ import streamlit as st
 
 from flowkit.memory import OPERATOR_KEYS
 from flowkit.trace import StepEvent
+from service.runs import RunInfo
 from service.workspace import Workspace
-from storage.repo import RunInfo
 
 from . import inert, replay
 from .jobs import Job, JobManager

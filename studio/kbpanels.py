@@ -5,9 +5,10 @@ from __future__ import annotations
 import streamlit as st
 
 from flowkit.errors import FlowkitError
-from flowkit.runtime.kb import KnowledgeBase
+from service import knowledge as kbview
+from service.knowledge import KnowledgeBase
 from service.workspace import Workspace
-from studio import graphview, inert, kbview
+from studio import graphview, inert
 from studio.state import flash
 
 

@@ -9,8 +9,8 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from flowkit.errors import NotFoundError
+from service.runs import RunInfo
 from service.workspace import Workspace
-from storage.repo import RunInfo
 
 from . import inert, runview
 from .jobs import Job, JobManager

@@ -7,16 +7,10 @@ from typing import Any, Literal
 from flowkit import registry, templates
 from flowkit.spec import FlowSpec
 from flowkit.trace import StepEvent
+from service.runs import FlowRef, RunInfo, flow_choices
 from service.workspace import Workspace
-from storage.repo import RunInfo, Store
 
-FlowRef = tuple[str, str]   # ("saved" | "template", name)
-
-
-def flow_choices(store: Store) -> list[FlowRef]:
-    """Saved flows first (by name), then the templates."""
-    return ([("saved", f.name) for f in store.list_flows()]
-            + [("template", name) for name in templates.names()])
+__all__ = ["FlowRef", "flow_choices"]
 
 
 def ref_label(ref: FlowRef) -> str:

@@ -6,10 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from flowkit.errors import FlowkitError
-from flowkit.runtime.amx import EXTRA_BUFTS_CHOICES
-from flowkit.runtime.gguf import inspect_gguf
-from flowkit.runtime.models import PACKAGED, model_file
-from flowkit.runtime.resources import Settings
+from service.settings import EXTRA_BUFTS_CHOICES, PACKAGED, Settings, inspect_gguf, model_file
 from service.workspace import Workspace
 
 BACKENDS = ("llama_cpp", "openai")
@@ -147,7 +144,7 @@ def model_info(ws: Workspace) -> dict[str, Any]:
 def model_rows(model_path: str) -> list[dict[str, Any]]:
     """The model catalogue for the Settings page: the packaged models and the configured GGUF
     (when it is a path), one flat row each with the best reading-benchmark figures."""
-    from flowkit.runtime.models import models_table
+    from service.settings import models_table
     extra = [model_path] if model_path.strip() and model_path.strip() not in PACKAGED else []
     rows = []
     for r in models_table(extra):

@@ -7,8 +7,8 @@ from pathlib import Path
 import streamlit as st
 
 from flowkit.errors import FlowkitError
-from flowkit.ingest import SAMPLE_KB
-from flowkit.runtime.models import DEFAULT_MODEL, PACKAGED
+from service.knowledge import SAMPLE_KB
+from service.settings import DEFAULT_MODEL, PACKAGED
 from service.workspace import Workspace
 
 from . import inert

@@ -22,17 +22,16 @@ from typing import Any
 
 from flowkit.errors import FlowkitError
 from flowkit.eval.datasets import Dataset
-from flowkit.eval.runner import EvalPlan, run_evaluation
-from flowkit.ingest import ingest
+from flowkit.eval.runner import EvalPlan
 from flowkit.spec import FlowSpec, to_dict
 from flowkit.trace import RunEnd, RunStart, StepEvent
 from flowkit.validate import check
+from service import evaluations, knowledge
+from service.uploads import save_uploads
 from service.workspace import Workspace
-from storage.evals import EvalRepo
 
 from .jobs import Job, JobManager, Reporter
 from .overrides import Overrides, with_overrides
-from .uploads import save_uploads
 
 EVAL = "eval"
 #: A cheap bound for the question's length in tokens without loading the model (the same
@@ -192,7 +191,7 @@ def _queue_ingest(jobs: JobManager, ws: Workspace, kb: str, folder: Path, paths:
             report.update(progress=done / total if total else 1.0,
                           message=f"embedded {done} of {total} chunks")
         try:
-            n = ingest(ws.resources, kb, paths, chunker, params, progress=progress)
+            n = knowledge.ingest_files(ws, kb, paths, chunker, params, progress=progress)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         report.update(progress=1.0, message=f"ingested {n} chunks")
@@ -227,19 +226,19 @@ def submit_eval(jobs: JobManager, ws: Workspace, plan: EvalPlan, dataset: Datase
     It runs in the job manager's one worker thread, after whatever was queued before it, so the
     model is never used by two threads. Every answer is stored as a run as it finishes; a
     cancelled or interrupted evaluation resumes from where it stopped when it is started again."""
-    repo = EvalRepo(ws.store)
+    repo = evaluations.eval_repo(ws)
     # record the evaluation now, so the page can open it at once (before the job starts)
-    repo.ensure_eval(plan.eval_id, plan.name, plan.dataset, plan.kb,
-                     [f.record() for f in plan.flows], [str(q["id"]) for q in plan.questions])
+    evaluations.record(ws, plan)
 
     def work(report: Reporter) -> dict[str, Any]:
-        if ingest_first and dataset is not None and dataset.corpus and \
-                not ws.resources.kb(plan.kb).ready:
-            report.update(message=f"ingesting {dataset.name}'s corpus into '{plan.kb}'")
-            ingest(ws.resources, plan.kb, [dataset.corpus],
-                   progress=lambda d, t: report.update(progress=d / max(t, 1),
-                                                       message=f"ingesting: {d}/{t} chunks"))
-            repo.set_dataset_kb(dataset.name, plan.kb)
+        if ingest_first and dataset is not None and dataset.corpus:
+            n = knowledge.ingest_corpus(
+                ws, dataset, plan.kb,
+                progress=lambda d, t: report.update(
+                    progress=d / max(t, 1),
+                    message=f"ingesting {dataset.name}'s corpus into '{plan.kb}': {d}/{t} chunks"))
+            if n:
+                repo.set_dataset_kb(dataset.name, plan.kb)
         report.update(progress=0.0, message="starting (the model loads on the first call)")
 
         def on_progress(p: Any) -> None:
@@ -247,7 +246,7 @@ def submit_eval(jobs: JobManager, ws: Workspace, plan: EvalPlan, dataset: Datase
                           message=f"{p.describe()} · {p.flow} on question "
                                   f"{p.question_index + 1} ({p.status})")
 
-        out = run_evaluation(ws, repo, plan, progress=on_progress, stop=report.cancel)
+        out = evaluations.run(ws, plan, progress=on_progress, stop=report.cancel)
         return {"eval_id": out.eval_id, "status": out.status, "ran": out.ran,
                 "skipped": out.skipped, "redone": out.redone,
                 "computed_calls": out.computed_calls, "cached_calls": out.cached_calls}
@@ -292,7 +291,7 @@ class EvalProgress:
 
 def progress(ws: Workspace, jobs: JobManager, eval_id: str) -> EvalProgress:
     """Progress from the database (runs finished) and the job (queued/running/error)."""
-    repo = EvalRepo(ws.store)
+    repo = evaluations.eval_repo(ws)
     info = repo.get_eval(eval_id)
     counts = repo.progress(info.id)
     finished = counts.get("ok", 0) + counts.get("budget_exceeded", 0)

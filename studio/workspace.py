@@ -14,7 +14,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from flowkit.runtime.resources import default_data_dir
+from service.settings import default_data_dir
 from service.workspace import Workspace
 
 _override_lock = threading.Lock()

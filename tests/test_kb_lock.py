@@ -164,7 +164,7 @@ def test_an_incomplete_kb_refuses_queries_until_reingested(tmp_path: Path) -> No
 def test_creating_an_empty_kb_takes_the_write_lock(tmp_path: Path) -> None:
     """The studio's 'create knowledge base' writes meta.json under the lock: while another
     process changes a KB of that name, creating it is refused and nothing is written."""
-    from studio import kbview
+    from service import knowledge as kbview
     res = Resources(tmp_path / "data")
     res.set_embedder(HashEmbedder())
     base = res.kb("pier")

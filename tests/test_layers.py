@@ -1,5 +1,7 @@
 """The layers import downwards only: flowkit (the library) never imports storage, the service, the
-studio or Streamlit; storage only stores (it may use flowkit's data types, never run a flow)."""
+studio or Streamlit; storage only stores (it may use flowkit's data types, never run a flow); the
+studio and its pages reach everything through `service` (the one door), flowkit's public types
+(ALLOWED_FLOWKIT) and Streamlit, never storage, flowkit.operators or flowkit.runtime."""
 from __future__ import annotations
 
 import ast
@@ -13,26 +15,62 @@ FORBIDDEN = {
     "flowkit": {"storage", "service", "studio", "streamlit", "pages"},
     "storage": {"service", "studio", "streamlit", "pages", "flowkit.engine", "flowkit.compile"},
     "service": {"studio", "streamlit", "pages"},
+    "studio": {"storage", "pages", "flowkit.operators", "flowkit.runtime"},
+    "pages": {"storage", "flowkit.operators", "flowkit.runtime"},
 }
+
+#: The flowkit modules the studio and the pages may import: the public types and pure helpers.
+#: A module mapped to a set may be imported from for those names only; None: any name.
+ALLOWED_FLOWKIT: dict[str, set[str] | None] = {
+    "flowkit": {"registry", "templates", "sample_kb"},
+    "flowkit.spec": None, "flowkit.errors": None, "flowkit.trace": None,
+    "flowkit.templates": None, "flowkit.registry": None, "flowkit.validate": None,
+    "flowkit.names": None, "flowkit.memory": None, "flowkit.contract": None,
+    "flowkit.eval": {"report"}, "flowkit.eval.report": None, "flowkit.eval.metrics": None,
+    "flowkit.eval.datasets": None, "flowkit.eval.runner": {"EvalPlan", "FlowEntry"},
+}
+FENCED = ("studio", "pages")
 
 
 def imported(path: Path) -> set[str]:
     """Every absolute module name a file imports (top level or inside functions)."""
-    names: set[str] = set()
+    return {module for module, _ in imported_names(path)}
+
+
+def imported_names(path: Path) -> set[tuple[str, str]]:
+    """(module, name) for every absolute import; name is '' for `import module`."""
+    out: set[tuple[str, str]] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
+            out.update((a.name, "") for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module)
-    return names
+            out.update((node.module, a.name) for a in node.names)
+    return out
+
+
+def _files(package: str) -> list[Path]:
+    base = ROOT / package
+    return sorted(p for p in base.rglob("*.py") if "node_modules" not in p.parts)
 
 
 def _hits(package: str) -> list[str]:
     bad = []
-    for path in sorted((ROOT / package).rglob("*.py")):
+    for path in _files(package):
         for name in imported(path):
             if any(name == f or name.startswith(f + ".") for f in FORBIDDEN[package]):
                 bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    return bad
+
+
+def flowkit_outside_allowlist(path: Path) -> list[str]:
+    """The flowkit imports of a studio or page file that are not public types (ALLOWED_FLOWKIT)."""
+    bad = []
+    for module, name in sorted(imported_names(path)):
+        if module != "flowkit" and not module.startswith("flowkit."):
+            continue
+        allowed = ALLOWED_FLOWKIT.get(module, set())
+        if module not in ALLOWED_FLOWKIT or (allowed is not None and name not in allowed):
+            bad.append(f"{path.name}: {module}{'.' + name if name else ''}")
     return bad
 
 
@@ -41,7 +79,27 @@ def test_package_imports_only_lower_layers(package):
     assert _hits(package) == []
 
 
+@pytest.mark.parametrize("package", FENCED)
+def test_studio_and_pages_use_only_public_flowkit(package):
+    bad = [hit for path in _files(package) for hit in flowkit_outside_allowlist(path)]
+    assert bad == []
+
+
+def test_app_entry_point_is_fenced_too():
+    app = ROOT / "app.py"
+    assert not [n for n in imported(app) if n.split(".")[0] == "storage"]
+    assert flowkit_outside_allowlist(app) == []
+
+
 def test_the_check_sees_a_forbidden_import(tmp_path):
     bad = tmp_path / "m.py"
     bad.write_text("def f():\n    from storage.repo import Store\n")
     assert "storage.repo" in imported(bad)
+
+
+def test_the_allowlist_sees_an_internal_flowkit_import(tmp_path):
+    bad = tmp_path / "page.py"
+    bad.write_text("from flowkit.eval.runner import EvalPlan, run_evaluation\n"
+                   "from flowkit import engine\nfrom flowkit.spec import FlowSpec\n")
+    assert flowkit_outside_allowlist(bad) == ["page.py: flowkit.engine",
+                                              "page.py: flowkit.eval.runner.run_evaluation"]

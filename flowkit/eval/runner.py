@@ -26,6 +26,7 @@ from ..process import pid_alive as _pid_alive
 from ..spec import FlowSpec, from_dict, to_dict
 from .costs import RunCost
 from .metrics import QuestionResult, score
+from .workspace import EvalWorkspace
 
 FINISHED = ("ok", "budget_exceeded")
 
@@ -213,7 +214,7 @@ def _guard_running(repo: EvalStore, eval_id: str) -> None:
             raise FlowkitError(f"evaluation {eval_id} is being run by process {pid} right now")
 
 
-def run_evaluation(ws: Any, repo: EvalStore, plan: EvalPlan, *,
+def run_evaluation(ws: EvalWorkspace, repo: EvalStore, plan: EvalPlan, *,
                    progress: Callable[[Progress], None] | None = None,
                    stop: threading.Event | None = None, workers: int = 1,
                    make_workspace: Callable[[], Any] | None = None,

@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-from flowkit.errors import FlowkitError, SpecError
+from flowkit.errors import SpecError
 from service.workspace import Workspace
 
 out = Console()
@@ -50,15 +50,12 @@ def json_option(text: str, option: str) -> dict[str, Any]:
 
 
 def ingest_corpus(ws: Workspace, dataset: Any, kb: str, force: bool = False) -> int:
-    """Ingest the dataset's corpus.jsonl into `kb` unless it is ready (listed, complete, with
-    chunks; a KB a crash left incomplete is ingested again). Returns chunks added (0 when the
-    knowledge base was ready)."""
-    from flowkit.ingest import ingest
+    """Ingest the dataset's corpus.jsonl into `kb` unless it is ready (service.knowledge.
+    ingest_corpus, with a progress bar). Returns chunks added (0 when it was ready)."""
+    from service.knowledge import ingest_corpus as ingest_unless_ready
     if ws.resources.kb(kb).ready and not force:
         return 0
-    if not dataset.corpus:
-        raise FlowkitError(f"dataset '{dataset.name}' has no corpus.jsonl to ingest")
     with progress_bar("ingest") as prog:
-        task = prog.add_task(f"ingest {Path(dataset.corpus).name} into '{kb}'", total=None)
-        return ingest(ws.resources, kb, [dataset.corpus],
-                      progress=lambda d, t: prog.update(task, completed=d, total=t))
+        task = prog.add_task(f"ingest {Path(dataset.corpus or '').name} into '{kb}'", total=None)
+        return ingest_unless_ready(ws, dataset, kb, force=force,
+                                   progress=lambda d, t: prog.update(task, completed=d, total=t))

@@ -15,14 +15,14 @@ from typing import Any
 from rich.table import Table
 
 from flowkit.errors import FlowkitError
-from storage.evals import EvalRepo
+from service.evaluations import eval_repo
 
 from . import common, models
 
 
 def cmd_dataset(args: argparse.Namespace) -> int:
     ws = common.open_workspace(args)
-    repo = EvalRepo(ws.store)
+    repo = eval_repo(ws)
     if args.action == "list":
         table = Table(title="datasets")
         for col in ("name", "questions", "kb", "source"):
@@ -131,7 +131,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from flowkit.eval import report as report_mod
     from flowkit.eval.runner import evaluation_report
     ws = common.open_workspace(args)
-    repo = EvalRepo(ws.store)
+    repo = eval_repo(ws)
     plan = _plan(args, ws, repo)
     common.err.print(f"[bold]evaluation {plan.eval_id}[/bold]: {len(plan.flows)} flows x "
               f"{len(plan.questions)} questions of '{plan.dataset}' on '{plan.kb}' "
@@ -181,7 +181,7 @@ def cmd_diverge(args: argparse.Namespace) -> int:
 
 def cmd_evals(args: argparse.Namespace) -> int:
     ws = common.open_workspace(args)
-    repo = EvalRepo(ws.store)
+    repo = eval_repo(ws)
     table = Table(title="evaluations")
     for col in ("id", "status", "flows", "dataset", "kb", "done", "created"):
         table.add_column(col, overflow="fold")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from flowkit.errors import FlowkitError
-from storage.evals import EvalRepo
+from service.evaluations import eval_repo
 
 from . import common
 
@@ -39,7 +39,7 @@ def cmd_train_judge(args: argparse.Namespace) -> int:
     ws = common.open_workspace(args)
     if args.examples:
         return _refit(ws, args, common.out)
-    repo = EvalRepo(ws.store)
+    repo = eval_repo(ws)
     ds = resolve(repo, args.dataset)
     if args.ingest:
         common.ingest_corpus(ws, ds, args.kb)

@@ -14,9 +14,9 @@ from streamlit.testing.v1 import AppTest
 from flowkit import registry, templates
 from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec
 from flowkit.testing import flow
+from service.drafts import Draft, DraftStore
 from service.workspace import Workspace
 from studio import canvas, forms
-from studio.drafts import Draft, DraftStore
 from studio.editor import K_CANVAS, Editor
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,9 +11,10 @@ from flowkit.compile import compile_flow
 from flowkit.engine import run_flow
 from flowkit.spec import dumps
 from flowkit.testing import FakeLLM, fake_resources
+from service import flows as library
+from service.drafts import Draft, DraftStore
 from service.workspace import Workspace
-from studio import diffs, library
-from studio.drafts import Draft, DraftStore
+from studio import diffs
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,7 @@ import pytest
 from flowkit.errors import ResourceError
 from flowkit.runtime.resources import Resources
 from flowkit.testing import HashEmbedder
-from studio import kbview
+from service import knowledge as kbview
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from studio import graphview, kbview
+from service import knowledge as kbview
+from studio import graphview
 from studio.jobs import get_jobs
 from studio.workspace import use_workspace
 

@@ -6,7 +6,8 @@ from flowkit import templates
 from flowkit.eval.metrics import QuestionResult
 from flowkit.spec import to_dict
 from flowkit.trace import LLMCall, StepEvent
-from studio import compare_data, library, replay, runview
+from service import flows as library
+from studio import compare_data, replay, runview
 
 
 def _ircot() -> dict:

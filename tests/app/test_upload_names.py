@@ -1,4 +1,4 @@
-"""Uploaded file names (studio.uploads, through studio.tasks.submit_ingest): names that are not plain file names are
+"""Uploaded file names (service.uploads, through studio.tasks.submit_ingest): names that are not plain file names are
 refused before anything is created, and two files with one name both survive."""
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from flowkit.testing import HashEmbedder
+from service.uploads import MAX_NAME_BYTES, UploadRefused, name_problem, upload_names
 from service.workspace import Workspace
 from studio.jobs import JobManager
 from studio.tasks import submit_ingest
-from studio.uploads import MAX_NAME_BYTES, UploadRefused, name_problem, upload_names
 
 
 class HeldJobs:

@@ -13,8 +13,8 @@ import pytest
 from e2ekit import CHROMIUM, ROOT, StudioServer, canvas, chromium, eventually, path_points
 
 from flowkit import templates
+from service.drafts import DraftStore
 from storage.repo import Store
-from studio.drafts import DraftStore
 
 pytestmark = pytest.mark.e2e
 ARTIFACTS = ROOT / "test-artifacts"

@@ -34,8 +34,8 @@ from test_editor_e2e import (
 
 from flowkit import templates
 from flowkit.testing import FakeLLM, HashEmbedder
+from service.drafts import DraftStore
 from storage.repo import Store
-from studio.drafts import DraftStore
 
 pytestmark = pytest.mark.e2e
 LIGHTHOUSE = "In what year was the Corren Lighthouse first lit?"

@@ -19,7 +19,7 @@ from flowkit.operators.pre_retrieval.sql import (
     detach_database,
     extract_sql,
 )
-from flowkit.operators.pre_retrieval.sql_guard import check_select, resolve_allowlist
+from flowkit.runtime.kbsql import check_select, resolve_allowlist
 from flowkit.testing import FakeLLM, fake_resources, flow, run_operator
 
 Q = "When was the Corren Lighthouse first lit?"

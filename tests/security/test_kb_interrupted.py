@@ -9,9 +9,9 @@ import pytest
 
 from flowkit.runtime.kb import CHANGING, COMPLETE, INCOMPLETE, INTERRUPTED
 from flowkit.runtime.kblock import kb_write_lock
+from service import knowledge as kbview
 from service.cli import main
 from service.workspace import Workspace
-from studio import kbview
 
 
 @pytest.fixture()

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from flowkit.errors import OperatorInputError
-from flowkit.operators.pre_retrieval import sql_guard
-from flowkit.operators.pre_retrieval.sql_guard import (
+from flowkit.runtime import kbsql as sql_guard
+from flowkit.runtime.kbsql import (
     MAX_SQL_CHARS,
     QueryFailed,
     check_select,

@@ -1,6 +1,6 @@
 """Query construction: text-to-SQL over a SQLite database attached to the knowledge base.
 
-The model writes one SELECT; `sql_guard` runs it read-only (URI mode=ro, an authorizer that allows
+The model writes one SELECT; `flowkit.runtime.kbsql` runs it read-only (URI mode=ro, an authorizer that allows
 only reading, exactly one statement, a row limit and a time limit), so whatever the model writes,
 the database file is never changed. `attached_db_path` and `attach_database` are re-exported here
 for the studio and the CLI.
@@ -17,8 +17,7 @@ from ...context import RunContext
 from ...contract import Operator, OperatorParams, operator
 from ...errors import OperatorInputError, ResourceError
 from ...memory import Doc, MemoryView
-from .._text import fill
-from .sql_guard import (
+from ...runtime.kbsql import (
     ATTACHED_FILE,
     Allowlist,
     QueryFailed,
@@ -32,6 +31,7 @@ from .sql_guard import (
     run_select,
     schema_text,
 )
+from .._text import fill
 
 __all__ = ["Allowlist", "TextToSQL", "attach_database", "attached_db_path", "detach_database",
            "extract_sql", "load_allowlist", "resolve_allowlist"]

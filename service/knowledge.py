@@ -1,31 +1,39 @@
-"""Knowledge bases page logic: the list with counts, creating one, chunkers and their params,
-side-by-side search (BM25, dense, hybrid), the knowledge-graph index, attaching a SQLite file."""
+"""Knowledge bases, as the Knowledge page and the CLI use them: the list with counts, creating
+one, ingesting files (unless ready), chunkers and their params, side-by-side search (BM25, dense,
+hybrid), the knowledge-graph index, attaching a SQLite file (through flowkit.runtime.kbsql, the
+read-only guard text-to-SQL runs behind)."""
 from __future__ import annotations
 
 import json
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from flowkit import registry
 from flowkit.contract import Operator
 from flowkit.errors import FlowkitError, ResourceError
+from flowkit.eval.datasets import Dataset
+from flowkit.ingest import SAMPLE_KB, ingest, ingest_unless_ready
 from flowkit.operators._fuse import rrf
 from flowkit.operators.indexing.graph import load_graph
-from flowkit.operators.pre_retrieval.sql import attach_database
-from flowkit.operators.pre_retrieval.sql_guard import (
+from flowkit.runtime.kb import CHANGING, COMPLETE, INTERRUPTED, KnowledgeBase, check_name
+from flowkit.runtime.kblock import kb_write_lock
+from flowkit.runtime.kbsql import (
     ALLOW_KEY,
+    ATTACHED_FILE,
+    SQLITE_HEADER,
+    attach_database,
     open_readonly,
     resolve_allowlist,
 )
-from flowkit.runtime.kb import CHANGING, COMPLETE, INTERRUPTED, KnowledgeBase, check_name
-from flowkit.runtime.kblock import kb_write_lock
-from studio.uploads import save_uploads
 
-SQLITE_HEADER = b"SQLite format 3\x00"
-ATTACHED_FILE = "attached.sqlite"
+from .uploads import save_uploads
+from .workspace import Workspace
+
+__all__ = ["ATTACHED_FILE", "SAMPLE_KB", "SQLITE_HEADER", "KnowledgeBase", "ingest",
+           "ingest_unless_ready"]
 GRAPH_FILE = "graph.json"
 UPLOAD_TYPES = ["txt", "md", "jsonl", "pdf"]
 #: The knowledge bases table's state column, by KnowledgeBase.state.
@@ -146,7 +154,7 @@ def attach(data_dir: Path, kb: Any, upload: Path, tables: Iterable[str] | None =
 
 def attach_upload(data_dir: Path, kb: Any, name: str, data: bytes,
                   tables: Iterable[str] | None = None) -> Path:
-    """Attach an uploaded SQLite file: its name checked like every upload (studio.uploads: no
+    """Attach an uploaded SQLite file: its name checked like every upload (service.uploads: no
     path, NUL, '..' or over-long name; UploadRefused names it), saved to a temporary folder,
     then `attach`ed. Nothing is created for a refused name."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -190,3 +198,24 @@ def sqlite_tables(path: Path) -> list[tuple[str, int]]:
         return [(n, con.execute(f'SELECT COUNT(*) FROM "{n}"').fetchone()[0]) for n in names]
     finally:
         con.close()
+
+
+def ingest_files(ws: Workspace, kb: str, paths: Iterable[Path],
+                 chunker: str = "indexing.chunk_fixed",
+                 params: Mapping[str, Any] | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> int:
+    """Chunk, embed and index files into a knowledge base (created if new). Returns chunks."""
+    return ingest(ws.resources, kb, list(paths), chunker, dict(params or {}), progress=progress)
+
+
+def ingest_corpus(ws: Workspace, dataset: Dataset, kb: str, *, force: bool = False,
+                  progress: Callable[[int, int], None] | None = None) -> int:
+    """Ingest a dataset's corpus.jsonl into `kb` unless the knowledge base is ready (listed,
+    complete, with chunks; one a crash left incomplete is ingested again): the one "ingest unless
+    ready" the CLI and the studio share. Returns chunks added, 0 when it was ready; FlowkitError
+    when it is not ready and the dataset has no corpus."""
+    if not dataset.corpus:
+        if ws.resources.kb(kb).ready and not force:
+            return 0
+        raise FlowkitError(f"dataset '{dataset.name}' has no corpus.jsonl to ingest")
+    return ingest_unless_ready(ws.resources, kb, [dataset.corpus], force=force, progress=progress)

@@ -1,10 +1,13 @@
-"""The flow library behind the Flows page: create, import, export, restore, delete."""
+"""The flow library, as the Flows page and `flowkit flows` use it: create (blank or from a
+template), import, export, restore a version, delete (with its editor drafts)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from flowkit import templates
 from flowkit.errors import FlowkitError, Problem
+from flowkit.export import export_zip as export_zip
+from flowkit.export import graph_id as graph_id
 from flowkit.names import flaw
 from flowkit.spec import FlowSpec, dumps
 from flowkit.validate import validate_bytes

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...errors import OperatorInputError, ResourceError
-from ...runtime.kb import check_name
+from ..errors import OperatorInputError, ResourceError
+from .kb import check_name
 
 ATTACHED_FILE = "attached.sqlite"
 SQLITE_HEADER = b"SQLite format 3\x00"

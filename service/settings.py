@@ -1,0 +1,19 @@
+"""Settings and models, as the Settings page, the sidebar and `flowkit models` / `flowkit doctor`
+use them: the saved settings of a data directory, the packaged models and which file each one
+is, a GGUF file's header, and the choices the settings form offers. The one door from the
+studio to flowkit.runtime's configuration."""
+from __future__ import annotations
+
+from flowkit.runtime.amx import EXTRA_BUFTS_CHOICES as EXTRA_BUFTS_CHOICES
+from flowkit.runtime.gguf import inspect_gguf as inspect_gguf
+from flowkit.runtime.models import DEFAULT_MODEL as DEFAULT_MODEL
+from flowkit.runtime.models import PACKAGED as PACKAGED
+from flowkit.runtime.models import model_file as model_file
+from flowkit.runtime.models import models_table as models_table
+from flowkit.runtime.resources import Settings as Settings
+from flowkit.runtime.resources import default_data_dir as default_data_dir
+from flowkit.runtime.resources import load_settings as load_settings
+from flowkit.runtime.resources import save_settings as save_settings
+
+__all__ = ["DEFAULT_MODEL", "EXTRA_BUFTS_CHOICES", "PACKAGED", "Settings", "default_data_dir",
+           "inspect_gguf", "load_settings", "model_file", "models_table", "save_settings"]
