@@ -16,6 +16,7 @@ from langgraph.errors import GraphRecursionError
 
 from .compile import CompiledFlow
 from .context import Resources, count_tokens
+from .debug import DebugHook, Paused
 from .errors import FlowkitError, NodeError, ResourceError
 from .memory import initial_memory, visible
 from .nodes import CANCELLED, _Run, bind_run, make_finish, make_node
@@ -32,11 +33,14 @@ def run_flow(flow: CompiledFlow, question: str, resources: Resources, *, kb: str
              parent_run_id: str | None = None, parent_step: int | None = None,
              settings: dict[str, Any] | None = None,
              cancel: threading.Event | None = None,
-             cache: CompletionCache | None = None) -> RunEnd:
+             cache: CompletionCache | None = None,
+             debug: DebugHook | None = None) -> RunEnd:
     """Run a compiled flow on one question and return how it ended (status ok | budget_exceeded |
     error | cancelled). Every node visit goes to `sink` as it happens. `start_at` + `memory` fork a
     run from a step of an earlier one. Setting `cancel` stops the run before its next step. With a
-    `cache`, deterministic model calls are served from it (and stored in it when computed)."""
+    `cache`, deterministic model calls are served from it (and stored in it when computed).
+    With a `debug` hook (flowkit.debug) breakpoints can pause the run: it ends with status
+    `paused` and `debug.paused` holds the checkpoint to continue from."""
     if not isinstance(question, str) or not question.strip():
         raise FlowkitError("the question is empty")
     sink = sink if sink is not None else ListSink()
@@ -60,6 +64,8 @@ def run_flow(flow: CompiledFlow, question: str, resources: Resources, *, kb: str
         state[k] = v
     run = _Run(run_id=run_id, resources=resources, kb=kb, sink=sink, limits=flow.spec.limits,
                cancel=cancel, cache=cache)
+    if debug is not None:
+        debug.bind(run)
     sink.start(RunStart(run_id=run_id, flow_name=flow.name, spec=flow.resolved_spec(),
                         question=question, kb=kb, model_id=str(getattr(llm, "model_id", "")),
                         model_hash=str(getattr(llm, "model_hash", "")),
@@ -74,6 +80,8 @@ def run_flow(flow: CompiledFlow, question: str, resources: Resources, *, kb: str
         final = flow.graph.invoke(state, config=config)
         if final.get("halt"):
             status = CANCELLED if final["halt"] == CANCELLED else "budget_exceeded"
+    except Paused as p:
+        status, final = "paused", dict(p.pause.state)
     except NodeError as err:
         status, error = "error", str(err)
     except GraphRecursionError:

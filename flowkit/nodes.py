@@ -56,6 +56,8 @@ class _Run:
     saved_ms: float = 0.0
     #: calls served from the cache
     cached_calls: int = 0
+    #: the breakpoint hook of a debugged run (flowkit.debug.DebugHook), else None
+    debugger: Any = None
 
     def limit_hit(self, state: dict[str, Any], calls: int = 0, tokens: int = 0) -> str:
         lim = self.limits
@@ -115,6 +117,8 @@ def make_node(op: Operator[Any], branch: str | None, merge_inputs: tuple[str, ..
         if reason:
             return {"halt": reason}
         visit = (state.get("visits") or {}).get(op.node_id, 0) + 1
+        if run.debugger is not None:     # may raise flowkit.debug.Paused: stop before this node
+            run.debugger.before(run, op.node_id, visit, branch, state)
         view = dict(state)
         if branch:
             view.update((state.get("branches") or {}).get(branch, {}))
@@ -162,6 +166,8 @@ def make_node(op: Operator[Any], branch: str | None, merge_inputs: tuple[str, ..
                  memory_after=after, llm_calls=ctx.llm_calls, retrievals=ctx.retrievals,
                  ms=round(ms, 2), error=(f"stopped: {halt}" if halt else None), branch=branch,
                  started_at=started_at)
+        if run.debugger is not None and not halt:
+            run.debugger.after(op.node_id, visit, branch, after, state)
         out: dict[str, Any] = {"visits": {op.node_id: 1}, "steps": 1,
                                "llm_calls": len(ctx.llm_calls), "tokens": ctx.tokens}
         if halt:

@@ -142,3 +142,16 @@ class CompletionCacheRow(Base):
     origin_run: Mapped[str] = mapped_column(String(32), default="")
     created_at: Mapped[float] = mapped_column(Float, default=0.0)
     last_used: Mapped[float] = mapped_column(Float, default=0.0, index=True)
+
+
+class RunDebugRow(Base):
+    """A debugged run's breakpoints, its current pause (the checkpoint a continue starts from; set
+    while the run's status is `paused`) and the edits a user made to its memory while paused."""
+
+    __tablename__ = "run_debug"
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    breakpoints: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    pause: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    pauses: Mapped[int] = mapped_column(Integer, default=0)
+    edits: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,0 +1,280 @@
+"""Debugging a run: start it with breakpoints, look at a pause, edit memory, continue, step, abort.
+
+The one door the CLI and the studio use (`Debugger(workspace)`). A paused run is a stored
+checkpoint (storage.debug), not a waiting thread: every call here is short except `start` and
+`resume`, which run the flow in the calling thread until it pauses again or ends (the studio calls
+them from its background run thread, as it does `Workspace.run`). Any process on the same data
+directory can continue a paused run, also after a restart; of two that try at once, one gets it
+and the other gets NotPausedError.
+
+API for a UI (all plain data):
+- `start(flow, question, kb, breakpoints)` -> RunEnd (status `paused` or how it ended);
+- `show(run_id)` -> PausedRun: node, visit, when, reason, memory, counters, breakpoints, edits;
+- `next_prompt(run_id)` -> the paused node's first model call (None when it makes none);
+- `resume(run_id, mode)` with mode continue | step | over -> RunEnd;
+- `set_value(run_id, key, value, who)` -> PausedRun (validated; a `user.edit` step in the trace);
+- `set_breakpoints(run_id, breakpoints)`; `abort(run_id, who)`.
+"""
+from __future__ import annotations
+
+import getpass
+import threading
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+from flowkit.breakpoints import Breakpoint, as_breakpoints, check_breakpoints
+from flowkit.compile import CompiledFlow, compile_flow
+from flowkit.debug import COUNTER_KEYS, MODES, Mode, Pause, hook_for
+from flowkit.debug_preview import NextPrompt, next_prompt
+from flowkit.engine import run_flow
+from flowkit.errors import FlowkitError, short
+from flowkit.memory import OPERATOR_KEYS, Memory
+from flowkit.spec import FlowSpec
+from flowkit.trace import MultiSink, RunEnd, RunStart, StepEvent, TraceSink
+from storage.debug import DebugRepo, NotPausedError
+from storage.repo import TraceStore
+
+from .workspace import Workspace
+
+__all__ = ["Debugger", "EditError", "NotPausedError", "PausedRun", "check_value"]
+
+
+class EditError(FlowkitError):
+    """A memory edit that cannot be made: an unknown key or a value whose type does not fit."""
+
+
+_HINTS = typing.get_type_hints(Memory)
+#: Fields a passage must have to be usable by the operators (Doc's others are optional).
+_DOC_REQUIRED = ("id", "text")
+
+
+def check_value(key: str, value: Any) -> Any:
+    """`value` checked against the type of working-memory key `key` (text, a list of texts, a list
+    of passages with id and text, an object...), as fork values are: EditError naming the key, the
+    place inside the value and what was expected."""
+    if key not in OPERATOR_KEYS:
+        raise EditError(f"cannot set '{key}': not a working-memory key ({', '.join(OPERATOR_KEYS)})")
+    problem = _mismatch(_HINTS[key], value, key)
+    if problem:
+        raise EditError(f"cannot set '{key}' to {short(value)}: {problem}")
+    return value
+
+
+def _mismatch(tp: Any, value: Any, where: str) -> str:
+    """Why `value` does not fit type `tp` ('' when it does)."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _mismatch(typing.get_args(tp)[0], value, where)
+    if tp is Any:
+        return ""
+    if tp is str:
+        return "" if isinstance(value, str) else f"{where} must be text, got {_kind(value)}"
+    if tp in (int, float):
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        return "" if ok else f"{where} must be a number, got {_kind(value)}"
+    if origin is list:
+        if not isinstance(value, list):
+            return f"{where} must be a list, got {_kind(value)}"
+        (item,) = typing.get_args(tp) or (Any,)
+        for i, v in enumerate(value):
+            problem = _mismatch(item, v, f"{where}[{i}]")
+            if problem:
+                return problem
+        return ""
+    if origin is dict or tp is dict:
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            return f"{where} must be an object, got {_kind(value)}"
+        return ""
+    if typing.is_typeddict(tp):
+        if not isinstance(value, dict):
+            return f"{where} must be a passage (an object with id and text), got {_kind(value)}"
+        missing = [k for k in _DOC_REQUIRED if k not in value]
+        if missing:
+            return f"{where} has no {' or '.join(missing)}"
+        hints = typing.get_type_hints(tp)
+        for k, v in value.items():
+            if k not in hints:
+                return f"{where} has an unknown field '{k}' (fields: {', '.join(hints)})"
+            problem = _mismatch(hints[k], v, f"{where}.{k}")
+            if problem:
+                return problem
+        return ""
+    return f"{where}: values of type {tp} cannot be edited"
+
+
+def _kind(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, int | float):
+        return "a number"
+    names: dict[type, str] = {str: "text", list: "a list", dict: "an object"}
+    return names.get(type(v), type(v).__name__)
+
+
+@dataclass
+class PausedRun:
+    """What the Run page shows of a debugged run."""
+
+    run_id: str
+    flow_name: str
+    question: str
+    status: str
+    breakpoints: list[Breakpoint]
+    edits: list[dict[str, Any]]
+    pauses: int
+    #: the checkpoint (None unless the run is paused now)
+    pause: Pause | None = None
+    #: the steps recorded so far (the memory diff the replay draws)
+    steps: int = 0
+    answer: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def edited(self) -> bool:
+        return bool(self.edits)
+
+
+class _DebugSink:
+    """The run's trace store, except that a segment ending `paused` stores its checkpoint, and a
+    continue's start does not insert the run again (it was claimed)."""
+
+    def __init__(self, trace: TraceStore, repo: DebugRepo, breakpoints: list[Breakpoint],
+                 hook: Any, resuming: bool) -> None:
+        self.trace, self.repo, self.breakpoints = trace, repo, breakpoints
+        self.hook, self.resuming = hook, resuming
+        self.started = False
+
+    def start(self, run: RunStart) -> None:
+        if not self.resuming:
+            self.trace.start(run)
+            self.repo.begin(run.run_id, [b.to_dict() for b in self.breakpoints])
+        self.started = True
+
+    def step(self, event: StepEvent) -> None:
+        self.trace.step(event)
+
+    def end(self, result: RunEnd) -> None:
+        if result.status == "paused" and self.hook.paused is not None:
+            self.repo.save_pause(result, self.hook.paused.to_dict())
+        else:
+            self.trace.end(result)
+
+
+class Debugger:
+    """Debug runs of one workspace (see the module's help for the calls)."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.repo = DebugRepo(ws.store)
+
+    def start(self, flow: FlowSpec | CompiledFlow, question: str, kb: str,
+              breakpoints: list[Breakpoint | str | dict[str, Any]], *,
+              flow_version: int | None = None, extra_sink: TraceSink | None = None,
+              cancel: threading.Event | None = None, run_id: str | None = None) -> RunEnd:
+        """Run `flow` on `question` until a breakpoint pauses it (status `paused`) or it ends.
+        Breakpoints are checked first (missing node, inside a parallel branch, bad condition)."""
+        compiled = flow if isinstance(flow, CompiledFlow) else compile_flow(flow)
+        bps = check_breakpoints(compiled, breakpoints)
+        hook = hook_for(compiled, bps)
+        sink = _DebugSink(self.ws.store.sink(), self.repo, bps, hook, resuming=False)
+        return run_flow(compiled, question, self.ws.resources, kb=kb,
+                        sink=MultiSink(sink, *([extra_sink] if extra_sink else [])),
+                        run_id=run_id, flow_version=flow_version,
+                        settings=self.ws.resources.settings.to_dict(), cancel=cancel,
+                        cache=self.ws.completion_cache, debug=hook)
+
+    def _compiled(self, spec: dict[str, Any]) -> CompiledFlow:
+        return compile_flow(FlowSpec.model_validate({**spec, "layout": {}}))
+
+    def show(self, run_id: str) -> PausedRun:
+        """The debug state of a run: its breakpoints, edits and, while paused, the checkpoint."""
+        run = self.ws.store.get_run(run_id)
+        st = self.repo.get(run.id)
+        return PausedRun(run_id=run.id, flow_name=run.flow_name, question=run.question,
+                         status=run.status, breakpoints=as_breakpoints(st.breakpoints),
+                         edits=st.edits, pauses=st.pauses,
+                         pause=Pause.from_dict(st.pause) if st.pause else None,
+                         steps=run.steps, answer=run.answer)
+
+    def _paused(self, run_id: str, doing: str) -> tuple[PausedRun, Pause]:
+        view = self.show(run_id)
+        if view.pause is None:
+            raise NotPausedError(f"cannot {doing} run '{view.run_id}': it is not paused "
+                                 f"(status {view.status})")
+        return view, view.pause
+
+    def next_prompt(self, run_id: str) -> NextPrompt | None:
+        """The paused node's first model call on the paused memory (nothing is called)."""
+        _, pause = self._paused(run_id, "preview the next prompt of")
+        run = self.ws.store.get_run(run_id)
+        return next_prompt(self._compiled(run.spec), pause.node, pause.visit, pause.state,
+                           self.ws.resources, run.kb)
+
+    def resume(self, run_id: str, mode: Mode = "continue", *,
+               breakpoints: list[Breakpoint | str | dict[str, Any]] | None = None,
+               extra_sink: TraceSink | None = None,
+               cancel: threading.Event | None = None) -> RunEnd:
+        """Go on from the pause under the same run id: `continue` to the next breakpoint or the
+        end, `step` one node, `over` the loop the paused node is in. NotPausedError when the run
+        is not paused or another continue took it first."""
+        if mode not in MODES:
+            raise FlowkitError(f"mode is one of {', '.join(MODES)}, not {mode!r}")
+        run = self.ws.store.get_run(run_id)
+        compiled = self._compiled(run.spec)
+        new_bps = None if breakpoints is None else [
+            b.to_dict() for b in check_breakpoints(compiled, breakpoints)]
+        raw, stored = self.repo.claim(run.id, new_bps)
+        sink: _DebugSink | None = None
+        try:
+            pause = Pause.from_dict(raw)
+            bps = as_breakpoints(stored)
+            hook = hook_for(compiled, bps, mode, resume=pause)
+            sink = _DebugSink(self.ws.store.sink(run.eval_id), self.repo, bps, hook, resuming=True)
+            state = pause.state
+            memory = {k: state[k] for k in OPERATOR_KEYS if k in state}
+            question = str(memory.pop("question", run.question))
+            return run_flow(compiled, question, self.ws.resources, kb=run.kb,
+                            sink=MultiSink(sink, *([extra_sink] if extra_sink else [])),
+                            run_id=run.id, flow_version=run.flow_version, start_at=pause.node,
+                            memory=memory,
+                            counters={k: state[k] for k in COUNTER_KEYS if k in state},
+                            parent_run_id=run.parent_run_id, parent_step=run.parent_step,
+                            settings=self.ws.resources.settings.to_dict(), cancel=cancel,
+                            cache=self.ws.completion_cache, debug=hook)
+        except BaseException:
+            if sink is None or not sink.started:
+                self.repo.unclaim(run.id)      # nothing ran: the run stays paused where it was
+            raise
+
+    def abort(self, run_id: str, who: str = "") -> None:
+        """End a paused run as cancelled."""
+        self.repo.abort(self.ws.store.get_run(run_id).id, who)
+
+    def set_value(self, run_id: str, key: str, value: Any, who: str | None = None) -> PausedRun:
+        """Set working-memory `key` of a paused run, validated against the key's type; recorded in
+        the trace as a `user.edit` step (memory before/after) with who and when."""
+        run = self.ws.store.get_run(run_id)
+        checked = check_value(key, value)
+        if key == "question" and not (isinstance(checked, str) and checked.strip()):
+            raise EditError("cannot set 'question' to empty text")
+        self.repo.edit(run.id, key, checked, who or _user())
+        return self.show(run.id)
+
+    def set_breakpoints(self, run_id: str, breakpoints: list[Breakpoint | str | dict[str, Any]]
+                        ) -> PausedRun:
+        """Replace a paused run's breakpoints (checked against its flow); they apply from the next
+        continue."""
+        run = self.ws.store.get_run(run_id)
+        bps = check_breakpoints(self._compiled(run.spec), breakpoints)
+        self.repo.set_breakpoints(run.id, [b.to_dict() for b in bps])
+        return self.show(run.id)
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"

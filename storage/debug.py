@@ -1,0 +1,206 @@
+"""Paused runs in the database: the checkpoint, the compare-and-set that lets one continuer in,
+aborting, and memory edits recorded as steps of the run.
+
+A paused run is its `runs` row with status ``paused`` plus its `run_debug` row, whose `pause` holds
+the checkpoint (flowkit.debug.Pause as JSON). Everything is in the database, so a paused run
+survives a restart of the process that paused it. Status changes are compare-and-set updates
+(``WHERE status = 'paused'``), so of two continuers exactly one gets the run.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import CursorResult, select, update
+from sqlalchemy.orm import Session
+
+from flowkit.errors import FlowkitError, NotFoundError
+from flowkit.process import process_identity
+from flowkit.trace import RunEnd
+
+from .models import RunDebugRow, RunRow, StepRow, utcnow
+from .repo import LEASE_S, Store
+
+PAUSED = "paused"
+RUNNING = "running"
+
+
+class NotPausedError(FlowkitError):
+    """The run is not paused (it runs, another continue took it, or it ended)."""
+
+
+@dataclass
+class DebugState:
+    """A debugged run's breakpoints, current pause (None unless paused) and memory edits."""
+
+    run_id: str
+    status: str
+    breakpoints: list[dict[str, Any]]
+    pause: dict[str, Any] | None
+    pauses: int
+    edits: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def edited(self) -> bool:
+        """Whether a user changed the run's memory while it was paused."""
+        return bool(self.edits)
+
+
+def _cas(result: Any) -> int:
+    return int(getattr(result, "rowcount", 0) or 0) if isinstance(result, CursorResult) else 0
+
+
+class DebugRepo:
+    """Repository of paused runs over a Store's database."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def _not_paused(self, s: Session, run_id: str, doing: str) -> NotPausedError:
+        status = s.scalar(select(RunRow.status).where(RunRow.id == run_id))
+        if status is None:
+            return NotPausedError(f"no run '{run_id}'")
+        if status == RUNNING:
+            return NotPausedError(f"cannot {doing} run '{run_id}': it is running (another continue "
+                                  "has it, or it was never paused)")
+        return NotPausedError(f"cannot {doing} run '{run_id}': it is not paused (status {status})")
+
+    def begin(self, run_id: str, breakpoints: list[dict[str, Any]]) -> None:
+        """Record a debugged run's breakpoints (its runs row exists: call after the sink's start)."""
+        with Session(self.store.engine) as s, s.begin():
+            row = s.get(RunDebugRow, run_id)
+            if row is None:
+                s.add(RunDebugRow(run_id=run_id, breakpoints=breakpoints, pause=None, pauses=0,
+                                  edits=[], updated_at=utcnow()))
+            else:
+                row.breakpoints = breakpoints
+
+    def get(self, run_id: str) -> DebugState:
+        """The debug state of a run (a run never debugged has no breakpoints and no pause)."""
+        with Session(self.store.engine) as s:
+            run = s.get(RunRow, run_id)
+            if run is None:
+                run = s.scalars(select(RunRow).where(RunRow.id.startswith(run_id))).first()
+            if run is None:
+                raise NotFoundError(f"no run '{run_id}'")
+            row = s.get(RunDebugRow, run.id)
+            if row is None:
+                return DebugState(run.id, run.status, [], None, 0, [])
+            return DebugState(run.id, run.status, list(row.breakpoints or []),
+                              dict(row.pause) if row.pause and run.status == PAUSED else None,
+                              int(row.pauses or 0), list(row.edits or []))
+
+    def save_pause(self, result: RunEnd, pause: dict[str, Any]) -> None:
+        """End a run segment as paused: the checkpoint and the run's totals so far, in one
+        transaction (a continuer never sees `paused` without its checkpoint)."""
+        with Session(self.store.engine) as s, s.begin():
+            row = s.get(RunDebugRow, result.run_id)
+            if row is None:
+                row = RunDebugRow(run_id=result.run_id, breakpoints=[], pauses=0, edits=[])
+                s.add(row)
+            row.pause = pause
+            row.pauses = int(row.pauses or 0) + 1
+            row.updated_at = utcnow()
+            s.execute(update(RunRow).where(RunRow.id == result.run_id).values(
+                status=PAUSED, answer=result.answer, citations=result.citations, error=None,
+                halt_reason=None, steps=result.steps, llm_calls=result.llm_calls,
+                tokens=result.tokens, ms=result.ms, wall_ms=result.wall_ms,
+                cached_calls=result.cached_calls, memory=result.memory, ended_at=None,
+                lease_until=None))
+        self.store._release(result.run_id)
+
+    def claim(self, run_id: str, breakpoints: list[dict[str, Any]] | None = None
+              ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Take a paused run to continue it: compare-and-set paused -> running (owned by this
+        process, its lease held). Returns the checkpoint and the breakpoints (replaced by
+        `breakpoints` when given). NotPausedError when it is not paused, e.g. another continue
+        took it first."""
+        with Session(self.store.engine) as s, s.begin():
+            res = s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == PAUSED)
+                            .values(status=RUNNING, pid=os.getpid(), host=socket.gethostname(),
+                                    owner=process_identity(),
+                                    lease_until=utcnow() + timedelta(seconds=LEASE_S)))
+            if _cas(res) != 1:
+                raise self._not_paused(s, run_id, "continue")
+            row = s.get(RunDebugRow, run_id)
+            if row is None or not row.pause:
+                raise NotPausedError(f"run '{run_id}' is paused but has no checkpoint")
+            if breakpoints is not None:
+                row.breakpoints = breakpoints
+            pause, bps = dict(row.pause), list(row.breakpoints or [])
+        self.store._hold(run_id)
+        return pause, bps
+
+    def unclaim(self, run_id: str) -> None:
+        """Give a claimed run back (running -> paused, its checkpoint untouched): the continue
+        failed before its first step (e.g. the knowledge base is gone)."""
+        with Session(self.store.engine) as s, s.begin():
+            s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == RUNNING)
+                      .values(status=PAUSED, lease_until=None))
+        self.store._release(run_id)
+
+    def abort(self, run_id: str, who: str = "") -> None:
+        """Stop a paused run for good: status cancelled (compare-and-set from paused)."""
+        with Session(self.store.engine) as s, s.begin():
+            row = s.get(RunDebugRow, run_id)
+            where = (row.pause or {}).get("node") if row is not None else None
+            res = s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == PAUSED)
+                            .values(status="cancelled", halt_reason="cancelled", ended_at=utcnow(),
+                                    error=f"aborted while paused before '{where}'"
+                                          + (f" by {who}" if who else "")))
+            if _cas(res) != 1:
+                raise self._not_paused(s, run_id, "abort")
+
+    def edit(self, run_id: str, key: str, value: Any, who: str) -> dict[str, Any]:
+        """Set memory `key` of a paused run's checkpoint to `value` (already validated) and record
+        it as a step of the run (operator `user.edit`, memory before/after) and in its edits list
+        (who, when, key, step). Returns the new checkpoint."""
+        with Session(self.store.engine) as s, s.begin():
+            # touch the row first: it locks it, so a continue cannot take the run meanwhile
+            res = s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == PAUSED)
+                            .values(status=PAUSED))
+            if _cas(res) != 1:
+                raise self._not_paused(s, run_id, "edit")
+            row = s.get(RunDebugRow, run_id)
+            run = s.get(RunRow, run_id)
+            if row is None or not row.pause or run is None:
+                raise NotPausedError(f"run '{run_id}' is paused but has no checkpoint")
+            pause = dict(row.pause)
+            state = dict(pause["state"])
+            before = {k: v for k, v in state.items() if k not in ("branches", "visits", "steps",
+                                                                  "llm_calls", "tokens")}
+            state[key] = value
+            after = {**before, key: value}
+            idx = int(run.steps or 0)
+            edit_no = len(row.edits or []) + 1
+            s.add(StepRow(run_id=run_id, idx=idx, node_id="_edit", operator="user.edit",
+                          visit=edit_no, branch=None, memory_before=before, memory_after=after,
+                          llm_calls=[], retrievals=[], tokens=0, ms=0.0, error=None,
+                          started_at=time.time()))
+            run.steps = idx + 1
+            if key in ("answer", "citations"):
+                setattr(run, key, value)
+            run.memory = {**(run.memory or {}), key: value}
+            pause["state"] = state
+            pause["steps_done"] = idx + 1
+            row.pause = pause
+            row.edits = [*(row.edits or []), {"who": who, "at": time.time(), "key": key,
+                                              "step": idx, "node": pause.get("node")}]
+            row.updated_at = utcnow()
+            return pause
+
+    def set_breakpoints(self, run_id: str, breakpoints: list[dict[str, Any]]) -> None:
+        """Replace a paused run's breakpoints (they apply from its next continue)."""
+        with Session(self.store.engine) as s, s.begin():
+            res = s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == PAUSED)
+                            .values(status=PAUSED))
+            if _cas(res) != 1:
+                raise self._not_paused(s, run_id, "set breakpoints of")
+            row = s.get(RunDebugRow, run_id)
+            if row is None:
+                raise NotPausedError(f"run '{run_id}' has no debug state")
+            row.breakpoints = breakpoints
