@@ -10,7 +10,7 @@ from rich.table import Table
 
 from flowkit.trace import RunEnd, RunStart, StepEvent
 
-from . import common
+from . import common, debug
 
 
 class _LiveSteps:
@@ -29,6 +29,8 @@ class _LiveSteps:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if debug.breakpoints_of(args):
+        return debug.cmd_run_debug(args)
     ws = common.open_workspace(args)
     spec, version = ws.resolve_flow(args.flow)
     result = ws.run(spec, args.question, args.kb, flow_version=version,
@@ -119,6 +121,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--question", "-q", required=True)
     s.add_argument("--json", action="store_true")
     s.add_argument("--no-cache", action="store_true", help=common.NO_CACHE_HELP)
+    debug.add_run_options(s)
     s.set_defaults(fn=cmd_run)
 
     s = sub.add_parser("trace", help="show a run step by step")
