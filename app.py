@@ -1,11 +1,11 @@
 """flowkit studio: `streamlit run app.py`. Page config, the access gate, navigation over the files in
-pages/ (each starts with studio.shell.route_through_app()), the shared sidebar."""
+pages/ (each starts with studio.common.shell.route_through_app()), the shared sidebar."""
 from __future__ import annotations
 
 import streamlit as st
 
-from studio import gate, sidebar
-from studio.workspace import get_workspace
+from studio.common import gate_panel, sidebar_panel
+from studio.common.workspace import get_workspace
 
 PAGES: list[tuple[str, str, str]] = [
     ("pages/flows.py", "Flows", ":material/account_tree:"),
@@ -18,8 +18,8 @@ PAGES: list[tuple[str, str, str]] = [
 ]
 
 st.set_page_config(page_title="flowkit studio", page_icon=":material/account_tree:", layout="wide")
-gate.require_token()   # FLOWKIT_STUDIO_TOKEN set: nothing renders before the session gives it
+gate_panel.require_token()   # FLOWKIT_STUDIO_TOKEN set: nothing renders before the session gives it
 nav = st.navigation([st.Page(path, title=title, icon=icon, default=(n == 0))
                      for n, (path, title, icon) in enumerate(PAGES)])
-sidebar.render(get_workspace())
+sidebar_panel.render(get_workspace())
 nav.run()

@@ -10,10 +10,11 @@ from __future__ import annotations
 import streamlit as st
 
 from service.evaluations import eval_repo
-from studio import compare_view, tasks, variant_panel
-from studio.jobs import get_jobs
-from studio.shell import route_through_app
-from studio.workspace import get_workspace
+from studio.common import tasks
+from studio.common.jobs import get_jobs
+from studio.common.shell import route_through_app
+from studio.common.workspace import get_workspace
+from studio.compare import compare_panel, variant_panel
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
@@ -26,17 +27,17 @@ eval_id = st.query_params.get("eval")
 
 top_left, top_right = st.columns([3, 2], gap="large")
 with top_right:
-    compare_view.open_picker(repo)
+    compare_panel.open_picker(repo)
 with top_left, st.expander("New comparison", expanded=not eval_id):
-    compare_view.setup_form(ws, repo, jobs)
+    compare_panel.setup_form(ws, repo, jobs)
 
 if eval_id:
-    plan = compare_view.load_plan(repo, eval_id)
+    plan = compare_panel.load_plan(repo, eval_id)
     if plan is not None:
-        compare_view.header(plan)
-        compare_view.progress_panel(ws, jobs, plan)
+        compare_panel.header(plan)
+        compare_panel.progress_panel(ws, jobs, plan)
         variant_panel.add_variant_panel(ws, jobs, plan,
                                         active=tasks.active_job(jobs, plan.eval_id) is not None)
-        compare_view.results(ws, repo, plan)
+        compare_panel.results(ws, repo, plan)
 else:
     st.info("Start a comparison, or open an earlier evaluation.")

@@ -6,11 +6,13 @@ import streamlit as st
 from flowkit import registry
 from flowkit.errors import FlowkitError, NotFoundError
 from flowkit.spec import Limits
-from studio import canvas, canvas_ui, diffs, forms, inert, keys, palette
-from studio import editor_actions as actions
-from studio.editor import K_GEN, Editor, canvas_key
-from studio.shell import route_through_app
-from studio.workspace import get_workspace
+from studio import canvas_ui
+from studio.common import diffs, forms_panel, inert
+from studio.common.shell import route_through_app
+from studio.common.workspace import get_workspace
+from studio.editor import actions_panel as actions
+from studio.editor import canvas, keys_panel, palette_panel
+from studio.editor.editor import K_GEN, Editor, canvas_key
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
@@ -120,7 +122,7 @@ if run_clicked:
 left, middle, right = st.columns([1, 4, 1.6])
 with left:
     st.markdown("**Operators**")
-    palette.render(on_add=actions.add)
+    palette_panel.render(on_add=actions.add)
 
 with middle:
     key = canvas_key(draft.flow)
@@ -137,7 +139,7 @@ if ed.take_events(event):   # only if the callback missed them: draw their resul
 delete_box.button("Delete selected", key="editor_delete", on_click=actions.delete, width="stretch",
                   disabled=not ed.selected,
                   help="Delete the selected node (with its edges) or edge (keys: Delete, Backspace)")
-keys.editor_shortcuts(delete="editor_delete", undo="editor_undo", redo="editor_redo")
+keys_panel.editor_shortcuts(delete="editor_delete", undo="editor_undo", redo="editor_redo")
 spec = ed.spec
 problems = ed.problems(spec)
 
@@ -161,7 +163,7 @@ with right:
                 st.markdown(cls.help())
                 st.caption(f"reads: {', '.join(cls.reads) or '-'} · writes: "
                            f"{', '.join(cls.writes) or '-'} · kind: {cls.kind}")
-            forms.render_params(cls.Params.model_json_schema(), node.params,
+            forms_panel.render_params(cls.Params.model_json_schema(), node.params,
                                 f"editor_p_{gen}_{sel}_",
                                 on_value=lambda name, value, nid=sel: actions.set_param(nid, name, value))
         for p in problems:
@@ -208,7 +210,7 @@ with right:
                      index=entries.index(spec.entry) if spec.entry in entries else 0,
                      key=f"editor_entry_{gen}", on_change=actions.set_entry, args=(f"editor_entry_{gen}",),
                      help="Where a run starts; automatic = the only node without inputs")
-        forms.render_params(Limits.model_json_schema(), spec.limits.model_dump(),
+        forms_panel.render_params(Limits.model_json_schema(), spec.limits.model_dump(),
                             f"editor_limits_{gen}_", on_value=actions.set_limit)
         st.button("Tidy the layout", key="editor_tidy", on_click=actions.tidy,
                   icon=":material/auto_fix_high:",

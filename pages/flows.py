@@ -8,10 +8,10 @@ import streamlit as st
 from flowkit import templates
 from flowkit.errors import FlowkitError
 from service import flows as library
-from studio import diffs, inert
-from studio.shell import route_through_app
-from studio.state import flash, show_flash
-from studio.workspace import get_workspace
+from studio.common import diffs, inert
+from studio.common.shell import route_through_app
+from studio.common.state import flash, show_flash
+from studio.common.workspace import get_workspace
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 

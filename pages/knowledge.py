@@ -8,12 +8,13 @@ import streamlit as st
 
 from flowkit.errors import FlowkitError
 from service import knowledge as kbview
-from studio import inert, kbpanels
-from studio.jobs import get_jobs
-from studio.shell import route_through_app
-from studio.state import flash, query_select, show_flash, sync_from_query
-from studio.tasks import submit_ingest
-from studio.workspace import get_workspace
+from studio.common import inert
+from studio.common.jobs import get_jobs
+from studio.common.shell import route_through_app
+from studio.common.state import flash, query_select, show_flash, sync_from_query
+from studio.common.tasks import submit_ingest
+from studio.common.workspace import get_workspace
+from studio.knowledge import kb_panel
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
@@ -133,10 +134,10 @@ kb = res.kb(pick)
 t_search, t_chunks, t_graph, t_db = st.tabs(["Search", "Chunks", "Knowledge graph", "Database"])
 
 with t_search:
-    kbpanels.search_panel(kb)
+    kb_panel.search_panel(kb)
 with t_chunks:
-    kbpanels.chunks_panel(kb, pick)
+    kb_panel.chunks_panel(kb, pick)
 with t_graph:
-    kbpanels.graph_panel(kb, pick)
+    kb_panel.graph_panel(kb, pick)
 with t_db:
-    kbpanels.database_panel(ws, kb, pick)
+    kb_panel.database_panel(ws, kb, pick)

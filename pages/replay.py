@@ -8,12 +8,14 @@ from __future__ import annotations
 import streamlit as st
 
 from flowkit.errors import NotFoundError
-from studio import graphview, inert, memview, replay, replaypanels, runview
-from studio.forkpanel import fork_form, fork_status
-from studio.jobs import get_jobs
-from studio.shell import route_through_app
-from studio.state import query_select
-from studio.workspace import get_workspace
+from studio.common import graph_panel, inert
+from studio.common.jobs import get_jobs
+from studio.common.shell import route_through_app
+from studio.common.state import query_select
+from studio.common.workspace import get_workspace
+from studio.replay import memory_panel, replay, replay_panel
+from studio.replay.fork_panel import fork_form, fork_status
+from studio.run import runview
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
@@ -124,7 +126,7 @@ def _step_view() -> None:
         st.markdown(f"### Step {offset + idx} of {offset + n - 1}: {inert.code(step.node_id)}")
         st.markdown(f"{inert.code(step.operator)} · visit {step.visit}"
                     + (f" · branch {inert.code(step.branch)}" if step.branch else "")
-                    + f" · {replaypanels.passages(step)} passage(s) retrieved")
+                    + f" · {replay_panel.passages(step)} passage(s) retrieved")
         c1, c2, c3 = st.columns(3)
         c1.metric("LLM calls", len(step.llm_calls))
         c2.metric("Tokens", step.tokens)
@@ -153,9 +155,9 @@ def _step_view() -> None:
 
     # ---- the graph -------------------------------------------------------------------------------
     with graph_col:
-        nodes, edges = graphview.flow_picture(run.spec, [*before, *steps], len(before) + idx)
-        graphview.draw(nodes, edges, key=f"replay_graph_{run.id}",
-                       height=graphview.picture_height(run.spec))
+        nodes, edges = graph_panel.flow_picture(run.spec, [*before, *steps], len(before) + idx)
+        graph_panel.draw(nodes, edges, key=f"replay_graph_{run.id}",
+                       height=graph_panel.picture_height(run.spec))
         st.caption(":orange[■] this step · :blue[■] visited before · :red[■] failed · pale: not "
                    "reached yet · thick blue edges: the path so far · edges routed around "
                    "the nodes: a loop's way back, or an edge past nodes in its way")
@@ -171,18 +173,18 @@ def _step_view() -> None:
                          x_label="")
 
     # ---- what the step did: only the open tab is drawn ------------------------------------------
-    t_mem, t_llm, t_ret, t_fork = replaypanels.step_tabs()
-    replaypanels.keep(state, "replay_show_same")    # the toggle keeps its value while its tab is shut
+    t_mem, t_llm, t_ret, t_fork = replay_panel.step_tabs()
+    replay_panel.keep(state, "replay_show_same")    # the toggle keeps its value while its tab is shut
     if t_mem.open:
         with t_mem:
             same = st.toggle("Show unchanged keys too", key="replay_show_same")
-            memview.render(step.memory_before, step.memory_after, show_same=same)
+            memory_panel.render(step.memory_before, step.memory_after, show_same=same)
     if t_llm.open:
         with t_llm:
-            replaypanels.llm_calls_panel(step)
+            replay_panel.llm_calls_panel(step)
     if t_ret.open:
         with t_ret:
-            replaypanels.retrievals_panel(step)
+            replay_panel.retrievals_panel(step)
     if t_fork.open:
         with t_fork:
             fork_form(ws, jobs, run, step, idx)

@@ -6,13 +6,14 @@ import streamlit as st
 
 from flowkit.errors import FlowkitError
 from flowkit.validate import check
-from studio import datasets, inert, runpanel, runview, sidebar
-from studio.jobs import get_jobs
-from studio.overrides import Overrides, tunable
-from studio.shell import route_through_app
-from studio.state import query_select
-from studio.tasks import RunRefused, submit_run
-from studio.workspace import get_workspace
+from studio.common import inert, sidebar_panel
+from studio.common.jobs import get_jobs
+from studio.common.shell import route_through_app
+from studio.common.state import query_select
+from studio.common.tasks import RunRefused, submit_run
+from studio.common.workspace import get_workspace
+from studio.run import datasets, run_panel, runview
+from studio.run.overrides import Overrides, tunable
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
@@ -95,7 +96,7 @@ with form_col:
             load_error = str(err)
     overrides = Overrides()
     with st.expander("Model settings for this run"):
-        st.caption(f"Model: {sidebar.model_line(ws)} (change it on the Settings page)")
+        st.caption(f"Model: {sidebar_panel.model_line(ws)} (change it on the Settings page)")
         base_t = float(ws.resources.settings.llm.temperature)
         t = st.number_input("Temperature", min_value=0.0, max_value=2.0, step=0.1, value=base_t,
                             key="run_temperature", help="0 = greedy; this run only")
@@ -146,13 +147,13 @@ with live_col:
         st.info("Choose a flow, a knowledge base and a question, then press **Run**. The run "
                 "goes on in the background even if you leave this page.")
     else:
-        active = runpanel.is_active(ws, jobs, run_id)
+        active = run_panel.is_active(ws, jobs, run_id)
 
         @st.fragment(run_every=1.0 if active else None)
         def _live() -> None:
-            still = runpanel.render(ws, jobs, run_id)
+            still = run_panel.render(ws, jobs, run_id)
             if active and not still:
                 st.rerun()   # the run ended: redraw the page once without the timer
 
         _live()
-    runpanel.queue(jobs)
+    run_panel.queue(jobs)

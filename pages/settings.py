@@ -4,10 +4,10 @@ from __future__ import annotations
 import streamlit as st
 
 from service.settings import DEFAULT_MODEL, PACKAGED, load_settings, save_settings
-from studio import settings as logic
-from studio.shell import route_through_app
-from studio.state import flash, show_flash
-from studio.workspace import get_workspace, reset_workspace
+from studio.common.shell import route_through_app
+from studio.common.state import flash, show_flash
+from studio.common.workspace import get_workspace, reset_workspace
+from studio.settings import settings as logic
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 

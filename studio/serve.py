@@ -13,8 +13,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from studio.gate import expected_token
-from studio.guard import Guard
+from studio.common.gate_panel import expected_token
+from studio.common.guard import Guard
 
 APP_SCRIPT = Path(__file__).resolve().parents[1] / "app.py"
 

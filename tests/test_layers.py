@@ -91,6 +91,28 @@ def test_app_entry_point_is_fenced_too():
     assert flowkit_outside_allowlist(app) == []
 
 
+#: studio.common's plumbing around Streamlit itself (not panels, but they call Streamlit).
+COMMON_PLUMBING = {"inert", "jobs", "shell", "state", "workspace"}
+
+
+def _draws(path: Path) -> bool:
+    return any(m == "streamlit" or m.startswith("streamlit.") for m in imported(path))
+
+
+def test_only_panels_draw():
+    """The naming rule (studio/__init__.py): a module that imports Streamlit ends in `_panel`,
+    except the plumbing of studio.common; each page has its own package."""
+    studio = ROOT / "studio"
+    bad = [str(p.relative_to(ROOT)) for p in _files("studio")
+           if _draws(p) and not p.stem.endswith("_panel") and p.name != "__init__.py"
+           and not (p.parent.name == "common" and p.stem in COMMON_PLUMBING)
+           and p.relative_to(studio).as_posix() != "serve.py"]
+    assert bad == []
+    assert not [p.name for p in studio.glob("*.py") if p.name not in ("__init__.py", "serve.py")]
+    for page in (ROOT / "pages").glob("*.py"):
+        assert (studio / page.stem / "__init__.py").is_file() or page.stem == "flows", page.name
+
+
 def test_the_check_sees_a_forbidden_import(tmp_path):
     bad = tmp_path / "m.py"
     bad.write_text("def f():\n    from storage.repo import Store\n")

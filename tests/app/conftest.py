@@ -9,7 +9,7 @@ import pytest
 
 from flowkit.testing import FakeLLM
 from service.workspace import Workspace
-from studio.workspace import use_workspace
+from studio.common.workspace import use_workspace
 
 
 @pytest.fixture

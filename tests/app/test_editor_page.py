@@ -16,8 +16,9 @@ from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec
 from flowkit.testing import flow
 from service.drafts import Draft, DraftStore
 from service.workspace import Workspace
-from studio import canvas, forms
-from studio.editor import K_CANVAS, Editor
+from studio.common import forms_panel
+from studio.editor import canvas
+from studio.editor.editor import K_CANVAS, Editor
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -299,25 +300,25 @@ def test_picture_marks_problems() -> None:
 
 # ---- forms from JSON schema --------------------------------------------------------------------
 def test_fields_from_operator_schemas() -> None:
-    hybrid = forms.fields_from_schema(registry.describe(registry.get("retrieval.hybrid"))["params"])
+    hybrid = forms_panel.fields_from_schema(registry.describe(registry.get("retrieval.hybrid"))["params"])
     kinds = {f.name: f for f in hybrid}
     assert kinds["top_k"].kind == "int" and (kinds["top_k"].minimum, kinds["top_k"].maximum) == (1, 100)
     assert kinds["query_from"].kind == "enum" and kinds["query_from"].options == ("question", "queries", "both")
     assert kinds["add_last_answer"].kind == "bool"
     assert kinds["dense_weight"].kind == "float"
     assert kinds["where"].kind == "json"
-    answer = {f.name: f for f in forms.fields_from_schema(
+    answer = {f.name: f for f in forms_panel.fields_from_schema(
         registry.get("generation.answer").Params.model_json_schema())}
     assert answer["prompt"].kind == "longtext"
-    judge = {f.name: f for f in forms.fields_from_schema(
+    judge = {f.name: f for f in forms_panel.fields_from_schema(
         registry.get("orchestration.rule_judge").Params.model_json_schema())}
     assert judge["min_score"].kind == "float" and judge["min_score"].nullable
-    limits = {f.name: f for f in forms.fields_from_schema(Limits.model_json_schema())}
+    limits = {f.name: f for f in forms_panel.fields_from_schema(Limits.model_json_schema())}
     assert limits["max_steps"].kind == "int" and limits["timeout_s"].kind == "float"
     with pytest.raises(ValueError, match="not valid JSON"):
-        forms.coerce(kinds["where"], "{x")
-    assert forms.coerce(kinds["where"], '{"source": "a.md"}') == {"source": "a.md"}
-    assert forms.coerce(kinds["top_k"], 3.0) == 3
+        forms_panel.coerce(kinds["where"], "{x")
+    assert forms_panel.coerce(kinds["where"], '{"source": "a.md"}') == {"source": "a.md"}
+    assert forms_panel.coerce(kinds["top_k"], 3.0) == 3
 
 
 # ---- drafts ------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from flowkit.testing import FakeLLM, fake_resources
 from service import flows as library
 from service.drafts import Draft, DraftStore
 from service.workspace import Workspace
-from studio import diffs
+from studio.common import diffs
 
 ROOT = Path(__file__).resolve().parents[2]
 

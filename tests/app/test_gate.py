@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from studio import gate
+from studio.common import gate_panel
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "s3cret-token-ä"
@@ -21,29 +21,29 @@ def _app() -> AppTest:
 
 
 def test_token_matches_is_exact() -> None:
-    assert gate.token_matches(TOKEN, TOKEN)
-    assert not gate.token_matches(TOKEN + " ", TOKEN)
-    assert not gate.token_matches("", TOKEN)
+    assert gate_panel.token_matches(TOKEN, TOKEN)
+    assert not gate_panel.token_matches(TOKEN + " ", TOKEN)
+    assert not gate_panel.token_matches("", TOKEN)
 
 
 def test_without_a_token_the_studio_opens(ws, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(gate.TOKEN_ENV, raising=False)
+    monkeypatch.delenv(gate_panel.TOKEN_ENV, raising=False)
     at = _app().run()
     assert not at.exception
     assert [t.value for t in at.title] == ["Flows"]
-    assert all(w.key != gate.INPUT_KEY for w in at.text_input)
+    assert all(w.key != gate_panel.INPUT_KEY for w in at.text_input)
 
 
 def test_with_a_token_nothing_renders_until_it_is_given(ws, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(gate.TOKEN_ENV, TOKEN)
+    monkeypatch.setenv(gate_panel.TOKEN_ENV, TOKEN)
     at = _app().run()
     assert not at.exception
     assert [t.value for t in at.title] == ["flowkit studio"]      # not the Flows page
     assert not at.sidebar.markdown                                # nor the sidebar
-    at.text_input(key=gate.INPUT_KEY).input("wrong").run()
+    at.text_input(key=gate_panel.INPUT_KEY).input("wrong").run()
     assert [e.value for e in at.error] == ["Wrong token."]
     assert [t.value for t in at.title] == ["flowkit studio"]
-    at.text_input(key=gate.INPUT_KEY).input(TOKEN).run()
+    at.text_input(key=gate_panel.INPUT_KEY).input(TOKEN).run()
     assert not at.exception
     assert [t.value for t in at.title] == ["Flows"]
     at.run()                                                      # once per session

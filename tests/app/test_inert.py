@@ -1,4 +1,4 @@
-"""Untrusted text stays inert: studio.inert's escaping (checked with a CommonMark renderer), and the
+"""Untrusted text stays inert: studio.common.inert's escaping (checked with a CommonMark renderer), and the
 run, replay, knowledge and flows pages showing an answer, a passage and an imported flow that carry
 a remote image link: the link is on the page as text, never inside Markdown that would render it."""
 from __future__ import annotations
@@ -13,9 +13,9 @@ from markdown_it import MarkdownIt
 from flowkit import templates
 from flowkit.ingest import ingest
 from flowkit.testing import FakeLLM
-from studio import inert
-from studio.jobs import get_jobs
-from studio.workspace import use_workspace
+from studio.common import inert
+from studio.common.jobs import get_jobs
+from studio.common.workspace import use_workspace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # _runkit beside this file
 import _runkit as kit

@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 import time
 
-from studio.jobs import JobManager
+from studio.common.jobs import JobManager
 
 
 def test_jobs_run_one_after_the_other_in_submit_order():

@@ -11,9 +11,9 @@ import networkx as nx
 import pytest
 
 from service import knowledge as kbview
-from studio import graphview
-from studio.jobs import get_jobs
-from studio.workspace import use_workspace
+from studio.common import graph_panel
+from studio.common.jobs import get_jobs
+from studio.common.workspace import use_workspace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # _runkit beside this file
 import _runkit as kit
@@ -116,13 +116,13 @@ def test_knowledge_graph_index_is_drawn_when_there(ws):
         at = _open(kb="sample")
         assert any("2 entities, 1 relations" in c.value for c in at.caption)
         graph = kbview.load_kg(ws.resources.kb("sample").dir)
-        nodes, edges = graphview.kg_picture(graph)
+        nodes, edges = graph_panel.kg_picture(graph)
         assert {n["label"] for n in nodes} == {"Corren Lighthouse", "Mara Velt"}
         assert edges[0]["label"] == "designed by"
         g.add_node("tessel", label="Tessel")
         g.add_node("osprey", label="Osprey")
         g.add_edge("velt", "tessel", relation="born on")
-        nodes, _ = graphview.kg_picture(g, focus="velt")          # Mara Velt and her neighbours
+        nodes, _ = graph_panel.kg_picture(g, focus="velt")          # Mara Velt and her neighbours
         assert {n["label"] for n in nodes} == {"Mara Velt", "Corren Lighthouse", "Tessel"}
         assert [n["label"] for n in nodes if n["color"] == "#f59e0b"] == ["Mara Velt"]
     finally:

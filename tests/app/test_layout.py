@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from flowkit import templates
 from flowkit.testing import flow
-from studio import canvas
-from studio.layout import LEGIBLE_ZOOM, NODE_H, NODE_W, X_STEP, back_edges, layout
+from studio.common.layout import LEGIBLE_ZOOM, NODE_H, NODE_W, X_STEP, back_edges, layout
+from studio.editor import canvas
 
 
 def _edge(spec, src: str, dst: str) -> int:
@@ -110,9 +110,9 @@ def test_a_forward_edge_past_a_node_runs_in_a_lane_above() -> None:
 
 
 def test_replay_graph_routes_and_labels_the_loop() -> None:
-    from studio import graphview
+    from studio.common import graph_panel
     spec = templates.load_template("ircot")
-    nodes, edges = graphview.flow_picture(spec, [], None)
+    nodes, edges = graph_panel.flow_picture(spec, [], None)
     real = [n for n in nodes if "~" not in n["id"]]
     corners = [n for n in nodes if "~" in n["id"]]
     assert len(real) == 4 and len(corners) == 2
@@ -125,9 +125,9 @@ def test_replay_graph_routes_and_labels_the_loop() -> None:
 
 
 def test_replay_picture_is_tall_enough_for_a_long_flow() -> None:
-    from studio import graphview
-    short = graphview.picture_height(templates.load_template("naive_rag"))
-    tall = graphview.picture_height(templates.load_template("self_rag"))
+    from studio.common import graph_panel
+    short = graph_panel.picture_height(templates.load_template("naive_rag"))
+    tall = graph_panel.picture_height(templates.load_template("self_rag"))
     assert short == 300 and 500 <= tall <= 600
 
 
@@ -140,7 +140,7 @@ def test_a_flow_placed_by_hand_keeps_its_direction() -> None:
 
 def test_tidy_forgets_the_hand_placed_layout(tmp_path) -> None:
     from service.workspace import Workspace
-    from studio.editor import Editor
+    from studio.editor.editor import Editor
     ws = Workspace(tmp_path)
     ws.store.save_flow(templates.load_template("ircot").model_copy(update={"name": "t"}), None)
     ed = Editor({}, ws, tab="A", is_open=lambda _: False)

@@ -10,9 +10,10 @@ import pytest
 
 from flowkit import templates
 from flowkit.testing import FakeLLM
-from studio import graphview, memview, replay, replaypanels
-from studio.jobs import get_jobs
-from studio.workspace import use_workspace
+from studio.common import graph_panel
+from studio.common.jobs import get_jobs
+from studio.common.workspace import use_workspace
+from studio.replay import memory_panel, replay, replay_panel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # _runkit beside this file
 import _runkit as kit
@@ -42,7 +43,7 @@ def _open(run_id: str, **query: str):
 
 def _open_tab(at, label: str):
     """What a click on the tab does: the tab's state changes and the page runs again."""
-    at.session_state[replaypanels.TAB_KEY] = label
+    at.session_state[replay_panel.TAB_KEY] = label
     at.run()
     assert not at.exception, [e.message for e in at.exception]
     return at
@@ -81,12 +82,12 @@ def test_memory_diff_prompts_and_passages(ws, run_id):
     at = _open(run_id, step="1")
     text = kit.texts(at)
     assert ":green-badge[answer added]" in text and ":green-badge[citations added]" in text
-    text = kit.texts(_open_tab(at, replaypanels.LLM_CALLS))
+    text = kit.texts(_open_tab(at, replay_panel.LLM_CALLS))
     assert "Call 1" in text
     prompts = [c.value for c in at.code]
     assert any("Question: " + LIGHTHOUSE in p for p in prompts)      # the exact prompt
     assert any("It was first lit in 1884 [1]" == p for p in prompts)  # the completion
-    at = _open(run_id, step="0", tab=replaypanels.RETRIEVED)          # a link to the tab
+    at = _open(run_id, step="0", tab=replay_panel.RETRIEVED)          # a link to the tab
     table = at.dataframe[-1].value                                   # retrieved passages
     assert list(table.columns) == ["rank", "id", "title", "score", "text"]
     assert table.iloc[0]["id"] == "art-09#0" and table.iloc[0]["score"] > 0
@@ -98,18 +99,18 @@ def test_only_the_open_tab_is_drawn_and_it_stays_open_across_steps(ws, run_id):
     assert "Call 1" not in kit.texts(at)                             # the prompts are not drawn
     assert not any("Question: " + LIGHTHOUSE in c.value for c in at.code)
     assert "passage(s) retrieved" in kit.texts(at)                    # the counts, in the summary
-    _open_tab(at, replaypanels.LLM_CALLS)
+    _open_tab(at, replay_panel.LLM_CALLS)
     assert "Call 1" in kit.texts(at) and ":green-badge[answer added]" not in kit.texts(at)
     at.button(key="replay_prev").click().run()                       # another step: still open
     assert _shown_step(at).startswith("### Step 0")
     assert "This step made no LLM call." in kit.texts(at)
     assert not at.dataframe                                           # Retrieved: not drawn
-    _open_tab(at, replaypanels.RETRIEVED)
+    _open_tab(at, replay_panel.RETRIEVED)
     assert at.dataframe[-1].value.iloc[0]["id"] == "art-09#0"
 
 
 def test_memory_rows_mark_changes():
-    rows = memview.rows({"question": "q", "answer": "a"},
+    rows = memory_panel.rows({"question": "q", "answer": "a"},
                         {"question": "q", "answer": "b", "citations": ["x"]})
     assert [(r["key"], r["change"]) for r in rows] == [
         ("answer", "changed"), ("citations", "added"), ("question", "same")]
@@ -126,15 +127,15 @@ def test_chart_data_marks_the_current_step(ws, run_id):
 def test_graph_picture_marks_current_visited_failed_and_path(ws, run_id):
     run = ws.store.get_run(run_id)
     steps = ws.store.steps(run_id)
-    nodes, edges = graphview.flow_picture(run.spec, steps, 1)
+    nodes, edges = graph_panel.flow_picture(run.spec, steps, 1)
     colour = {n["id"]: n["color"]["background"] for n in nodes}
-    assert colour == {"retrieve": graphview.VISITED, "generate": graphview.CURRENT}
-    assert edges[0]["color"] == graphview.PATH_EDGE and edges[0]["width"] == 5
-    nodes, edges = graphview.flow_picture(run.spec, steps, 0)
-    assert edges[0]["color"] == graphview.PLAIN_EDGE and edges[0]["dashes"]
+    assert colour == {"retrieve": graph_panel.VISITED, "generate": graph_panel.CURRENT}
+    assert edges[0]["color"] == graph_panel.PATH_EDGE and edges[0]["width"] == 5
+    nodes, edges = graph_panel.flow_picture(run.spec, steps, 0)
+    assert edges[0]["color"] == graph_panel.PLAIN_EDGE and edges[0]["dashes"]
     failed = [steps[0], steps[1].__class__(**{**steps[1].__dict__, "error": "boom"})]
-    nodes, _ = graphview.flow_picture(run.spec, failed, 1)
-    assert {n["id"]: n["color"]["background"] for n in nodes}["generate"] == graphview.FAILED
+    nodes, _ = graph_panel.flow_picture(run.spec, failed, 1)
+    assert {n["id"]: n["color"]["background"] for n in nodes}["generate"] == graph_panel.FAILED
 
 
 def test_a_failed_step_shows_its_error(ws, tmp_path):
@@ -160,7 +161,7 @@ def _fork(at, timeout: float = 30.0):
 
 
 def test_fork_with_a_changed_memory_value_links_back_to_its_parent(ws, run_id):
-    at = _open(run_id, step="1", tab=replaypanels.FORK)
+    at = _open(run_id, step="1", tab=replay_panel.FORK)
     at.selectbox(key="replay_fork_key").select("question").run()
     box = at.text_area(key=f"replay_fork_val_{run_id}_1_question")
     assert json.loads(box.value) == LIGHTHOUSE                      # prefilled with memory-before
@@ -185,7 +186,7 @@ def test_fork_with_a_changed_memory_value_links_back_to_its_parent(ws, run_id):
 
 
 def test_fork_with_changed_params(ws, run_id):
-    at = _open(run_id, step="0", tab=replaypanels.FORK)
+    at = _open(run_id, step="0", tab=replay_panel.FORK)
     at.radio(key="replay_fork_what").set_value("params of node retrieve").run()
     box = at.text_area(key=f"replay_fork_params_{run_id}_0")
     params = json.loads(box.value)
@@ -198,7 +199,7 @@ def test_fork_with_changed_params(ws, run_id):
 
 
 def test_fork_form_refuses_bad_json_and_bad_params(ws, run_id):
-    at = _open(run_id, step="1", tab=replaypanels.FORK)
+    at = _open(run_id, step="1", tab=replay_panel.FORK)
     at.selectbox(key="replay_fork_key").select("documents").run()
     at.text_area(key=f"replay_fork_val_{run_id}_1_documents").input("[not json").run()
     assert "not JSON" in at.error[0].value

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from flowkit import templates
-from studio.jobs import get_jobs
-from studio.workspace import use_workspace
+from studio.common.jobs import get_jobs
+from studio.common.workspace import use_workspace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # _runkit beside this file
 import _runkit as kit

@@ -10,8 +10,8 @@ import pytest
 
 from flowkit.errors import NotFoundError
 from flowkit.runtime.llm import default_model_path
-from studio.jobs import get_jobs
-from studio.workspace import use_workspace
+from studio.common.jobs import get_jobs
+from studio.common.workspace import use_workspace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # _runkit beside this file
 import _runkit as kit

@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 from flowkit.runtime.resources import Settings, load_settings
 from flowkit.testing.gguf import write_gguf
 from service.workspace import Workspace
-from studio import settings as logic
+from studio.settings import settings as logic
 
 ROOT = Path(__file__).resolve().parents[2]
 

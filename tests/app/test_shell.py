@@ -1,4 +1,4 @@
-"""studio.shell: a page run on its own (a direct URL in a fresh server's first session) reruns
+"""studio.common.shell: a page run on its own (a direct URL in a fresh server's first session) reruns
 through app.py; AppTest and ordinary runs are left alone; every page calls it first."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.runtime.pages_manager import PagesManager
 
-from studio import shell
+from studio.common import shell
 
 PAGES = sorted((Path(__file__).resolve().parents[2] / "pages").glob("*.py"))
 

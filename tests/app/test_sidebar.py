@@ -6,7 +6,7 @@ from pathlib import Path
 from flowkit.runtime.models import DEFAULT_MODEL, PACKAGED
 from flowkit.testing.gguf import write_gguf
 from service.workspace import Workspace
-from studio.sidebar import model_line
+from studio.common.sidebar_panel import model_line
 
 
 def _ws(tmp_path: Path, model_path: str) -> Workspace:

@@ -1,8 +1,8 @@
-"""studio.state.sync_from_query: a new address picks the option, the user's own pick is kept
+"""studio.common.state.sync_from_query: a new address picks the option, the user's own pick is kept
 against an address the page has already seen, defaults fill a missing or stale pick."""
 from __future__ import annotations
 
-from studio.state import Keys, sync_from_query
+from studio.common.state import Keys, sync_from_query
 
 OPTIONS = ["a", "b", "c"]
 
@@ -41,7 +41,7 @@ def test_keys_prefix_the_page():
 
 
 def test_kept_values_outlive_the_widget() -> None:
-    from studio.state import keep, kept, kept_index
+    from studio.common.state import keep, kept, kept_index
     s: dict[str, object] = {}
     assert kept("box", "default", s) == "default" and kept_index("pick", ["a", "b"], s) == 0
     s["box"], s["pick"] = "typed", "b"               # the widgets' values, as Streamlit holds them

@@ -7,7 +7,9 @@ from flowkit.eval.metrics import QuestionResult
 from flowkit.spec import to_dict
 from flowkit.trace import LLMCall, StepEvent
 from service import flows as library
-from studio import compare_data, replay, runview
+from studio.compare import compare_data
+from studio.replay import replay
+from studio.run import runview
 
 
 def _ircot() -> dict:

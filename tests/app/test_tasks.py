@@ -1,4 +1,4 @@
-"""studio.tasks and the job manager: checks before queueing, one job for a repeated submit,
+"""studio.common.tasks and the job manager: checks before queueing, one job for a repeated submit,
 cancel of queued and running jobs."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from flowkit import templates
 from flowkit.spec import from_dict, to_dict
-from studio import tasks
-from studio.jobs import JobManager
+from studio.common import tasks
+from studio.common.jobs import JobManager
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # _runkit beside this file
 import _runkit as kit
@@ -101,7 +101,7 @@ def test_a_cancelled_job_is_not_a_duplicate_of_a_new_submit():
 
 
 def test_a_cancelled_queued_run_shows_as_cancelled_in_the_replay(ws):
-    from studio.workspace import use_workspace
+    from studio.common.workspace import use_workspace
     spec = templates.load_template("naive_rag")
     jobs = JobManager()
     release = _held(jobs)

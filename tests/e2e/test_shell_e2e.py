@@ -1,4 +1,4 @@
-"""studio.shell in a real server: a page's URL opened as a fresh server's first session still gets
+"""studio.common.shell in a real server: a page's URL opened as a fresh server's first session still gets
 app.py's shell (navigation, sidebar) and keeps its query parameters."""
 from __future__ import annotations
 

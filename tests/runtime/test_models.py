@@ -99,7 +99,7 @@ def test_flowkit_models_prints_the_catalogue_as_json(tmp_path: Path,
 
 def test_settings_accept_a_packaged_model_id() -> None:
     from flowkit.runtime.resources import Settings
-    from studio import settings as logic
+    from studio.settings import settings as logic
 
     v = logic.FormValues.from_settings(Settings())
     v.use_default_model, v.model_path = False, "smollm2-135m"

@@ -17,7 +17,7 @@ import streamlit as st
 
 import flowkit.runtime.resources as resources_module
 from flowkit.errors import ResourceError
-from studio import workspace as studio_ws
+from studio.common import workspace as studio_ws
 
 
 def _children(marker: str) -> list[tuple[int, int]]:

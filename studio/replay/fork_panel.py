@@ -8,11 +8,11 @@ from flowkit.memory import OPERATOR_KEYS
 from flowkit.trace import StepEvent
 from service.runs import RunInfo
 from service.workspace import Workspace
-
-from . import inert, replay
-from .jobs import Job, JobManager
-from .state import keep, kept, kept_index
-from .tasks import submit_fork
+from studio.common import inert
+from studio.common.jobs import Job, JobManager
+from studio.common.state import keep, kept, kept_index
+from studio.common.tasks import submit_fork
+from studio.replay import replay
 
 
 def _show(jobs: JobManager, job: Job) -> None:

@@ -10,8 +10,7 @@ from flowkit.errors import FlowkitError
 from service.knowledge import SAMPLE_KB
 from service.settings import DEFAULT_MODEL, PACKAGED
 from service.workspace import Workspace
-
-from . import inert
+from studio.common import inert
 
 
 def sample_kb_status(data_dir: Path) -> str:

@@ -29,7 +29,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from studio import access
+from studio.common import access
 
 LOGIN = "/_flowkit/login"
 LOGOUT = "/_flowkit/logout"

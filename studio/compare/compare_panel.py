@@ -15,12 +15,12 @@ from flowkit.eval.report import EvalReport
 from flowkit.eval.runner import EvalPlan
 from service.evaluations import EvalRepo
 from service.workspace import Workspace
-
-from . import compare_charts as charts
-from . import compare_data as cd
-from . import inert, tasks, variant_panel
-from .jobs import JobManager
-from .state import query_select
+from studio.common import inert, tasks
+from studio.common.jobs import JobManager
+from studio.common.state import query_select
+from studio.compare import compare_charts as charts
+from studio.compare import compare_data as cd
+from studio.compare import variant_panel
 
 NEW_KB = "__new__"
 

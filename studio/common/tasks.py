@@ -1,6 +1,6 @@
 """Every background job the studio submits, in one place: a run, a fork, an ingest, an evaluation.
 
-Each goes to the process-wide job manager (studio.jobs), which runs them one after the other and
+Each goes to the process-wide job manager (studio.common.jobs), which runs them one after the other and
 can cancel each one: a queued job never starts, a running run or evaluation stops at its next
 step (the engine checks the job's cancel event between steps) and is stored as `cancelled`.
 
@@ -29,9 +29,8 @@ from flowkit.validate import check
 from service import evaluations, knowledge
 from service.uploads import save_uploads
 from service.workspace import Workspace
-
-from .jobs import Job, JobManager, Reporter
-from .overrides import Overrides, with_overrides
+from studio.common.jobs import Job, JobManager, Reporter
+from studio.run.overrides import Overrides, with_overrides
 
 EVAL = "eval"
 #: A cheap bound for the question's length in tokens without loading the model (the same

@@ -22,11 +22,10 @@ from flowkit.spec import FlowSpec
 from flowkit.validate import ensure_valid
 from service.evaluations import PartingReport, add_variant_columns, where_flows_part
 from service.workspace import Workspace
-
-from . import compare_data as cd
-from . import inert, tasks
-from .forms import render_params
-from .jobs import JobManager
+from studio.common import inert, tasks
+from studio.common.forms_panel import render_params
+from studio.common.jobs import JobManager
+from studio.compare import compare_data as cd
 
 _PARAMS = "compare_variant_params"
 

@@ -18,7 +18,7 @@ from typing import Any, Literal, TypeVar, cast
 
 import streamlit as st
 
-from . import inert
+from studio.common import inert
 
 T = TypeVar("T", bound=Hashable)
 

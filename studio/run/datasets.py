@@ -13,7 +13,7 @@ from typing import Any
 
 from flowkit import sample_kb
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_QUESTIONS = sample_kb.QUESTIONS
 MAX_QUESTIONS = 500   # the picker shows at most this many questions of a set
 

@@ -11,9 +11,8 @@ from typing import Any
 
 from flowkit.spec import FlowSpec
 from flowkit.trace import StepEvent
-
-from . import layout as flow_layout
-from .canvas import MODULE_COLOURS
+from studio.common import layout as flow_layout
+from studio.editor.canvas import MODULE_COLOURS
 
 CURRENT = "#f59e0b"       # the step being shown
 VISITED = "#93c5fd"       # nodes already visited before it

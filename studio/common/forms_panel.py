@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from . import inert
+from studio.common import inert
 
 LONG_TEXT_NAMES = ("prompt", "template", "instruction", "system")
 

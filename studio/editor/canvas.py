@@ -13,9 +13,8 @@ from typing import Any, TypedDict
 from flowkit import registry
 from flowkit.errors import FlowkitError, Problem
 from flowkit.spec import EdgeSpec, FlowSpec, NodeSpec, Position
-
-from . import layout as flow_layout
-from .layout import X_STEP, Y_STEP  # noqa: F401  (re-exported: the editor places new nodes)
+from studio.common import layout as flow_layout
+from studio.common.layout import X_STEP, Y_STEP  # noqa: F401  (re-exported: the editor places new nodes)
 
 LANE_STROKE = "#7c3aed"      # a loop's way back
 SKIP_STROKE = "#64748b"      # a forward edge routed around the nodes in its way

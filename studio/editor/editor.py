@@ -20,8 +20,7 @@ from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec, Position, canonic
 from flowkit.validate import check
 from service.drafts import Draft, DraftStore, new_draft_id
 from service.workspace import Workspace
-
-from . import canvas, tabs
+from studio.editor import canvas, tabs_panel
 
 K_DRAFT = "editor_draft"            # Draft being edited
 K_BASE = "editor_base"              # (flow, version, spec dict) the draft started from
@@ -56,8 +55,8 @@ class Editor:
         self.state = state
         self.ws = ws
         self.drafts = DraftStore(ws.data_dir)
-        self.tab = tab if tab is not None else tabs.current_tab()
-        self.is_open = is_open or tabs.tab_open
+        self.tab = tab if tab is not None else tabs_panel.current_tab()
+        self.is_open = is_open or tabs_panel.tab_open
         self._parsed: tuple[dict[str, Any], FlowSpec] | None = None
 
     # ---- opening -------------------------------------------------------------------------

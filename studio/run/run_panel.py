@@ -11,9 +11,9 @@ from streamlit.errors import StreamlitAPIException
 from flowkit.errors import NotFoundError
 from service.runs import RunInfo
 from service.workspace import Workspace
-
-from . import inert, runview
-from .jobs import Job, JobManager
+from studio.common import inert
+from studio.common.jobs import Job, JobManager
+from studio.run import runview
 
 #: Jobs that stop at their next step when cancelled (an ingest runs to its end).
 CANCELLABLE = ("run", "fork", "eval")

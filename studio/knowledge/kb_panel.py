@@ -8,8 +8,9 @@ from flowkit.errors import FlowkitError
 from service import knowledge as kbview
 from service.knowledge import KnowledgeBase
 from service.workspace import Workspace
-from studio import graphview, inert
-from studio.state import flash
+from studio.common import graph_panel as graphs
+from studio.common import inert
+from studio.common.state import flash
 
 
 def search_panel(kb: KnowledgeBase) -> None:
@@ -71,10 +72,10 @@ def graph_panel(kb: KnowledgeBase, pick: str) -> None:
         focus = fcol.text_input("Focus on an entity", key=f"kb_graph_focus_{pick}",
                                 placeholder="e.g. Corren (its neighbours are drawn, in amber)")
         most = ncol.number_input("Entities drawn", 5, 300, 60, step=5, key=f"kb_graph_n_{pick}")
-        nodes, edges = graphview.kg_picture(graph, int(most), focus)
+        nodes, edges = graphs.kg_picture(graph, int(most), focus)
         if focus.strip() and not nodes:
             st.caption(f"No entity matches '{inert.escape(focus.strip())}'.")
-        graphview.draw(nodes, edges, key=f"kb_graph_{pick}", height=560, physics=True)
+        graphs.draw(nodes, edges, key=f"kb_graph_{pick}", height=560, physics=True)
 
 
 def database_panel(ws: Workspace, kb: KnowledgeBase, pick: str) -> None:

@@ -16,7 +16,7 @@ import os
 
 import streamlit as st
 
-from studio import access
+from studio.common import access
 
 TOKEN_ENV = access.TOKEN_ENV
 PASSED_KEY = "gate_passed"
@@ -43,7 +43,7 @@ def require_token() -> None:
     if access.cookie_valid(st.context.cookies.get(access.COOKIE_NAME), expected):
         st.session_state[PASSED_KEY] = True     # the server's login form already checked it
         return
-    from studio import guard
+    from studio.common import guard
 
     st.title("flowkit studio")
     if not guard.installed():

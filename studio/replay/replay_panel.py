@@ -15,7 +15,7 @@ from typing import Any
 import streamlit as st
 
 from flowkit.trace import StepEvent
-from studio import inert
+from studio.common import inert
 
 MEMORY, LLM_CALLS, RETRIEVED, FORK = "Memory", "LLM calls", "Retrieved", "Fork from this step"
 TABS = (MEMORY, LLM_CALLS, RETRIEVED, FORK)

@@ -9,9 +9,9 @@ from typing import Any, cast
 import streamlit as st
 
 from flowkit.errors import Problem
-from studio import inert
-from studio.editor import Editor
-from studio.workspace import get_workspace
+from studio.common import inert
+from studio.common.workspace import get_workspace
+from studio.editor.editor import Editor
 
 
 def _ed() -> Editor:
