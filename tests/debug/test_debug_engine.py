@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SHAPES, compiled, drive, llm, straight
+from debugkit import SHAPES, compiled, drive, llm, straight
 
 from flowkit import compile_flow
 from flowkit.breakpoints import Breakpoint, BreakpointError, check_breakpoints, parse_breakpoint

@@ -1,0 +1,98 @@
+"""Helpers of the debug tests: flows of each topology shape, a scripted model, a debugged run
+driven to its end, and a Workspace whose model is a FakeLLM and whose knowledge base is in memory."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from flowkit import ListSink, compile_flow, run_flow
+from flowkit.breakpoints import check_breakpoints
+from flowkit.debug import COUNTER_KEYS, Pause, hook_for
+from flowkit.memory import OPERATOR_KEYS
+from flowkit.testing import FakeLLM, MemoryKB, flow
+from flowkit.trace import RunEnd
+from service.workspace import Workspace
+
+Q = "Where was Mara Velt born?"
+DOCS = [
+    {"id": "d1", "title": "Corren Lighthouse", "text": "The Corren Lighthouse was designed by Mara Velt."},
+    {"id": "d2", "title": "Mara Velt", "text": "Mara Velt was born on the island of Tessel."},
+    {"id": "d3", "title": "Tessel", "text": "Tessel holds a lantern festival every November."},
+]
+
+
+def answer_from_passages(prompt: str) -> str:
+    """The scripted model answers from the passages it is shown: 'Corren' when they say Corren."""
+    return "Corren [1]" if "born on Corren" in prompt else "Tessel [1]"
+
+
+def llm() -> FakeLLM:
+    return FakeLLM([(r"Question:", answer_from_passages)])
+
+
+SHAPES = {
+    "linear": flow("linear", [("ret", "retrieval.bm25", {"top_k": 2}), ("gen", "generation.answer")],
+                   ["ret>gen"]),
+    "router": flow("router", [
+        ("route", "orchestration.keyword_router",
+         {"routes": {"retrieve": ["born", "where"]}, "default": "direct"}),
+        ("ret", "retrieval.bm25", {"top_k": 2}),
+        ("gen", "generation.answer"),
+        ("closed", "generation.answer", {"max_tokens": 8}),
+    ], ["route>ret:retrieve", "route>closed:direct", "ret>gen"]),
+    "loop": flow("loop", [
+        ("ret", "retrieval.bm25", {"top_k": 2, "add_last_answer": True}),
+        ("gen", "generation.answer"),
+        ("judge", "orchestration.rule_judge", {"max_rounds": 3}),
+        ("final", "generation.answer", {"max_tokens": 16}),
+    ], ["ret>gen", "gen>judge", "judge>ret:continue", "judge>final:done"], entry="ret"),
+    "fan": flow("fan", [
+        ("fanout", "retrieval.bm25", {"top_k": 1}),
+        ("bm25", "retrieval.bm25", {"top_k": 2}),
+        ("dense", "retrieval.dense", {"top_k": 3}),
+        ("merge", "orchestration.rrf", {"top_k": 3}),
+        ("gen", "generation.answer"),
+    ], ["fanout>bm25", "fanout>dense", "bm25>merge", "dense>merge", "merge>gen"]),
+}
+
+
+def resume_args(pause: Pause) -> dict[str, Any]:
+    st = pause.state
+    return {"start_at": pause.node, "memory": {k: st[k] for k in OPERATOR_KEYS if k in st},
+            "counters": {k: st[k] for k in COUNTER_KEYS if k in st}}
+
+
+def drive(compiled: Any, res: Any, bps: list[Any], modes: list[str] | None = None,
+          question: str = Q) -> tuple[RunEnd, ListSink, list[Pause]]:
+    """Run with breakpoints and go on from every pause (with `modes` in turn, then continue)
+    until the run ends; every segment writes to one sink, as the store does."""
+    checked = check_breakpoints(compiled, bps)
+    sink = ListSink()
+    hook = hook_for(compiled, checked)
+    end = run_flow(compiled, question, res, kb="test", sink=sink, debug=hook)
+    pauses: list[Pause] = []
+    todo = list(modes or [])
+    while end.status == "paused":
+        assert hook.paused is not None
+        pauses.append(hook.paused)
+        hook = hook_for(compiled, checked, todo.pop(0) if todo else "continue", resume=pauses[-1])
+        end = run_flow(compiled, question, res, kb="test", sink=sink, debug=hook,
+                       run_id=end.run_id, **resume_args(pauses[-1]))
+        assert len(pauses) < 100
+    return end, sink, pauses
+
+
+def straight(compiled: Any, res: Any, question: str = Q) -> tuple[RunEnd, ListSink]:
+    sink = ListSink()
+    return run_flow(compiled, question, res, kb="test", sink=sink), sink
+
+
+def compiled(name: str) -> Any:
+    return compile_flow(SHAPES[name])
+
+
+def make_workspace(data_dir: Path, model: FakeLLM | None = None) -> Workspace:
+    ws = Workspace(data_dir)
+    ws.resources.set_llm(model or llm())
+    ws.resources._kbs["test"] = MemoryKB("test", DOCS)
+    return ws
