@@ -8,6 +8,7 @@ the engine is handed (flowkit.runtime.resources.Resources, or flowkit.testing's 
 """
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,8 +27,8 @@ from .runtime.completion_cache import (
     effective_temperature,
     model_identity,
 )
-from .runtime.llm import LLM as ModelLLM
-from .runtime.llm import Completion
+from .runtime.llm_contract import LLM as ModelLLM
+from .runtime.llm_contract import Completion, OnToken
 from .spec import Limits
 from .trace import LLMCall, Retrieval
 
@@ -140,9 +141,16 @@ class _RecordingLLM:
                              finish_reason=hit.finish_reason, logprobs=hit.logprobs)
             self._ctx.saved_ms += max(0.0, hit.ms - wall)
             self._record(out, cached_from=hit, wall_ms=wall)
+            if self._ctx.on_token is not None and out.text:
+                self._ctx.on_token(out.text)      # served whole: one piece
             return out
+        on_token = self._ctx.on_token
+        streams = on_token is not None and streams_tokens(self._inner)
         out = self._inner.complete(prompt, max_tokens=max_tokens, stop=stop, temperature=temperature,
-                                   logprobs=logprobs, system=system, timeout_s=timeout_s)
+                                   logprobs=logprobs, system=system, timeout_s=timeout_s,
+                                   **({"on_token": on_token} if streams else {}))
+        if on_token is not None and not streams and out.text:
+            on_token(out.text)                    # a backend that does not stream: one piece
         if key is not None and out.finish_reason in ("stop", "length"):
             self._ctx.cache_put(key, CacheEntry(
                 text=out.text, prompt=out.prompt, prompt_tokens=out.prompt_tokens,
@@ -195,6 +203,16 @@ class _RecordingLLM:
         return scored
 
 
+def streams_tokens(llm: object) -> bool:
+    """Whether `llm.complete` takes `on_token` (a `StreamingLLM`: the llama.cpp backends and
+    OpenAI-compatible servers do; a backend that does not gets its text handed out whole)."""
+    try:
+        params = inspect.signature(llm.complete).parameters   # type: ignore[attr-defined]
+    except (AttributeError, TypeError, ValueError):
+        return False
+    return "on_token" in params        # not **kwargs: a wrapper may pass it to one that cannot
+
+
 def count_tokens(llm: ModelLLM, text: str, cache: CompletionCache | None) -> int:
     """`llm.count_tokens(text)`, served from the completion cache where there is one (so a run
     whose model calls are all cached never starts the model)."""
@@ -216,8 +234,12 @@ class RunContext:
     def __init__(self, resources: Resources, kb_name: str, node_id: str, visit: int,
                  budget: Callable[[int, int], str] | None = None,
                  usage: dict[str, float] | None = None, limits: Limits | None = None,
-                 cache: CompletionCache | None = None, run_id: str = "") -> None:
+                 cache: CompletionCache | None = None, run_id: str = "",
+                 on_token: OnToken | None = None) -> None:
         self.resources = resources
+        #: gets each piece of this visit's model calls' text as it is generated (a call served from
+        #: the completion cache: its whole text as one piece), or None
+        self.on_token = on_token
         #: the completion cache deterministic calls are served from (None: every call computes)
         self.cache = cache
         self.run_id = run_id

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from langgraph.errors import GraphRecursionError
@@ -34,11 +35,14 @@ def run_flow(flow: CompiledFlow, question: str, resources: Resources, *, kb: str
              settings: dict[str, Any] | None = None,
              cancel: threading.Event | None = None,
              cache: CompletionCache | None = None,
+             on_token: Callable[[str, int, str], None] | None = None,
              debug: DebugHook | None = None) -> RunEnd:
     """Run a compiled flow on one question and return how it ended (status ok | budget_exceeded |
     error | cancelled). Every node visit goes to `sink` as it happens. `start_at` + `memory` fork a
     run from a step of an earlier one. Setting `cancel` stops the run before its next step. With a
     `cache`, deterministic model calls are served from it (and stored in it when computed).
+    `on_token(node_id, visit, piece)` gets the text of every model call as it is generated (a
+    call served from the cache: its whole text as one piece); the trace is the same without it.
     With a `debug` hook (flowkit.debug) breakpoints can pause the run: it ends with status
     `paused` and `debug.paused` holds the checkpoint to continue from."""
     if not isinstance(question, str) or not question.strip():
@@ -63,7 +67,7 @@ def run_flow(flow: CompiledFlow, question: str, resources: Resources, *, kb: str
     for k, v in (counters or {}).items():
         state[k] = v
     run = _Run(run_id=run_id, resources=resources, kb=kb, sink=sink, limits=flow.spec.limits,
-               cancel=cancel, cache=cache)
+               cancel=cancel, cache=cache, on_token=on_token)
     if debug is not None:
         debug.bind(run)
     sink.start(RunStart(run_id=run_id, flow_name=flow.name, spec=flow.resolved_spec(),

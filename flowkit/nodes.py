@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -56,6 +57,8 @@ class _Run:
     saved_ms: float = 0.0
     #: calls served from the cache
     cached_calls: int = 0
+    #: gets (node id, visit, piece) for every piece of model text as it is generated, or None
+    on_token: Callable[[str, int, str], None] | None = None
     #: the breakpoint hook of a debugged run (flowkit.debug.DebugHook), else None
     debugger: Any = None
 
@@ -75,8 +78,10 @@ class _Run:
 
     def context(self, node_id: str, visit: int, **kwargs: Any) -> RunContext:
         """The RunContext of one node visit of this run."""
+        stream = self.on_token
         return RunContext(self.resources, self.kb, node_id, visit, cache=self.cache,
-                          run_id=self.run_id, **kwargs)
+                          run_id=self.run_id, **kwargs,
+                          on_token=(lambda piece: stream(node_id, visit, piece)) if stream else None)
 
     def emit(self, **fields: Any) -> StepEvent:
         with self.lock:

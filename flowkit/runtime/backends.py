@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ResourceError
-from .llm import LlamaCppLLM, LLMSettings
+from .llama_cpp_backend import LlamaCppLLM
+from .llm_contract import LLMSettings
 
 
 def make_llm(settings: LLMSettings, log_dir: Path | None = None) -> Any:

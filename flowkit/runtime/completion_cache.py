@@ -119,9 +119,9 @@ class MemoryCompletionCache:
 def prompt_format() -> str:
     """A hash of flowkit's own prompt shaping (plain-completion prompts for base models): a change
     to how prompts are rendered changes every key."""
-    from . import llm
-    parts = [llm.BASE_EXAMPLES, llm.ANSWER_CUE, llm._CUE_END.pattern]
-    for fn in (llm.base_prompt, llm._chat_formatter):
+    from . import prompt_formats as fmt
+    parts = [fmt.BASE_EXAMPLES, fmt.ANSWER_CUE, fmt._CUE_END.pattern]
+    for fn in (fmt.base_prompt, fmt._chat_formatter):
         try:
             parts.append(inspect.getsource(fn))
         except (OSError, TypeError):
@@ -155,7 +155,7 @@ def model_identity(llm: Any) -> dict[str, Any] | None:
     if path is None:
         return None
     from .gguf import file_hash
-    from .llm import default_threads
+    from .llm_contract import default_threads
     return {"backend": "llama_cpp", "model_sha256": file_hash(path), "n_ctx": int(settings.n_ctx),
             "seed": int(settings.seed), "n_gpu_layers": int(settings.n_gpu_layers),
             "threads": int(settings.n_threads or default_threads()),

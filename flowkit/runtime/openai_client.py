@@ -7,6 +7,12 @@ them and skipped where it does not:
   counts. Without it, counts are estimated at 4 characters a token.
 - a `flowkit.prompt` field in the answer (flowkit's worker): the exact text the chat template
   produced, recorded in the trace. Without it, the trace records the messages as JSON.
+
+With `on_token`, `complete` asks for `stream: true` and reads the server-sent events as they come
+(`streaming.read_events`), handing each piece of text to the callback; it returns the same
+`Completion` as without (the text joined from the pieces, the token counts of the last chunk's
+`usage`). A server that answers a streamed request with one JSON body is read as such: its text
+is handed out as one piece.
 """
 from __future__ import annotations
 
@@ -15,10 +21,13 @@ import json
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..errors import ContextOverflowError, LLMServerError, LLMTimeout, LLMUnreachable, ResourceError
-from .llm import Completion, LLMSettings
+from .llm_contract import Completion, LLMSettings, OnToken
+from .streaming import PieceStream, read_events
 
 _CONTEXT_WORDS = ("context", "too long", "exceed", "maximum")
 _TOKENIZE_ROUTES = ("/tokenize", "/extras/tokenize")
@@ -52,6 +61,14 @@ class OpenAICompatibleLLM:
 
     def _post(self, url: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """POST JSON and read JSON; server problems become typed errors that name the server."""
+        with self._open(url, body, timeout_s) as resp:
+            return dict(json.loads(resp.read()))
+
+    @contextmanager
+    def _open(self, url: str, body: dict[str, Any],
+              timeout_s: float) -> Iterator[http.client.HTTPResponse]:
+        """POST JSON and hand over the response to read; a problem while sending or reading
+        becomes a typed error that names the server."""
         headers = {"Content-Type": "application/json"}
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
@@ -59,7 +76,7 @@ class OpenAICompatibleLLM:
                                      headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=timeout_s) as resp:
-                return dict(json.loads(resp.read()))
+                yield resp
         except urllib.error.HTTPError as err:
             raise _http_error(url, err) from err
         except TimeoutError as err:
@@ -115,7 +132,10 @@ class OpenAICompatibleLLM:
 
     def complete(self, prompt: str, *, max_tokens: int = 256, stop: list[str] | None = None,
                  temperature: float | None = None, logprobs: bool = False,
-                 system: str | None = None, timeout_s: float | None = None) -> Completion:
+                 system: str | None = None, timeout_s: float | None = None,
+                 on_token: OnToken | None = None) -> Completion:
+        """One chat completion; with `on_token`, streamed (each piece of the text handed to it as
+        it arrives) and returned whole, the same as without."""
         messages = ([{"role": "system", "content": system}] if system else []) + \
             [{"role": "user", "content": prompt}]
         body: dict[str, Any] = {"model": self.model_id, "messages": messages, "max_tokens": max_tokens,
@@ -131,7 +151,13 @@ class OpenAICompatibleLLM:
             body["logprobs"] = True
             body["top_logprobs"] = 1     # some servers (llama-cpp-python's) send none without it
         t0 = time.perf_counter()
-        data = self._post(self.base_url + "/chat/completions", body, timeout_s or self.timeout_s)
+        pieces = PieceStream(on_token) if on_token is not None else None
+        if pieces is not None:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+            data = self._stream(body, timeout_s or self.timeout_s, pieces)
+        else:
+            data = self._post(self.base_url + "/chat/completions", body, timeout_s or self.timeout_s)
         ms = (time.perf_counter() - t0) * 1000
         try:
             choice = data["choices"][0]
@@ -145,10 +171,61 @@ class OpenAICompatibleLLM:
             lp = [(str(c["token"]), float(c["logprob"]))
                   for c in choice["logprobs"].get("content") or []]
         sent = (data.get("flowkit") or {}).get("prompt")
+        if pieces is not None:
+            pieces.finish(text.strip())
         return Completion(prompt=sent if isinstance(sent, str) else json.dumps(messages, ensure_ascii=False),
                           text=text.strip(), prompt_tokens=int(usage.get("prompt_tokens", 0)),
                           completion_tokens=int(usage.get("completion_tokens", 0)), ms=ms,
                           finish_reason=choice.get("finish_reason") or "stop", logprobs=lp)
+
+
+    def _stream(self, body: dict[str, Any], timeout_s: float, pieces: PieceStream) -> dict[str, Any]:
+        """A streamed chat completion read event by event, assembled into the shape of a whole
+        answer (`choices[0].message`, `usage`, `flowkit`); `pieces` hands out the text as it
+        comes. `timeout_s` bounds the whole call, as it bounds a call that is
+        not streamed."""
+        url = self.base_url + "/chat/completions"
+        deadline = time.monotonic() + timeout_s
+        text: list[str] = []
+        lp: list[dict[str, Any]] = []
+        final: dict[str, Any] = {}
+        finish: str | None = None
+        with self._open(url, body, timeout_s) as resp:
+            if "text/event-stream" not in (resp.headers.get("Content-Type") or ""):
+                return dict(json.loads(resp.read()))     # a server that does not stream
+            try:
+                for event in read_events(resp):
+                    if "error" in event:
+                        raise _stream_error(url, event["error"])
+                    for choice in event.get("choices") or []:
+                        piece = (choice.get("delta") or {}).get("content")
+                        if piece:
+                            text.append(piece)
+                            pieces.feed("".join(text))
+                        lp.extend((choice.get("logprobs") or {}).get("content") or [])
+                        finish = choice.get("finish_reason") or finish
+                    for key in ("usage", "flowkit"):
+                        if event.get(key):
+                            final[key] = event[key]
+                    if time.monotonic() > deadline:
+                        raise TimeoutError
+            except json.JSONDecodeError as err:
+                raise LLMServerError(f"LLM server {self.base_url} sent an event that is not "
+                                     f"JSON: {err}") from err
+        final["choices"] = [{"message": {"role": "assistant", "content": "".join(text)},
+                             "finish_reason": finish or "stop",
+                             "logprobs": {"content": lp} if lp else None}]
+        return final
+
+
+def _stream_error(url: str, detail: Any) -> LLMServerError | ContextOverflowError:
+    """An error event in a stream as the typed error the same answer without streaming gives."""
+    message = str(detail.get("message") if isinstance(detail, dict) else detail)
+    kind = str(detail.get("type", "")) if isinstance(detail, dict) else ""
+    code = detail.get("code", "") if isinstance(detail, dict) else ""
+    if kind == "exceed_context_size_error":
+        return ContextOverflowError(message)
+    return LLMServerError(f"LLM server {url} answered HTTP {code or 500}: {message[:500]}")
 
 
 def _http_error(url: str, err: urllib.error.HTTPError) -> LLMServerError | ContextOverflowError:

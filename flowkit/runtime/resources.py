@@ -16,7 +16,7 @@ from ..errors import ResourceError
 from .backends import make_llm
 from .embed import Embedder
 from .kb import KnowledgeBase, check_name
-from .llm import LLM, LLMSettings
+from .llm_contract import LLM, LLMSettings
 from .vectorstore import ChromaStore
 
 

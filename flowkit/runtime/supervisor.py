@@ -32,7 +32,9 @@ from typing import Any, TypeVar
 
 from ..errors import LLMTimeout, LLMUnreachable, ModelProcessError
 from .amx import signal_name
-from .llm import Completion, LLMSettings, file_hash, resolve_model_path
+from .gguf import file_hash
+from .llama_cpp_backend import resolve_model_path
+from .llm_contract import Completion, LLMSettings, OnToken
 from .openai_client import OpenAICompatibleLLM
 
 START_TIMEOUT_S = 300.0     # AMX probe + loading a large GGUF from a cold disk
@@ -109,13 +111,17 @@ class WorkerLLM:
 
     def complete(self, prompt: str, *, max_tokens: int = 256, stop: list[str] | None = None,
                  temperature: float | None = None, logprobs: bool = False,
-                 system: str | None = None, timeout_s: float | None = None) -> Completion:
+                 system: str | None = None, timeout_s: float | None = None,
+                 on_token: OnToken | None = None) -> Completion:
+        """One completion by the worker; with `on_token`, streamed from it (server-sent events)
+        piece by piece and returned whole, the same as without."""
         timeout = timeout_s if timeout_s is not None else self.settings.request_timeout_s
         # the worker refuses more than the context holds; the model in process clamps (same text)
         max_tokens = min(max_tokens, self.settings.n_ctx)
         return self._call(lambda c: c.complete(prompt, max_tokens=max_tokens, stop=stop,
                                                temperature=temperature, logprobs=logprobs,
-                                               system=system, timeout_s=timeout), timeout)
+                                               system=system, timeout_s=timeout,
+                                               on_token=on_token), timeout)
 
     def token_logprobs(self, text: str) -> list[tuple[str, float]]:
         """Each token of `text` with its log-probability given the text before it (selective

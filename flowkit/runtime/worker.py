@@ -7,7 +7,12 @@ JSON on stdin and a bearer token in FLOWKIT_WORKER_TOKEN. It decides whether AMX
 
 - `POST /v1/chat/completions`: one optional system message and one user message, rendered with the
   GGUF's chat template; `max_tokens`, `stop`, `temperature`, `logprobs`; the answer carries the
-  exact prompt text in `flowkit.prompt`. A prompt longer than the context answers HTTP 400 with
+  exact prompt text in `flowkit.prompt`. With `stream: true` the answer comes as server-sent
+  events in OpenAI's chunk shape as the tokens are generated (`streaming.py`: the pieces, then a
+  last chunk with `finish_reason`, `usage` and `flowkit`, then `[DONE]`; the connection closes
+  after it); the text and counts are those of the same request without `stream`. A request
+  refused before the first piece is answered as without streaming (a JSON error and its status);
+  a failure after it is one `error` event. A prompt longer than the context answers HTTP 400 with
   type `exceed_context_size_error`, as llama.cpp's server does.
 - `POST /v1/completions` with `echo: true` and `logprobs`: the prompt's token log-probabilities
   (what selective context scores passages with), in the completions API's shape.
@@ -50,7 +55,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ContextOverflowError, FlowkitError, GenerationStopped
-from .llm import LlamaCppLLM, LLMSettings, StopCheck
+from .llama_cpp_backend import LlamaCppLLM
+from .llm_contract import LLMSettings, StopCheck
+from .streaming import DONE, chunk, sse
 from .worker_requests import (
     BadRequest,
     ChatRequest,
@@ -97,6 +104,10 @@ def client_gone(sock: socket.socket) -> bool:
         return False
     except (OSError, ValueError):     # reset, or already closed
         return True
+
+
+class _StreamFailed(Exception):
+    """A streamed answer failed after it began; the stream said so and the connection closes."""
 
 
 class _Server(ThreadingHTTPServer):
@@ -251,7 +262,10 @@ class _Handler(BaseHTTPRequestHandler):
             deadline = time.monotonic() + self.server.request_timeout_s
             if path == "/v1/chat/completions":
                 req = chat_request(body, llm.n_ctx)
-                self._send(200, _chat(llm, req, lambda: self._should_stop(deadline)))
+                if req.stream:
+                    self._stream_chat(llm, req, deadline)
+                else:
+                    self._send(200, _chat(llm, req, lambda: self._should_stop(deadline)))
                 self.server.count(served=1)
             elif path == "/v1/completions":
                 self._send(200, _score(llm, score_request(body)))
@@ -264,6 +278,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(err.status, str(err), err.kind)
         except ContextOverflowError as err:
             self._error(400, str(err), "exceed_context_size_error")
+        except _StreamFailed:
+            pass                       # said in the stream; the connection closes
         except GenerationStopped as err:
             if err.reason == CLIENT_GONE:
                 self.server.count(stopped_client_gone=1, last_stopped_tokens=err.tokens)
@@ -275,6 +291,74 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(400, f"{type(err).__name__}: {err}")
         except Exception as err:  # noqa: BLE001 - a server answers every request it read
             self._error(500, f"the worker failed: {type(err).__name__}: {err}", "server_error")
+
+    def _stream_chat(self, llm: LlamaCppLLM, req: ChatRequest, deadline: float) -> None:
+        """Answer one chat completion as server-sent events, each piece as it is generated. The
+        status line goes out with the first piece: until then a failure is answered as without
+        streaming; after it, as one `error` event (raised on as `_StreamFailed`)."""
+        cid, created = f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time())
+        started, gone = [False], [False]
+
+        def write(data: dict[str, Any] | str) -> None:
+            if not started[0]:
+                started[0] = True
+                self.close_connection = True
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(sse(chunk(cid, created, llm.model_id, {"role": "assistant"})))
+            self.wfile.write(sse(data))
+
+        def on_token(piece: str) -> None:
+            if gone[0]:
+                return
+            try:
+                write(chunk(cid, created, llm.model_id, {"content": piece}))
+            except OSError:
+                gone[0] = True         # the next should_stop ends the generation
+
+        def should_stop() -> str | None:
+            return CLIENT_GONE if gone[0] else self._should_stop(deadline)
+
+        try:
+            out = llm.complete(req.user, max_tokens=req.max_tokens, stop=req.stop,
+                               temperature=req.temperature, logprobs=req.logprobs,
+                               system=req.system, should_stop=should_stop, on_token=on_token)
+        except Exception as err:
+            if not started[0]:
+                raise                  # nothing sent yet: answered as without streaming
+            self._stream_error(err)
+            raise _StreamFailed from err
+        lp = ({"content": [{"token": t, "logprob": v} for t, v in out.logprobs]}
+              if out.logprobs is not None else None)
+        try:
+            write(chunk(cid, created, llm.model_id, {}, out.finish_reason, logprobs=lp,
+                        usage={"prompt_tokens": out.prompt_tokens,
+                               "completion_tokens": out.completion_tokens,
+                               "total_tokens": out.total_tokens},
+                        flowkit={"prompt": out.prompt, "ms": round(out.ms, 2)}))
+            write(DONE)
+        except OSError:
+            self.close_connection = True
+
+    def _stream_error(self, err: Exception) -> None:
+        """A failure after the stream began: counted as without streaming, said in one event."""
+        if isinstance(err, GenerationStopped):
+            if err.reason == CLIENT_GONE:
+                self.server.count(stopped_client_gone=1, last_stopped_tokens=err.tokens)
+                return
+            self.server.count(stopped_deadline=1, last_stopped_tokens=err.tokens)
+            code, kind = 504, "timeout_error"
+        elif isinstance(err, ContextOverflowError):
+            code, kind = 400, "exceed_context_size_error"
+        else:
+            code, kind = 500, "server_error"
+        try:
+            self.wfile.write(sse({"error": {"code": code, "message": str(err), "type": kind}}))
+        except OSError:
+            pass
 
     def _should_stop(self, deadline: float) -> str | None:
         """Why the generation in flight should end now, or None."""

@@ -16,7 +16,9 @@
   the settings' sampler; only `temperature` changes what it does), `seed` and `top_logprobs`
   integers;
 - `stop` is a string or a list of at most `MAX_STOPS` strings; messages are one user message and at
-  most one system message, each with string content.
+  most one system message, each with string content;
+- `stream` is true or false (true: the answer comes as server-sent events); `stream_options`, if
+  present, is an object.
 """
 from __future__ import annotations
 
@@ -61,6 +63,7 @@ class ChatRequest:
     stop: list[str]
     temperature: float | None
     logprobs: bool
+    stream: bool = False
 
 
 def body_limit(n_ctx: int) -> int:
@@ -159,11 +162,16 @@ def chat_request(body: Mapping[str, Any], n_ctx: int) -> ChatRequest:
     logprobs = body.get("logprobs", False)
     if not isinstance(logprobs, bool | None):
         raise BadRequest("logprobs must be true or false")
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool | None):
+        raise BadRequest("stream must be true or false")
+    if not isinstance(body.get("stream_options", {}), dict | None):
+        raise BadRequest("stream_options must be an object")
     return ChatRequest(user=by_role["user"][0],
                        system=by_role["system"][0] if by_role["system"] else None,
                        max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
                        stop=list(stops), temperature=sampling(body),
-                       logprobs=bool(logprobs))
+                       logprobs=bool(logprobs), stream=bool(stream))
 
 
 def score_request(body: Mapping[str, Any]) -> str:
