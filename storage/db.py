@@ -47,11 +47,3 @@ def _add_missing_columns(engine: Engine) -> None:
                 if col.name not in have and col.nullable:
                     kind = col.type.compile(dialect=engine.dialect)
                     conn.execute(text(f'ALTER TABLE {table.name} ADD COLUMN "{col.name}" {kind}'))
-
-
-def dispose_all() -> None:
-    """Close every engine (tests, forked processes)."""
-    with _LOCK:
-        for engine in _ENGINES.values():
-            engine.dispose()
-        _ENGINES.clear()

@@ -123,10 +123,6 @@ class EvalRepo:
         with Session(self.engine) as s, s.begin():
             s.execute(update(DatasetRow).where(DatasetRow.name == name).values(kb=kb))
 
-    def delete_dataset(self, name: str) -> None:
-        with Session(self.engine) as s, s.begin():
-            s.execute(delete(DatasetRow).where(DatasetRow.name == name))
-
     # ---- evaluations ---------------------------------------------------------------------
     def ensure_eval(self, eval_id: str, name: str, dataset: str, kb: str,
                     flows: list[dict[str, Any]], question_ids: list[str]) -> EvalInfo:

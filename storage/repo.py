@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import socket
 import threading
-import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -18,10 +17,10 @@ from flowkit.spec import FlowSpec, from_dict, to_dict
 from flowkit.trace import RunEnd, RunStart, StepEvent
 
 from .db import engine_for
+from .leases import LEASE_RENEW_S as LEASE_RENEW_S
+from .leases import LEASE_S, Leases
 from .models import FlowRow, FlowVersionRow, RunRow, StepRow, utcnow
 
-LEASE_S = 120.0          # a running run's lease; renewed every LEASE_RENEW_S while it goes on
-LEASE_RENEW_S = 20.0
 LEGACY_LEASE = timedelta(days=1)   # runs recorded before leases existed
 
 
@@ -108,37 +107,18 @@ class Store:
     def __init__(self, url: str) -> None:
         self.url = url
         self.engine = engine_for(url)
-        self._active: set[str] = set()          # runs this process is running (their leases)
-        self._active_lock = threading.Lock()
-        self._renewer: threading.Thread | None = None
+        self._leases = Leases(self.engine)
 
-    # ---- leases of running runs ------------------------------------------------------------
+    # ---- leases of running runs (storage.leases) -------------------------------------------
+    @property
+    def _active(self) -> set[str]:
+        return self._leases.active
+
     def _hold(self, run_id: str) -> None:
-        with self._active_lock:
-            self._active.add(run_id)
-            if self._renewer is None or not self._renewer.is_alive():
-                self._renewer = threading.Thread(target=self._renew_leases, daemon=True,
-                                                 name="flowkit-run-leases")
-                self._renewer.start()
+        self._leases.hold(run_id)
 
     def _release(self, run_id: str) -> None:
-        with self._active_lock:
-            self._active.discard(run_id)
-
-    def _renew_leases(self) -> None:
-        while True:
-            time.sleep(LEASE_RENEW_S)
-            with self._active_lock:
-                ids = sorted(self._active)
-                if not ids:
-                    self._renewer = None
-                    return
-            try:
-                with Session(self.engine) as s, s.begin():
-                    s.execute(update(RunRow).where(RunRow.id.in_(ids), RunRow.status == "running")
-                              .values(lease_until=utcnow() + timedelta(seconds=LEASE_S)))
-            except Exception:  # noqa: BLE001 - a busy database only delays the next renewal
-                continue
+        self._leases.release(run_id)
 
     # ---- flows ---------------------------------------------------------------------------
     def list_flows(self) -> list[FlowInfo]:

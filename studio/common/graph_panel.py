@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from flowkit.nodes import FINISH
 from flowkit.spec import FlowSpec
 from flowkit.trace import StepEvent
 from studio.common import layout as flow_layout
@@ -20,7 +21,6 @@ FAILED = "#dc2626"        # a step that failed
 UNVISITED = "#f3f4f6"
 PATH_EDGE = "#2563eb"
 PLAIN_EDGE = "#9ca3af"
-FINISH = "_finish"
 
 
 def _spec(spec: FlowSpec | dict[str, Any]) -> FlowSpec:

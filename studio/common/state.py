@@ -25,16 +25,6 @@ T = TypeVar("T", bound=Hashable)
 FlashKind = Literal["success", "info", "warning", "error"]
 
 
-class Keys:
-    """Session-state keys of one page: `Keys("run")("kb") == "run_kb"` (no page reads another's)."""
-
-    def __init__(self, prefix: str) -> None:
-        self.prefix = prefix
-
-    def __call__(self, name: str) -> str:
-        return f"{self.prefix}_{name}"
-
-
 def _state(state: MutableMapping[str, Any] | None) -> MutableMapping[str, Any]:
     return cast(MutableMapping[str, Any], st.session_state) if state is None else state
 

@@ -16,11 +16,11 @@ from pydantic import ValidationError as PydanticValidationError
 from flowkit import registry
 from flowkit.errors import FlowkitError
 from flowkit.memory import OPERATOR_KEYS
+from flowkit.nodes import FINISH
 from flowkit.trace import StepEvent
 
 STEP_KEY = "replay_step"
 RUN_KEY = "replay_run"
-FINISH = "_finish"
 
 
 def clamp(value: int, n_steps: int) -> int:
@@ -88,11 +88,6 @@ def parent_steps(store: Any, run: Any) -> list[StepEvent]:
         return list(store.steps(run.parent_run_id))[:int(run.parent_step)]
     except FlowkitError:    # the parent is gone: number from the fork point all the same
         return []
-
-
-def step_label(s: StepEvent) -> str:
-    mark = " ✗" if s.error and not s.error.startswith("stopped:") else ""
-    return f"{s.index} · {s.node_id} (visit {s.visit}){mark}"
 
 
 def forkable(step: StepEvent, spec: dict[str, Any]) -> str | None:

@@ -2,7 +2,7 @@
 against an address the page has already seen, defaults fill a missing or stale pick."""
 from __future__ import annotations
 
-from studio.common.state import Keys, sync_from_query
+from studio.common.state import sync_from_query
 
 OPTIONS = ["a", "b", "c"]
 
@@ -34,10 +34,6 @@ def test_from_param_maps_the_address_text_to_an_option():
     got = sync_from_query(refs, key="f", param="flow", state={}, params={"flow": "mine"},
                           from_param=lambda text: next((r for r in refs if r[1] == text), None))
     assert got == ("saved", "mine")
-
-
-def test_keys_prefix_the_page():
-    assert Keys("run")("kb") == "run_kb"
 
 
 def test_kept_values_outlive_the_widget() -> None:
