@@ -71,6 +71,8 @@ def _print_pause(dbg: Debugger, run_id: str, pause: Pause) -> None:
     if nxt is not None:
         common.out.print(f"  [cyan]next prompt[/cyan] ({nxt.kind}):", highlight=False)
         common.out.print(escape(nxt.prompt), highlight=False)
+    else:
+        common.out.print(f"  [dim]'{pause.node}' makes no model call[/dim]")
     common.out.print(f"[dim]go on: flowkit debug {run_id} continue | step | over | abort | "
                      "set KEY JSON[/dim]")
 
