@@ -1,7 +1,8 @@
 """Breakpoints: where a run pauses so the user can look at working memory, edit it and go on.
 
 A breakpoint names a node and stops the run **before** the node runs (the default) or **after** it
-(the run then pauses before whichever node comes next, with the node's writes in memory). It may
+(the run then pauses before whichever node comes next, with the node's writes in memory; after
+the last node there is none, so the run ends and its final memory is the run's result). It may
 stop only on a given visit (``@3``: the third time a loop reaches the node) and only when a
 condition on working memory holds (``?len(documents) < 2``; see flowkit.debug_expr for the
 language). Written as text: ``node[@visit][:before|:after][?condition]``, e.g.

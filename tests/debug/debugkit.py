@@ -63,28 +63,29 @@ def resume_args(pause: Pause) -> dict[str, Any]:
 
 
 def drive(compiled: Any, res: Any, bps: list[Any], modes: list[str] | None = None,
-          question: str = Q) -> tuple[RunEnd, ListSink, list[Pause]]:
+          question: str = Q, kb: str = "test") -> tuple[RunEnd, ListSink, list[Pause]]:
     """Run with breakpoints and go on from every pause (with `modes` in turn, then continue)
     until the run ends; every segment writes to one sink, as the store does."""
     checked = check_breakpoints(compiled, bps)
     sink = ListSink()
     hook = hook_for(compiled, checked)
-    end = run_flow(compiled, question, res, kb="test", sink=sink, debug=hook)
+    end = run_flow(compiled, question, res, kb=kb, sink=sink, debug=hook)
     pauses: list[Pause] = []
     todo = list(modes or [])
     while end.status == "paused":
         assert hook.paused is not None
         pauses.append(hook.paused)
         hook = hook_for(compiled, checked, todo.pop(0) if todo else "continue", resume=pauses[-1])
-        end = run_flow(compiled, question, res, kb="test", sink=sink, debug=hook,
+        end = run_flow(compiled, question, res, kb=kb, sink=sink, debug=hook,
                        run_id=end.run_id, **resume_args(pauses[-1]))
         assert len(pauses) < 100
     return end, sink, pauses
 
 
-def straight(compiled: Any, res: Any, question: str = Q) -> tuple[RunEnd, ListSink]:
+def straight(compiled: Any, res: Any, question: str = Q, kb: str = "test"
+             ) -> tuple[RunEnd, ListSink]:
     sink = ListSink()
-    return run_flow(compiled, question, res, kb="test", sink=sink), sink
+    return run_flow(compiled, question, res, kb=kb, sink=sink), sink
 
 
 def compiled(name: str) -> Any:
