@@ -20,6 +20,7 @@ from __future__ import annotations
 import getpass
 import threading
 import typing
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,7 +172,7 @@ class Debugger:
         self.repo = DebugRepo(ws.store)
 
     def start(self, flow: FlowSpec | CompiledFlow, question: str, kb: str,
-              breakpoints: list[Breakpoint | str | dict[str, Any]], *,
+              breakpoints: Sequence[Breakpoint | str | Mapping[str, Any]], *,
               flow_version: int | None = None, extra_sink: TraceSink | None = None,
               cancel: threading.Event | None = None, run_id: str | None = None) -> RunEnd:
         """Run `flow` on `question` until a breakpoint pauses it (status `paused`) or it ends.
@@ -199,7 +200,7 @@ class Debugger:
                          pause=Pause.from_dict(st.pause) if st.pause else None,
                          steps=run.steps, answer=run.answer)
 
-    def _paused(self, run_id: str, doing: str) -> tuple[PausedRun, Pause]:
+    def require_paused(self, run_id: str, doing: str = "use") -> tuple[PausedRun, Pause]:
         view = self.show(run_id)
         if view.pause is None:
             raise NotPausedError(f"cannot {doing} run '{view.run_id}': it is not paused "
@@ -208,13 +209,13 @@ class Debugger:
 
     def next_prompt(self, run_id: str) -> NextPrompt | None:
         """The paused node's first model call on the paused memory (nothing is called)."""
-        _, pause = self._paused(run_id, "preview the next prompt of")
+        _, pause = self.require_paused(run_id, "preview the next prompt of")
         run = self.ws.store.get_run(run_id)
         return next_prompt(self._compiled(run.spec), pause.node, pause.visit, pause.state,
                            self.ws.resources, run.kb)
 
     def resume(self, run_id: str, mode: Mode = "continue", *,
-               breakpoints: list[Breakpoint | str | dict[str, Any]] | None = None,
+               breakpoints: Sequence[Breakpoint | str | Mapping[str, Any]] | None = None,
                extra_sink: TraceSink | None = None,
                cancel: threading.Event | None = None) -> RunEnd:
         """Go on from the pause under the same run id: `continue` to the next breakpoint or the
@@ -263,7 +264,7 @@ class Debugger:
         self.repo.edit(run.id, key, checked, who or _user())
         return self.show(run.id)
 
-    def set_breakpoints(self, run_id: str, breakpoints: list[Breakpoint | str | dict[str, Any]]
+    def set_breakpoints(self, run_id: str, breakpoints: Sequence[Breakpoint | str | Mapping[str, Any]]
                         ) -> PausedRun:
         """Replace a paused run's breakpoints (checked against its flow); they apply from the next
         continue."""
