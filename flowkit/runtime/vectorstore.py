@@ -5,6 +5,7 @@ and keep telemetry off. One process owns a persist directory.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import threading
 from pathlib import Path
@@ -40,10 +41,20 @@ class ChromaStore:
                         self._client = chromadb.HttpClient(host=self.host, port=self.port,
                                                            settings=settings)
                     else:
-                        assert self.path is not None
+                        if self.path is None:
+                            raise ResourceError("an embedded Chroma needs a folder")
                         self.path.mkdir(parents=True, exist_ok=True)
-                        self._client = chromadb.PersistentClient(path=str(self.path),
-                                                                 settings=settings)
+                        # two processes creating the same folder's database at once race inside
+                        # chromadb ('RustBindingsAPI' has no 'bindings'): open one at a time
+                        with open(self.path / ".open.lock", "a+") as lock:
+                            fcntl.flock(lock, fcntl.LOCK_EX)
+                            try:
+                                self._client = chromadb.PersistentClient(path=str(self.path),
+                                                                         settings=settings)
+                            finally:
+                                fcntl.flock(lock, fcntl.LOCK_UN)
+                except ResourceError:
+                    raise
                 except Exception as err:  # chromadb raises many kinds; report the place
                     where = f"{self.host}:{self.port}" if self.host else str(self.path)
                     raise ResourceError(f"cannot open Chroma at {where}: {err}") from err

@@ -8,6 +8,7 @@ Screenshots go to test-artifacts/.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -50,6 +51,9 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
            "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
     subprocess.run([sys.executable, "-m", "service.cli", "setup"], env=env, check=True, cwd=ROOT,
                    timeout=600, capture_output=True)
+    # cancellation needs steps that take model time: the long chain repeats one prompt, which the
+    # completion cache would serve in milliseconds after the first call
+    (home / "settings.json").write_text(json.dumps({"completion_cache": False}))
     store = Store(f"sqlite:///{home / 'flowkit.db'}")
     store.save_flow(long_chain(), None)
     ART.mkdir(exist_ok=True)
