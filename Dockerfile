@@ -13,6 +13,8 @@ COPY flowkit ./flowkit
 COPY storage ./storage
 COPY service ./service
 COPY studio ./studio
+# logo, page icon, module colours, CSS (studio/common/assets.py); pyproject ships them in a wheel too
+COPY assets ./assets
 # the editor's canvas (a React Flow component): built here, its node_modules dropped after
 RUN cd studio/canvas_ui/frontend && npm ci --no-audit --no-fund && npm run build && rm -rf node_modules
 RUN python3 -m pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \

@@ -12,8 +12,8 @@ from typing import Any
 from flowkit.nodes import FINISH
 from flowkit.spec import FlowSpec
 from flowkit.trace import StepEvent
+from studio.common import assets
 from studio.common import layout as flow_layout
-from studio.editor.canvas import MODULE_COLOURS
 
 CURRENT = "#f59e0b"       # the step being shown
 VISITED = "#93c5fd"       # nodes already visited before it
@@ -47,7 +47,7 @@ def flow_picture(spec: FlowSpec | dict[str, Any], steps: list[StepEvent],
            for k, p in plan.positions.items()}
     nodes: list[dict[str, Any]] = []
     for n in spec.nodes:
-        module = n.operator.split(".")[0]
+        mod = assets.module_look(n.operator)
         if n.id in failed:
             fill = FAILED
         elif cur is not None and n.id == cur.node_id:
@@ -55,14 +55,14 @@ def flow_picture(spec: FlowSpec | dict[str, Any], steps: list[StepEvent],
         elif n.id in visited:
             fill = VISITED
         else:
-            fill = MODULE_COLOURS.get(module, UNVISITED)
+            fill = mod.colour if mod.module else UNVISITED
         is_cur = cur is not None and n.id == cur.node_id
         visits = sum(1 for s in shown if s.node_id == n.id)
         label = f"{n.label or n.id}\n{n.operator}" + (f"\n×{visits}" if visits > 1 else "")
         nodes.append({
             "id": n.id, "label": label, "shape": "box", "x": pos[n.id].x, "y": pos[n.id].y,
-            "title": f"{n.id} · {n.operator}",
-            "color": {"background": fill, "border": "#111827" if is_cur else "#6b7280"},
+            "title": f"{n.id} · {n.operator} ({mod.title})",
+            "color": {"background": fill, "border": "#111827" if is_cur else mod.accent},
             "borderWidth": 3 if is_cur else 1, "margin": 10,
             "widthConstraint": {"minimum": flow_layout.NODE_W - 30,
                                 "maximum": flow_layout.NODE_W},
