@@ -29,7 +29,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from studio.common import access
+from studio.common import access, assets
 
 LOGIN = "/_flowkit/login"
 LOGOUT = "/_flowkit/logout"
@@ -54,9 +54,7 @@ def _safe_next(value: str) -> str:
 _FORM = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>flowkit studio: log in</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<style>body{{font-family:system-ui,sans-serif;max-width:26rem;margin:12vh auto;padding:0 1rem}}
-input[type=password]{{width:100%;padding:.5rem;margin:.5rem 0;box-sizing:border-box}}
-button{{padding:.5rem 1.2rem}} .msg{{color:#b00020}}</style></head>
+<style>{style}</style></head>
 <body><h1>flowkit studio</h1>
 <form method="post" action="{action}">
 <label for="token">Access token</label>
@@ -88,8 +86,8 @@ class Guard:
     # ---- the form -------------------------------------------------------------------------
     def _form(self, status: int, nxt: str, message: str = "",
               headers: dict[str, str] | None = None) -> HTMLResponse:
-        body = _FORM.format(action=LOGIN, next=_escape(_safe_next(nxt)), message=_escape(message),
-                            env=access.TOKEN_ENV)
+        body = _FORM.format(style=assets.css("login"), action=LOGIN, next=_escape(_safe_next(nxt)),
+                            message=_escape(message), env=access.TOKEN_ENV)
         return HTMLResponse(body, status_code=status, headers={**_NO_STORE, **(headers or {})})
 
     async def login(self, request: Request) -> Response:

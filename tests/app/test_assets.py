@@ -101,3 +101,11 @@ def test_svgs_are_svg():
     for name in ("logo.svg", "icon.svg"):
         text = assets.path(name).read_text()
         assert text.lstrip().startswith("<svg") and "</svg>" in text
+
+
+def test_the_login_form_carries_the_login_css(monkeypatch):
+    from studio.common import guard
+    monkeypatch.setitem(guard._state, "installed", guard._state["installed"])   # Guard() sets it
+    response = guard.Guard(token="t")._form(200, "/")
+    body = bytes(response.body).decode()
+    assert assets.css("login").strip() in body and "<style>" in body

@@ -50,3 +50,16 @@ def test_every_page_routes_through_app_before_anything_else(page):
     first = body[0]
     assert isinstance(first, ast.Expr) and isinstance(first.value, ast.Call)
     assert ast.unparse(first.value) == "route_through_app()"
+
+
+def test_app_takes_its_logo_and_page_icon_from_assets():
+    """app.py's st.logo and page_icon are the files in assets/ (studio.common.assets finds them)."""
+    from studio.common import assets
+    app = (Path(__file__).resolve().parents[2] / "app.py").read_text(encoding="utf-8")
+    calls = {ast.unparse(n.func): n for n in ast.walk(ast.parse(app)) if isinstance(n, ast.Call)}
+    logo = calls["st.logo"]
+    assert ast.unparse(logo.args[0]) == "str(assets.path('logo.svg'))"
+    config = calls["st.set_page_config"]
+    icon = {k.arg: ast.unparse(k.value) for k in config.keywords}["page_icon"]
+    assert icon == "str(assets.path('icon.svg'))"
+    assert assets.path("logo.svg").is_file() and assets.path("icon.svg").is_file()
