@@ -16,11 +16,11 @@ from typing import Any
 from flowkit import registry
 from flowkit.errors import FlowkitError, NotFoundError, Problem, SpecError, StaleSaveError
 from flowkit.names import flaw
-from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec, Position, canonical, from_dict, to_dict
+from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec, canonical, from_dict, to_dict
 from flowkit.validate import check
 from service.drafts import Draft, DraftStore, new_draft_id
 from service.workspace import Workspace
-from studio.editor import canvas, tabs_panel
+from studio.editor import canvas, placing, tabs_panel
 
 K_DRAFT = "editor_draft"            # Draft being edited
 K_BASE = "editor_base"              # (flow, version, spec dict) the draft started from
@@ -274,6 +274,8 @@ class Editor:
         spec, kind = self.spec, event.get("kind")
         if kind == "select":
             sel = event.get("id")
+            if sel is None and self.selected is not None:   # a click on the empty canvas
+                self.select(None)
             known = {n.id for n in spec.nodes} | set(canvas.edge_ids(spec))
             if isinstance(sel, str) and sel in known and sel != self.selected:
                 self.select(sel)
@@ -282,7 +284,7 @@ class Editor:
             self.redraw()       # lanes follow the nodes
         elif kind == "connect":
             new, eid = canvas.apply_connect(spec, event.get("source"), event.get("target"))
-            self.update(new)
+            self.update(placing.keep_places(spec, new))   # what the user arranged stays
             if eid:
                 self.select(eid)
             self.redraw()       # the browser drew the edge itself: replace it with ours (or drop it)
@@ -293,7 +295,8 @@ class Editor:
 
     # ---- edits ---------------------------------------------------------------------------
     def add_node(self, operator: str) -> str:
-        """Put a new `operator` node on the canvas (below the selection) and select it."""
+        """Put a new `operator` node on the canvas and select it: below the selection (or the
+        rightmost node), where it overlaps no node and no edge; no other node moves."""
         cls = registry.get(operator)
         if cls is None:
             raise NotFoundError(f"unknown operator '{operator}'")
@@ -304,18 +307,11 @@ class Editor:
         while nid in taken:
             i += 1
             nid = f"{base}_{i}"
-        pos = canvas.auto_layout(spec)
-        anchor = pos.get(self.selected or "")
-        if anchor is None and pos:
-            anchor = max(pos.values(), key=lambda p: (p.x, -p.y))
-        where = Position()
-        if anchor is not None:   # below the selection (or the rightmost node): likely in view
-            where = Position(x=anchor.x, y=anchor.y + canvas.Y_STEP)
-            while any(abs(p.x - where.x) < 150 and abs(p.y - where.y) < 60 for p in pos.values()):
-                where = Position(x=where.x, y=where.y + canvas.Y_STEP)
         node = NodeSpec(id=nid, operator=operator, params={}, label="")
-        self.update(spec.model_copy(update={"nodes": [*spec.nodes, node],
-                                            "layout": {**spec.layout, nid: where}}))
+        anchor = canvas.auto_layout(spec).get(self.selected or "")   # below the selection
+        placed, _ = placing.free_spot(spec.model_copy(update={"nodes": [*spec.nodes, node]}),
+                                      nid, anchor)
+        self.update(placed)
         self.select(nid)
         self.redraw()
         return nid
@@ -331,15 +327,15 @@ class Editor:
             edges = [e for e in spec.edges if sel not in (e.source, e.target)]
             layout = {k: v for k, v in spec.layout.items() if k != sel}
             entry = None if spec.entry == sel else spec.entry
-            self.update(spec.model_copy(update={"nodes": nodes, "edges": edges, "layout": layout,
-                                                "entry": entry}))
+            self.update(placing.keep_places(spec, spec.model_copy(update={
+                "nodes": nodes, "edges": edges, "layout": layout, "entry": entry})))
         else:
             found = canvas.find_edge(spec, sel)
             if found is None:
                 self.select(None)
                 return None
             edges = [e for i, e in enumerate(spec.edges) if i != found[0]]
-            self.update(spec.model_copy(update={"edges": edges}))
+            self.update(placing.keep_places(spec, spec.model_copy(update={"edges": edges})))
         self.select(None)
         self.redraw()
         return sel
@@ -393,7 +389,7 @@ class Editor:
             changes["description"] = description
         if entry != "":
             changes["entry"] = entry
-        self.update(spec.model_copy(update=changes))
+        self.update(placing.keep_places(spec, spec.model_copy(update=changes)))
 
     # ---- save, conflicts, discard --------------------------------------------------------
     @property

@@ -252,10 +252,12 @@ def test_canvas_events_move_connect_and_select(ws: Workspace) -> None:
     # a drag and a new edge made faster than a rerun arrive together: both are applied, in order
     move = {"kind": "move", "moves": {"answer": [500.0, 40.0], "nobody": [1, 2], "judge": ["x", 3]}}
     connect = {"kind": "connect", "source": "answer", "target": "judge"}
+    was = {n["id"]: (n["x"], n["y"]) for n in ed.canvas_picture()["nodes"]}
     assert ed.take_events(_events("t1", click, move, connect)) is True
     spec = ed.spec
     assert spec.layout["answer"].x == 500.0 and spec.layout["answer"].y == 40.0
-    assert "retrieve" not in spec.layout and "judge" not in spec.layout   # untouched: auto layout
+    now = {n["id"]: (n["x"], n["y"]) for n in ed.canvas_picture()["nodes"]}
+    assert now["retrieve"] == was["retrieve"] and now["judge"] == was["judge"]   # the edge moved none
     assert [(e.source, e.target, e.label) for e in spec.edges] == [("retrieve", "answer", None),
                                                                    ("answer", "judge", None)]
     assert ed.selected == "answer->judge"
