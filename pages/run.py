@@ -1,39 +1,27 @@
 """Run: pick a flow, a knowledge base and a question; the run goes to the background job queue and
-this page follows it live. The run id stays in the address (?run=...), so a refresh finds it again."""
+this page follows it live, the answer written as the model generates it. The run id stays in the
+address (?run=...), so a refresh finds it again; a debugged run (breakpoints) pauses there too."""
 from __future__ import annotations
 
 import streamlit as st
 
 from flowkit.errors import FlowkitError
 from flowkit.validate import check
-from studio.common import inert, sidebar_panel
+from studio.common import inert
 from studio.common.jobs import get_jobs
 from studio.common.shell import route_through_app
 from studio.common.state import query_select
 from studio.common.tasks import RunRefused, submit_run
 from studio.common.workspace import get_workspace
-from studio.run import datasets, run_panel, runview
-from studio.run.overrides import Overrides, tunable
+from studio.run import form_panel, run_panel, runview
+from studio.run.stream import buffers
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
 ws = get_workspace()
 jobs = get_jobs()
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def _questions(path: str, mtime: float) -> list[dict]:
-    from pathlib import Path
-    return datasets.load_questions(Path(path))
-
-
-def _fill_question(qs: list[dict]) -> None:
-    """Dataset picker callback: copy the chosen question into the question box."""
-    idx = st.session_state.get("run_dataset_q")
-    if idx is not None and 0 <= idx < len(qs):
-        st.session_state["run_question"] = qs[idx]["question"]
-        st.session_state["run_gold"] = {"question": qs[idx]["question"], "answers": qs[idx]["answers"]}
-
+#: how often the live answer is redrawn while a run goes on (seconds)
+POLL_S = 0.5
 
 st.title("Run")
 form_col, live_col = st.columns([2, 3], gap="large")
@@ -64,28 +52,12 @@ with form_col:
     # ---- question: typed, or picked from a dataset ---------------------------------------------
     attached = st.query_params.get("run")
     if attached and "run_question" not in st.session_state:   # after a refresh: the run's question
-        try:
-            st.session_state["run_question"] = ws.store.get_run(attached).question
-        except FlowkitError:
-            job = jobs.find_run(attached)
-            if job is not None:
-                st.session_state["run_question"] = job.meta.get("question", "")
-    sets = datasets.question_sets()
-    with st.expander("Pick a question from a dataset", expanded=False):
-        set_names = [s.name for s in sets]
-        set_name = st.selectbox("Dataset", set_names, key="run_dataset") if sets else None
-        if set_name is not None:
-            qset = sets[set_names.index(set_name)]
-            qs = _questions(str(qset.path), qset.path.stat().st_mtime)
-            st.selectbox("Question", list(range(len(qs))), index=None, key="run_dataset_q",
-                         format_func=lambda i: f"{qs[i]['id']}: {qs[i]['question']}",
-                         placeholder=f"{len(qs)} questions", on_change=_fill_question, args=(qs,))
-            st.caption(f"Read from {inert.code(qset.path)}")
+        st.session_state["run_question"] = runview.question_of(ws, jobs, attached)
+    form_panel.dataset_picker()
     question = st.text_area("Question", key="run_question", height=90,
                             placeholder="Ask something the knowledge base can answer")
-    gold = st.session_state.get("run_gold")
-    if gold and gold["question"] == question and gold["answers"]:
-        st.caption("Expected: " + " | ".join(inert.escape(a) for a in gold["answers"]))
+    if expected := form_panel.expected_answers(question):
+        st.caption("Expected: " + " | ".join(inert.escape(a) for a in expected))
 
     # ---- model settings for this run only ------------------------------------------------------
     spec, version, load_error = None, None, None
@@ -94,30 +66,7 @@ with form_col:
             spec, version = runview.load_ref(ws, ref)
         except FlowkitError as err:
             load_error = str(err)
-    overrides = Overrides()
-    with st.expander("Model settings for this run"):
-        st.caption(f"Model: {sidebar_panel.model_line(ws)} (change it on the Settings page)")
-        base_t = float(ws.resources.settings.llm.temperature)
-        t = st.number_input("Temperature", min_value=0.0, max_value=2.0, step=0.1, value=base_t,
-                            key="run_temperature", help="0 = greedy; this run only")
-        if abs(t - base_t) > 1e-9:
-            overrides.temperature = float(t)
-        if spec is not None:
-            for node_id, name, value, schema in tunable(spec):
-                if not isinstance(value, (int, float)) or isinstance(value, bool):
-                    continue
-                kwargs = {k: schema[k] for k in ("minimum", "maximum") if k in schema}
-                is_int = schema.get("type") == "integer"
-                new = st.number_input(
-                    f"{node_id} · {name}", value=int(value) if is_int else float(value),
-                    min_value=kwargs.get("minimum"), max_value=kwargs.get("maximum"),
-                    step=1 if is_int else 0.1, key=f"run_param_{spec.name}_{node_id}_{name}",
-                    help=schema.get("description"))
-                if new != value:
-                    overrides.node_params.setdefault(node_id, {})[name] = new
-            lim = spec.limits
-            st.caption(f"Limits: {lim.max_steps} steps, {lim.max_llm_calls} LLM calls, "
-                       f"{lim.max_tokens} tokens, {lim.timeout_s:g} s (edit them in the Editor)")
+    overrides = form_panel.model_settings(ws, spec)
 
     if load_error:
         st.error(inert.escape(load_error))
@@ -133,7 +82,7 @@ with form_col:
     elif go and spec is not None:
         try:
             _, new_run = submit_run(jobs, ws, spec, question.strip(), kb, flow_version=version,
-                                    overrides=overrides)
+                                    overrides=overrides, on_token=buffers().on_token)
         except RunRefused as refused:
             st.error("Not queued: " + "; ".join(inert.escape(p) for p in refused.problems))
         except FlowkitError as err:
@@ -148,10 +97,11 @@ with live_col:
                 "goes on in the background even if you leave this page.")
     else:
         active = run_panel.is_active(ws, jobs, run_id)
+        expected = form_panel.expected_answers(runview.question_of(ws, jobs, run_id))
 
-        @st.fragment(run_every=1.0 if active else None)
+        @st.fragment(run_every=POLL_S if active else None)
         def _live() -> None:
-            still = run_panel.render(ws, jobs, run_id)
+            still = run_panel.render(ws, jobs, run_id, expected)
             if active and not still:
                 st.rerun()   # the run ended: redraw the page once without the timer
 

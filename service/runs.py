@@ -3,7 +3,11 @@ and their steps, and the flows a run can be started from. The run itself is subm
 Workspace.run / Workspace.fork (service.workspace)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from flowkit import templates
+from flowkit.eval import metrics
 from flowkit.trace import StepEvent
 from storage.repo import RunInfo as RunInfo
 
@@ -11,7 +15,8 @@ from .workspace import Workspace
 
 FlowRef = tuple[str, str]   # ("saved" | "template", name)
 
-__all__ = ["FlowRef", "RunInfo", "flow_choices", "get_run", "list_runs", "steps"]
+__all__ = ["FlowRef", "Grade", "RunInfo", "flow_choices", "get_run", "grade_answer", "list_runs",
+           "model_loaded", "steps"]
 
 
 def flow_choices(ws: Workspace) -> list[FlowRef]:
@@ -33,3 +38,34 @@ def steps(ws: Workspace, run_id: str) -> list[StepEvent]:
 def list_runs(ws: Workspace, limit: int = 50) -> list[RunInfo]:
     """The latest runs, newest first."""
     return ws.store.list_runs(limit=limit)
+
+
+@dataclass(frozen=True)
+class Grade:
+    """An answer marked against a dataset's expected answers: `right` when an expected answer is
+    in it as whole words (or equals it); `exact` (0 or 1) and `f1` (0-1) as Compare scores them."""
+
+    right: bool
+    exact: float
+    f1: float
+    expected: tuple[str, ...]
+
+
+def grade_answer(answer: str, expected: Sequence[str]) -> Grade | None:
+    """`answer` marked right or wrong against `expected` (None when there is no expected answer)."""
+    golds = [g for g in expected if str(g).strip()]
+    if not golds:
+        return None
+    exact = metrics.exact_match(answer, golds)
+    return Grade(right=bool(exact or metrics.accuracy(answer, golds)), exact=exact,
+                 f1=metrics.token_f1(answer, golds), expected=tuple(golds))
+
+
+def model_loaded(ws: Workspace) -> bool:
+    """Whether the workspace's model is up (False before the first run starts its worker: the
+    first run then waits for it to load). A model with no notion of loading (a test fake, a
+    server) counts as loaded. Starts nothing."""
+    llm = getattr(ws.resources, "_llm", None)     # Resources.llm would create the model
+    if llm is None:
+        return False
+    return bool(getattr(llm, "loaded", True))

@@ -16,6 +16,7 @@ import hashlib
 import json
 import shutil
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -111,10 +112,14 @@ def _key(*parts: Any) -> str:
 
 
 def submit_run(jobs: JobManager, ws: Workspace, spec: FlowSpec, question: str, kb: str, *,
-               flow_version: int | None = None, overrides: Overrides | None = None) -> tuple[str, str]:
+               flow_version: int | None = None, overrides: Overrides | None = None,
+               on_token: Callable[[str], Callable[[str, int, str], None]] | None = None
+               ) -> tuple[str, str]:
     """Check (RunRefused) and queue a run of `spec` on `question` against knowledge base `kb`
     (may be ""). Returns (job id, run id); the same run already queued or running is returned
-    instead of a new one. `overrides` (temperature, node params) apply to this run only."""
+    instead of a new one. `overrides` (temperature, node params) apply to this run only.
+    `on_token(run_id)`, when given, makes the callback that gets the model's text as it is
+    generated (run_flow's on_token; the Run page streams the answer with it)."""
     check_run(ws, spec, question, kb)
     spec, view = with_overrides(ws, spec, overrides)
     key = _key("run", to_dict(spec), question, kb, flow_version,
@@ -124,7 +129,8 @@ def submit_run(jobs: JobManager, ws: Workspace, spec: FlowSpec, question: str, k
     def work(report: Reporter) -> dict[str, Any]:
         report.update(node=None, message="starting (loading the model on the first run)")
         end = view.run(spec, question, kb, flow_version=flow_version, run_id=run_id,
-                       extra_sink=ProgressSink(report), cancel=report.cancel)
+                       extra_sink=ProgressSink(report), cancel=report.cancel,
+                       on_token=on_token(run_id) if on_token else None)
         return _result(end)
 
     def cancelled(report: Reporter) -> dict[str, Any]:

@@ -7,6 +7,8 @@ The run records the overridden settings, so its replay says what ran.
 """
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -66,9 +68,23 @@ class _TunedLLM:
         """The inner model's settings with this temperature (the completion cache keys on it)."""
         return replace(self._inner.settings, temperature=self._temperature)
 
-    def complete(self, prompt: str, *, temperature: float | None = None, **kwargs: Any) -> Any:
+    def complete(self, prompt: str, *, temperature: float | None = None,
+                 on_token: Callable[[str], None] | None = None, **kwargs: Any) -> Any:
+        """The inner model's completion at this temperature; streamed through `on_token` when the
+        inner model streams, else handed out whole at the end."""
         t = self._temperature if temperature is None else temperature
-        return self._inner.complete(prompt, temperature=t, **kwargs)
+        if on_token is None:
+            return self._inner.complete(prompt, temperature=t, **kwargs)
+        try:
+            streams = "on_token" in inspect.signature(self._inner.complete).parameters
+        except (TypeError, ValueError):
+            streams = False
+        if streams:
+            return self._inner.complete(prompt, temperature=t, on_token=on_token, **kwargs)
+        out = self._inner.complete(prompt, temperature=t, **kwargs)
+        if getattr(out, "text", ""):
+            on_token(out.text)
+        return out
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

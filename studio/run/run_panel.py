@@ -5,15 +5,18 @@ how it ended, also after the studio restarted. The panel asks both on every poll
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from flowkit.errors import NotFoundError
-from service.runs import RunInfo
+from service.runs import RunInfo, model_loaded
 from service.workspace import Workspace
 from studio.common import inert
 from studio.common.jobs import Job, JobManager
-from studio.run import runview
+from studio.run import answer_panel, runview
+from studio.run.stream import buffers
 
 #: Jobs that stop at their next step when cancelled (an ingest runs to its end).
 CANCELLABLE = ("run", "fork", "eval")
@@ -87,41 +90,13 @@ def _waiting(jobs: JobManager, job: Job) -> bool:
     return False
 
 
-def render(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
-    """Draw the run; True while it is still queued or running."""
-    job = jobs.find_run(run_id)
-    run = _run(ws, run_id)
-    if run is None:
-        if job is None:
-            st.warning(f"No run '{inert.escape(run_id, limit=80)}' here: it may have been queued before the studio "
-                       "restarted, or deleted.")
-            return False
-        st.markdown(f"**{inert.escape(job.meta.get('flow', ''))}** on "
-                    f"{inert.code(job.meta.get('kb') or '-')}")
-        st.markdown(inert.quote(job.meta.get('question', '')))
-        return _waiting(jobs, job)
-
+def _header(run: RunInfo) -> None:
     st.markdown(f"**{inert.escape(run.flow_name)}** on {inert.code(run.kb or '-')} · "
                 f"run {inert.code(run.id)}")
     st.markdown(inert.quote(run.question))
-    steps = ws.store.steps(run.id)
-    if run.status == "running":
-        _status("running")
-        nxt = runview.next_nodes(run.spec, steps)
-        now = ", ".join(inert.code(n) for n in nxt) if nxt else "finishing"
-        st.markdown(f":material/progress_activity: Running now: {now}")
-        cols = st.columns(3)
-        cols[0].metric("Steps finished", len(steps))
-        cols[1].metric("Tokens so far", job.tokens if job else sum(s.tokens for s in steps))
-        cols[2].metric("Seconds", f"{job.elapsed_s:.0f}" if job else "-")
-        cancel_button(jobs, job, f"run_cancel_{run.id}")
-        if job is not None and job.cancel_requested:
-            st.caption("Cancelling: the run stops at its next step.")
-        if steps:
-            st.dataframe(runview.step_rows(steps), hide_index=True, width="stretch")
-        return True
 
-    _status(run.status)
+
+def _ended_notice(run: RunInfo) -> None:
     if run.status == "error":
         st.error(inert.escape(run.error or "the run failed"))
     elif run.status == "budget_exceeded":
@@ -133,35 +108,56 @@ def render(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
     elif run.status == "cancelled":
         st.warning(inert.escape(run.error or "Cancelled: it stopped at a step boundary. The "
                                 "answer below is what was in memory then."))
-    st.subheader("Answer")
-    with st.container(border=True):
-        if run.answer:
-            inert.text(run.answer)
-        else:
-            st.caption("(no answer)")
+
+
+def render(ws: Workspace, jobs: JobManager, run_id: str,
+           expected: Sequence[str] | None = None) -> bool:
+    """Draw the run; True while it is still queued or running. `expected`: the dataset's
+    answers to the run's question (the answer is then marked right or wrong)."""
+    job = jobs.find_run(run_id)
+    run = _run(ws, run_id)
+    if run is None:
+        if job is None:
+            st.warning(f"No run '{inert.escape(run_id, limit=80)}' here: it may have been queued before the studio "
+                       "restarted, or deleted.")
+            return False
+        st.markdown(f"**{inert.escape(job.meta.get('flow', ''))}** on "
+                    f"{inert.code(job.meta.get('kb') or '-')}")
+        st.markdown(inert.quote(job.meta.get('question', '')))
+        waiting = _waiting(jobs, job)
+        if waiting and job.status == "running" and not model_loaded(ws):
+            st.info(answer_panel.LOADING, icon=":material/hourglass_top:")
+        return waiting
+
+    _header(run)
+    steps = ws.store.steps(run.id)
+    if run.status == "running":
+        _status("running")
+        nxt = runview.next_nodes(run.spec, steps)
+        now = ", ".join(inert.code(n) for n in nxt) if nxt else "finishing"
+        st.markdown(f":material/progress_activity: Running now: {now}")
+        answer_panel.live_answer(buffers().get(run.id), model_loaded(ws))
+        cols = st.columns(3)
+        cols[0].metric("Steps finished", len(steps))
+        cols[1].metric("Tokens so far", job.tokens if job else sum(s.tokens for s in steps))
+        cols[2].metric("Seconds", f"{job.elapsed_s:.0f}" if job else "-")
+        cancel_button(jobs, job, f"run_cancel_{run.id}")
+        if job is not None and job.cancel_requested:
+            st.caption("Cancelling: the run stops at its next step.")
+        answer_panel.steps_table(steps)
+        return True
+
+    _status(run.status)
+    _ended_notice(run)
+    answer_panel.final_answer(run, expected)
     figures = runview.totals(run)
     totals = st.columns(len(figures))
     for col, (name, value) in zip(totals, figures.items()):
         col.metric(name, value)
-    cited = runview.cited_passages(run, steps)
-    if cited and not runview.model_cited(steps):
-        st.caption("The answer cites no passage: the model wrote no [n] mark.")
-    elif cited:
-        st.markdown("**Cited passages**")
-        for i, d in enumerate(cited, 1):
-            title = f"[{i}] " + inert.escape(f"{d['id']}"
-                                             + (f" · {d['title']}" if d["title"] else ""))
-            with st.expander(title, expanded=(i == 1)):
-                if d["found"]:
-                    inert.text(d["text"])
-                    if d["score"] is not None:
-                        st.caption(f"score {d['score']}")
-                else:
-                    st.caption("Not in the run's memory or retrievals.")
-    elif run.status == "ok":
-        st.caption("The answer cites no passage.")
+    answer_panel.cited(run, steps)
     if run.parent_run_id:
         st.caption(f"Forked from run {run.parent_run_id} step {run.parent_step}")
+    answer_panel.steps_table(steps)
     replay_link(run.id)
     return False
 

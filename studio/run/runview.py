@@ -5,10 +5,12 @@ import re
 from typing import Any, Literal
 
 from flowkit import registry, templates
+from flowkit.errors import FlowkitError
 from flowkit.spec import FlowSpec
 from flowkit.trace import StepEvent
-from service.runs import FlowRef, RunInfo, flow_choices
+from service.runs import FlowRef, RunInfo, flow_choices, get_run
 from service.workspace import Workspace
+from studio.common.jobs import JobManager
 
 __all__ = ["FlowRef", "flow_choices"]
 
@@ -123,6 +125,15 @@ def model_cited(steps: list[StepEvent]) -> bool:
     return True
 
 
+def rounded(value: Any, digits: int = 2) -> Any:
+    """A figure as people read it: floats to `digits` places (0.30000000000000004 -> 0.3),
+    whole floats as integers; anything else unchanged."""
+    if isinstance(value, float) and not isinstance(value, bool):
+        r = round(value, digits)
+        return int(r) if r.is_integer() else r
+    return value
+
+
 def totals(run: RunInfo) -> dict[str, Any]:
     """Steps, LLM calls, tokens, seconds (labels as shown)."""
     out: dict[str, Any] = {"Steps": run.steps, "LLM calls": run.llm_calls, "Tokens": run.tokens,
@@ -136,3 +147,12 @@ def totals(run: RunInfo) -> dict[str, Any]:
 BadgeColour = Literal["red", "orange", "yellow", "blue", "green", "violet", "gray", "grey", "primary"]
 STATUS_COLOURS: dict[str, BadgeColour] = {"ok": "green", "budget_exceeded": "orange", "error": "red", "running": "blue",
                   "interrupted": "gray", "queued": "gray", "cancelled": "gray"}
+
+
+def question_of(ws: Workspace, jobs: JobManager, run_id: str) -> str:
+    """The question of a stored run, or of a run still queued in this process ('' if neither)."""
+    try:
+        return get_run(ws, run_id).question
+    except FlowkitError:
+        job = jobs.find_run(run_id)
+        return str(job.meta.get("question", "")) if job is not None else ""

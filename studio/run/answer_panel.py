@@ -1,0 +1,79 @@
+"""The run's answer as the Run page draws it: written live while the model generates it, then the
+stored answer marked right or wrong against a dataset's expected answers, its cited passages, and
+the steps table (kept after the run ends, so the page keeps its shape and does not jump)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import streamlit as st
+
+from flowkit.trace import StepEvent
+from service.runs import RunInfo, grade_answer
+from studio.common import inert
+from studio.run import runview
+from studio.run.stream import Streamed
+
+LOADING = "Loading the model (first run: about 15 s)..."
+
+
+def live_answer(streamed: Streamed | None, loaded: bool) -> None:
+    """The answer box while the run goes on: the model's text as it comes, else why it waits."""
+    st.subheader("Answer")
+    with st.container(border=True, key="run_answer_box"):
+        if streamed is not None and streamed.text:
+            st.caption(f"Writing: {inert.code(streamed.node_id)} (visit {streamed.visit})")
+            inert.text(streamed.text + " ▌")
+        elif not loaded:
+            st.info(LOADING, icon=":material/hourglass_top:")
+        else:
+            st.caption("Waiting for the model's first words...")
+
+
+def final_answer(run: RunInfo, expected: Sequence[str] | None) -> None:
+    """The stored answer, and right or wrong when the question came from a dataset."""
+    st.subheader("Answer")
+    with st.container(border=True, key="run_answer_box"):
+        if run.answer:
+            inert.text(run.answer)
+        else:
+            st.caption("(no answer)")
+    grade = grade_answer(run.answer or "", expected or [])
+    if grade is not None:
+        said = " | ".join(inert.escape(a) for a in grade.expected)
+        figures = f"exact match {grade.exact:.0f}, token F1 {grade.f1:.2f}"
+        if grade.right:
+            st.success(f"Right: the answer contains the expected answer ({said}); {figures}.",
+                       icon=":material/check_circle:")
+        else:
+            st.error(f"Wrong: the expected answer ({said}) is not in it; {figures}.",
+                     icon=":material/cancel:")
+
+
+def cited(run: RunInfo, steps: list[StepEvent]) -> None:
+    """The passages the answer cites, the first one open."""
+    passages = runview.cited_passages(run, steps)
+    if passages and not runview.model_cited(steps):
+        st.caption("The answer cites no passage: the model wrote no [n] mark.")
+    elif passages:
+        st.markdown("**Cited passages**")
+        for i, d in enumerate(passages, 1):
+            title = f"[{i}] " + inert.escape(f"{d['id']}"
+                                             + (f" · {d['title']}" if d["title"] else ""))
+            with st.expander(title, expanded=(i == 1)):
+                if d["found"]:
+                    inert.text(d["text"])
+                    if d["score"] is not None:
+                        st.caption(f"score {runview.rounded(d['score'])}")
+                else:
+                    st.caption("Not in the run's memory or retrievals.")
+    elif run.status == "ok":
+        st.caption("The answer cites no passage.")
+
+
+def steps_table(steps: list[StepEvent]) -> None:
+    """The steps finished so far (the same table while running and after the end)."""
+    st.markdown(f"**Steps** ({len(steps)})")
+    if steps:
+        st.dataframe(runview.step_rows(steps), hide_index=True, width="stretch")
+    else:
+        st.caption("No step has finished yet.")

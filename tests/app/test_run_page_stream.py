@@ -1,0 +1,142 @@
+"""Run page (AppTest): the answer is written as the model generates it (the first words on the
+page before the run ends), a message says the model is loading while it is not up, the steps
+table stays when the run ends, and a dataset question's answer is marked right or wrong."""
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flowkit import templates
+from flowkit.testing import FakeLLM
+from service.runs import grade_answer, model_loaded
+from studio.common.jobs import get_jobs
+from studio.common.workspace import use_workspace
+from studio.run.answer_panel import LOADING
+from studio.run.stream import TokenBuffers
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # _runkit beside this file
+import _runkit as kit
+
+LIGHTHOUSE = "In what year was the Corren Lighthouse first lit?"
+
+
+class GatedStreamingLLM(FakeLLM):
+    """The scripted model, streaming: not `loaded` until `load` is set; then its first word goes
+    out at once and the rest only once `finish` is set (so a test sees the run mid-answer)."""
+
+    def __init__(self) -> None:
+        super().__init__([(r"Corren Lighthouse", "It was first lit in 1884 [1]")],
+                         default="unknown [1]")
+        self.loaded = False
+        self.load, self.finish = threading.Event(), threading.Event()
+
+    def complete(self, prompt: str, *, on_token: Any = None, **kwargs: Any) -> Any:
+        out = super().complete(prompt, **kwargs)
+        assert self.load.wait(30)
+        self.loaded = True
+        first, _, rest = out.text.partition(" ")
+        if on_token is not None:
+            on_token(first + " ")
+        assert self.finish.wait(30)
+        if on_token is not None:
+            on_token(rest)
+        return out
+
+
+@pytest.fixture()
+def gated(tmp_path):
+    ws = kit.workspace(tmp_path)
+    llm = GatedStreamingLLM()
+    ws.resources.set_llm(llm)
+    ws.set_cache(False)          # a cached completion would be handed out whole
+    use_workspace(ws)
+    yield ws, llm
+    llm.load.set()
+    llm.finish.set()
+    get_jobs().wait_idle(60)
+    use_workspace(None)
+
+
+def _submit(question: str = LIGHTHOUSE):
+    at = kit.page("pages/run.py", flow="naive_rag").run()
+    at.text_area(key="run_question").input(question).run()
+    at.button(key="run_go").click().run()
+    assert not at.exception and "run" in at.query_params, kit.texts(at)
+    return at
+
+
+def test_loading_message_then_first_words_before_the_end_then_steps_kept(gated):
+    ws, llm = gated
+    assert not model_loaded(ws)
+    at = kit.until(_submit(), lambda a: LOADING in kit.texts(a))
+    llm.load.set()
+    at = kit.until(at, lambda a: any(t.value.replace(" ", "") == "It▌" for t in a.text))
+    run_id = at.query_params["run"]
+    assert ws.store.get_run(run_id).status == "running"      # the first word, mid-run
+    assert "1884" not in " ".join(str(t.value) for t in at.text)
+    assert LOADING not in kit.texts(at)
+    llm.finish.set()
+    at = kit.until(at, lambda a: f"/replay?run={run_id}" in kit.texts(a))
+    assert any(t.value.startswith("It was first lit in 1884") for t in at.text), [t.value for t in at.text]
+    assert "Steps** (2)" in kit.texts(at)
+    table = at.dataframe[0].value
+    assert list(table["node"]) == ["retrieve", "generate"]
+
+
+def test_a_streamed_run_is_traced_like_a_straight_one(tmp_path):
+    ws = kit.workspace(tmp_path)
+    ws.set_cache(False)
+    spec = templates.load_template("naive_rag")
+    pieces = TokenBuffers()
+    streamed = ws.run(spec, LIGHTHOUSE, "sample", run_id="streamed",
+                      on_token=pieces.on_token("streamed"))
+    straight = ws.run(spec, LIGHTHOUSE, "sample", run_id="straight")
+    assert streamed.answer == straight.answer
+    assert pieces.get("streamed").text == "It was first lit in 1884 [1]"
+    a, b = ws.store.steps("streamed"), ws.store.steps("straight")
+    assert [(s.node_id, s.memory_after, [c.completion for c in s.llm_calls]) for s in a] == \
+           [(s.node_id, s.memory_after, [c.completion for c in s.llm_calls]) for s in b]
+
+
+def test_token_buffer_keeps_the_latest_call_and_forgets_old_runs():
+    buf = TokenBuffers(keep=2)
+    add = buf.on_token("r1")
+    add("rewrite", 1, "query ")
+    add("rewrite", 1, "text")
+    assert buf.get("r1").text == "query text"
+    add("generate", 1, "Answer")
+    got = buf.get("r1")
+    assert (got.node_id, got.text, got.calls, got.pieces) == ("generate", "Answer", 2, 3)
+    buf.on_token("r2")("n", 1, "x")
+    buf.on_token("r3")("n", 1, "y")
+    assert buf.get("r1") is None and buf.get("r3").text == "y"
+
+
+def test_grade_marks_right_and_wrong():
+    right = grade_answer("It was first lit in 1884 [1]", ["1884"])
+    assert right is not None and right.right and right.exact == 0.0 and 0 < right.f1 < 1
+    wrong = grade_answer("unknown [1]", ["1884"])
+    assert wrong is not None and not wrong.right and wrong.f1 == 0.0
+    assert grade_answer("anything", []) is None
+
+
+def test_a_dataset_question_is_marked_right_or_wrong(tmp_path):
+    ws = kit.workspace(tmp_path)
+    use_workspace(ws)
+    try:
+        at = kit.page("pages/run.py", flow="naive_rag").run()
+        at.selectbox(key="run_dataset_q").select(0).run()          # q01: the lighthouse, 1884
+        at.button(key="run_go").click().run()
+        at = kit.until(at, lambda a: "/replay?run=" in kit.texts(a))
+        assert [s.value for s in at.success if s.value.startswith("Right")], kit.texts(at)
+        at.selectbox(key="run_dataset_q").select(1).run()          # the fake says "unknown"
+        at.button(key="run_go").click().run()
+        at = kit.until(at, lambda a: any(e.value.startswith("Wrong") for e in a.error))
+        assert not at.success
+    finally:
+        get_jobs().wait_idle(60)
+        use_workspace(None)
