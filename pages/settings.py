@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from service.settings import DEFAULT_MODEL, PACKAGED, load_settings, save_settings
+from service.settings import DEFAULT_MODEL, PACKAGED, engines, load_settings, save_settings
 from studio.common.shell import route_through_app
 from studio.common.state import flash, show_flash
 from studio.common.workspace import get_workspace, reset_workspace
+from studio.settings import engines_panel
 from studio.settings import settings as logic
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
@@ -17,6 +18,7 @@ st.caption(f"Data directory: `{ws.data_dir}` (set FLOWKIT_HOME to use another on
 show_flash("settings_notice")
 
 current = load_settings(ws.data_dir)
+in_use = engines(ws)
 v = logic.FormValues.from_settings(current)
 
 with st.form("settings_form", border=True):
@@ -41,6 +43,8 @@ with st.form("settings_form", border=True):
     n_threads = c2.number_input("Threads", value=v.n_threads, min_value=0, step=1,
                                 key="settings_threads", help="0: half the cores (llama.cpp "
                                 "slows down when it shares every core with other work)")
+    if in_use.threads is not None:
+        c2.caption(f"Used now: {in_use.threads} ({in_use.threads_from})")
     n_ctx = c3.number_input("Context (tokens)", value=v.n_ctx, min_value=256, max_value=1_048_576,
                             step=512, key="settings_ctx")
     c4, c5 = st.columns(2)
@@ -112,6 +116,8 @@ rows = {"Backend": info["backend"], "Model": info["model_file"] or "-",
 st.table({"": list(rows), "value": list(rows.values())})
 if info["error"]:
     st.error(info["error"])
+
+engines_panel.draw(in_use)
 
 st.subheader("Models")
 st.caption("Packaged models and the configured GGUF; reading = gold passages + distractors "

@@ -5,6 +5,8 @@ studio to flowkit.runtime's configuration."""
 from __future__ import annotations
 
 from flowkit.runtime.amx import EXTRA_BUFTS_CHOICES as EXTRA_BUFTS_CHOICES
+from flowkit.runtime.engines import EngineInfo as EngineInfo
+from flowkit.runtime.engines import describe_engines as describe_engines
 from flowkit.runtime.gguf import inspect_gguf as inspect_gguf
 from flowkit.runtime.models import DEFAULT_MODEL as DEFAULT_MODEL
 from flowkit.runtime.models import PACKAGED as PACKAGED
@@ -15,5 +17,16 @@ from flowkit.runtime.resources import default_data_dir as default_data_dir
 from flowkit.runtime.resources import load_settings as load_settings
 from flowkit.runtime.resources import save_settings as save_settings
 
-__all__ = ["DEFAULT_MODEL", "EXTRA_BUFTS_CHOICES", "PACKAGED", "Settings", "default_data_dir",
-           "inspect_gguf", "load_settings", "model_file", "models_table", "save_settings"]
+from .workspace import Workspace
+
+__all__ = ["DEFAULT_MODEL", "EXTRA_BUFTS_CHOICES", "PACKAGED", "EngineInfo", "Settings",
+           "default_data_dir", "describe_engines", "engines", "inspect_gguf", "load_settings",
+           "model_file", "models_table", "save_settings"]
+
+
+def engines(ws: Workspace) -> EngineInfo:
+    """The engines the workspace uses, in words: its database (the URL it was opened with), the
+    vector engine, the LLM backend and the llama.cpp threads actually used (0 in the settings
+    means half the cores: the resolved number). Starts, opens and connects nothing."""
+    return describe_engines(ws.data_dir, ws.resources.settings,
+                            database_url=ws.resources.database_url)

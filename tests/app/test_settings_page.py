@@ -105,3 +105,17 @@ def test_lists_the_packaged_models_with_kind(ws: Workspace) -> None:
     models = at.dataframe[-1].value          # the last table: the model catalogue
     rows = dict(zip(models["model"], models["kind"]))
     assert rows["smollm2-135m"] == "instruct" and rows["gemma3-270m (default)"] == "base"
+
+
+def test_shows_the_engines_in_use_and_the_threads_actually_used(ws: Workspace) -> None:
+    from flowkit.runtime.llm_contract import default_threads
+    at = settings_page()
+    assert not at.exception
+    table = at.table[1].value
+    rows = dict(zip(table.iloc[:, 0], table.iloc[:, 1]))
+    assert rows["Database"] == f"SQLite: {ws.data_dir / 'flowkit.db'}"
+    assert rows["Vector engine"] == f"Chroma (embedded): {ws.data_dir / 'chroma'}"
+    assert rows["LLM backend"] == "llama.cpp in a supervised worker process"
+    threads = default_threads()
+    assert threads > 0 and rows["Threads used"] == f"{threads} (default: half the cores)"
+    assert f"Used now: {threads} (default: half the cores)" in texts(at)
