@@ -2,6 +2,7 @@
 
 One package per page, plus `common`:
 
+- `studio.flows`     the Flows page (new flow, import, saved flows, versions)
 - `studio.editor`    the Editor page (canvas, palette, node forms, keyboard keys)
 - `studio.run`       the Run page (flow and question, overrides, progress, answer)
 - `studio.replay`    the Replay page (steps, memory diffs, LLM calls, fork from a step)

@@ -111,7 +111,7 @@ def test_only_panels_draw():
     assert bad == []
     assert not [p.name for p in studio.glob("*.py") if p.name not in ("__init__.py", "serve.py")]
     for page in (ROOT / "pages").glob("*.py"):
-        assert (studio / page.stem / "__init__.py").is_file() or page.stem == "flows", page.name
+        assert (studio / page.stem / "__init__.py").is_file(), page.name
 
 
 def test_the_check_sees_a_forbidden_import(tmp_path):

@@ -17,10 +17,11 @@ import os
 import streamlit as st
 
 from studio.common import access
+from studio.common.state import GateKeys
 
 TOKEN_ENV = access.TOKEN_ENV
-PASSED_KEY = "gate_passed"
-INPUT_KEY = "gate_token"
+PASSED_KEY = GateKeys.PASSED
+INPUT_KEY = GateKeys.TOKEN
 
 
 def expected_token() -> str | None:
@@ -38,10 +39,10 @@ def require_token() -> None:
     """Stop the script run (st.stop) unless this session has given the right token, or no token
     is configured. Shows the password box meanwhile."""
     expected = expected_token()
-    if expected is None or st.session_state.get(PASSED_KEY):
+    if expected is None or PASSED_KEY.get():
         return
     if access.cookie_valid(st.context.cookies.get(access.COOKIE_NAME), expected):
-        st.session_state[PASSED_KEY] = True     # the server's login form already checked it
+        PASSED_KEY.set(True)     # the server's login form already checked it
         return
     from studio.common import guard
 
@@ -53,7 +54,7 @@ def require_token() -> None:
                           help=f"The value of {TOKEN_ENV} on the server")
     if given:
         if token_matches(given, expected):
-            st.session_state[PASSED_KEY] = True
+            PASSED_KEY.set(True)
             st.rerun()
         st.error("Wrong token.")
     st.stop()

@@ -1,10 +1,18 @@
-"""Session state for pages, one way: page-prefixed keys, flash notices, select boxes bound to the
-address.
+"""Session state for pages, one way: every key declared here once, owned by one page; flash
+notices; select boxes bound to the address; the named hand-over of a flow to the Run page.
 
-    keys = Keys("kb")                       # keys("pick") == "kb_pick"
-    flash(keys("notice"), "Created 'x'.")   # before st.rerun(); shown once by
-    show_flash(keys("notice"))              # ... the next run of the page
+    FlowsKeys.SELECTED.get()                # a typed value (None when unset)
+    FlowsKeys.SELECTED.set("my_flow")
+    st.text_input("Name", key=FlowsKeys.NEW_NAME)           # a Key is the key's text
+    st.button("Open", key=FlowsKeys.OPEN.item(name))        # one widget per item: "flows_open_<name>"
+    flash(KbKeys.NOTICE, "Created 'x'.")    # before st.rerun(); shown once by
+    show_flash(KbKeys.NOTICE)               # ... the next run of the page
     pick = query_select("Run", ids, key="replay_pick", param="run", clear=("step",))
+    hand_over_flow("my_flow")               # open the Run page on a flow; it calls take_flow()
+
+Each page's keys sit in one class below (`<Page>Keys`), every name starting with the page's
+prefix; tests/app/test_state.py checks that the names are unique and that the pages converted to
+this idiom write no raw key.
 
 `query_select` keeps a select box and a query parameter in step: a parameter that changed since
 the page last saw it (a link, a refresh, another page's switch_page) picks the option; a pick in
@@ -14,19 +22,166 @@ is never overwritten by an older address.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, MutableMapping, Sequence
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Generic, Literal, NoReturn, TypeVar, cast
 
 import streamlit as st
 
 from studio.common import inert
 
 T = TypeVar("T", bound=Hashable)
+V = TypeVar("V")
 
 FlashKind = Literal["success", "info", "warning", "error"]
 
 
 def _state(state: MutableMapping[str, Any] | None) -> MutableMapping[str, Any]:
     return cast(MutableMapping[str, Any], st.session_state) if state is None else state
+
+
+class Key(str, Generic[V]):
+    """A session-state key declared once (in this module, by the page that owns it).
+
+    It is the key's text, so it goes wherever Streamlit takes a key (`key=`); its methods read
+    and write the value it holds with its type."""
+
+    def get(self, default: V | None = None,
+            state: MutableMapping[str, Any] | None = None) -> V | None:
+        """The value under this key, or `default`."""
+        return cast("V | None", _state(state).get(str(self), default))
+
+    def set(self, value: V, state: MutableMapping[str, Any] | None = None) -> None:
+        """Keep `value` under this key."""
+        _state(state)[str(self)] = value
+
+    def pop(self, state: MutableMapping[str, Any] | None = None) -> V | None:
+        """The value under this key (None when unset), removed."""
+        return cast("V | None", _state(state).pop(str(self), None))
+
+    def held(self, state: MutableMapping[str, Any] | None = None) -> bool:
+        """Whether the session holds a value under this key."""
+        return str(self) in _state(state)
+
+    def item(self, *parts: object) -> str:
+        """The key of one widget among many of this kind: `<key>_<part>_<part>...`."""
+        return "_".join([str(self), *(str(p) for p in parts)])
+
+
+Notice = tuple[str, str]   # (kind, text) kept by `flash`
+
+
+class FlowsKeys:
+    """The Flows page's keys (pages/flows.py, studio/flows)."""
+
+    NOTICE: Key[Notice] = Key("flows_notice")
+    SELECTED: Key[str] = Key("flows_selected")              # the flow whose versions are open
+    CONFIRM_DELETE: Key[str] = Key("flows_confirm_delete")  # the flow asked about
+    NEW_FORM: Key[None] = Key("flows_new")
+    NEW_NAME: Key[str] = Key("flows_new_name")
+    NEW_TEMPLATE: Key[str] = Key("flows_new_template")
+    IMPORT_FILE: Key[Any] = Key("flows_import_file")
+    IMPORT_NAME: Key[str] = Key("flows_import_name")
+    IMPORT_GO: Key[bool] = Key("flows_import_go")
+    # one per saved flow: .item(name)
+    OPEN: Key[bool] = Key("flows_open")
+    RUN: Key[bool] = Key("flows_run")
+    EXPORT: Key[bool] = Key("flows_export")
+    EXPORT_LG: Key[bool] = Key("flows_export_lg")
+    VERSIONS: Key[bool] = Key("flows_versions")
+    DELETE: Key[bool] = Key("flows_delete")
+    DELETE_YES: Key[bool] = Key("flows_delete_yes")
+    DELETE_NO: Key[bool] = Key("flows_delete_no")
+    DIFF_A: Key[int] = Key("flows_diff_a")
+    DIFF_B: Key[int] = Key("flows_diff_b")
+    RESTORE: Key[int] = Key("flows_restore")
+    RESTORE_GO: Key[bool] = Key("flows_restore_go")
+
+
+class KbKeys:
+    """The Knowledge bases page's keys (pages/knowledge.py, studio/knowledge)."""
+
+    NOTICE: Key[Notice] = Key("kb_notice")
+    PICK: Key[str] = Key("kb_pick")                         # the knowledge base shown (?kb=)
+    CREATE_FORM: Key[None] = Key("kb_create")
+    NEW_NAME: Key[str] = Key("kb_new_name")
+    NEW_DESC: Key[str] = Key("kb_new_desc")
+    INGEST_TARGET: Key[str] = Key("kb_ingest_target")
+    FILES: Key[Any] = Key("kb_files")
+    CHUNKER: Key[str] = Key("kb_chunker")
+    PARAMS: Key[str] = Key("kb_params")                     # .item(chunker)
+    INGEST_GO: Key[bool] = Key("kb_ingest_go")
+    SEARCH_Q: Key[str] = Key("kb_search_q")
+    SEARCH_K: Key[int] = Key("kb_search_k")
+    CHUNKS_PAGE: Key[int] = Key("kb_chunks_page")           # .item(kb)
+    GRAPH_FOCUS: Key[str] = Key("kb_graph_focus")           # .item(kb)
+    GRAPH_N: Key[int] = Key("kb_graph_n")                   # .item(kb)
+    GRAPH: Key[Any] = Key("kb_graph")                       # .item(kb)
+    DB_FILE: Key[Any] = Key("kb_db_file")                   # .item(kb)
+    DB_TABLES: Key[list[str]] = Key("kb_db_tables")         # .item(kb, upload)
+    DB_ATTACH: Key[bool] = Key("kb_db_attach")
+
+
+class CompareKeys:
+    """The Compare page's keys (pages/compare.py, studio/compare)."""
+
+    FLOWS: Key[list[str]] = Key("compare_flows")
+    DATASET: Key[str] = Key("compare_dataset")
+    KB: Key[str] = Key("compare_kb")
+    KB_FOR: Key[str] = Key("compare_kb_for")                # the question set KB was picked for
+    NEW_KB: Key[str] = Key("compare_new_kb")
+    LIMIT: Key[int] = Key("compare_limit")
+    START: Key[bool] = Key("compare_start")
+    OPEN: Key[str] = Key("compare_open")
+    WAS_ACTIVE: Key[dict[str, bool]] = Key("compare_was_active")
+    STOP: Key[bool] = Key("compare_stop")
+    RESUME: Key[bool] = Key("compare_resume")
+    METRICS_DF: Key[Any] = Key("compare_metrics_df")
+    DELTA_DF: Key[Any] = Key("compare_delta_df")
+    DOWNLOAD: Key[bool] = Key("compare_dl")                 # .item(extension)
+    DISAGREE_DF: Key[Any] = Key("compare_disagree_df")
+    QUESTION: Key[str] = Key("compare_q")                   # the question inspected (?q=)
+    VARIANT_FROM: Key[str] = Key("compare_variant_from")
+    VARIANT_NODE: Key[str] = Key("compare_variant_node")
+    VARIANT_PARAMS: Key[dict[str, dict[str, Any]]] = Key("compare_variant_params")
+    VARIANT_PARAM: Key[Any] = Key("compare_variant_p")      # .item(eval, column, node) + "_" + field
+    VARIANT_OTHERS: Key[list[str]] = Key("compare_variant_others")
+    VARIANT_ADD: Key[bool] = Key("compare_variant_add")
+    PART_PARENT: Key[str] = Key("compare_part_parent")
+    PART_VARIANT: Key[str] = Key("compare_part_variant")
+    PART_GROUPS: Key[Any] = Key("compare_part_groups")
+    PART_DF: Key[Any] = Key("compare_part_df")
+
+
+class RunKeys:
+    """The Run page's keys that other pages meet (the rest: pages/run.py, studio/run)."""
+
+    #: The flow handed to the Run page (written by `hand_over_flow`, read by `take_flow` only).
+    #: Its text stays "run_flow", which pages/run.py read before the hand-over had a name.
+    FLOW_HANDOVER: Key[str] = Key("run_flow")
+
+
+class GateKeys:
+    """The access gate's key (studio/common/gate_panel.py)."""
+
+    PASSED: Key[bool] = Key("gate_passed")
+    TOKEN: Key[str] = Key("gate_token")
+
+
+#: Every page's key class, for the checks in tests/app/test_state.py.
+KEY_CLASSES: tuple[type, ...] = (FlowsKeys, KbKeys, CompareKeys, RunKeys, GateKeys)
+
+RUN_PAGE = "pages/run.py"
+
+
+def hand_over_flow(flow: str, state: MutableMapping[str, Any] | None = None) -> NoReturn:
+    """Open the Run page on the flow `flow` (a saved flow's name or a template's): the page
+    preselects it even when its address already named it. Nothing after this call runs."""
+    RunKeys.FLOW_HANDOVER.set(flow, state)
+    st.switch_page(RUN_PAGE, query_params={"flow": flow})
+
+
+def take_flow(state: MutableMapping[str, Any] | None = None) -> str | None:
+    """The flow another page handed to the Run page (hand_over_flow), once; None when none."""
+    return RunKeys.FLOW_HANDOVER.pop(state)
 
 
 def flash(key: str, text: str, kind: FlashKind = "success",

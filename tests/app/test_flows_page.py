@@ -140,3 +140,26 @@ def test_export_as_langgraph_package_zip(ws: Workspace) -> None:
     assert button.proto.label == "Export as LangGraph package (zip)"
     (off,) = [b for b in at.button if b.key == "flows_export_lg_broken"]
     assert off.disabled and "gone" in off.help
+
+
+def test_run_hands_the_flow_over_to_the_run_page(ws: Workspace, monkeypatch) -> None:
+    """The Run button opens the Run page on that flow through the named hand-over
+    (studio.common.state.hand_over_flow), which the Run page takes."""
+    from studio.flows import create_panel
+    handed: list[str] = []
+    real = create_panel.hand_over_flow
+
+    def spy(flow: str, state=None):
+        handed.append(flow)
+        real(flow, state)
+
+    monkeypatch.setattr(create_panel, "hand_over_flow", spy)
+    save_template(ws, "alpha")
+    save_template(ws, "beta", "iter_retgen")
+    at = flows_page()
+    at.button(key="flows_run_beta").click().run()
+    assert not at.exception
+    assert handed == ["beta"]
+    assert at.query_params.get("flow") == ["beta"] or at.query_params.get("flow") == "beta"
+    assert "beta" in str(at.selectbox(key="run_flow_choice").value)
+    assert "run_flow" not in at.session_state        # taken once, by the Run page

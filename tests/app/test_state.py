@@ -49,3 +49,88 @@ def test_kept_values_outlive_the_widget() -> None:
     assert kept_index("pick", ["x"], s) == 0          # a kept value no longer offered: the first
     keep("gone", s)                                   # nothing to keep: nothing kept
     assert "gone__kept" not in s
+
+
+# ---- declared keys, one owner each; the named hand-over of a flow to the Run page -------------
+import ast  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from studio.common import state as st_state  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+PREFIX = {st_state.FlowsKeys: "flows_", st_state.KbKeys: "kb_", st_state.CompareKeys: "compare_",
+          st_state.RunKeys: "run_", st_state.GateKeys: "gate_"}
+
+#: The files converted to the declared keys: no raw key text, no st.session_state.
+CONVERTED = sorted([ROOT / "pages" / "flows.py", ROOT / "app.py",
+                    ROOT / "studio" / "common" / "gate_panel.py",
+                    *(ROOT / "studio" / "flows").glob("*.py")])
+
+
+def declared() -> list[tuple[type, str, str]]:
+    return [(cls, attr, str(key)) for cls in st_state.KEY_CLASSES
+            for attr, key in vars(cls).items() if isinstance(key, st_state.Key)]
+
+
+def test_every_declared_key_is_unique_and_named_for_its_page():
+    keys = declared()
+    assert set(PREFIX) == set(st_state.KEY_CLASSES)
+    names = [name for _, _, name in keys]
+    assert len(names) == len(set(names))
+    assert [n for cls, _, n in keys if not n.startswith(PREFIX[cls])] == []
+    # no key is a per-item key of another (`.item()` would collide): "x" and "x_y" both declared
+    per_item = {"OPEN", "RUN", "EXPORT", "EXPORT_LG", "VERSIONS", "DELETE", "DELETE_YES",
+                "DELETE_NO", "DIFF_A", "DIFF_B", "RESTORE", "RESTORE_GO", "PARAMS",
+                "CHUNKS_PAGE", "GRAPH_FOCUS", "GRAPH_N", "GRAPH", "DB_FILE", "DB_TABLES",
+                "DOWNLOAD", "VARIANT_PARAM"}
+    assert {a for _, a, _ in keys} >= per_item
+
+
+def test_a_key_reads_and_writes_its_value():
+    state: dict = {}
+    key: st_state.Key[int] = st_state.Key("demo_count")
+    assert key == "demo_count" and key.get(state=state) is None and not key.held(state)
+    key.set(3, state)
+    assert state == {"demo_count": 3} and key.get(state=state) == 3 and key.held(state)
+    assert key.pop(state) == 3 and state == {} and key.get(7, state) == 7
+    assert key.item("a", 2) == "demo_count_a_2"
+
+
+class Switched(Exception):
+    pass
+
+
+def test_hand_over_flow_keeps_the_flow_for_the_run_page_and_opens_it(monkeypatch):
+    went: list[tuple[str, dict]] = []
+
+    def switch(page, query_params=None):
+        went.append((page, query_params))
+        raise Switched
+
+    monkeypatch.setattr(st_state.st, "switch_page", switch)
+    state: dict = {}
+    with pytest.raises(Switched):
+        st_state.hand_over_flow("my_flow", state)
+    assert went == [("pages/run.py", {"flow": "my_flow"})]
+    assert state == {"run_flow": "my_flow"}      # the key pages/run.py has always read
+    assert st_state.take_flow(state) == "my_flow"
+    assert st_state.take_flow(state) is None     # once
+
+
+@pytest.mark.parametrize("path", CONVERTED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_converted_files_use_only_declared_keys(path):
+    raw = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr == "session_state":
+            raw.append(f"line {node.lineno}: st.session_state")
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                if kw.arg == "key" and isinstance(kw.value, (ast.Constant, ast.JoinedStr)):
+                    raw.append(f"line {node.lineno}: key={ast.unparse(kw.value)}")
+            name = ast.unparse(node.func)
+            if name.split(".")[-1] in ("flash", "show_flash", "form") and node.args \
+                    and isinstance(node.args[0], (ast.Constant, ast.JoinedStr)):
+                raw.append(f"line {node.lineno}: {name}({ast.unparse(node.args[0])})")
+    assert raw == []

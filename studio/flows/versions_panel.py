@@ -1,0 +1,55 @@
+"""A saved flow's versions on the Flows page: the list, what changed between two of them (a
+structural summary and the JSON diff), and restoring an older one as the newest."""
+from __future__ import annotations
+
+import streamlit as st
+
+from flowkit.errors import FlowkitError
+from service import flows as library
+from service.workspace import Workspace
+from studio.common import diffs, inert
+from studio.common.state import FlowsKeys as K
+from studio.common.state import flash
+from studio.flows.list_panel import when
+
+
+def versions(ws: Workspace) -> None:
+    """The versions of the flow picked with its Versions button (nothing when none is picked)."""
+    store = ws.store
+    selected = K.SELECTED.get()
+    if not selected or not store.flow_exists(selected):
+        return
+    with st.expander(f"Versions of {inert.escape(selected)}", expanded=True,
+                     icon=":material/history:"):
+        found = store.versions(selected)
+        st.dataframe([{"version": v.version, "saved": when(v.created_at), "message": v.message,
+                       "nodes": len(v.spec.nodes), "edges": len(v.spec.edges)} for v in found],
+                     hide_index=True, width="stretch")
+        numbers = [v.version for v in found]
+        by_number = {v.version: v.spec for v in found}
+        older = min(1, len(numbers) - 1)
+        a_col, b_col, r_col = st.columns(3)
+        old = a_col.selectbox("From version", numbers, index=older, key=K.DIFF_A.item(selected))
+        new = b_col.selectbox("To version", numbers, index=0, key=K.DIFF_B.item(selected))
+        with r_col:
+            back = st.selectbox("Restore version", numbers, index=older,
+                                key=K.RESTORE.item(selected))
+            if st.button(f"Restore version {back} as the newest",
+                         key=K.RESTORE_GO.item(selected)):
+                try:
+                    v = library.restore(store, selected, back)
+                except FlowkitError as err:
+                    st.error(inert.escape(err))
+                else:
+                    flash(K.NOTICE, f"Restored version {back} of '{selected}' as version {v}.")
+                    st.rerun()
+        changes = diffs.structural(by_number[old], by_number[new])
+        if old == new:
+            st.caption("Pick two different versions to see what changed.")
+        elif not changes:
+            st.caption("No change except canvas positions.")
+        else:
+            st.markdown("\n".join(f"- {inert.code(c)}" for c in changes))
+            with st.expander("Unified diff of the JSON"):
+                st.code(diffs.unified(by_number[old], by_number[new], f"v{old}", f"v{new}"),
+                        language="diff")
