@@ -13,9 +13,8 @@ from studio.common.jobs import get_jobs
 from studio.common.shell import route_through_app
 from studio.common.state import query_select
 from studio.common.workspace import get_workspace
-from studio.replay import memory_panel, replay, replay_panel
+from studio.replay import head_panel, memory_panel, replay, replay_panel
 from studio.replay.fork_panel import fork_form, fork_status
-from studio.run import runview
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
@@ -56,35 +55,8 @@ pick = query_select("Run", options, key="replay_pick", param="run", clear=("step
 run = ws.store.get_run(pick)
 steps = ws.store.steps(run.id)
 
-# ---- the run in one glance -------------------------------------------------------------------
-head, totals = st.columns([3, 2])
-with head:
-    st.markdown(f"**{inert.escape(run.flow_name)}** on {inert.code(run.kb or '-')} · "
-                f":{runview.STATUS_COLOURS.get(run.status, 'gray')}-badge[{run.status}]")
-    st.markdown(inert.quote(run.question))
-    st.markdown("**Answer:**" + ("" if run.answer else " _(none)_"))
-    if run.answer:
-        inert.text(run.answer)
-    if run.error:
-        st.error(inert.escape(run.error))
-    if run.parent_run_id:
-        st.markdown(f":material/call_split: Forked from run `{run.parent_run_id}` "
-                    f"step {run.parent_step}")
-        st.button(f"Open the parent run {run.parent_run_id}", key="replay_open_parent",
-                  icon=":material/north_west:", on_click=replay.open_run,
-                  args=(state, st.query_params, run.parent_run_id, run.parent_step))
-    if run.children:
-        st.markdown(f"Forks of this run: {len(run.children)}")
-        for child in run.children:
-            st.button(f"Fork {child}", key=f"replay_open_child_{child}",
-                      icon=":material/call_split:", on_click=replay.open_run,
-                      args=(state, st.query_params, child, 0))
-with totals:
-    figures = runview.totals(run)
-    cols = st.columns(len(figures))
-    for col, (name, value) in zip(cols, figures.items()):
-        col.metric(name, value)
-    st.caption(f"Model {inert.escape(run.model_id or '?')} · {run.model_hash[:12] or '?'}")
+# ---- the run in one glance (a fork: what it changed, its own figures, the parent's apart) --
+head_panel.draw(ws, run, steps, state)
 
 fork_status(ws, jobs, run.id)
 
@@ -116,14 +88,13 @@ def _step_view() -> None:
     idx = replay.sync(state, run.id, n, st.query_params.get("step"))
     step = steps[idx]
     controls = st.container()
-    if offset:
-        st.caption(f"This fork continues run `{run.parent_run_id}`: its first step is step {offset}; "
-                   f"steps 0-{offset - 1} are the parent's (blue on the graph).")
+
     graph_col, info_col = st.columns([3, 2])
 
     # ---- the step's summary ----------------------------------------------------------------------
     with info_col:
         st.markdown(f"### Step {offset + idx} of {offset + n - 1}: {inert.code(step.node_id)}")
+        st.caption(replay.step_position(idx, n, offset))
         st.markdown(f"{inert.code(step.operator)} · visit {step.visit}"
                     + (f" · branch {inert.code(step.branch)}" if step.branch else "")
                     + f" · {replay_panel.passages(step)} passage(s) retrieved")

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from flowkit import templates
+from flowkit.errors import FlowkitError
 from flowkit.eval import metrics
+from flowkit.memory import OPERATOR_KEYS
 from flowkit.trace import StepEvent
 from storage.repo import RunInfo as RunInfo
 
@@ -15,8 +18,8 @@ from .workspace import Workspace
 
 FlowRef = tuple[str, str]   # ("saved" | "template", name)
 
-__all__ = ["FlowRef", "Grade", "RunInfo", "flow_choices", "get_run", "grade_answer", "list_runs",
-           "model_loaded", "steps"]
+__all__ = ["Figures", "FlowRef", "ForkView", "Grade", "RunInfo", "flow_choices", "fork_view",
+           "get_run", "grade_answer", "list_runs", "model_loaded", "own_figures", "steps"]
 
 
 def flow_choices(ws: Workspace) -> list[FlowRef]:
@@ -69,3 +72,64 @@ def model_loaded(ws: Workspace) -> bool:
     if llm is None:
         return False
     return bool(getattr(llm, "loaded", True))
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Steps, model calls and tokens of a stretch of a run."""
+
+    steps: int
+    llm_calls: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class ForkView:
+    """A fork in figures that add up: its own steps, calls and tokens (what it ran), and the
+    parent's part before the fork point (its steps 0..from_step-1), shown apart; what it changed."""
+
+    parent_run_id: str
+    from_step: int
+    own: Figures
+    parent: Figures
+    #: (key, old value, new value) for every working-memory key the fork changed
+    memory_changes: list[tuple[str, Any, Any]]
+    #: (node id, param, old value, new value) for every node param the fork changed
+    param_changes: list[tuple[str, str, Any, Any]]
+
+
+def own_figures(run_steps: Sequence[StepEvent]) -> Figures:
+    """What these steps ran (a fork's stored totals also count its parent's part: the budget)."""
+    return Figures(len(run_steps), sum(len(s.llm_calls) for s in run_steps),
+                   sum(s.tokens for s in run_steps))
+
+
+def fork_view(ws: Workspace, run: RunInfo, run_steps: Sequence[StepEvent]) -> ForkView | None:
+    """The fork's figures and changes (None for a run that is not a fork). The changes are read
+    from what was stored: the fork's first memory-before against the parent's at the fork point,
+    and the node params of the two specs."""
+    if not run.parent_run_id:
+        return None
+    k = int(run.parent_step or 0)
+    try:
+        parent = ws.store.get_run(run.parent_run_id)
+        before = ws.store.steps(parent.id)
+    except FlowkitError:         # the parent was deleted: its part is what the totals say
+        parent, before = None, []
+    own = own_figures(run_steps)
+    prior = own_figures(before[:k]) if before else Figures(
+        k, max(run.llm_calls - own.llm_calls, 0), max(run.tokens - own.tokens, 0))
+    memory: list[tuple[str, Any, Any]] = []
+    params: list[tuple[str, str, Any, Any]] = []
+    if before and k < len(before) and run_steps:
+        old_mem, new_mem = before[k].memory_before or {}, run_steps[0].memory_before or {}
+        memory = [(key, old_mem.get(key), new_mem.get(key)) for key in OPERATOR_KEYS
+                  if key in new_mem and new_mem.get(key) != old_mem.get(key)]
+    if parent is not None:
+        old_nodes = {n["id"]: n.get("params", {}) for n in parent.spec.get("nodes", [])}
+        for n in run.spec.get("nodes", []):
+            old = old_nodes.get(n["id"], {})
+            for name, value in (n.get("params") or {}).items():
+                if old.get(name) != value:
+                    params.append((n["id"], name, old.get(name), value))
+    return ForkView(parent.id if parent else run.parent_run_id, k, own, prior, memory, params)

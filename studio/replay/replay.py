@@ -182,3 +182,19 @@ def reads_ahead(spec: dict[str, Any], node_id: str) -> dict[str, list[str]]:
         for key in _node_reads(nodes.get(nid, {})):
             out.setdefault(key, []).append(nid)
     return out
+
+
+def short_value(value: Any, limit: int = 120) -> str:
+    """A value on one line for a header: its JSON, cut to `limit` characters (… marks the cut)."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def step_position(idx: int, n_steps: int, offset: int = 0) -> str:
+    """Where the shown step is, in words, under the header 'Step i of n' (i and n: step numbers
+    along the path the run took, from 0, as "from step k" numbers a fork point: a fork from step
+    k starts at step k, after the parent's steps 0..k-1)."""
+    if not offset:
+        return f"{idx + 1}/{n_steps} of the run's steps (numbered from 0)"
+    return (f"{idx + 1}/{n_steps} of the fork's own steps ({offset}–{offset + n_steps - 1}); "
+            f"steps 0–{offset - 1} are the parent's, before the fork point (blue on the graph)")

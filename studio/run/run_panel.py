@@ -150,7 +150,7 @@ def render(ws: Workspace, jobs: JobManager, run_id: str,
     _status(run.status)
     _ended_notice(run)
     answer_panel.final_answer(run, expected)
-    figures = runview.totals(run)
+    figures = runview.totals(run, steps)
     totals = st.columns(len(figures))
     for col, (name, value) in zip(totals, figures.items()):
         col.metric(name, value)

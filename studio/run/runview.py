@@ -8,7 +8,7 @@ from flowkit import registry, templates
 from flowkit.errors import FlowkitError
 from flowkit.spec import FlowSpec
 from flowkit.trace import StepEvent
-from service.runs import FlowRef, RunInfo, flow_choices, get_run
+from service.runs import FlowRef, RunInfo, flow_choices, get_run, own_figures
 from service.workspace import Workspace
 from studio.common.jobs import JobManager
 
@@ -134,9 +134,15 @@ def rounded(value: Any, digits: int = 2) -> Any:
     return value
 
 
-def totals(run: RunInfo) -> dict[str, Any]:
-    """Steps, LLM calls, tokens, seconds (labels as shown)."""
-    out: dict[str, Any] = {"Steps": run.steps, "LLM calls": run.llm_calls, "Tokens": run.tokens,
+def totals(run: RunInfo, steps: list[StepEvent] | None = None) -> dict[str, Any]:
+    """Steps, LLM calls, tokens, seconds (labels as shown). A fork's stored calls and tokens also
+    count its parent's part before the fork point (its budget); with `steps` (the run's own),
+    a fork's figures are its own, the parent's part shown apart (service.runs.fork_view)."""
+    calls, tokens = run.llm_calls, run.tokens
+    if run.parent_run_id and steps is not None:
+        own = own_figures(steps)
+        calls, tokens = own.llm_calls, own.tokens
+    out: dict[str, Any] = {"Steps": run.steps, "LLM calls": calls, "Tokens": tokens,
                            "Seconds": round((run.ms or 0) / 1000, 1)}
     if run.cached_calls:
         out["From cache"] = run.cached_calls

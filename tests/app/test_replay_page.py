@@ -220,3 +220,37 @@ def test_no_runs_and_unknown_run(ws, tmp_path):
         assert "No runs yet" in at.info[0].value
     finally:
         use_workspace(ws)
+
+
+def test_a_fork_shows_what_it_changed_and_its_own_figures_apart_from_the_parents(ws, run_id):
+    from service.runs import fork_view
+    parent = ws.store.get_run(run_id)
+    end = ws.fork(run_id, 1, {"question": "Who designed the Corren Lighthouse?"})
+    child = ws.store.get_run(end.run_id)
+    own_steps = ws.store.steps(child.id)
+    view = fork_view(ws, child, own_steps)
+    assert view is not None and view.from_step == 1
+    assert view.memory_changes == [("question", LIGHTHOUSE, "Who designed the Corren Lighthouse?")]
+    assert view.own.steps == len(own_steps) == 1
+    assert view.own.llm_calls == sum(len(s.llm_calls) for s in own_steps) == 1
+    parent_steps = ws.store.steps(parent.id)
+    assert view.parent.tokens == parent_steps[0].tokens          # the parent's step 0, apart
+    assert view.own.tokens + view.parent.tokens == child.tokens  # and they add up to the budget
+
+    at = _open(child.id, step="0")
+    metrics = {m.label: m.value for m in at.metric}
+    assert (metrics["Steps"], metrics["LLM calls"], metrics["Tokens"]) == \
+           ("1", "1", str(view.own.tokens))
+    text = kit.texts(at)
+    assert f"Forked from run `{run_id}` step 1" in text
+    assert "Changed `question`: " in text and "Who designed the Corren Lighthouse?" in text
+    assert f"the parent ran 1 step(s), 0 LLM call(s), {view.parent.tokens} tokens" in text
+    assert _shown_step(at).startswith("### Step 1 of 1")                  # from step 1: step 1
+    assert "1/1 of the fork's own steps (1–1); steps 0–0 are the parent's" in text
+
+
+def test_a_fork_with_changed_params_says_so(ws, run_id):
+    end = ws.fork(run_id, 0, None, {"top_k": 1})
+    at = _open(end.run_id, step="0")
+    assert "Changed param `retrieve.top_k`: `" in kit.texts(at)
+    assert "Nothing was changed" not in kit.texts(at)

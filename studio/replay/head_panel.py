@@ -1,0 +1,68 @@
+"""The replay's header: the run in one glance (flow, status, question, answer, totals), and for a
+fork what it changed and its own figures, with its parent's part shown apart."""
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from typing import Any
+
+import streamlit as st
+
+from flowkit.trace import StepEvent
+from service.runs import ForkView, RunInfo, fork_view
+from service.workspace import Workspace
+from studio.common import inert
+from studio.replay import replay
+from studio.run import runview
+
+
+def _fork_banner(view: ForkView, run: RunInfo, state: MutableMapping[str, Any]) -> None:
+    """What the fork changed (key, old and new value; params), and where it came from."""
+    with st.container(border=True, key="replay_fork_banner"):
+        st.markdown(f":material/call_split: Forked from run {inert.code(view.parent_run_id)} "
+                    f"step {view.from_step}")
+        if not view.memory_changes and not view.param_changes:
+            st.caption("Nothing was changed: the fork re-ran from that step as it was.")
+        for key, old, new in view.memory_changes:
+            st.markdown(f"Changed {inert.code(key)}: {inert.code(replay.short_value(old))} → "
+                        f"{inert.code(replay.short_value(new))}")
+        for node, name, old, new in view.param_changes:
+            st.markdown(f"Changed param {inert.code(f'{node}.{name}')}: "
+                        f"{inert.code(replay.short_value(old))} → "
+                        f"{inert.code(replay.short_value(new))}")
+        p = view.parent
+        st.caption(f"Figures beside are the fork's own (steps {view.from_step} on). Before the "
+                   f"fork point the parent ran {p.steps} step(s), {p.llm_calls} LLM call(s), "
+                   f"{p.tokens} tokens (steps 0–{max(view.from_step - 1, 0)}).")
+        st.button(f"Open the parent run {view.parent_run_id}", key="replay_open_parent",
+                  icon=":material/north_west:", on_click=replay.open_run,
+                  args=(state, st.query_params, view.parent_run_id, view.from_step))
+
+
+def draw(ws: Workspace, run: RunInfo, steps: list[StepEvent],
+         state: MutableMapping[str, Any]) -> None:
+    """The header of the replay of `run` (its stored `steps`)."""
+    head, totals = st.columns([3, 2])
+    with head:
+        st.markdown(f"**{inert.escape(run.flow_name)}** on {inert.code(run.kb or '-')} · "
+                    f":{runview.STATUS_COLOURS.get(run.status, 'gray')}-badge[{run.status}]")
+        st.markdown(inert.quote(run.question))
+        st.markdown("**Answer:**" + ("" if run.answer else " _(none)_"))
+        if run.answer:
+            inert.text(run.answer)
+        if run.error:
+            st.error(inert.escape(run.error))
+        view = fork_view(ws, run, steps)
+        if view is not None:
+            _fork_banner(view, run, state)
+        if run.children:
+            st.markdown(f"Forks of this run: {len(run.children)}")
+            for child in run.children:
+                st.button(f"Fork {child}", key=f"replay_open_child_{child}",
+                          icon=":material/call_split:", on_click=replay.open_run,
+                          args=(state, st.query_params, child, 0))
+    with totals:
+        figures = runview.totals(run, steps)
+        cols = st.columns(len(figures))
+        for col, (name, value) in zip(cols, figures.items()):
+            col.metric(name, value)
+        st.caption(f"Model {inert.escape(run.model_id or '?')} · {run.model_hash[:12] or '?'}")
