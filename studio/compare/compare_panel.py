@@ -17,6 +17,7 @@ from service.evaluations import EvalRepo
 from service.workspace import Workspace
 from studio.common import inert, tasks
 from studio.common.jobs import JobManager
+from studio.common.state import CompareKeys as K
 from studio.common.state import query_select
 from studio.compare import compare_charts as charts
 from studio.compare import compare_data as cd
@@ -33,7 +34,7 @@ def open_eval(eval_id: str | None) -> None:
     else:
         st.query_params.pop("eval", None)
     st.query_params.pop("q", None)
-    st.session_state.pop("compare_q", None)
+    K.QUESTION.pop()
 
 
 def peek_dataset(repo: EvalRepo, name: str) -> Dataset | None:
@@ -54,21 +55,20 @@ def peek_dataset(repo: EvalRepo, name: str) -> Dataset | None:
 def setup_form(ws: Workspace, repo: EvalRepo, jobs: JobManager) -> None:
     """Flows (2-6), dataset, knowledge base, how many questions; starts a background job."""
     choices = cd.flow_choices(ws)
-    if any(r not in choices for r in st.session_state.get("compare_flows", [])):
-        st.session_state["compare_flows"] = [r for r in st.session_state["compare_flows"]
-                                             if r in choices]
+    kept_refs = K.FLOWS.get() or []
+    if any(r not in choices for r in kept_refs):
+        K.FLOWS.set([r for r in kept_refs if r in choices])
     refs = st.multiselect("Flows (2 to 6; the first is the baseline)", choices,
-                          format_func=cd.flow_label, key="compare_flows",
+                          format_func=cd.flow_label, key=K.FLOWS,
                           max_selections=cd.MAX_FLOWS,
                           help="Saved flows and templates; deltas are measured against the first")
     names = cd.dataset_choices(repo)
     if not names:
         st.info("No question set found: import one with `flowkit dataset import DIR_OR_CSV`.")
         return
-    if st.session_state.get("compare_dataset") not in names:
-        st.session_state["compare_dataset"] = ("sample_questions" if "sample_questions" in names
-                                               else names[0])
-    name = st.selectbox("Question set", names, key="compare_dataset",
+    if K.DATASET.get() not in names:
+        K.DATASET.set("sample_questions" if "sample_questions" in names else names[0])
+    name = st.selectbox("Question set", names, key=K.DATASET,
                         help="Sets under ../shared/data, the sample questions, or imported ones")
     ds = peek_dataset(repo, name)
     if ds is None:
@@ -81,27 +81,26 @@ def setup_form(ws: Workspace, repo: EvalRepo, jobs: JobManager) -> None:
     if not kb_options:
         st.warning("No knowledge base yet, and this set has no corpus to ingest.")
         return
-    if st.session_state.get("compare_kb") not in kb_options or \
-            st.session_state.get("compare_kb_for") != name:
+    if K.KB.get() not in kb_options or K.KB_FOR.get() != name:
         want = cd.suggested_kb(ds, kb_names)
-        st.session_state["compare_kb"] = want if want in kb_names else kb_options[-1]
-        st.session_state["compare_kb_for"] = name
-    kb = st.selectbox("Knowledge base", kb_options, key="compare_kb",
+        K.KB.set(want if want in kb_names else kb_options[-1])
+        K.KB_FOR.set(name)
+    kb = st.selectbox("Knowledge base", kb_options, key=K.KB,
                       format_func=lambda k: "new: ingest this set's corpus" if k == NEW_KB else k)
     ingest_first = kb == NEW_KB
     if ingest_first:
         kb = st.text_input("Name of the new knowledge base", value=cd.kb_slug(ds.name),
-                           key="compare_new_kb").strip()
+                           key=K.NEW_KB).strip()
         st.caption("Its corpus is ingested first, in the background (a large corpus takes "
                    "minutes).")
     n = len(ds.questions)
-    if st.session_state.get("compare_limit", 0) > n:
-        st.session_state["compare_limit"] = n
-    if "compare_limit" not in st.session_state:
-        st.session_state["compare_limit"] = min(30, n)
+    if (K.LIMIT.get() or 0) > n:
+        K.LIMIT.set(n)
+    if not K.LIMIT.held():
+        K.LIMIT.set(min(30, n))
     limit = st.number_input("Questions (the first N, file order)", min_value=1, max_value=n,
-                            step=1, key="compare_limit")
-    if st.button("Run the comparison", type="primary", key="compare_start",
+                            step=1, key=K.LIMIT)
+    if st.button("Run the comparison", type="primary", key=K.START,
                  disabled=len(refs) < cd.MIN_FLOWS):
         try:
             plan = cd.new_plan(ws, list(refs), ds, kb, int(limit))
@@ -127,13 +126,13 @@ def open_picker(repo: EvalRepo) -> None:
     ids = [e.id for e in evals]
     labels = {e.id: cd.eval_label(e) for e in evals}
     current = st.query_params.get("eval")
-    if current in ids and st.session_state.get("compare_open") != current:
-        st.session_state["compare_open"] = current
+    if current in ids and K.OPEN.get() != current:
+        K.OPEN.set(current)
 
     def picked() -> None:
-        open_eval(st.session_state.get("compare_open"))
+        open_eval(K.OPEN.get())
 
-    st.selectbox("Open an evaluation", ids, index=None, key="compare_open",
+    st.selectbox("Open an evaluation", ids, index=None, key=K.OPEN,
                  format_func=lambda i: labels.get(i, i), on_change=picked,
                  placeholder=f"{len(ids)} evaluations")
 
@@ -147,8 +146,8 @@ def progress_panel(ws: Workspace, jobs: JobManager, plan: EvalPlan) -> None:
     @st.fragment(run_every=1 if first.active else None)
     def panel() -> None:
         p = tasks.progress(ws, jobs, plan.eval_id)
-        was = st.session_state.get("compare_was_active")
-        st.session_state["compare_was_active"] = {plan.eval_id: p.active}
+        was = K.WAS_ACTIVE.get()
+        K.WAS_ACTIVE.set({plan.eval_id: p.active})
         if was and was.get(plan.eval_id) and not p.active:
             st.rerun()                                  # finished: show the final results
         label = f"{p.finished}/{p.total} answers · {p.status}"
@@ -158,13 +157,13 @@ def progress_panel(ws: Workspace, jobs: JobManager, plan: EvalPlan) -> None:
         if p.message:
             st.caption(inert.escape(p.message))
         if p.active:
-            if st.button("Cancel", key="compare_stop", disabled=p.message.startswith("cancelling"),
+            if st.button("Cancel", key=K.STOP, disabled=p.message.startswith("cancelling"),
                          help="Stops at the next step of the run in flight; the finished "
                               "answers are kept and Resume goes on from there"):
                 tasks.stop_eval(jobs, plan.eval_id)
                 st.toast("Cancelling: stops at the next step")
         elif p.finished < p.total:
-            if st.button("Resume", key="compare_resume", type="primary"):
+            if st.button("Resume", key=K.RESUME, type="primary"):
                 try:
                     tasks.submit_eval(jobs, ws, plan)
                 except FlowkitError as err:
@@ -179,7 +178,7 @@ def progress_panel(ws: Workspace, jobs: JobManager, plan: EvalPlan) -> None:
 def metrics_section(rep: EvalReport) -> None:
     st.subheader("Metrics")
     st.dataframe(cd.metrics_table(rep), hide_index=True, width="stretch",
-                 key="compare_metrics_df")
+                 key=K.METRICS_DF)
     st.caption(f"EM, F1, Acc and {rep.recall_title} in %; tokens = prompt + completion per "
                f"question; {rep.recall_title}: share of gold passages in the top "
                f"{rep.k or 'all'} of any search of the run.")
@@ -188,7 +187,7 @@ def metrics_section(rep: EvalReport) -> None:
         st.markdown(f"**Against the baseline {inert.code(rep.baseline)}**: mean difference "
                     "[95% paired "
                     "bootstrap interval]; * the interval excludes 0")
-        st.dataframe(deltas, hide_index=True, width="stretch", key="compare_delta_df")
+        st.dataframe(deltas, hide_index=True, width="stretch", key=K.DELTA_DF)
 
 
 def charts_section(rep: EvalReport) -> None:
@@ -214,16 +213,16 @@ def downloads(rep: EvalReport) -> None:
         writer = {"html": report_mod.to_html, "md": report_mod.to_markdown,
                   "csv": report_mod.to_csv, "json": report_mod.to_json}[ext]
         col.download_button(label, writer(rep), file_name=f"eval-{rep.eval_id}.{ext}", mime=mime,
-                            key=f"compare_dl_{ext}")
+                            key=K.DOWNLOAD.item(ext))
 
 
 def _select_from_table(rows: list[dict[str, str]]) -> None:
-    sel = st.session_state.get("compare_disagree_df")
+    sel = K.DISAGREE_DF.get()
     picked = list(getattr(getattr(sel, "selection", None), "rows", None) or
                   ((sel or {}).get("selection", {}).get("rows", []) if isinstance(sel, dict)
                    else []))
     if picked and picked[0] < len(rows):
-        st.session_state["compare_q"] = rows[picked[0]]["id"]
+        K.QUESTION.set(rows[picked[0]]["id"])
         st.query_params["q"] = rows[picked[0]]["id"]
 
 
@@ -235,7 +234,7 @@ def disagreements_section(rep: EvalReport) -> None:
         return
     st.caption("Different EM or different normalised answers. Click a row to see the traces. "
                + cd.MARKS_NOTE)
-    st.dataframe(rows, hide_index=True, width="stretch", key="compare_disagree_df",
+    st.dataframe(rows, hide_index=True, width="stretch", key=K.DISAGREE_DF,
                  on_select=lambda: _select_from_table(rows), selection_mode="single-row")
 
 
@@ -249,7 +248,7 @@ def question_picker(rep: EvalReport) -> str | None:
         mark = "≠ " if qid in dis else "= "
         return f"{mark}{qid}: {cd.question_text(rep, qid)[:110]}"
 
-    return query_select("Question to inspect (≠: the flows disagree)", options, key="compare_q",
+    return query_select("Question to inspect (≠: the flows disagree)", options, key=K.QUESTION,
                         param="q", format_func=label)
 
 

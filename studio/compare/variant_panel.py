@@ -25,9 +25,8 @@ from service.workspace import Workspace
 from studio.common import inert, tasks
 from studio.common.forms_panel import render_params
 from studio.common.jobs import JobManager
+from studio.common.state import CompareKeys as K
 from studio.compare import compare_data as cd
-
-_PARAMS = "compare_variant_params"
 
 
 def variant_spec(spec: FlowSpec, node_id: str, params: dict[str, Any]) -> FlowSpec:
@@ -55,13 +54,14 @@ def add_variant_panel(ws: Workspace, jobs: JobManager, plan: EvalPlan, active: b
         st.caption("Same questions and knowledge base; the other columns' answers are kept, and "
                    "every model call the variant shares with them comes from the completion cache.")
         labels = [f.label for f in plan.flows]
-        col = st.selectbox("Variant of", labels, key="compare_variant_from")
+        col = st.selectbox("Variant of", labels, key=K.VARIANT_FROM)
         base = next(f for f in plan.flows if f.label == col)
         node_ids = [n.id for n in base.spec.nodes]
-        node_id = st.selectbox("Change the params of node", node_ids, key="compare_variant_node")
+        node_id = st.selectbox("Change the params of node", node_ids, key=K.VARIANT_NODE)
         node = next(n for n in base.spec.nodes if n.id == node_id)
         cls = registry.get(node.operator)
-        store: dict[str, dict[str, Any]] = st.session_state.setdefault(_PARAMS, {})
+        store = K.VARIANT_PARAMS.get() or {}
+        K.VARIANT_PARAMS.set(store)
         slot = f"{plan.eval_id}:{col}:{node_id}"
         params = store.setdefault(slot, dict(node.params))
 
@@ -73,10 +73,10 @@ def add_variant_panel(ws: Workspace, jobs: JobManager, plan: EvalPlan, active: b
 
         if cls is not None:
             render_params(cls.Params.model_json_schema(), params,
-                          f"compare_variant_p_{plan.eval_id}_{col}_{node_id}_", on_value)
+                          K.VARIANT_PARAM.item(plan.eval_id, col, node_id, ""), on_value)
         others = st.multiselect("Or add saved flows / templates", cd.flow_choices(ws),
-                                format_func=cd.flow_label, key="compare_variant_others")
-        if st.button("Add and run", type="primary", key="compare_variant_add"):
+                                format_func=cd.flow_label, key=K.VARIANT_OTHERS)
+        if st.button("Add and run", type="primary", key=K.VARIANT_ADD):
             try:
                 entries = _entries(ws, base, node_id, params, others)
                 new_plan = add_variant_columns(ws, plan.eval_id, entries)
@@ -114,8 +114,8 @@ def partings_panel(ws: Workspace, plan: EvalPlan) -> None:
     st.subheader("Where two flows part")
     labels = [f.label for f in plan.flows]
     c1, c2 = st.columns(2)
-    parent = c1.selectbox("Parent", labels, index=0, key="compare_part_parent")
-    variant = c2.selectbox("Variant", labels, index=len(labels) - 1, key="compare_part_variant")
+    parent = c1.selectbox("Parent", labels, index=0, key=K.PART_PARENT)
+    variant = c2.selectbox("Variant", labels, index=len(labels) - 1, key=K.PART_VARIANT)
     if parent == variant:
         st.caption("Pick two different columns.")
         return
@@ -130,9 +130,9 @@ def partings_panel(ws: Workspace, plan: EvalPlan) -> None:
     st.caption("Per question, the first step where the two runs ran another node or left "
                "another working memory; grouped by that node, with the paired F1 delta "
                "(variant minus parent) and its 95% interval. Click a question to see the traces.")
-    st.dataframe(group_rows(rep), hide_index=True, width="stretch", key="compare_part_groups")
+    st.dataframe(group_rows(rep), hide_index=True, width="stretch", key=K.PART_GROUPS)
     rows = question_rows(rep)
-    st.dataframe(rows, hide_index=True, width="stretch", key="compare_part_df",
+    st.dataframe(rows, hide_index=True, width="stretch", key=K.PART_DF,
                  on_select=lambda: _pick(rows), selection_mode="single-row",
                  column_config={"parent replay": st.column_config.LinkColumn(display_text="open"),
                                 "variant replay": st.column_config.LinkColumn(display_text="open")})
@@ -158,8 +158,8 @@ def question_rows(rep: PartingReport) -> list[dict[str, Any]]:
 
 
 def _pick(rows: list[dict[str, Any]]) -> None:
-    sel = st.session_state.get("compare_part_df")
+    sel = K.PART_DF.get()
     picked = list(getattr(getattr(sel, "selection", None), "rows", None) or [])
     if picked and picked[0] < len(rows):
-        st.session_state["compare_q"] = rows[picked[0]]["id"]
+        K.QUESTION.set(rows[picked[0]]["id"])
         st.query_params["q"] = rows[picked[0]]["id"]

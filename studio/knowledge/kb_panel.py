@@ -10,14 +10,15 @@ from service.knowledge import KnowledgeBase
 from service.workspace import Workspace
 from studio.common import graph_panel as graphs
 from studio.common import inert
+from studio.common.state import KbKeys as K
 from studio.common.state import flash
 
 
 def search_panel(kb: KnowledgeBase) -> None:
     """BM25, dense and hybrid results for one query, in three columns."""
     qcol, kcol = st.columns([5, 1])
-    query = qcol.text_input("Search", key="kb_search_q", placeholder="e.g. Corren Lighthouse keeper")
-    k = kcol.number_input("Top k", 1, 50, 5, key="kb_search_k")
+    query = qcol.text_input("Search", key=K.SEARCH_Q, placeholder="e.g. Corren Lighthouse keeper")
+    k = kcol.number_input("Top k", 1, 50, 5, key=K.SEARCH_K)
     if query.strip():
         try:
             results = kbview.search(kb, query.strip(), int(k))
@@ -45,7 +46,7 @@ def chunks_panel(kb: KnowledgeBase, pick: str) -> None:
     size = 20
     pages = max(1, -(-total // size))
     pcol, _ = st.columns([1, 4])
-    page_no = pcol.number_input(f"Page (of {pages})", 1, pages, 1, key=f"kb_chunks_page_{pick}")
+    page_no = pcol.number_input(f"Page (of {pages})", 1, pages, 1, key=K.CHUNKS_PAGE.item(pick))
     st.caption(f"{total} chunks · showing {size * (page_no - 1) + 1 if total else 0}-"
                f"{min(total, size * page_no)}")
     chunk_rows = [{"id": d["id"], "title": d.get("title", ""),
@@ -69,13 +70,13 @@ def graph_panel(kb: KnowledgeBase, pick: str) -> None:
         st.caption(f"{graph.number_of_nodes()} entities, {graph.number_of_edges()} relations. "
                    "Drag to move, scroll to zoom, hover an edge for its relations.")
         fcol, ncol = st.columns([4, 1])
-        focus = fcol.text_input("Focus on an entity", key=f"kb_graph_focus_{pick}",
+        focus = fcol.text_input("Focus on an entity", key=K.GRAPH_FOCUS.item(pick),
                                 placeholder="e.g. Corren (its neighbours are drawn, in amber)")
-        most = ncol.number_input("Entities drawn", 5, 300, 60, step=5, key=f"kb_graph_n_{pick}")
+        most = ncol.number_input("Entities drawn", 5, 300, 60, step=5, key=K.GRAPH_N.item(pick))
         nodes, edges = graphs.kg_picture(graph, int(most), focus)
         if focus.strip() and not nodes:
             st.caption(f"No entity matches '{inert.escape(focus.strip())}'.")
-        graphs.draw(nodes, edges, key=f"kb_graph_{pick}", height=560, physics=True)
+        graphs.draw(nodes, edges, key=K.GRAPH.item(pick), height=560, physics=True)
 
 
 def database_panel(ws: Workspace, kb: KnowledgeBase, pick: str) -> None:
@@ -92,18 +93,18 @@ def database_panel(ws: Workspace, kb: KnowledgeBase, pick: str) -> None:
     else:
         st.caption("No SQLite database attached. Text-to-SQL flows query the one attached here.")
     db_file = st.file_uploader("SQLite database", type=["sqlite", "sqlite3", "db"],
-                               key=f"kb_db_file_{pick}")
+                               key=K.DB_FILE.item(pick))
     offered = kbview.upload_tables(db_file.getvalue()) if db_file is not None else []
     upload_id = getattr(db_file, "file_id", "") if db_file is not None else ""
     chosen = st.multiselect("Tables text-to-SQL may read", offered, default=offered,
-                            key=f"kb_db_tables_{pick}_{upload_id}", disabled=not offered,
+                            key=K.DB_TABLES.item(pick, upload_id), disabled=not offered,
                             help="The allowlist: a query that reads any other table is refused.")
-    if st.button("Attach", key="kb_db_attach", disabled=db_file is None) and db_file is not None:
+    if st.button("Attach", key=K.DB_ATTACH, disabled=db_file is None) and db_file is not None:
         try:
             where = kbview.attach_upload(ws.data_dir, kb, db_file.name, db_file.getvalue(),
                                          chosen if offered else None)
         except (FlowkitError, OSError) as err:
             st.error(inert.escape(err))
         else:
-            flash("kb_notice", f"Attached {db_file.name} to '{pick}' ({where.name}).")
+            flash(K.NOTICE, f"Attached {db_file.name} to '{pick}' ({where.name}).")
             st.rerun()

@@ -64,9 +64,12 @@ PREFIX = {st_state.FlowsKeys: "flows_", st_state.KbKeys: "kb_", st_state.Compare
           st_state.RunKeys: "run_", st_state.GateKeys: "gate_"}
 
 #: The files converted to the declared keys: no raw key text, no st.session_state.
-CONVERTED = sorted([ROOT / "pages" / "flows.py", ROOT / "app.py",
+CONVERTED = sorted([ROOT / "pages" / "flows.py", ROOT / "pages" / "knowledge.py",
+                    ROOT / "pages" / "compare.py", ROOT / "app.py",
                     ROOT / "studio" / "common" / "gate_panel.py",
-                    *(ROOT / "studio" / "flows").glob("*.py")])
+                    *(ROOT / "studio" / "flows").glob("*.py"),
+                    *(ROOT / "studio" / "knowledge").glob("*.py"),
+                    *(ROOT / "studio" / "compare").glob("*.py")])
 
 
 def declared() -> list[tuple[type, str, str]]:
