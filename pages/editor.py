@@ -119,14 +119,14 @@ if run_clicked:
     st.rerun()
 
 # ---- palette | canvas | side panel ------------------------------------------------------------
-left, middle, right = st.columns([1, 4, 1.6])
+left, middle, right = st.columns([1.15, 4, 1.5])   # 1366 px: module titles fit in the palette
 with left:
     st.markdown("**Operators**")
     palette_panel.render(on_add=actions.add)
 
 with middle:
     key = canvas_key(draft.flow)
-    event = canvas_ui.flow_canvas(ed.canvas_picture(), key=key, fit=ed.fit_request, height=620,
+    event = canvas_ui.flow_canvas(ed.canvas_picture(), key=key, fit=ed.fit_request,
                                   min_zoom=0.2, minimap=len(spec.nodes) > 30,
                                   on_event=lambda: actions.canvas_event(key))
     st.caption("Drag from a node's output handle (right, or bottom in a long flow) to another "

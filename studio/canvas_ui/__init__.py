@@ -40,13 +40,15 @@ def _declared() -> Callable[..., Any]:
     return _component
 
 
-def flow_canvas(picture: dict[str, Any], *, key: str, fit: int = 0, height: int = 620,
+def flow_canvas(picture: dict[str, Any], *, key: str, fit: int = 0, height: int = 0,
                 min_zoom: float = 0.2, minimap: bool = False,
                 on_event: Callable[[], None] | None = None) -> dict[str, Any] | None:
     """Draw `picture`; returns the last event the user made on it (None before the first).
 
     `fit` is a request number: the canvas fits its view to the flow whenever it changes (and
     once when it first draws), never otherwise, so the user's zoom survives every edit.
+    `height` in px; 0: as tall as fits the browser window below the canvas's top (again on
+    every resize), so the canvas and the page around it fit a laptop's screen.
     `on_event` runs before the page script on the rerun an event causes (read the event from
     `st.session_state[key]`), so the page draws the result of the event in that same run.
     """

@@ -36,9 +36,33 @@ def search(groups: dict[str, list[dict[str, Any]]], query: str) -> dict[str, lis
     return out
 
 
+BREAK = "\u200b"    # zero-width space: where a long operator name may wrap
+#: The palette's own style: room for the names in a 1366 px window's narrow column, and lines that
+#: break only between words (Streamlit's buttons and expanders break inside a word that is too
+#: long for them). Scoped to the palette's container.
+STYLE = """<style>
+.st-key-%(key)s [data-testid="stExpanderDetails"] { padding-left: 0.4rem; padding-right: 0.4rem; }
+.st-key-%(key)s button { padding-left: 0.45rem; padding-right: 0.45rem; }
+.st-key-%(key)s button p { font-size: 0.875rem; }
+.st-key-%(key)s button p, .st-key-%(key)s summary p { overflow-wrap: normal; word-break: normal; }
+</style>"""
+
+
+def label(operator: str) -> str:
+    """An operator's button label: its name without the module, free to wrap after each '_'
+    (never inside a word) in a narrow palette."""
+    return operator.split(".", 1)[1].replace("_", "_" + BREAK)
+
+
 def render(on_add: Callable[[str], None], key_prefix: str = "editor_palette") -> None:
     """The palette: a search box, then one expander per module with an add button per operator
     (its tooltip is the operator's full help text)."""
+    with st.container(key=key_prefix):
+        st.html(STYLE % {"key": key_prefix})
+        _palette(on_add, key_prefix)
+
+
+def _palette(on_add: Callable[[str], None], key_prefix: str) -> None:
     query = st.text_input("Search operators", key=f"{key_prefix}_q",
                           placeholder="e.g. rerank, judge", label_visibility="collapsed")
     groups = search(entries(), query)
@@ -53,9 +77,8 @@ def render(on_add: Callable[[str], None], key_prefix: str = "editor_palette") ->
         with st.expander(title, expanded=bool(query)):
             for d in items:
                 shown += 1
-                name = d["key"].split(".", 1)[1]
                 kind = "" if d["kind"] == "step" else f" · {d['kind']}"
-                st.button(name, key=f"{key_prefix}_add_{d['key']}", help=d["help"],
+                st.button(label(d["key"]), key=f"{key_prefix}_add_{d['key']}", help=d["help"],
                           icon=":material/add:", on_click=on_add, args=(d["key"],),
                           width="stretch")
                 st.caption(f"{d['summary']}{kind}")

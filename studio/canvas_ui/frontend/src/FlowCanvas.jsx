@@ -1,12 +1,17 @@
 // The editor's canvas. Python hands it a picture (nodes, edges, a revision number); the canvas
 // redraws only when the revision changes, and hands back one small event per user action:
-//   {n, kind: "select", id}                  a click on a node or an edge
+//   {n, kind: "select", id}                  a click on a node or an edge (id null: on the
+//                                            empty canvas while something was selected)
 //   {n, kind: "move", moves: {id: [x, y]}}   nodes dragged to new places
 //   {n, kind: "connect", source, target}     an edge drawn from a node's handle to another's
 // Each value sent is {token, events}: this canvas's random token and its last RECENT events,
 // numbered 1, 2, ... (n), so Python takes each one once even when two come faster than a rerun
 // (Streamlit keeps only the latest value). Deletion stays in Python (the page's button and the
 // Delete key), as does every other change to the flow.
+// The view: opening fits the flow, but never below LEGIBLE_ZOOM (a long flow then shows its start;
+// the fit button shows it all); a node that arrives out of view is panned into it, the zoom
+// kept. The mouse wheel scrolls the page around the canvas until the canvas is clicked (then it
+// zooms, until the pointer leaves the canvas); Ctrl + wheel always zooms.
 import { useCallback, useEffect, useRef, useState } from "react";
 import {
   Background, ControlButton, Controls, MiniMap, ReactFlow, applyEdgeChanges, applyNodeChanges, useNodesInitialized,
@@ -16,12 +21,14 @@ import LaneEdge from "./LaneEdge.jsx";
 import StepNode from "./StepNode.jsx";
 import { setValue } from "./bridge.js";
 import { mergeEdges, mergeNodes } from "./merge.js";
+import { inView, legibleView } from "./view.js";
 
 const nodeTypes = { step: StepNode };
 const edgeTypes = { lane: LaneEdge };
 const MOVED = 0.5;   // canvas units: less is a click, not a move
 const FIT_MAX_ZOOM = 1.2;  // a small flow is fitted no bigger than this (text at about 17 px)
 const LABEL_ROOM = 16; // canvas units around a lane's corners: its label's half height and more
+const LEGIBLE_ZOOM = 0.75; // an opening fit no smaller than this: 14 px text stays above 10 px
 
 const RECENT = 20;
 const token = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
@@ -43,20 +50,28 @@ export default function FlowCanvas({ args }) {
   const shownRev = useRef(null);
   const shown = useRef(picture);
   const fitDone = useRef(null);
-  const { fitBounds, getNodes, getNodesBounds, getViewport, zoomTo } = useReactFlow();
+  const arrived = useRef([]);       // ids of nodes new in the last picture (not on the first)
+  const [active, setActive] = useState(false);   // clicked into: the wheel zooms
+  const latest = useRef({ nodes, edges });
+  latest.current = { nodes, edges };
+  const pane = useRef(null);
+  const { fitBounds, getNode, getNodes, getNodesBounds, getViewport, setCenter, setViewport, zoomTo } = useReactFlow();
   const measured = useNodesInitialized();
 
   useEffect(() => {
     if (shownRev.current === picture.rev) return;
+    const first = shownRev.current === null;
+    const had = new Set(shown.current.nodes.map((d) => d.id));
     shownRev.current = picture.rev;
     shown.current = picture;
+    arrived.current = first ? [] : picture.nodes.filter((d) => !had.has(d.id)).map((d) => d.id);
     setNodes((prev) => mergeNodes(prev, picture));
     setEdges((prev) => mergeEdges(prev, picture));
   }, [picture]);
 
   // Fit the nodes and the lanes of routed edges (React Flow's own fit sees only nodes, and would
   // cut a loop's way back off below the flow).
-  const fitAll = useCallback(() => {
+  const fitAll = useCallback((legible) => {
     const ns = getNodes();
     if (!ns.length) return;
     const b = getNodesBounds(ns);
@@ -67,21 +82,51 @@ export default function FlowCanvas({ args }) {
         y0 = Math.min(y0, y - LABEL_ROOM); y1 = Math.max(y1, y + LABEL_ROOM);
       }
     }
-    fitBounds({ x: x0, y: y0, width: x1 - x0, height: y1 - y0 }, { padding: 0.04, duration: 0 })
-      .then(() => { if (getViewport().zoom > FIT_MAX_ZOOM) zoomTo(FIT_MAX_ZOOM, { duration: 0 }); });
-  }, [fitBounds, getNodes, getNodesBounds, getViewport, zoomTo]);
+    const bounds = { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
+    fitBounds(bounds, { padding: 0.04, duration: 0 }).then(() => {
+      const zoom = getViewport().zoom;
+      if (zoom > FIT_MAX_ZOOM) zoomTo(FIT_MAX_ZOOM, { duration: 0 });
+      const box = pane.current && pane.current.getBoundingClientRect();
+      const view = legible === true && box && legibleView(bounds, box.width, box.height, zoom, LEGIBLE_ZOOM);
+      if (view) setViewport(view, { duration: 0 });
+    });
+  }, [fitBounds, getNodes, getNodesBounds, getViewport, setViewport, zoomTo]);
 
   useEffect(() => {
     if (measured && nodes.length && fitDone.current !== args.fit) {
       fitDone.current = args.fit;
-      fitAll();
+      arrived.current = [];
+      fitAll(true);
     }
   }, [measured, nodes.length, args.fit, fitAll]);
+
+  // A node that arrived out of view (a palette add, an undo) is panned into view, zoom kept.
+  useEffect(() => {
+    if (!measured || !arrived.current.length || !pane.current) return;
+    const ids = arrived.current;
+    arrived.current = [];
+    const box = pane.current.getBoundingClientRect();
+    const viewport = getViewport();
+    for (const id of ids) {
+      const n = getNode(id);
+      if (!n) continue;
+      const w = (n.measured && n.measured.width) || 220;
+      const h = (n.measured && n.measured.height) || 80;
+      if (!inView({ x: n.position.x, y: n.position.y, width: w, height: h }, viewport, box.width, box.height)) {
+        setCenter(n.position.x + w / 2, n.position.y + h / 2, { zoom: viewport.zoom, duration: 0 });
+        return;
+      }
+    }
+  }, [measured, nodes, getNode, getViewport, setCenter]);
 
   const onNodesChange = useCallback((changes) => setNodes((ns) => applyNodeChanges(keepSelectAndMove(changes), ns)), []);
   const onEdgesChange = useCallback((changes) => setEdges((es) => applyEdgeChanges(keepSelectAndMove(changes), es)), []);
   const onNodeClick = useCallback((_, node) => emit("select", { id: node.id }), []);
   const onEdgeClick = useCallback((_, edge) => emit("select", { id: edge.id }), []);
+  const onPaneClick = useCallback(() => {
+    const { nodes: ns, edges: es } = latest.current;   // before React Flow clears its selection
+    if (ns.some((n) => n.selected) || es.some((e) => e.selected)) emit("select", { id: null });
+  }, []);
   const onNodeDragStop = useCallback((_, node, dragged) => {
     const where = new Map(shown.current.nodes.map((d) => [d.id, d]));
     const moves = {};
@@ -100,7 +145,8 @@ export default function FlowCanvas({ args }) {
   }, []);
 
   return (
-    <div style={{ height: args.height || 620 }}>
+    <div ref={pane} style={{ height: args.height || 620 }}
+      onMouseDownCapture={() => setActive(true)} onMouseLeave={() => setActive(false)}>
       <ReactFlow
         nodes={nodes}
         edges={edges}
@@ -110,16 +156,20 @@ export default function FlowCanvas({ args }) {
         onEdgesChange={onEdgesChange}
         onNodeClick={onNodeClick}
         onEdgeClick={onEdgeClick}
+        onPaneClick={onPaneClick}
         onNodeDragStop={onNodeDragStop}
         onConnect={onConnect}
         deleteKeyCode={null}
+        zoomOnScroll={active}
+        preventScrolling={active}
+        panOnScroll={false}
         minZoom={args.minZoom || 0.2}
         maxZoom={2}
         proOptions={{ hideAttribution: true }}
       >
         <Background />
         <Controls showInteractive={false} showFitView={false}>
-          <ControlButton className="react-flow__controls-fitview" onClick={fitAll}
+          <ControlButton className="react-flow__controls-fitview" onClick={() => fitAll(false)}
             title="Fit the whole flow" aria-label="Fit the whole flow">
             <svg viewBox="0 0 16 16" width="12" height="12" fill="none" stroke="currentColor" strokeWidth="2">
               <path d="M1 5V1h4M11 1h4v4M15 11v4h-4M5 15H1v-4" />

@@ -1,0 +1,35 @@
+// The canvas's view arithmetic, pure (node --test covers it): how tall the canvas is on this
+// screen, where a fit that would make text too small to read puts the view instead, and whether
+// a node is in view.
+
+export const MIN_HEIGHT = 360;    // px: below this the canvas is too small to work in
+export const MAX_HEIGHT = 1000;
+export const BELOW = 24;          // px kept free under the canvas (its caption starts there)
+
+// The height that fits the window: from the canvas's top (in the page, px) to the window's
+// bottom less BELOW, between MIN_HEIGHT and MAX_HEIGHT. Unknown sizes give `fallback`.
+export function fitHeight(windowHeight, top, fallback = 620) {
+  if (!(windowHeight > 0) || !(top >= 0)) return fallback;
+  return Math.round(Math.max(MIN_HEIGHT, Math.min(MAX_HEIGHT, windowHeight - top - BELOW)));
+}
+
+// The view ({x, y, zoom}) for a flow whose bounds fit only at `fitZoom` < `minZoom`: at
+// `minZoom`, its start (left edge, or top edge when it is taller than wide on screen) at the
+// view's edge `pad` px in, centred across; null when the fit is legible as it is.
+export function legibleView(bounds, width, height, fitZoom, minZoom, pad = 16) {
+  if (!(fitZoom < minZoom)) return null;
+  const zoom = minZoom;
+  const w = bounds.width * zoom;
+  const h = bounds.height * zoom;
+  const x = w <= width ? (width - w) / 2 - bounds.x * zoom : pad - bounds.x * zoom;
+  const y = h <= height ? (height - h) / 2 - bounds.y * zoom : pad - bounds.y * zoom;
+  return { x, y, zoom };
+}
+
+// Whether the box (canvas units) is wholly inside the view of a width x height pane.
+export function inView(box, viewport, width, height) {
+  const { x, y, zoom } = viewport;
+  const x0 = box.x * zoom + x;
+  const y0 = box.y * zoom + y;
+  return x0 >= 0 && y0 >= 0 && x0 + box.width * zoom <= width && y0 + box.height * zoom <= height;
+}

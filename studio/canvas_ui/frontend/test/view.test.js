@@ -1,0 +1,31 @@
+// node --test: the canvas's height on a screen, the legible fit and the in-view check (src/view.js).
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { BELOW, MAX_HEIGHT, MIN_HEIGHT, fitHeight, inView, legibleView } from "../src/view.js";
+
+test("the canvas takes the window's height below its top, within limits", () => {
+  assert.equal(fitHeight(800, 300), 800 - 300 - BELOW);
+  assert.equal(fitHeight(500, 300), MIN_HEIGHT);
+  assert.equal(fitHeight(3000, 100), MAX_HEIGHT);
+  assert.equal(fitHeight(undefined, 100), 620);
+  assert.equal(fitHeight(800, -5, 500), 500);
+});
+
+test("a fit too small to read starts the flow at the edge at the legible zoom", () => {
+  const wide = { x: 0, y: -65, width: 1500, height: 300 };
+  assert.equal(legibleView(wide, 540, 480, 0.8, 0.7), null);        // legible: keep the fit
+  const v = legibleView(wide, 540, 480, 0.36, 0.7, 16);
+  assert.equal(v.zoom, 0.7);
+  assert.equal(v.x, 16);                                               // the start, at the left
+  assert.equal(v.y, (480 - 300 * 0.7) / 2 + 65 * 0.7);                 // centred across
+  const tall = legibleView({ x: -100, y: 0, width: 200, height: 2000 }, 540, 480, 0.2, 0.7, 16);
+  assert.equal(tall.y, 16);
+  assert.equal(tall.x, (540 - 200 * 0.7) / 2 + 100 * 0.7);
+});
+
+test("a node is in view only when all of it is", () => {
+  const vp = { x: 10, y: 20, zoom: 0.5 };
+  assert.equal(inView({ x: 0, y: 0, width: 220, height: 100 }, vp, 540, 480), true);
+  assert.equal(inView({ x: 1000, y: 0, width: 220, height: 100 }, vp, 540, 480), false);
+  assert.equal(inView({ x: 0, y: -100, width: 220, height: 100 }, vp, 540, 480), false);
+});

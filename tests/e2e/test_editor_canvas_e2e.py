@@ -1,0 +1,266 @@
+"""Issue 29, the editor's canvas in a real Chromium at 1366x800: a new node lands clear of every
+node and edge and in view, a new edge moves no node; the canvas fits the window and the wheel
+scrolls the page; self_rag opens legible; an empty click clears the selection (Delete then
+deletes nothing); palette labels break only between words. Screenshots go to test-artifacts/.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2ekit import CANVAS_FRAME, CHROMIUM, StudioServer, canvas, chromium, eventually, path_points
+from test_editor_e2e import (
+    ARTIFACTS,
+    WAIT_MS,
+    add_from_palette,
+    connect,
+    draft_of,
+    node,
+    open_editor,
+    retrying,
+    settle,
+    visible,
+)
+
+from flowkit import templates
+from storage.repo import Store
+
+pytestmark = pytest.mark.e2e
+W, H = 1366, 800
+
+
+@pytest.fixture(scope="module")
+def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, Store]]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: `make browser` installs Debian's chromium")
+    data_dir = tmp_path_factory.mktemp("canvas-e2e")
+    with StudioServer(data_dir) as url:
+        yield url, data_dir, Store(f"sqlite:///{data_dir / 'flowkit.db'}")
+
+
+@pytest.fixture(scope="module")
+def browser(studio: Any) -> Iterator[Any]:
+    ARTIFACTS.mkdir(exist_ok=True)
+    with chromium() as b:          # after the studio fixture: the server is up first
+        yield b
+
+
+def page_1366(browser: Any) -> Any:
+    page = browser.new_context(viewport={"width": W, "height": H}).new_page()
+    page.set_default_timeout(WAIT_MS)
+    return page
+
+
+def saved(store: Store, template: str, name: str) -> str:
+    store.save_flow(templates.load_template(template).model_copy(update={"name": name}), None)
+    return name
+
+
+def places(page: Any) -> dict[str, tuple[float, float]]:
+    """Each node's place on the canvas (canvas units, from its transform): a pan or a zoom
+    changes none of them, only a move does."""
+    found = canvas(page).locator(".react-flow__node").evaluate_all(
+        "ns => ns.map(n => [n.dataset.id, n.style.transform])")
+    out = {}
+    for nid, transform in found:
+        m = re.search(r"translate\(([-\d.e]+)px,\s*([-\d.e]+)px\)", transform)
+        assert m, transform
+        out[nid] = (round(float(m.group(1)), 1), round(float(m.group(2)), 1))
+    return out
+
+
+def zoom(page: Any) -> float:
+    t = canvas(page).locator(".react-flow__viewport").evaluate("e => e.style.transform")
+    m = re.search(r"scale\(([-\d.e]+)\)", t)
+    assert m, t
+    return float(m.group(1))
+
+
+def boxes(page: Any) -> dict[str, dict[str, float]]:
+    loc = canvas(page).locator(".react-flow__node")
+    return {loc.nth(i).get_attribute("data-id"): loc.nth(i).bounding_box()
+            for i in range(loc.count())}
+
+
+def overlaps(a: dict[str, float], b: dict[str, float]) -> bool:
+    return (a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"]
+            and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"])
+
+
+def inside(b: dict[str, float], frame: dict[str, float]) -> bool:
+    return (b["x"] >= frame["x"] - 1 and b["y"] >= frame["y"] - 1
+            and b["x"] + b["width"] <= frame["x"] + frame["width"] + 1
+            and b["y"] + b["height"] <= frame["y"] + frame["height"] + 1)
+
+
+def edge_ids(page: Any) -> list[str]:
+    return [i.removeprefix("rf__edge-") for i in canvas(page).locator(".react-flow__edge")
+            .evaluate_all("es => es.map(e => e.dataset.testid)")]
+
+
+def test_a_new_node_lands_clear_in_view_and_an_edge_moves_nothing(studio: Any,
+                                                                  browser: Any) -> None:
+    url, data_dir, store = studio
+    flow = saved(store, "self_rag", "place")
+    page = page_1366(browser)
+    open_editor(page, url, flow, 8)
+    settle(page)
+    before = places(page)
+
+    add_from_palette(page, "bm25")
+    settle(page)
+    page.locator(CANVAS_FRAME).scroll_into_view_if_needed()
+    page.wait_for_timeout(400)
+    frame = page.locator(CANVAS_FRAME).bounding_box()
+    now = boxes(page)
+    new = now.pop("bm25")
+    assert inside(new, frame), (new, frame)                  # panned into view
+    for nid, b in now.items():
+        assert not overlaps(new, b), (nid, b, new)           # clear of every node
+    for eid in edge_ids(page):                               # and of every edge's line
+        hits = [p for p in path_points(page, eid) if overlaps(
+            {"x": p[0], "y": p[1], "width": 0.1, "height": 0.1}, new)]
+        assert not hits, (eid, hits[:3])
+    labels = canvas(page).locator(".react-flow__edge-textwrapper")
+    for i in range(labels.count()):
+        assert not overlaps(labels.nth(i).bounding_box(), new), i
+    after_add = places(page)
+    assert {k: after_add[k] for k in before} == before       # nothing else moved
+    page.screenshot(path=str(ARTIFACTS / "canvas_new_node_1366.png"))
+
+    # a new edge from the new node (a start: it shifts the layers) moves no node at all
+    retrying(lambda: connect(page, "bm25", "relevance"),
+             lambda: any(e["source"] == "bm25" and e["target"] == "relevance"
+                         for e in (draft_of(data_dir, flow) or {}).get("edges", [])),
+             "the new edge in the draft")
+    eventually(lambda: "bm25->relevance" in edge_ids(page), what="the new edge drawn")
+    settle(page)
+    assert places(page) == after_add
+    page.screenshot(path=str(ARTIFACTS / "canvas_new_edge_1366.png"))
+    page.context.close()
+
+
+def test_the_canvas_fits_the_window_and_the_wheel_scrolls_the_page(studio: Any,
+                                                                   browser: Any) -> None:
+    url, _, store = studio
+    flow = saved(store, "naive_rag", "wheel")
+    page = page_1366(browser)
+    open_editor(page, url, flow, 2)
+    settle(page)
+    frame = page.locator(CANVAS_FRAME).bounding_box()
+    assert frame["y"] + frame["height"] <= H, frame          # all of it on the screen
+    assert frame["height"] >= 360, frame
+    page.screenshot(path=str(ARTIFACTS / "canvas_fits_1366x800.png"))
+
+    main = page.locator("[data-testid='stMain']")
+    scrolled = lambda: main.evaluate("e => e.scrollTop")   # noqa: E731
+    start, z = scrolled(), zoom(page)
+    page.mouse.move(frame["x"] + frame["width"] - 40, frame["y"] + 40)
+    page.mouse.wheel(0, 240)
+    eventually(lambda: scrolled() > start, what="the page scrolled by the wheel")
+    assert zoom(page) == z                                   # the canvas did not zoom
+
+    frame = page.locator(CANVAS_FRAME).bounding_box()
+    page.mouse.move(frame["x"] + frame["width"] - 40, frame["y"] + 40)
+    page.keyboard.down("Control")
+    page.mouse.wheel(0, -240)                                # Ctrl + wheel zooms
+    page.keyboard.up("Control")
+    eventually(lambda: zoom(page) != z, what="a zoom by Ctrl + wheel")
+
+    z, top = zoom(page), scrolled()
+    canvas(page).locator(".react-flow__pane").click(position={"x": frame["width"] - 40, "y": 40})
+    page.mouse.wheel(0, 240)                                 # clicked into: the wheel zooms
+    eventually(lambda: zoom(page) != z, what="a zoom by the wheel in the clicked canvas")
+    assert scrolled() == top
+    page.context.close()
+
+
+def test_self_rag_opens_legible(studio: Any, browser: Any) -> None:
+    url, _, store = studio
+    flow = saved(store, "self_rag", "legible")
+    page = page_1366(browser)
+    open_editor(page, url, flow, 8)
+    settle(page)
+    assert zoom(page) >= 0.74, zoom(page)
+    titles = canvas(page).locator(".react-flow__node strong")
+    frame = page.locator(CANVAS_FRAME).bounding_box()
+    shown = [b for b in (titles.nth(i).bounding_box() for i in range(titles.count()))
+             if b and inside(b, frame)]
+    assert len(shown) >= 2 and min(b["height"] for b in shown) >= 11, shown   # 6 px at the old 0.36
+    assert node(page, "decide").bounding_box()["x"] >= frame["x"]   # it opens at its start
+    page.screenshot(path=str(ARTIFACTS / "canvas_self_rag_1366.png"))
+    page.context.close()
+
+
+def test_an_empty_click_clears_the_selection(studio: Any, browser: Any) -> None:
+    url, data_dir, store = studio
+    flow = saved(store, "naive_rag", "deselect")
+    page = page_1366(browser)
+    open_editor(page, url, flow, 2)
+    retrying(node(page, "generate").click, lambda: visible(page.get_by_text("Node generate")),
+             "generate's form")
+    delete = page.locator(".st-key-editor_delete button").first
+    assert delete.is_enabled()
+    settle(page)
+    frame = page.locator(CANVAS_FRAME).bounding_box()
+    empty = {"x": frame["width"] - 30, "y": 30}
+    hint = page.get_by_text("Click a node or an edge on the canvas to edit it.")
+    retrying(lambda: canvas(page).locator(".react-flow__pane").click(position=empty),
+             lambda: visible(hint), "the selection cleared")
+    assert delete.is_disabled()
+    assert canvas(page).locator(".react-flow__node.selected").count() == 0
+    page.screenshot(path=str(ARTIFACTS / "canvas_deselected_1366.png"))
+    page.keyboard.press("Delete")
+    settle(page)
+    assert canvas(page).locator(".react-flow__node").count() == 2
+    assert draft_of(data_dir, flow) is None                  # nothing was deleted
+    page.context.close()
+
+
+_BREAKS = """el => {
+  const out = [];
+  const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  let prev = null;
+  for (let t = walker.nextNode(); t; t = walker.nextNode()) {
+    for (let i = 0; i < t.length; i++) {
+      const r = document.createRange(); r.setStart(t, i); r.setEnd(t, i + 1);
+      const rect = r.getClientRects()[0];
+      if (!rect || rect.width === 0) { prev = prev && { ...prev, ch: t.data[i] }; continue; }
+      if (prev && rect.top > prev.top + 2) out.push([prev.ch, t.data[i]]);
+      prev = { top: rect.top, ch: t.data[i] };
+    }
+  }
+  return { breaks: out, text: el.innerText, overflow: el.scrollWidth > el.clientWidth + 1 };
+}"""
+
+
+def test_palette_labels_break_only_between_words(studio: Any, browser: Any) -> None:
+    url, _, store = studio
+    flow = saved(store, "naive_rag", "palette")
+    page = page_1366(browser)
+    open_editor(page, url, flow, 2)
+    settle(page)
+    summaries = page.locator(".st-key-editor_palette summary")
+    for i in range(summaries.count()):
+        summaries.nth(i).click()
+        page.wait_for_timeout(150)
+    settle(page)
+    labels = page.locator(".st-key-editor_palette summary p, .st-key-editor_palette button p")
+    assert labels.count() >= 40                              # every module and operator
+    wrapped = 0
+    for i in range(labels.count()):
+        found = labels.nth(i).evaluate(_BREAKS)
+        assert not found["overflow"], found["text"]
+        for before, after in found["breaks"]:
+            assert before in " _\u200b-" or after == " ", (found["text"], before, after)
+        wrapped += bool(found["breaks"])
+    assert wrapped, "no label wraps at all: the check saw nothing"
+    page.get_by_placeholder("e.g. rerank, judge").fill("verification")
+    page.get_by_placeholder("e.g. rerank, judge").press("Enter")
+    settle(page)
+    page.screenshot(path=str(ARTIFACTS / "palette_1366.png"))
+    page.context.close()
+
