@@ -13,7 +13,7 @@ from studio.common.jobs import get_jobs
 from studio.common.shell import route_through_app
 from studio.common.state import query_select
 from studio.common.workspace import get_workspace
-from studio.replay import head_panel, memory_panel, replay, replay_panel
+from studio.replay import head_panel, memory_panel, replay, replay_panel, resize_panel
 from studio.replay.fork_panel import fork_form, fork_status
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
@@ -129,6 +129,7 @@ def _step_view() -> None:
         nodes, edges = graph_panel.flow_picture(run.spec, [*before, *steps], len(before) + idx)
         graph_panel.draw(nodes, edges, key=f"replay_graph_{run.id}",
                        height=graph_panel.picture_height(run.spec))
+        resize_panel.refit_on_resize()   # fitted again to a resized window
         st.caption(":orange[■] this step · :blue[■] visited before · :red[■] failed · pale: not "
                    "reached yet · thick blue edges: the path so far · edges routed around "
                    "the nodes: a loop's way back, or an edge past nodes in its way")
