@@ -14,6 +14,7 @@ from studio.common.state import query_select
 from studio.common.tasks import RunRefused, submit_run
 from studio.common.workspace import get_workspace
 from studio.run import form_panel, run_panel, runview
+from studio.run.debugging import submit_debug_run
 from studio.run.stream import buffers
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
@@ -67,6 +68,7 @@ with form_col:
         except FlowkitError as err:
             load_error = str(err)
     overrides = form_panel.model_settings(ws, spec)
+    breakpoints, bp_problems = form_panel.breakpoints_editor(spec)
 
     if load_error:
         st.error(inert.escape(load_error))
@@ -75,14 +77,19 @@ with form_col:
         st.error(f"The flow has {len(problems)} problem(s); fix them in the Editor first.")
         for p in problems:
             st.markdown(f"- {inert.escape(p)}")
-    go = st.button("Run ▶", type="primary", key="run_go", width="stretch",
-                   disabled=spec is None or bool(problems))
+    label = f"Run with {len(breakpoints)} breakpoint(s) ▶" if breakpoints else "Run ▶"
+    go = st.button(label, type="primary", key="run_go", width="stretch",
+                   disabled=spec is None or bool(problems) or bool(bp_problems))
     if go and not question.strip():
         st.error("Type a question first (or pick one from a dataset).")
     elif go and spec is not None:
         try:
-            _, new_run = submit_run(jobs, ws, spec, question.strip(), kb, flow_version=version,
-                                    overrides=overrides, on_token=buffers().on_token)
+            if breakpoints:      # the model settings for this run apply to straight runs only
+                _, new_run = submit_debug_run(jobs, ws, spec, question.strip(), kb, breakpoints,
+                                              flow_version=version, on_token=buffers().on_token)
+            else:
+                _, new_run = submit_run(jobs, ws, spec, question.strip(), kb, flow_version=version,
+                                        overrides=overrides, on_token=buffers().on_token)
         except RunRefused as refused:
             st.error("Not queued: " + "; ".join(inert.escape(p) for p in refused.problems))
         except FlowkitError as err:

@@ -20,11 +20,11 @@ from __future__ import annotations
 import getpass
 import threading
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from flowkit.breakpoints import Breakpoint, as_breakpoints, check_breakpoints
+from flowkit.breakpoints import Breakpoint, BreakpointError, as_breakpoints, check_breakpoints
 from flowkit.compile import CompiledFlow, compile_flow
 from flowkit.debug import COUNTER_KEYS, MODES, Mode, Pause, hook_for
 from flowkit.debug_preview import NextPrompt, next_prompt
@@ -38,7 +38,11 @@ from storage.repo import TraceStore
 
 from .workspace import Workspace
 
-__all__ = ["Debugger", "EditError", "NotPausedError", "PausedRun", "check_value"]
+__all__ = ["BreakpointError", "Debugger", "EditError", "NotPausedError", "PausedRun",
+           "breakpoint_problems", "check_value", "paused_memory"]
+
+#: run_flow's on_token: (node id, visit, piece)
+OnToken = Callable[[str, int, str], None]
 
 
 class EditError(FlowkitError):
@@ -174,9 +178,11 @@ class Debugger:
     def start(self, flow: FlowSpec | CompiledFlow, question: str, kb: str,
               breakpoints: Sequence[Breakpoint | str | Mapping[str, Any]], *,
               flow_version: int | None = None, extra_sink: TraceSink | None = None,
-              cancel: threading.Event | None = None, run_id: str | None = None) -> RunEnd:
+              cancel: threading.Event | None = None, run_id: str | None = None,
+              on_token: OnToken | None = None) -> RunEnd:
         """Run `flow` on `question` until a breakpoint pauses it (status `paused`) or it ends.
-        Breakpoints are checked first (missing node, inside a parallel branch, bad condition)."""
+        Breakpoints are checked first (missing node, inside a parallel branch, bad condition).
+        `on_token(node, visit, piece)`: the model's text as it is generated (run_flow's)."""
         compiled = flow if isinstance(flow, CompiledFlow) else compile_flow(flow)
         bps = check_breakpoints(compiled, breakpoints)
         hook = hook_for(compiled, bps)
@@ -185,7 +191,7 @@ class Debugger:
                         sink=MultiSink(sink, *([extra_sink] if extra_sink else [])),
                         run_id=run_id, flow_version=flow_version,
                         settings=self.ws.resources.settings.to_dict(), cancel=cancel,
-                        cache=self.ws.completion_cache, debug=hook)
+                        cache=self.ws.completion_cache, debug=hook, on_token=on_token)
 
     def _compiled(self, spec: dict[str, Any]) -> CompiledFlow:
         return compile_flow(FlowSpec.model_validate({**spec, "layout": {}}))
@@ -217,13 +223,20 @@ class Debugger:
     def resume(self, run_id: str, mode: Mode = "continue", *,
                breakpoints: Sequence[Breakpoint | str | Mapping[str, Any]] | None = None,
                extra_sink: TraceSink | None = None,
-               cancel: threading.Event | None = None) -> RunEnd:
+               cancel: threading.Event | None = None, on_token: OnToken | None = None,
+               expect_pauses: int | None = None) -> RunEnd:
         """Go on from the pause under the same run id: `continue` to the next breakpoint or the
         end, `step` one node, `over` the loop the paused node is in. NotPausedError when the run
-        is not paused or another continue took it first."""
+        is not paused or another continue took it first; with `expect_pauses` (the pause count the
+        caller saw) also when it was continued and paused again since (another tab)."""
         if mode not in MODES:
             raise FlowkitError(f"mode is one of {', '.join(MODES)}, not {mode!r}")
         run = self.ws.store.get_run(run_id)
+        if expect_pauses is not None:
+            seen = self.repo.get(run.id).pauses
+            if seen != expect_pauses:
+                raise NotPausedError(f"cannot continue run '{run.id}': it was continued elsewhere "
+                                     f"since (pause {expect_pauses} seen, now pause {seen})")
         compiled = self._compiled(run.spec)
         new_bps = None if breakpoints is None else [
             b.to_dict() for b in check_breakpoints(compiled, breakpoints)]
@@ -244,7 +257,7 @@ class Debugger:
                             counters={k: state[k] for k in COUNTER_KEYS if k in state},
                             parent_run_id=run.parent_run_id, parent_step=run.parent_step,
                             settings=self.ws.resources.settings.to_dict(), cancel=cancel,
-                            cache=self.ws.completion_cache, debug=hook)
+                            cache=self.ws.completion_cache, debug=hook, on_token=on_token)
         except BaseException:
             if sink is None or not sink.started:
                 self.repo.unclaim(run.id)      # nothing ran: the run stays paused where it was
@@ -279,3 +292,24 @@ def _user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return "unknown"
+
+
+def breakpoint_problems(flow: FlowSpec, texts: Sequence[str]) -> list[str]:
+    """What is wrong with each breakpoint written as text (`node[@visit][:after][?condition]`)
+    for `flow`, one message per bad line ('line n: ...'); [] when all are good. Blank lines are
+    skipped."""
+    problems = []
+    compiled = compile_flow(flow)
+    for n, text in enumerate(texts, 1):
+        if not text.strip():
+            continue
+        try:
+            check_breakpoints(compiled, [text.strip()])
+        except FlowkitError as err:        # BreakpointError, ExprError
+            problems.append(f"line {n}: {err}")
+    return problems
+
+
+def paused_memory(pause: Pause) -> dict[str, Any]:
+    """The working memory of a pause (its operator keys, without the engine's counters)."""
+    return {k: pause.state[k] for k in OPERATOR_KEYS if k in pause.state}

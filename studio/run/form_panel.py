@@ -8,6 +8,7 @@ from typing import Any
 import streamlit as st
 
 from flowkit.spec import FlowSpec
+from service.debug import breakpoint_problems
 from service.workspace import Workspace
 from studio.common import inert, sidebar_panel
 from studio.run import datasets
@@ -77,3 +78,24 @@ def model_settings(ws: Workspace, spec: FlowSpec | None) -> Overrides:
         st.caption(f"Limits: {lim.max_steps} steps, {lim.max_llm_calls} LLM calls, "
                    f"{lim.max_tokens} tokens, {lim.timeout_s:g} s (edit them in the Editor)")
     return overrides
+
+
+def breakpoints_editor(spec: FlowSpec | None) -> tuple[list[str], list[str]]:
+    """Breakpoints for this run, one a line (`node[@visit][:after][?condition]`), checked against
+    the flow. Returns (the lines, the problems: one message a bad line)."""
+    with st.expander("Breakpoints (debug this run)", expanded=bool(st.session_state.get(
+            "run_breakpoints", "").strip())):
+        text = st.text_area(
+            "One a line", key="run_breakpoints", height=80,
+            placeholder="generate\nretrieve@2:after?len(documents) < 3",
+            help="node[@visit][:before|:after][?condition]: pause before (default) or after the "
+                 "node, on that visit only, when the condition on working memory holds "
+                 "(comparisons, len, in, and/or). The run then waits on this page: look at its "
+                 "memory and next prompt, edit a value, step or continue.")
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        problems = breakpoint_problems(spec, lines) if spec is not None and lines else []
+        for p in problems:
+            st.error(inert.escape(p))
+        if spec is not None:
+            st.caption("Nodes: " + ", ".join(inert.code(n.id) for n in spec.nodes))
+    return lines, problems

@@ -15,11 +15,11 @@ from service.runs import RunInfo, model_loaded
 from service.workspace import Workspace
 from studio.common import inert
 from studio.common.jobs import Job, JobManager
-from studio.run import answer_panel, runview
+from studio.run import answer_panel, debug_panel, runview
 from studio.run.stream import buffers
 
 #: Jobs that stop at their next step when cancelled (an ingest runs to its end).
-CANCELLABLE = ("run", "fork", "eval")
+CANCELLABLE = ("run", "fork", "eval", "debug")
 
 REPLAY_PAGE = "pages/replay.py"
 
@@ -146,6 +146,13 @@ def render(ws: Workspace, jobs: JobManager, run_id: str,
             st.caption("Cancelling: the run stops at its next step.")
         answer_panel.steps_table(steps)
         return True
+
+    if run.status == "paused":
+        _status("paused")
+        continuing = debug_panel.render(ws, jobs, run, steps)
+        answer_panel.steps_table(steps)
+        replay_link(run.id, label="Open the replay (so far)")
+        return continuing
 
     _status(run.status)
     _ended_notice(run)

@@ -152,7 +152,8 @@ def totals(run: RunInfo, steps: list[StepEvent] | None = None) -> dict[str, Any]
 
 BadgeColour = Literal["red", "orange", "yellow", "blue", "green", "violet", "gray", "grey", "primary"]
 STATUS_COLOURS: dict[str, BadgeColour] = {"ok": "green", "budget_exceeded": "orange", "error": "red", "running": "blue",
-                  "interrupted": "gray", "queued": "gray", "cancelled": "gray"}
+                  "interrupted": "gray", "queued": "gray", "cancelled": "gray",
+                  "paused": "violet"}
 
 
 def question_of(ws: Workspace, jobs: JobManager, run_id: str) -> str:
