@@ -107,7 +107,7 @@ def add_from_palette(page: Any, operator_name: str) -> None:
     box.fill(operator_name)
     box.press("Enter")
     # the label may wrap after each '_' (a zero-width space follows it: studio/editor/palette_panel.py)
-    name = re.compile("^" + "_\u200b".join(map(re.escape, operator_name.split("_"))) + "$")
+    name = re.compile("^" + "_\u200b?".join(map(re.escape, operator_name.split("_"))) + "$")
     button = page.get_by_role("button", name=name)
     retrying(button.click, lambda: node(page, operator_name).count() == 1,
              f"node {operator_name} on the canvas")
