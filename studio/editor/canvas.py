@@ -1,6 +1,7 @@
 """FlowSpec <-> the editor canvas (studio/canvas_ui).
 
-`picture` draws a spec as plain data for the canvas: each node's title, id, operator, colours and
+`picture` draws a spec as plain data for the canvas: each node's title, id, operator, colours (its
+module's fill from assets/modules.json, as the replay graph paints it) and
 validation mark, each edge's label and colour, and the lane of an edge routed around the nodes.
 `apply_moves` and `apply_connect` turn what the user did on the canvas (events, see
 studio/canvas_ui) into a new FlowSpec. Everything else (deletion, labels, params) happens in
@@ -13,6 +14,7 @@ from typing import Any, TypedDict
 from flowkit import registry
 from flowkit.errors import FlowkitError, Problem
 from flowkit.spec import EdgeSpec, FlowSpec, NodeSpec, Position
+from studio.common import assets
 from studio.common import layout as flow_layout
 from studio.common.layout import X_STEP, Y_STEP  # noqa: F401  (re-exported: the editor places new nodes)
 
@@ -21,10 +23,6 @@ SKIP_STROKE = "#64748b"      # a forward edge routed around the nodes in its way
 PLAIN_STROKE = "#94a3b8"     # any other edge
 ERROR_STROKE = "#dc2626"     # an edge with an error
 
-MODULE_COLOURS: dict[str, str] = {
-    "indexing": "#f3e8ff", "pre_retrieval": "#e0f2fe", "retrieval": "#dcfce7",
-    "post_retrieval": "#fef9c3", "generation": "#ffe4e6", "orchestration": "#e5e7eb",
-}
 ERROR_BORDER = "2px solid #dc2626"
 WARNING_BORDER = "2px dashed #d97706"
 PLAIN_BORDER = "1px solid #4b5563"
@@ -97,7 +95,6 @@ def auto_layout(spec: FlowSpec) -> dict[str, Position]:
 
 
 def _node_picture(node: NodeSpec, at: Position, marks: list[Problem]) -> NodePicture:
-    module = node.operator.split(".")[0]
     flag, border = "", PLAIN_BORDER
     if any(p.severity == "error" for p in marks):     # plain text: no emoji font needed
         flag, border = "error", ERROR_BORDER
@@ -105,7 +102,7 @@ def _node_picture(node: NodeSpec, at: Position, marks: list[Problem]) -> NodePic
         flag, border = "warning", WARNING_BORDER
     return NodePicture(id=node.id, x=at.x, y=at.y, title=node.label or node.id,
                        sub=node.id if node.label and node.label != node.id else "",
-                       op=node.operator, flag=flag, bg=MODULE_COLOURS.get(module, "#ffffff"),
+                       op=node.operator, flag=flag, bg=assets.module_look(node.operator).colour,
                        border=border)
 
 

@@ -68,3 +68,12 @@ def test_keep_places_pins_nothing_when_nothing_moves(ws: Workspace) -> None:
     spec = ed.spec
     same = spec.model_copy(update={"description": "other"})
     assert placing.keep_places(spec, same) is same
+
+
+def test_canvas_paints_each_node_in_its_modules_colour_from_assets(ws: Workspace) -> None:
+    from studio.common import assets
+    ed = _open(ws, "self_rag")
+    fills = {n["id"]: n["bg"] for n in ed.canvas_picture()["nodes"]}
+    for node in ed.spec.nodes:
+        assert fills[node.id] == assets.module_look(node.operator).colour
+    assert len(set(fills.values())) >= 3          # several modules, several colours
