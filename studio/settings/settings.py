@@ -150,10 +150,18 @@ def model_rows(model_path: str) -> list[dict[str, Any]]:
     for r in models_table(extra):
         rd = r["reading"] or {}
         rows.append({"model": r["id"] + (" (default)" if r["default"] else ""), "kind": r["kind"],
-                     "MB": r["size_mb"], "reading EM": rd.get("em"), "reading F1": rd.get("f1"),
-                     "s/question": rd.get("s_per_q"), "prompt": rd.get("variant"),
+                     "MB": _rounded(r["size_mb"], 1), "reading EM": _rounded(rd.get("em")),
+                     "reading F1": _rounded(rd.get("f1")),
+                     "s/question": _rounded(rd.get("s_per_q"), 1), "prompt": rd.get("variant"),
                      "terms": r["terms"], "file": r["file"] or r["problem"]})
     return rows
+
+
+def _rounded(value: Any, digits: int = 2) -> Any:
+    """A figure as people read it (0.30000000000000004 -> 0.3); not a number: unchanged."""
+    if isinstance(value, float):
+        return round(value, digits)
+    return value
 
 
 def cache_summary(ws: Workspace) -> str:

@@ -140,3 +140,10 @@ def test_a_dataset_question_is_marked_right_or_wrong(tmp_path):
     finally:
         get_jobs().wait_idle(60)
         use_workspace(None)
+
+
+def test_figures_people_read_are_rounded():
+    from studio.run.runview import rounded
+    assert rounded(0.1 + 0.2) == 0.3
+    assert rounded(735.75, 0) == 736 and isinstance(rounded(2.0), int)
+    assert rounded(7) == 7 and rounded("a") == "a"

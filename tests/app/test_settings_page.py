@@ -119,3 +119,12 @@ def test_shows_the_engines_in_use_and_the_threads_actually_used(ws: Workspace) -
     threads = default_threads()
     assert threads > 0 and rows["Threads used"] == f"{threads} (default: half the cores)"
     assert f"Used now: {threads} (default: half the cores)" in texts(at)
+
+
+def test_model_figures_are_rounded_for_reading(ws: Workspace) -> None:
+    for row in logic.model_rows(""):
+        for name in ("reading EM", "reading F1"):
+            v = row[name]
+            assert v is None or round(v, 2) == v, (name, v)
+        assert row["s/question"] is None or round(row["s/question"], 1) == row["s/question"]
+    assert logic._rounded(0.1 + 0.2) == 0.3 and logic._rounded("x") == "x"
