@@ -243,12 +243,13 @@ def test_palette_labels_break_only_between_words(studio: Any, browser: Any) -> N
     page = page_1366(browser)
     open_editor(page, url, flow, 2)
     settle(page)
-    summaries = page.locator(".st-key-editor_palette summary")
+    summaries = page.locator("[data-testid='stExpander'] summary")
     for i in range(summaries.count()):
         summaries.nth(i).click()
         page.wait_for_timeout(150)
     settle(page)
-    labels = page.locator(".st-key-editor_palette summary p, .st-key-editor_palette button p")
+    labels = page.locator("[data-testid='stExpander'] summary p, "
+                          "[class*='st-key-editor_palette_add_'] button p")
     assert labels.count() >= 40                              # every module and operator
     wrapped = 0
     for i in range(labels.count()):
