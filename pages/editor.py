@@ -133,7 +133,9 @@ with middle:
                "node's input handle to connect them; purple edges are a loop's way back, grey "
                "routed ones pass nodes in their way. "
                "Click a node or edge to edit it; delete it with **Delete selected** or the "
-               "Delete / Backspace key. Undo any edit with Ctrl+Z.")
+               "Delete / Backspace key; a click on the empty canvas clears the selection. Undo "
+               "any edit with Ctrl+Z. The mouse wheel scrolls the page; click the canvas (or "
+               "hold Ctrl) to zoom with it.")
 if ed.take_events(event):   # only if the callback missed them: draw their result
     st.rerun()
 delete_box.button("Delete selected", key="editor_delete", on_click=actions.delete, width="stretch",
