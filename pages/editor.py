@@ -152,9 +152,9 @@ with right:
     if sel in node_ids:
         node = spec.node(sel)
         cls = registry.get(node.operator)
-        head, close = st.columns([4, 1])
+        head, close = st.columns([3, 1], vertical_alignment="center")
         head.markdown(f"**Node {inert.code(node.id)}**")
-        close.button(":material/close:", key="editor_deselect", on_click=actions.deselect, help="Close")
+        close.button("", icon=":material/close:", key="editor_deselect", on_click=actions.deselect, help="Close")
         st.caption(inert.code(node.operator))
         st.text_input("Label", value=node.label, key=f"editor_label_{gen}_{sel}",
                       on_change=actions.set_label, args=(sel, f"editor_label_{gen}_{sel}"))
@@ -174,9 +174,9 @@ with right:
                     inert.escape(p.message) + (f" — {inert.escape(p.hint)}" if p.hint else ""))
     elif edge is not None:
         _, e = edge
-        head, close = st.columns([4, 1])
+        head, close = st.columns([3, 1], vertical_alignment="center")
         head.markdown(f"**Edge {inert.code(e.source)} → {inert.code(e.target)}**")
-        close.button(":material/close:", key="editor_deselect", on_click=actions.deselect, help="Close")
+        close.button("", icon=":material/close:", key="editor_deselect", on_click=actions.deselect, help="Close")
         labels = canvas.route_labels(spec.node(e.source)) if e.source in node_ids else ()
         if labels:
             options = ["(none)", *labels] + ([e.label] if e.label and e.label not in labels else [])
