@@ -3,7 +3,9 @@ stored answer marked right or wrong against a dataset's expected answers, its ci
 the steps table (kept after the run ends, so the page keeps its shape and does not jump)."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import streamlit as st
 
@@ -11,22 +13,51 @@ from flowkit.trace import StepEvent
 from service.runs import RunInfo, grade_answer
 from studio.common import inert
 from studio.run import runview
-from studio.run.stream import Streamed
+from studio.run.stream import buffers
 
 LOADING = "Loading the model (first run: about 15 s)..."
+#: marks the answer while it is being written
+CURSOR = "▌"
+#: how often the stream looks for new pieces; how long it waits for one before the page polls
+#: again; the longest one stream lasts (seconds)
+STREAM_TICK_S, IDLE_S, MAX_STREAM_S = 0.05, 1.0, 30.0
 
 
-def live_answer(streamed: Streamed | None, loaded: bool) -> None:
-    """The answer box while the run goes on: the model's text as it comes, else why it waits."""
+def _pieces(run_id: str, still_running: Callable[[], bool], caption: Any) -> Iterator[str]:
+    """The answer's text as the model writes it, escaped (it is the model's, never Markdown):
+    what is there, then each new piece as it arrives. Ends when the run ends, another model call
+    starts, nothing new came for IDLE_S (the page then polls again, so a click never waits
+    long), or after MAX_STREAM_S."""
+    sent, started, last = 0, time.monotonic(), time.monotonic()
+    call = None
+    while True:
+        now = buffers().get(run_id)
+        if now is not None:
+            if call is None:
+                call = now.calls
+                caption.caption(f"Writing: {inert.code(now.node_id)} (visit {now.visit}) {CURSOR}")
+            elif now.calls != call:
+                return
+            if len(now.text) > sent:
+                yield inert.escape(now.text[sent:])
+                sent, last = len(now.text), time.monotonic()
+        tick = time.monotonic()
+        if tick - last > IDLE_S or tick - started > MAX_STREAM_S or not still_running():
+            return
+        time.sleep(STREAM_TICK_S)
+
+
+def live_answer(run_id: str, loaded: bool, still_running: Callable[[], bool]) -> None:
+    """The answer box while the run goes on: the model's text streamed as it comes
+    (st.write_stream), else why it waits (the model loading on the first run)."""
     st.subheader("Answer")
     with st.container(border=True, key="run_answer_box"):
-        if streamed is not None and streamed.text:
-            st.caption(f"Writing: {inert.code(streamed.node_id)} (visit {streamed.visit})")
-            inert.text(streamed.text + " ▌")
-        elif not loaded:
+        if not loaded and buffers().get(run_id) is None:
             st.info(LOADING, icon=":material/hourglass_top:")
-        else:
-            st.caption("Waiting for the model's first words...")
+            return
+        caption = st.empty()
+        caption.caption("Waiting for the model's first words...")
+        st.write_stream(_pieces(run_id, still_running, caption))
 
 
 def final_answer(run: RunInfo, expected: Sequence[str] | None) -> None:

@@ -16,7 +16,6 @@ from service.workspace import Workspace
 from studio.common import inert
 from studio.common.jobs import Job, JobManager
 from studio.run import answer_panel, debug_panel, runview
-from studio.run.stream import buffers
 
 #: Jobs that stop at their next step when cancelled (an ingest runs to its end).
 CANCELLABLE = ("run", "fork", "eval", "debug")
@@ -36,6 +35,15 @@ def is_active(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
     job = jobs.find_run(run_id)
     if job is not None and not job.finished:
         return True
+    run = _run(ws, run_id)
+    return run is not None and run.status == "running"
+
+
+def _still_running(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
+    """Whether the run still goes on (its job unfinished; the database as the fallback)."""
+    job = jobs.find_run(run_id)
+    if job is not None:
+        return not job.finished
     run = _run(ws, run_id)
     return run is not None and run.status == "running"
 
@@ -136,7 +144,8 @@ def render(ws: Workspace, jobs: JobManager, run_id: str,
         nxt = runview.next_nodes(run.spec, steps)
         now = ", ".join(inert.code(n) for n in nxt) if nxt else "finishing"
         st.markdown(f":material/progress_activity: Running now: {now}")
-        answer_panel.live_answer(buffers().get(run.id), model_loaded(ws))
+        answer_panel.live_answer(run.id, model_loaded(ws),
+                                 lambda: _still_running(ws, jobs, run.id))
         cols = st.columns(3)
         cols[0].metric("Steps finished", len(steps))
         cols[1].metric("Tokens so far", job.tokens if job else sum(s.tokens for s in steps))

@@ -74,10 +74,11 @@ def test_loading_message_then_first_words_before_the_end_then_steps_kept(gated):
     assert not model_loaded(ws)
     at = kit.until(_submit(), lambda a: LOADING in kit.texts(a))
     llm.load.set()
-    at = kit.until(at, lambda a: any(t.value.replace(" ", "") == "It▌" for t in a.text))
+    at = kit.until(at, lambda a: any(m.value.strip() == "It" for m in a.markdown))
     run_id = at.query_params["run"]
     assert ws.store.get_run(run_id).status == "running"      # the first word, mid-run
-    assert "1884" not in " ".join(str(t.value) for t in at.text)
+    assert "Writing: `generate` (visit 1) ▌" in kit.texts(at)
+    assert "1884" not in kit.texts(at)
     assert LOADING not in kit.texts(at)
     llm.finish.set()
     at = kit.until(at, lambda a: f"/replay?run={run_id}" in kit.texts(a))
@@ -147,3 +148,21 @@ def test_figures_people_read_are_rounded():
     assert rounded(0.1 + 0.2) == 0.3
     assert rounded(735.75, 0) == 736 and isinstance(rounded(2.0), int)
     assert rounded(7) == 7 and rounded("a") == "a"
+
+
+def test_the_streamed_text_is_escaped_and_the_stream_ends_with_the_run():
+    from studio.run import answer_panel
+    from studio.run.stream import buffers
+
+    class Caption:
+        said: list[str] = []
+
+        def caption(self, text: str) -> None:
+            self.said.append(text)
+
+    add = buffers().on_token("escaped-run")
+    add("generate", 1, "![x](http://h/p.png?q=SECRET) <b>")
+    box = Caption()
+    out = list(answer_panel._pieces("escaped-run", lambda: False, box))
+    assert out == [r"!\[x\](http://h/p.png?q=SECRET) \<b\>"]
+    assert box.said == ["Writing: `generate` (visit 1) ▌"]
