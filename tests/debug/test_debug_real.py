@@ -15,7 +15,6 @@ QUESTION = "On which island was the designer of the Corren Lighthouse born?"
 
 
 @pytest.mark.real
-@pytest.mark.loads_model
 @pytest.mark.parametrize("name", ["naive_rag", "iter_retgen", "pre_retrieval_branching"])
 def test_pause_everywhere_then_continue_matches_a_straight_run(name: str, real_resources: Any):
     flow = compile_flow(load_template(name))

@@ -65,7 +65,6 @@ def models():
 
 
 @pytest.mark.real
-@pytest.mark.loads_model
 def test_same_answers_token_for_token_with_reuse_on_and_off(models, tmp_path):
     on, off = models
     docs = [json.loads(line) for line in (SAMPLE_DIR / "articles.jsonl").read_text().splitlines()]

@@ -14,7 +14,7 @@ from flowkit.runtime.llm import LlamaCppLLM, LLMSettings
 from flowkit.runtime.supervisor import WorkerLLM
 from flowkit.templates import load_template
 
-pytestmark = [pytest.mark.real, pytest.mark.loads_model]
+pytestmark = [pytest.mark.real]   # the same load path as the worker tests the AMX simulation reruns
 
 PROMPTS = [
     ("Where was Mara Velt born? Answer in one sentence.", {}),
