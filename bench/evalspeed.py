@@ -8,7 +8,7 @@ knowledge base once), with the real default model:
 2. again: the same evaluation a second time (a new evaluation id, so nothing is skipped; every
    call from the cache): wall time / cold (goal <= 0.05), with identical answers, tokens, calls and
    report figures;
-3. variant: iter_retgen with only its final answer node's params changed, added with `--from`
+3. variant: iter_retgen with only its final answer node's prompt wording changed, added with `--from`
    (eval --from): its wall time / iter_retgen's own cold time (goal <= 0.3);
 4. optional (--templates N): every template on N questions in one evaluation, cache off vs on,
    cold (calls that flows share are computed once): wall ratio, identical answers.
@@ -99,13 +99,17 @@ def main() -> None:
     print(f"   again / cold = {warm / cold:.3f} (goal <= 0.05); answers, tokens and calls "
           f"identical: {a == b}; report figures identical: {same_report}")
 
-    print("3. a variant of iter_retgen (its answer node's max_tokens) added with --from")
+    print("3. a variant of iter_retgen (its final answer node's prompt wording) added with --from")
     base = templates.load_template("iter_retgen")
     last = base.nodes[-1]
     for n in base.nodes:
         if n.operator == "generation.answer":
             last = n
-    params = {**last.params, "max_tokens": int(last.params.get("max_tokens", 64)) + 16}
+    # a change that alters the answer node's prompt (a larger max_tokens alone would be served
+    # from the cache: a completion that stopped by itself is the same for any larger limit)
+    from flowkit.operators.generation.answer import ANSWER_PROMPT
+    prompt = str(last.params.get("prompt") or ANSWER_PROMPT)
+    params = {**last.params, "prompt": prompt.replace("Answer the question", "Answer this question", 1)}
     nodes = [n.model_copy(update={"params": params}) if n.id == last.id else n for n in base.nodes]
     variant = FlowEntry(ref="iter_retgen~answer", spec=base.model_copy(update={"nodes": nodes}))
     vplan = add_variant_columns(ws, "bench-cold", [variant])

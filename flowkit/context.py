@@ -129,11 +129,20 @@ class _RecordingLLM:
         left = self._ctx.seconds_left()
         if left is not None:
             timeout_s = left if timeout_s is None else min(timeout_s, left)
-        key = self._ctx.cache_key(
-            "complete", effective_temperature(self._inner, temperature), prompt=prompt,
-            system=system, max_tokens=max_tokens, stop=list(stop or []), logprobs=logprobs)
+        # A completion that stopped by itself (end of text or a stop string) after c tokens is the
+        # same for any max_tokens >= c: it is stored without max_tokens in its key. One cut at
+        # max_tokens ("length") is stored with it, and serves only that max_tokens.
+        temp = effective_temperature(self._inner, temperature)
+        call = {"prompt": prompt, "system": system, "stop": list(stop or []), "logprobs": logprobs}
+        open_key = self._ctx.cache_key("complete", temp, **call)
+        exact_key = self._ctx.cache_key("complete", temp, max_tokens=max_tokens, **call)
         t0 = time.perf_counter()
-        hit = self._ctx.cache_get(key)
+        hit = self._ctx.cache_get(open_key)
+        if hit is not None and not (hit.finish_reason == "stop"
+                                    and hit.completion_tokens <= max_tokens):
+            hit = None
+        if hit is None:
+            hit = self._ctx.cache_get(exact_key)
         if hit is not None:
             wall = (time.perf_counter() - t0) * 1000
             out = Completion(prompt=hit.prompt, text=hit.text, prompt_tokens=hit.prompt_tokens,
@@ -151,6 +160,7 @@ class _RecordingLLM:
                                    **({"on_token": on_token} if streams else {}))
         if on_token is not None and not streams and out.text:
             on_token(out.text)                    # a backend that does not stream: one piece
+        key = open_key if out.finish_reason == "stop" else exact_key
         if key is not None and out.finish_reason in ("stop", "length"):
             self._ctx.cache_put(key, CacheEntry(
                 text=out.text, prompt=out.prompt, prompt_tokens=out.prompt_tokens,

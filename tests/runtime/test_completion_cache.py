@@ -179,3 +179,31 @@ def test_every_template_gives_the_same_run_from_the_cache(name, tmp_path):
     # sampled calls (multi-query paraphrases at temperature > 0) compute again; no other does
     assert second.cached_calls + calls[1] == first.llm_calls
     assert calls[1] == (2 if name in SAMPLING else 0)
+
+
+def test_max_tokens_misses_only_when_it_could_change_the_completion():
+    from flowkit.context import RunContext
+    cache = MemoryCompletionCache()
+    llm = FakeLLM(default="one two three")          # stops by itself after 3 tokens
+    ctx = RunContext(fake_resources(llm), "test", "gen", 1, cache=cache, run_id="r1")
+    first = ctx.llm.complete("Q?", max_tokens=32)
+    assert first.finish_reason == "stop" and first.completion_tokens == 3
+    # any max_tokens that leaves room for the 3 tokens gives the same greedy completion
+    for n in (3, 16, 64):
+        assert ctx.llm.complete("Q?", max_tokens=n).text == "one two three"
+    assert len(llm.prompts) == 1
+    ctx.llm.complete("Q?", max_tokens=2)             # could be cut: computed
+    assert len(llm.prompts) == 2
+    cut = FakeLLM(default="one two three")
+
+    def as_length(prompt, *, max_tokens=256, **kw):
+        out = FakeLLM.complete(cut, prompt, max_tokens=max_tokens, **kw)
+        out.finish_reason = "length"
+        return out
+    cut.complete = as_length
+    ctx2 = RunContext(fake_resources(cut), "test", "gen", 1, cache=MemoryCompletionCache(),
+                      run_id="r2")
+    ctx2.llm.complete("Q?", max_tokens=32)
+    ctx2.llm.complete("Q?", max_tokens=32)           # the same max_tokens: served
+    ctx2.llm.complete("Q?", max_tokens=64)           # a completion cut at 32 says nothing of 64
+    assert len(cut.prompts) == 2
