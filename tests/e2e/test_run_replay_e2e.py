@@ -96,10 +96,10 @@ def test_run_refresh_replay_fork(studio_url, page):
            .first).to_be_visible(timeout=RUN_TIMEOUT_MS)
     page.screenshot(path=str(ART / "run_page_running.png"), full_page=True)
 
-    answer = page.get_by_role("heading", name="Answer")
+    answer = page.get_by_role("heading", name="Answer")      # written live, then the stored one
     expect(answer).to_be_visible(timeout=RUN_TIMEOUT_MS)
     expect(page.get_by_text("Cited passages").or_(page.get_by_text("cites no passage"))
-           .first).to_be_visible()
+           .first).to_be_visible(timeout=RUN_TIMEOUT_MS)
     expect(page.get_by_test_id("stMetric").filter(has_text="LLM calls")).to_be_visible()
     settle(page)
     page.screenshot(path=str(ART / "run_page.png"), full_page=True)
@@ -136,6 +136,11 @@ def test_run_refresh_replay_fork(studio_url, page):
     page.get_by_role("button", name=re.compile("Open the forked run")).click()
     page.wait_for_url(re.compile(rf"[?&]run=(?!{run_id})\w+"))
     expect(page.get_by_text(f"Forked from run {run_id} step 1")).to_be_visible()
+    expect(page.get_by_text(re.compile(r"Changed question: .*Who designed"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"the parent ran 1 step\(s\), 0 LLM call\(s\)"))
+           ).to_be_visible()
+    expect(page.get_by_test_id("stMetric").filter(has_text="LLM calls")
+           .filter(has_text="1")).to_be_visible()         # the fork's own call, not the parent's
     child_id = re.search(r"[?&]run=(\w+)", page.url).group(1)
     expect(page.get_by_text(FORK_QUESTION).first).to_be_visible()
     settle(page)
