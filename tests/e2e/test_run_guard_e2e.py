@@ -110,6 +110,9 @@ def test_a_repeated_submit_queues_one_run(studio: Any, page: Any) -> None:
     run_id = _run_param(page)
     expect(page.get_by_role("heading", name="Answer")).to_be_visible(timeout=RUN_TIMEOUT_MS)
     assert _run_param(page) == run_id
+    # the answer box shows while the answer streams: wait for the run to end
+    eventually(lambda: store.get_run(run_id).status not in ("queued", "running"), timeout=180,
+               what="the run to end", every=1.0)
     # a second copy would have been queued behind the first: wait until nothing is left to run
     page.reload()
     expect(page.get_by_role("heading", name="Answer")).to_be_visible()
