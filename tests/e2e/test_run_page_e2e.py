@@ -22,6 +22,11 @@ ROOT = Path(__file__).resolve().parents[2]
 ART = ROOT / "test-artifacts"
 RUN_TIMEOUT_MS = 420_000      # one real run on a busy 2-core machine can take minutes
 CURSOR = "▌"                  # ends the answer while it is being written
+#: an answer prompt that asks for a paragraph: it stops at a blank line, not at the first new line,
+#: so the answer is long enough to be seen while it is written (a 1-2 token answer can end between
+#: two redraws)
+LONG_PROMPT = ("Using the passages, write a few sentences about the question.\n\n{passages}\n\n"
+               "Question: {question}\nSentences:\n")
 #: time to the first visible answer word on a warm run (reported, not asserted)
 FIRST_TOKEN_FILE = ART / "run-page-first-token.txt"
 
@@ -37,6 +42,13 @@ def studio_url(tmp_path_factory):
     subprocess.run([sys.executable, "-m", "service.cli", "setup"], env=env, check=True, cwd=ROOT,
                    timeout=600, capture_output=True)
     ART.mkdir(exist_ok=True)
+    from flowkit.templates import load_template
+    from storage.repo import Store
+    naive = load_template("naive_rag")
+    nodes = [n.model_copy(update={"params": {**n.params, "prompt": LONG_PROMPT, "max_tokens": 96}})
+             if n.operator == "generation.answer" else n for n in naive.nodes]
+    Store(f"sqlite:///{home / 'flowkit.db'}").save_flow(
+        naive.model_copy(update={"name": "long_answer", "nodes": nodes}), None)
     with StudioServer(home, log=ART / "e2e-run-page-streamlit.log", timeout_s=120) as url:
         yield url
 
@@ -101,13 +113,7 @@ def test_the_answer_streams_is_marked_and_the_page_keeps_its_place(studio_url, p
     expect(page.get_by_text("Loading the model (first run: about 15 s)").first).to_be_visible()
     page.screenshot(path=str(ART / "run_page_loading_model.png"))
 
-    # the answer is written as it comes: the cursor shows while the run is still going on
-    expect(_answer_box(page).get_by_text(CURSOR)).to_be_visible(timeout=RUN_TIMEOUT_MS)
-    page.screenshot(path=str(ART / "run_page_streaming.png"))
-    # still running: the running view's figures are on the page beside the streamed words
-    # the run has not ended: the ended view (its replay link) is not drawn yet
-    assert page.get_by_role("link", name="Open the replay").count() == 0
-    assert re.search(r"\w", _answer_box(page).inner_text().replace("Writing:", ""))
+    # (that the answer is written as it comes is shown with a long answer: the next test)
 
     # scroll down to the steps table; the end of the run must not throw the page back up
     page.get_by_text(re.compile(r"^Steps \(\d+\)$")).scroll_into_view_if_needed()
@@ -196,3 +202,24 @@ def test_settings_shows_the_engines_in_use(studio_url, page):
     settle(page)
     page.get_by_role("heading", name="Engines in use").scroll_into_view_if_needed()
     page.screenshot(path=str(ART / "settings_engines.png"))
+
+
+def test_a_long_answer_is_seen_while_it_is_written(studio_url, page):
+    from playwright.sync_api import expect
+    expect.set_options(timeout=60_000)
+    page.goto(f"{studio_url}/run?flow=long_answer")
+    expect(page.get_by_role("heading", name="Run", exact=True)).to_be_visible(timeout=180_000)
+    settle(page)
+    box = page.locator("textarea[aria-label='Question']")
+    box.fill("Who designed the Corren Lighthouse, and when was it first lit?")
+    box.press("Control+Enter")
+    settle(page)
+    page.get_by_role("button", name="Run ▶").click()
+    page.wait_for_url(re.compile(r"[?&]run=\w+"))
+    # the cursor shows while the run is still going on, with words before it
+    expect(_answer_box(page).get_by_text(CURSOR)).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    page.screenshot(path=str(ART / "run_page_streaming.png"))
+    assert page.get_by_role("link", name="Open the replay").count() == 0   # not ended yet
+    assert re.search(r"\w", _answer_box(page).inner_text().replace("Writing:", ""))
+    # and the stream ends with the run: the cursor goes, the stored answer stays
+    expect(_answer_box(page).get_by_text(CURSOR)).to_have_count(0, timeout=RUN_TIMEOUT_MS)
