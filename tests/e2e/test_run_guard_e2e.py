@@ -152,8 +152,8 @@ def test_a_running_run_is_cancelled_at_its_next_step(studio: Any, page: Any) -> 
     expect(page.get_by_text("cancelled", exact=True).first).to_be_visible(timeout=30_000)  # badge
     expect(page.get_by_role("heading", name="Answer")).to_be_visible()     # the run's end state
     expect(page.get_by_text("Cancelled: it stopped at a step boundary.")).to_be_visible()
-    assert page.get_by_text("Running now").count() == 0
-    assert page.locator(f".st-key-run_cancel_{run_id}").count() == 0
+    expect(page.get_by_text("Running now")).to_have_count(0, timeout=30_000)
+    expect(page.locator(f".st-key-run_cancel_{run_id}")).to_have_count(0, timeout=30_000)
     settle(page)
     page.screenshot(path=str(ART / "run_cancelled.png"), full_page=True)
     stored = store.get_run(run_id)
