@@ -17,7 +17,7 @@ def fk(world, monkeypatch, capsys):
         return world.ws
     monkeypatch.setattr(common, "open_workspace", open_ws)
     monkeypatch.setattr(common.out, "width", 220, raising=False)
-    monkeypatch.setattr(common.err, "width", 220, raising=False)
+    monkeypatch.setattr(common.err, "_width", 220)   # restored to None: the width stays dynamic
 
     def call(*args: str) -> tuple[int, str, str]:
         code = cli.main(["--data-dir", str(world.root / "home"), *args])

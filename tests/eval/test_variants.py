@@ -24,7 +24,7 @@ def chain(name: str, gen_prompt: str | None = None):
 def fk(world, monkeypatch, capsys):
     monkeypatch.setattr(common, "open_workspace", lambda args: world.ws)
     monkeypatch.setattr(common.out, "width", 220, raising=False)
-    monkeypatch.setattr(common.err, "width", 220, raising=False)
+    monkeypatch.setattr(common.err, "_width", 220)   # restored to None: the width stays dynamic
 
     def call(*args: str) -> tuple[int, str, str]:
         code = cli.main(["--data-dir", str(world.root / "home"), *args])
