@@ -72,3 +72,16 @@ def submit_run(question: str, flow: str = "naive_rag") -> AppTest:
     at.button(key="run_go").click().run()
     assert not at.exception and "run" in at.query_params, texts(at)
     return at
+
+
+def run_ended(ws: Workspace, at: AppTest) -> bool:
+    """The run the page shows (?run=) is stored with a final status (not queued or running)."""
+    from flowkit.errors import NotFoundError
+    run_id = at.query_params.get("run")
+    run_id = run_id[0] if isinstance(run_id, list) else run_id
+    if not run_id:
+        return False
+    try:
+        return ws.store.get_run(run_id).status not in ("running", "queued")
+    except NotFoundError:
+        return False

@@ -45,7 +45,7 @@ def test_a_truncated_model_fails_the_run_clearly_and_the_studio_goes_on(tmp_path
         ws.resources.settings = ws.resources.settings.with_llm(model_path="")
         ws.resources.set_llm(None)
         # the answer box shows while the answer streams: wait for the run to end, not the box
-        nxt = kit.until(_submit(), lambda a: _ended(ws, a), timeout=180)
+        nxt = kit.until(_submit(), lambda a: kit.run_ended(ws, a), timeout=180)
         assert ws.store.get_run(nxt.query_params["run"]).status == "ok"
     finally:
         get_jobs().wait_idle(60)
@@ -53,15 +53,3 @@ def test_a_truncated_model_fails_the_run_clearly_and_the_studio_goes_on(tmp_path
         llm = ws.resources._llm
         if llm is not None and hasattr(llm, "close"):
             llm.close()
-
-
-def _ended(ws, at) -> bool:
-    """The run the page shows has ended (it is stored with a final status)."""
-    run_id = at.query_params.get("run")
-    run_id = run_id[0] if isinstance(run_id, list) else run_id
-    if not run_id:
-        return False
-    try:
-        return ws.store.get_run(run_id).status not in ("running", "queued")
-    except NotFoundError:
-        return False

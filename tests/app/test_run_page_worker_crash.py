@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from flowkit.errors import NotFoundError
 from studio.common.jobs import get_jobs
 from studio.common.workspace import use_workspace
 
@@ -40,22 +39,10 @@ def test_killing_the_worker_mid_run_fails_the_run_and_the_studio_goes_on(tmp_pat
         run = ws.store.get_run(at.query_params["run"])
         assert run.status == "error" and "signal 11" in run.error
         # the answer box shows while the answer streams: wait for the run to end, not the box
-        nxt = kit.until(_submit(), lambda a: _ended(ws, a), timeout=120)
+        nxt = kit.until(_submit(), lambda a: kit.run_ended(ws, a), timeout=120)
         assert ws.store.get_run(nxt.query_params["run"]).status == "ok"
         assert real.restarts == 1
     finally:
         get_jobs().wait_idle(60)
         use_workspace(None)
         real.close()
-
-
-def _ended(ws, at) -> bool:
-    """The run the page shows has ended (it is stored with a final status)."""
-    run_id = at.query_params.get("run")
-    run_id = run_id[0] if isinstance(run_id, list) else run_id
-    if not run_id:
-        return False
-    try:
-        return ws.store.get_run(run_id).status not in ("running", "queued")
-    except NotFoundError:
-        return False
