@@ -94,11 +94,17 @@ def _error_json(code: int, message: str, kind: str) -> bytes:
 
 def client_gone(sock: socket.socket) -> bool:
     """Whether the peer of `sock` has closed or reset the connection (never blocks): readable with
-    nothing to read is an end of file; readable with data is a next request, still there."""
+    nothing to read is an end of file; readable with data is a next request, still there. Asked
+    with poll, not select: select refuses descriptors above 1023, which a long-lived process
+    holding many files reaches, and that refusal would read as "gone"."""
     try:
-        readable, _, _ = select.select([sock], [], [], 0)
-        if not readable:
+        poller = select.poll()
+        poller.register(sock, select.POLLIN | select.POLLPRI)
+        events = poller.poll(0)
+        if not events:
             return False
+        if events[0][1] & (select.POLLERR | select.POLLNVAL):
+            return True
         return sock.recv(1, socket.MSG_PEEK) == b""    # readable: this does not wait
     except BlockingIOError:
         return False

@@ -230,3 +230,33 @@ def test_a_cached_completion_is_one_piece_and_recorded_as_a_hit():
     assert [c.cached_from for s in sink.steps for c in s.llm_calls] == [
         {"run_id": c.cached_from["run_id"], "node_id": "generate", "visit": 1}
         for s in sink.steps for c in s.llm_calls]
+
+
+def test_a_connection_on_a_descriptor_above_1023_is_not_taken_for_gone():
+    """A long-lived process (the whole suite, a studio open for days) holds many files; select()
+    refuses descriptors above 1023, and reading that refusal as "the client left" cut every
+    stream to one piece. The check must see the peer, whatever the descriptor's number."""
+    import os
+    import resource
+    import socket
+
+    from flowkit.runtime.worker import client_gone
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    high = 1500
+    if soft <= high:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    a, b = socket.socketpair()
+    os_fd = os.dup2(a.fileno(), high)
+    a.close()
+    near = socket.socket(fileno=os_fd)
+    try:
+        assert near.fileno() > 1023
+        assert client_gone(near) is False                 # open, nothing sent
+        b.sendall(b"GET")
+        assert client_gone(near) is False                 # a next request waiting is not gone
+        b.close()
+        near.recv(3)
+        assert client_gone(near) is True                  # the peer closed
+    finally:
+        near.close()
+        b.close()
