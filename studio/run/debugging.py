@@ -17,6 +17,7 @@ from service.debug import Debugger, NotPausedError
 from service.workspace import Workspace
 from studio.common.jobs import Job, JobManager, Reporter
 from studio.common.tasks import ProgressSink, check_run, new_run_id
+from studio.run.overrides import Overrides, recorded_temperature, tuned_workspace, with_overrides
 
 #: what the buttons send (service.debug's modes)
 MODES = {"continue": "Continue", "step": "Step", "over": "Step over"}
@@ -31,10 +32,13 @@ def _result(end: Any) -> dict[str, Any]:
 
 def submit_debug_run(jobs: JobManager, ws: Workspace, spec: FlowSpec, question: str, kb: str,
                      breakpoints: Sequence[str], *, flow_version: int | None = None,
+                     overrides: Overrides | None = None,
                      on_token: MakeOnToken | None = None) -> tuple[str, str]:
     """Check (RunRefused, BreakpointError) and queue a run that pauses at `breakpoints`.
-    Returns (job id, run id)."""
+    `overrides` (temperature, node params) apply to this run only, as to a straight run, and
+    still apply when it is continued. Returns (job id, run id)."""
     check_run(ws, spec, question, kb)
+    spec, ws = with_overrides(ws, spec, overrides)
     lines = [b.strip() for b in breakpoints if b.strip()]
     run_id = new_run_id()
 
@@ -67,8 +71,9 @@ def submit_resume(jobs: JobManager, ws: Workspace, run_id: str, mode: str, seen_
     has it."""
     if mode not in MODES:
         raise FlowkitError(f"mode is one of {', '.join(MODES)}, not {mode!r}")
-    debugger = Debugger(ws)
-    view, _ = debugger.require_paused(run_id, "continue")
+    view, _ = Debugger(ws).require_paused(run_id, "continue")
+    temperature = recorded_temperature(ws, ws.store.get_run(view.run_id).settings)
+    debugger = Debugger(ws if temperature is None else tuned_workspace(ws, temperature))
     other = active_resume(jobs, view.run_id)
     if other is not None:
         raise NotPausedError(f"cannot continue run '{view.run_id}': it is already being "

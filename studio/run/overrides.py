@@ -117,8 +117,23 @@ def with_overrides(ws: Workspace, spec: FlowSpec,
     spec = apply_params(spec, overrides.node_params)
     if overrides.temperature is None:
         return spec, ws
+    return spec, tuned_workspace(ws, overrides.temperature)
+
+
+def tuned_workspace(ws: Workspace, temperature: float) -> Workspace:
+    """A view of `ws` whose model runs at `temperature` (the store, model and cache shared)."""
     view = Workspace.__new__(Workspace)      # shares the store; no second database or model
-    view.resources = _TunedResources(ws.resources, float(overrides.temperature))  # type: ignore[assignment]
+    view.resources = _TunedResources(ws.resources, float(temperature))  # type: ignore[assignment]
     view.store = ws.store
     view.share_cache(ws)
-    return spec, view
+    return view
+
+
+def recorded_temperature(ws: Workspace, settings: dict[str, Any]) -> float | None:
+    """The temperature a run recorded in its settings when it differs from the workspace's (a
+    per-run override, which a continue of the run keeps); None when it ran at the shared one."""
+    llm = settings.get("llm") if isinstance(settings, dict) else None
+    t = llm.get("temperature") if isinstance(llm, dict) else None
+    if not isinstance(t, int | float) or isinstance(t, bool):
+        return None
+    return None if abs(float(t) - float(ws.resources.settings.llm.temperature)) < 1e-9 else float(t)

@@ -141,3 +141,35 @@ def test_a_stale_tab_is_refused_once_the_run_paused_again(ws):
     kit.until(at, lambda a: "Paused before `generate`" in kit.texts(a))
     with pytest.raises(NotPausedError, match="continued elsewhere"):
         debugging.submit_resume(get_jobs(), ws, run_id, "continue", seen_pauses=1)
+
+
+def test_model_overrides_apply_to_a_debugged_run_and_its_continue(ws):
+    at = kit.page("pages/run.py", flow="naive_rag").run()
+    at.text_area(key="run_question").input(LIGHTHOUSE)
+    at.number_input(key="run_temperature").set_value(0.7)
+    at.number_input(key="run_param_naive_rag_retrieve_top_k").set_value(2)
+    at.text_area(key="run_breakpoints").input("generate")
+    at.run()
+    at.button(key="run_go").click().run()
+    at = kit.until(at, lambda a: "Paused before `generate`" in kit.texts(a))
+    run_id = at.query_params["run"]
+    run = ws.store.get_run(run_id)
+    assert run.settings["llm"]["temperature"] == 0.7
+    assert next(n for n in run.spec["nodes"] if n["id"] == "retrieve")["params"]["top_k"] == 2
+    calls: list[float | None] = []
+    llm = ws.resources.llm
+    real = llm.complete
+
+    def spy(prompt, **kw):
+        calls.append(kw.get("temperature"))
+        return real(prompt, **kw)
+
+    llm.complete = spy                       # the continue's model call sees the run's temperature
+    try:
+        at.button(key="debug_continue").click().run()
+        kit.until(at, lambda a: "Paused" not in kit.texts(a) and "/replay?run=" in kit.texts(a))
+    finally:
+        llm.complete = real
+    assert ws.store.get_run(run_id).status == "ok"
+    assert calls and all(t == 0.7 for t in calls), calls
+    assert ws.resources.settings.llm.temperature == 0.0     # the shared settings are untouched
