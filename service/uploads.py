@@ -1,13 +1,25 @@
 """Uploaded files: which names can be saved, numbering repeats, and saving them into a new folder."""
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 
 from flowkit.errors import ResourceError, short
+from flowkit.spec import MAX_FILE_BYTES as FLOW_FILE_BYTES
 
 #: The longest file name most file systems accept, in bytes of UTF-8.
 MAX_NAME_BYTES = 255
+
+#: The largest upload the studio's server accepts at all, in MB of 2**20 bytes: Streamlit's
+#: `server.maxUploadSize`, set to this in .streamlit/config.toml (a test keeps the two equal).
+#: The Knowledge page's files and SQLite databases may be this large.
+SERVER_UPLOAD_MB = 200
+#: A flow JSON file's limit as the Flows page's uploader states it ("Limit 2MB per file"): the
+#: bounded reader's 2,000,000 bytes (flowkit.spec.MAX_FILE_BYTES) rounded up to whole MB.
+FLOW_UPLOAD_MB = math.ceil(FLOW_FILE_BYTES / 2**20)
+#: Knowledge base files (.txt, .md, .jsonl, .pdf) and SQLite databases, each.
+KB_UPLOAD_MB = SERVER_UPLOAD_MB
 
 
 class UploadRefused(ResourceError):

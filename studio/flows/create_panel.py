@@ -6,6 +6,7 @@ import streamlit as st
 from flowkit import templates
 from flowkit.errors import FlowkitError
 from service import flows as library
+from service.uploads import FLOW_UPLOAD_MB
 from service.workspace import Workspace
 from studio.common import inert
 from studio.common.state import FlowsKeys as K
@@ -43,7 +44,8 @@ def import_box(ws: Workspace) -> None:
     """A flow JSON file: its problems shown, saved under a name of the user's choice."""
     with st.container(border=True):
         st.subheader("Import")
-        upload = st.file_uploader("A flow JSON file", type=["json"], key=K.IMPORT_FILE)
+        upload = st.file_uploader("A flow JSON file", type=["json"], key=K.IMPORT_FILE,
+                                  max_upload_size=FLOW_UPLOAD_MB)
         if upload is None:
             return
         spec, problems = library.parse_import(upload.getvalue())

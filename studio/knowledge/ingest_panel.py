@@ -8,6 +8,7 @@ import streamlit as st
 
 from flowkit.errors import FlowkitError
 from service import knowledge as kbview
+from service.uploads import KB_UPLOAD_MB
 from service.workspace import Workspace
 from studio.common import inert
 from studio.common.jobs import JobManager
@@ -55,7 +56,7 @@ def add_files(ws: Workspace, jobs: JobManager, names: list[str]) -> None:
         target = st.selectbox("Into", names, key=K.INGEST_TARGET)
         files = st.file_uploader("Files (.txt, .md, .jsonl with id/title/text, .pdf)",
                                  type=kbview.UPLOAD_TYPES, accept_multiple_files=True,
-                                 key=K.FILES)
+                                 key=K.FILES, max_upload_size=KB_UPLOAD_MB)
         chunkers = kbview.chunkers()
         chunker = st.selectbox("Chunking", list(chunkers), key=K.CHUNKER,
                                format_func=lambda k: f"{k} · {chunkers[k].summary()}",

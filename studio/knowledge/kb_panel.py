@@ -7,6 +7,7 @@ import streamlit as st
 from flowkit.errors import FlowkitError
 from service import knowledge as kbview
 from service.knowledge import KnowledgeBase
+from service.uploads import KB_UPLOAD_MB
 from service.workspace import Workspace
 from studio.common import graph_panel as graphs
 from studio.common import inert
@@ -93,7 +94,7 @@ def database_panel(ws: Workspace, kb: KnowledgeBase, pick: str) -> None:
     else:
         st.caption("No SQLite database attached. Text-to-SQL flows query the one attached here.")
     db_file = st.file_uploader("SQLite database", type=["sqlite", "sqlite3", "db"],
-                               key=K.DB_FILE.item(pick))
+                               key=K.DB_FILE.item(pick), max_upload_size=KB_UPLOAD_MB)
     offered = kbview.upload_tables(db_file.getvalue()) if db_file is not None else []
     upload_id = getattr(db_file, "file_id", "") if db_file is not None else ""
     chosen = st.multiselect("Tables text-to-SQL may read", offered, default=offered,
