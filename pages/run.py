@@ -10,7 +10,8 @@ from flowkit.validate import check
 from studio.common import inert
 from studio.common.jobs import get_jobs
 from studio.common.shell import route_through_app
-from studio.common.state import query_select
+from studio.common.state import RunKeys as K
+from studio.common.state import query_select, take_flow
 from studio.common.tasks import RunRefused, submit_run
 from studio.common.workspace import get_workspace
 from studio.run import form_panel, run_panel, runview
@@ -30,10 +31,9 @@ form_col, live_col = st.columns([2, 3], gap="large")
 with form_col:
     # ---- flow: saved flows and templates, preselected from another page or the address -----
     choices = runview.flow_choices(ws)
-    hint = st.session_state.pop("run_flow", None)      # set by the Flows and Editor pages
-    if (found := runview.find_ref(choices, hint)) is not None:
-        st.session_state["run_flow_choice"] = found
-    ref = query_select("Flow", choices, key="run_flow_choice", param="flow",
+    if (found := runview.find_ref(choices, take_flow())) is not None:   # hand_over_flow()
+        K.FLOW_CHOICE.set(found)
+    ref = query_select("Flow", choices, key=K.FLOW_CHOICE, param="flow",
                        from_param=lambda p: runview.find_ref(choices, p),
                        to_param=runview.ref_param, format_func=runview.ref_label,
                        help="A saved flow (its latest version) or a ready-made template")
@@ -41,7 +41,7 @@ with form_col:
     # ---- knowledge base ----------------------------------------------------------------------
     kb_names = ws.resources.kb_names()
     kb_options = [*kb_names, ""]
-    kb = query_select("Knowledge base", kb_options, key="run_kb", param="kb",
+    kb = query_select("Knowledge base", kb_options, key=K.KB, param="kb",
                       default=lambda: "sample" if "sample" in kb_names else kb_options[0],
                       to_param=lambda k: k or None,
                       format_func=lambda k: k or "(none: closed-book flows only)",
@@ -52,10 +52,10 @@ with form_col:
 
     # ---- question: typed, or picked from a dataset ---------------------------------------------
     attached = st.query_params.get("run")
-    if attached and "run_question" not in st.session_state:   # after a refresh: the run's question
-        st.session_state["run_question"] = runview.question_of(ws, jobs, attached)
+    if attached and not K.QUESTION.held():   # after a refresh: the run's question
+        K.QUESTION.set(runview.question_of(ws, jobs, attached))
     form_panel.dataset_picker()
-    question = st.text_area("Question", key="run_question", height=90,
+    question = st.text_area("Question", key=K.QUESTION, height=90,
                             placeholder="Ask something the knowledge base can answer")
     if expected := form_panel.expected_answers(question):
         st.caption("Expected: " + " | ".join(inert.escape(a) for a in expected))
@@ -78,7 +78,7 @@ with form_col:
         for p in problems:
             st.markdown(f"- {inert.escape(p)}")
     label = f"Run with {len(breakpoints)} breakpoint(s) ▶" if breakpoints else "Run ▶"
-    go = st.button(label, type="primary", key="run_go", width="stretch",
+    go = st.button(label, type="primary", key=K.GO, width="stretch",
                    disabled=spec is None or bool(problems) or bool(bp_problems))
     if go and not question.strip():
         st.error("Type a question first (or pick one from a dataset).")

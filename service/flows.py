@@ -1,8 +1,8 @@
-"""The flow library, as the Flows page and `flowkit flows` use it: create (blank or from a
-template), import, export, restore a version, delete (with its editor drafts)."""
+"""The flow library, as the Flows, Run and Compare pages and `flowkit flows` use it: the saved
+flows and their versions; create (blank or from a template), import, export, restore a version,
+delete (with its editor drafts). Every function takes the workspace: the studio never holds its
+store."""
 from __future__ import annotations
-
-from pathlib import Path
 
 from flowkit import templates
 from flowkit.errors import FlowkitError, Problem
@@ -11,9 +11,11 @@ from flowkit.export import graph_id as graph_id
 from flowkit.names import flaw
 from flowkit.spec import FlowSpec, dumps
 from flowkit.validate import validate_bytes
-from storage.repo import Store
+from storage.repo import FlowInfo as FlowInfo
+from storage.repo import VersionInfo as VersionInfo
 
 from .drafts import DraftStore
+from .workspace import Workspace
 
 BLANK = "(blank)"
 
@@ -30,7 +32,27 @@ def template_title(name: str) -> str:
     return f"{name} · {first[:110]}" if first else name
 
 
-def check_new_name(store: Store, name: str) -> str:
+def list_flows(ws: Workspace) -> list[FlowInfo]:
+    """The saved flows (their latest versions, with their last run), as the store lists them."""
+    return ws.store.list_flows()
+
+
+def flow_exists(ws: Workspace, name: str) -> bool:
+    """Whether a flow named `name` is saved."""
+    return ws.store.flow_exists(name)
+
+
+def get_flow(ws: Workspace, name: str, version: int | None = None) -> tuple[FlowSpec, int]:
+    """A saved flow's spec and version number: `version`, or the latest (NotFoundError if none)."""
+    return ws.store.get_flow(name, version)
+
+
+def versions(ws: Workspace, name: str) -> list[VersionInfo]:
+    """Every saved version of a flow, newest first."""
+    return ws.store.versions(name)
+
+
+def check_new_name(ws: Workspace, name: str) -> str:
     """A usable new flow name, or FlowkitError saying why not."""
     name = name.strip()
     if not name:
@@ -40,20 +62,20 @@ def check_new_name(store: Store, name: str) -> str:
     why = flaw(name)
     if why:
         raise FlowkitError(f"the name {why}; use visible characters on one line")
-    if store.flow_exists(name):
+    if ws.store.flow_exists(name):
         raise FlowkitError(f"a flow named '{name}' already exists; choose another name")
     return name
 
 
-def create_flow(store: Store, name: str, template: str = BLANK) -> int:
+def create_flow(ws: Workspace, name: str, template: str = BLANK) -> int:
     """Save a new flow (version 1) from a template or blank; returns its version."""
-    name = check_new_name(store, name)
+    name = check_new_name(ws, name)
     if template == BLANK:
         spec = FlowSpec(name=name, description="")
     else:
         # laid out afresh by studio/layout.py (loops routed around the nodes), not as stored
         spec = templates.load_template(template).model_copy(update={"name": name, "layout": {}})
-    return store.save_flow(spec, expected_version=None, message=f"created from {template}")
+    return ws.store.save_flow(spec, expected_version=None, message=f"created from {template}")
 
 
 def parse_import(raw: bytes) -> tuple[FlowSpec | None, list[Problem]]:
@@ -64,27 +86,27 @@ def parse_import(raw: bytes) -> tuple[FlowSpec | None, list[Problem]]:
     return validate_bytes(raw, "upload")
 
 
-def import_flow(store: Store, spec: FlowSpec, name: str) -> int:
+def import_flow(ws: Workspace, spec: FlowSpec, name: str) -> int:
     """Save an imported spec under `name` as a new flow."""
-    name = check_new_name(store, name)
-    return store.save_flow(spec.model_copy(update={"name": name}), expected_version=None,
+    name = check_new_name(ws, name)
+    return ws.store.save_flow(spec.model_copy(update={"name": name}), expected_version=None,
                            message="imported")
 
 
-def export_bytes(store: Store, name: str, version: int | None = None) -> bytes:
+def export_bytes(ws: Workspace, name: str, version: int | None = None) -> bytes:
     """The canonical JSON file of a saved flow."""
-    spec, _ = store.get_flow(name, version)
+    spec, _ = ws.store.get_flow(name, version)
     return dumps(spec).encode("utf-8")
 
 
-def restore(store: Store, name: str, version: int) -> int:
+def restore(ws: Workspace, name: str, version: int) -> int:
     """Save an old version as the newest one (expected_version = the current version)."""
-    spec, _ = store.get_flow(name, version)
-    _, current = store.get_flow(name)
-    return store.save_flow(spec, expected_version=current, message=f"restored version {version}")
+    spec, _ = ws.store.get_flow(name, version)
+    _, current = ws.store.get_flow(name)
+    return ws.store.save_flow(spec, expected_version=current, message=f"restored version {version}")
 
 
-def delete(store: Store, data_dir: Path, name: str) -> None:
+def delete(ws: Workspace, name: str) -> None:
     """Delete a flow, its versions and its unsaved drafts (its runs stay in the history)."""
-    store.delete_flow(name)
-    DraftStore(data_dir).delete_flow(name)
+    ws.store.delete_flow(name)
+    DraftStore(ws.data_dir).delete_flow(name)

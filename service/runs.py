@@ -19,7 +19,8 @@ from .workspace import Workspace
 FlowRef = tuple[str, str]   # ("saved" | "template", name)
 
 __all__ = ["Figures", "FlowRef", "ForkView", "Grade", "RunInfo", "flow_choices", "fork_view",
-           "get_run", "grade_answer", "list_runs", "model_loaded", "own_figures", "steps"]
+           "get_run", "grade_answer", "list_runs", "model_loaded", "own_figures", "parent_steps",
+           "steps"]
 
 
 def flow_choices(ws: Workspace) -> list[FlowRef]:
@@ -41,6 +42,18 @@ def steps(ws: Workspace, run_id: str) -> list[StepEvent]:
 def list_runs(ws: Workspace, limit: int = 50) -> list[RunInfo]:
     """The latest runs, newest first."""
     return ws.store.list_runs(limit=limit)
+
+
+def parent_steps(ws: Workspace, run: RunInfo) -> list[StepEvent]:
+    """For a fork, its parent's steps before the fork point (they ran before the fork's first
+    step: a replay shows them as visited and the fork's numbering continues after them); []
+    for a run that is not a fork, or whose parent was deleted."""
+    if not run.parent_run_id or not run.parent_step:
+        return []
+    try:
+        return list(ws.store.steps(run.parent_run_id))[:int(run.parent_step)]
+    except FlowkitError:    # the parent is gone: number from the fork point all the same
+        return []
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ is never overwritten by an older address.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, MutableMapping, Sequence
-from typing import Any, Generic, Literal, NoReturn, TypeVar, cast
+from typing import Any, ClassVar, Generic, Literal, NoReturn, TypeVar, cast
 
 import streamlit as st
 
@@ -69,105 +69,184 @@ class Key(str, Generic[V]):
 Notice = tuple[str, str]   # (kind, text) kept by `flash`
 
 
-class FlowsKeys:
+class Keys:
+    """A page's key group, declared once: `class FlowsKeys(Keys, prefix="flows")`.
+
+    Each `NAME: Key[T]` written without a value becomes `Key("<prefix>_<name>")` (the attribute's
+    name in lower case); a key whose text differs gives it (`NEW_FORM: Key[None] = Key("flows_new")`).
+    Keys marked `.item(...)` below stand for one widget per item."""
+
+    prefix: ClassVar[str] = ""
+
+    def __init_subclass__(cls, prefix: str = "", **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.prefix = prefix
+        for name in cls.__dict__.get("__annotations__", {}):
+            if name.isupper() and name not in cls.__dict__:
+                setattr(cls, name, Key(f"{prefix}_{name.lower()}"))
+
+
+class FlowsKeys(Keys, prefix="flows"):
     """The Flows page's keys (pages/flows.py, studio/flows)."""
 
-    NOTICE: Key[Notice] = Key("flows_notice")
-    SELECTED: Key[str] = Key("flows_selected")              # the flow whose versions are open
-    CONFIRM_DELETE: Key[str] = Key("flows_confirm_delete")  # the flow asked about
+    NOTICE: Key[Notice]
+    SELECTED: Key[str]                      # the flow whose versions are open
+    CONFIRM_DELETE: Key[str]                # the flow asked about
     NEW_FORM: Key[None] = Key("flows_new")
-    NEW_NAME: Key[str] = Key("flows_new_name")
-    NEW_TEMPLATE: Key[str] = Key("flows_new_template")
-    IMPORT_FILE: Key[Any] = Key("flows_import_file")
-    IMPORT_NAME: Key[str] = Key("flows_import_name")
-    IMPORT_GO: Key[bool] = Key("flows_import_go")
+    NEW_NAME: Key[str]
+    NEW_TEMPLATE: Key[str]
+    IMPORT_FILE: Key[Any]
+    IMPORT_NAME: Key[str]
+    IMPORT_GO: Key[bool]
     # one per saved flow: .item(name)
-    OPEN: Key[bool] = Key("flows_open")
-    RUN: Key[bool] = Key("flows_run")
-    EXPORT: Key[bool] = Key("flows_export")
-    EXPORT_LG: Key[bool] = Key("flows_export_lg")
-    VERSIONS: Key[bool] = Key("flows_versions")
-    DELETE: Key[bool] = Key("flows_delete")
-    DELETE_YES: Key[bool] = Key("flows_delete_yes")
-    DELETE_NO: Key[bool] = Key("flows_delete_no")
-    DIFF_A: Key[int] = Key("flows_diff_a")
-    DIFF_B: Key[int] = Key("flows_diff_b")
-    RESTORE: Key[int] = Key("flows_restore")
-    RESTORE_GO: Key[bool] = Key("flows_restore_go")
+    OPEN: Key[bool]
+    RUN: Key[bool]
+    EXPORT: Key[bool]
+    EXPORT_LG: Key[bool]
+    VERSIONS: Key[bool]
+    DELETE: Key[bool]
+    DELETE_YES: Key[bool]
+    DELETE_NO: Key[bool]
+    DIFF_A: Key[int]
+    DIFF_B: Key[int]
+    RESTORE: Key[int]
+    RESTORE_GO: Key[bool]
 
 
-class KbKeys:
+class KbKeys(Keys, prefix="kb"):
     """The Knowledge bases page's keys (pages/knowledge.py, studio/knowledge)."""
 
-    NOTICE: Key[Notice] = Key("kb_notice")
-    PICK: Key[str] = Key("kb_pick")                         # the knowledge base shown (?kb=)
+    NOTICE: Key[Notice]
+    PICK: Key[str]                          # the knowledge base shown (?kb=)
     CREATE_FORM: Key[None] = Key("kb_create")
-    NEW_NAME: Key[str] = Key("kb_new_name")
-    NEW_DESC: Key[str] = Key("kb_new_desc")
-    INGEST_TARGET: Key[str] = Key("kb_ingest_target")
-    FILES: Key[Any] = Key("kb_files")
-    CHUNKER: Key[str] = Key("kb_chunker")
-    PARAMS: Key[str] = Key("kb_params")                     # .item(chunker)
-    INGEST_GO: Key[bool] = Key("kb_ingest_go")
-    SEARCH_Q: Key[str] = Key("kb_search_q")
-    SEARCH_K: Key[int] = Key("kb_search_k")
-    CHUNKS_PAGE: Key[int] = Key("kb_chunks_page")           # .item(kb)
-    GRAPH_FOCUS: Key[str] = Key("kb_graph_focus")           # .item(kb)
-    GRAPH_N: Key[int] = Key("kb_graph_n")                   # .item(kb)
-    GRAPH: Key[Any] = Key("kb_graph")                       # .item(kb)
-    DB_FILE: Key[Any] = Key("kb_db_file")                   # .item(kb)
-    DB_TABLES: Key[list[str]] = Key("kb_db_tables")         # .item(kb, upload)
-    DB_ATTACH: Key[bool] = Key("kb_db_attach")
+    NEW_NAME: Key[str]
+    NEW_DESC: Key[str]
+    INGEST_TARGET: Key[str]
+    FILES: Key[Any]
+    CHUNKER: Key[str]
+    PARAMS: Key[str]                        # .item(chunker)
+    INGEST_GO: Key[bool]
+    SEARCH_Q: Key[str]
+    SEARCH_K: Key[int]
+    CHUNKS_PAGE: Key[int]                   # .item(kb)
+    GRAPH_FOCUS: Key[str]                   # .item(kb)
+    GRAPH_N: Key[int]                       # .item(kb)
+    GRAPH: Key[Any]                         # .item(kb)
+    DB_FILE: Key[Any]                       # .item(kb)
+    DB_TABLES: Key[list[str]]               # .item(kb, upload)
+    DB_ATTACH: Key[bool]
 
 
-class CompareKeys:
+class CompareKeys(Keys, prefix="compare"):
     """The Compare page's keys (pages/compare.py, studio/compare)."""
 
-    FLOWS: Key[list[str]] = Key("compare_flows")
-    DATASET: Key[str] = Key("compare_dataset")
-    KB: Key[str] = Key("compare_kb")
-    KB_FOR: Key[str] = Key("compare_kb_for")                # the question set KB was picked for
-    NEW_KB: Key[str] = Key("compare_new_kb")
-    LIMIT: Key[int] = Key("compare_limit")
-    START: Key[bool] = Key("compare_start")
-    OPEN: Key[str] = Key("compare_open")
-    WAS_ACTIVE: Key[dict[str, bool]] = Key("compare_was_active")
-    STOP: Key[bool] = Key("compare_stop")
-    RESUME: Key[bool] = Key("compare_resume")
-    METRICS_DF: Key[Any] = Key("compare_metrics_df")
-    DELTA_DF: Key[Any] = Key("compare_delta_df")
+    FLOWS: Key[list[str]]
+    DATASET: Key[str]
+    KB: Key[str]
+    KB_FOR: Key[str]                        # the question set KB was picked for
+    NEW_KB: Key[str]
+    LIMIT: Key[int]
+    START: Key[bool]
+    OPEN: Key[str]
+    WAS_ACTIVE: Key[dict[str, bool]]
+    STOP: Key[bool]
+    RESUME: Key[bool]
+    METRICS_DF: Key[Any]
+    DELTA_DF: Key[Any]
     DOWNLOAD: Key[bool] = Key("compare_dl")                 # .item(extension)
-    DISAGREE_DF: Key[Any] = Key("compare_disagree_df")
+    DISAGREE_DF: Key[Any]
     QUESTION: Key[str] = Key("compare_q")                   # the question inspected (?q=)
-    VARIANT_FROM: Key[str] = Key("compare_variant_from")
-    VARIANT_NODE: Key[str] = Key("compare_variant_node")
-    VARIANT_PARAMS: Key[dict[str, dict[str, Any]]] = Key("compare_variant_params")
+    VARIANT_FROM: Key[str]
+    VARIANT_NODE: Key[str]
+    VARIANT_PARAMS: Key[dict[str, dict[str, Any]]]
     VARIANT_PARAM: Key[Any] = Key("compare_variant_p")      # .item(eval, column, node) + "_" + field
-    VARIANT_OTHERS: Key[list[str]] = Key("compare_variant_others")
-    VARIANT_ADD: Key[bool] = Key("compare_variant_add")
-    PART_PARENT: Key[str] = Key("compare_part_parent")
-    PART_VARIANT: Key[str] = Key("compare_part_variant")
-    PART_GROUPS: Key[Any] = Key("compare_part_groups")
-    PART_DF: Key[Any] = Key("compare_part_df")
+    VARIANT_OTHERS: Key[list[str]]
+    VARIANT_ADD: Key[bool]
+    PART_PARENT: Key[str]
+    PART_VARIANT: Key[str]
+    PART_GROUPS: Key[Any]
+    PART_DF: Key[Any]
 
 
-class RunKeys:
-    """The Run page's keys that other pages meet (the rest: pages/run.py, studio/run)."""
+class RunKeys(Keys, prefix="run"):
+    """The Run page's keys (pages/run.py, studio/run)."""
 
     #: The flow handed to the Run page (written by `hand_over_flow`, read by `take_flow` only).
     #: Its text stays "run_flow", which pages/run.py read before the hand-over had a name.
     FLOW_HANDOVER: Key[str] = Key("run_flow")
+    FLOW_CHOICE: Key[Any]                   # the flow picked (?flow=): a service.runs.FlowRef
+    KB: Key[str]                            # (?kb=)
+    QUESTION: Key[str]
+    GO: Key[bool]
+    DATASET: Key[str]
+    DATASET_Q: Key[int]                     # the question picked from the dataset
+    GOLD: Key[dict[str, Any]]               # {"question", "answers"} of the picked question
+    TEMPERATURE: Key[float]
+    PARAM: Key[float]                       # .item(flow, node, param)
+    BREAKPOINTS: Key[str]
+    CANCEL: Key[bool]                       # .item(job or run id)
+    QUEUE_CANCEL: Key[bool]                 # .item(job id), in the queue below
+    ANSWER_BOX: Key[None]
 
 
-class GateKeys:
+class ReplayKeys(Keys, prefix="replay"):
+    """The Replay page's keys (pages/replay.py, studio/replay). Its open tab is the query-bound
+    `tab` (studio/replay/replay_panel.TAB_KEY)."""
+
+    PICK: Key[str]                          # the run shown (?run=)
+    RUN: Key[str]                           # the run the step below belongs to
+    STEP: Key[int]                          # the step shown (?step=): the slider's key
+    FIRST: Key[bool]
+    PREV: Key[bool]
+    NEXT: Key[bool]
+    LAST: Key[bool]
+    GRAPH: Key[Any]                         # .item(run id)
+    SHOW_SAME: Key[bool]
+    FORK_BANNER: Key[None]
+    OPEN_PARENT: Key[bool]
+    OPEN_CHILD: Key[bool]                   # .item(child run id)
+    OPEN_FORK: Key[bool]
+    FORK_WHAT: Key[str]
+    FORK_KEY: Key[str]
+    FORK_VAL: Key[str]                      # .item(run id, step, memory key)
+    FORK_PARAMS: Key[str]                   # .item(run id, step)
+    FORK_GO: Key[bool]
+
+
+class SettingsKeys(Keys, prefix="settings"):
+    """The Settings page's keys (pages/settings.py, studio/settings)."""
+
+    NOTICE: Key[Notice]
+    FORM: Key[None]
+    BACKEND: Key[str]
+    MODEL_SOURCE: Key[str]
+    MODEL_PATH: Key[str]
+    GPU: Key[int]
+    THREADS: Key[int]
+    CTX: Key[int]
+    TEMPERATURE: Key[float]
+    SEED: Key[int]
+    EXTRA_BUFTS: Key[str]
+    BASE_URL: Key[str]
+    MODEL_NAME: Key[str]
+    EMBEDDER: Key[str]
+    CHROMA_HOST: Key[str]
+    CHROMA_PORT: Key[int]
+    COMPLETION_CACHE: Key[bool]
+    CACHE_MAX: Key[int]
+    MODELS: Key[Any]
+
+
+class GateKeys(Keys, prefix="gate"):
     """The access gate's key (studio/common/gate_panel.py)."""
 
-    PASSED: Key[bool] = Key("gate_passed")
-    TOKEN: Key[str] = Key("gate_token")
+    PASSED: Key[bool]
+    TOKEN: Key[str]
 
 
 #: Every page's key class, for the checks in tests/app/test_state.py.
-KEY_CLASSES: tuple[type, ...] = (FlowsKeys, KbKeys, CompareKeys, RunKeys, GateKeys)
+KEY_CLASSES: tuple[type[Keys], ...] = (FlowsKeys, KbKeys, CompareKeys, RunKeys, ReplayKeys,
+                                       SettingsKeys, GateKeys)
 
 RUN_PAGE = "pages/run.py"
 

@@ -21,6 +21,7 @@ from flowkit.eval.runner import EvalPlan, FlowEntry
 from flowkit.spec import FlowSpec
 from flowkit.validate import ensure_valid
 from service.evaluations import PartingReport, add_variant_columns, where_flows_part
+from service.flows import get_flow
 from service.workspace import Workspace
 from studio.common import inert, tasks
 from studio.common.forms_panel import render_params
@@ -98,7 +99,7 @@ def _entries(ws: Workspace, base: FlowEntry, node_id: str, params: dict[str, Any
                              spec=variant_spec(base.spec, node_id, params)))
     for kind, name in others:
         if kind == "saved":
-            spec, version = ws.store.get_flow(name)
+            spec, version = get_flow(ws, name)
             out.append(FlowEntry(ref=name, spec=spec, version=version))
         else:
             out.append(FlowEntry(ref=name, spec=templates.load_template(name)))

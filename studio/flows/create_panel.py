@@ -33,7 +33,7 @@ def new_flow_form(ws: Workspace) -> None:
                                 help="A ready-made template, or an empty canvas")
         if st.form_submit_button("Create and open", type="primary"):
             try:
-                library.create_flow(ws.store, name, template)
+                library.create_flow(ws, name, template)
             except FlowkitError as err:
                 st.error(inert.escape(err))
             else:
@@ -61,7 +61,7 @@ def import_box(ws: Workspace) -> None:
         new_name = st.text_input("Save as", value=spec.name, key=K.IMPORT_NAME)
         if st.button("Import", key=K.IMPORT_GO):
             try:
-                library.import_flow(ws.store, spec, new_name)
+                library.import_flow(ws, spec, new_name)
             except FlowkitError as err:
                 st.error(inert.escape(err))
             else:

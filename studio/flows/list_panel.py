@@ -28,7 +28,7 @@ def lg_package(db_url: str, name: str, version: int) -> tuple[bytes | None, str]
     """(zip, file name) of a saved flow version as a LangGraph package, or (None, the problem).
     Built once per flow version, not on every rerun of the page."""
     try:
-        spec = get_workspace().store.get_flow(name, version)[0]
+        spec = library.get_flow(get_workspace(), name, version)[0]
         return library.export_zip(spec), f"{library.graph_id(spec)}.zip"
     except FlowkitError as err:   # a flow with problems cannot become code yet
         return None, str(err)
@@ -37,8 +37,7 @@ def lg_package(db_url: str, name: str, version: int) -> tuple[bytes | None, str]
 def saved_flows(ws: Workspace) -> None:
     """Every saved flow, newest first as the store lists them."""
     st.subheader("Saved flows")
-    store = ws.store
-    flows = store.list_flows()
+    flows = library.list_flows(ws)
     if not flows:
         st.info("No saved flows yet: create one from a template above.")
     for f in flows:
@@ -66,14 +65,14 @@ def _actions(ws: Workspace, name: str, version: int) -> None:
         open_in(EDITOR_PAGE, name)
     if b[1].button("Run", key=K.RUN.item(name)):
         open_in(RUN_PAGE, name)
-    b[2].download_button("Export", data=library.export_bytes(ws.store, name),
+    b[2].download_button("Export", data=library.export_bytes(ws, name),
                          file_name=f"{name}.json", mime="application/json",
                          key=K.EXPORT.item(name))
     if b[3].button("Versions", key=K.VERSIONS.item(name)):
         K.SELECTED.set(name)
     if b[4].button("Delete", key=K.DELETE.item(name)):
         K.CONFIRM_DELETE.set(name)
-    package, file_or_problem = lg_package(ws.store.url, name, version)
+    package, file_or_problem = lg_package(ws.resources.database_url, name, version)
     if package is None:
         st.button(LG_EXPORT, key=K.EXPORT_LG.item(name), disabled=True,
                   help=f"Fix the flow first: {inert.escape(file_or_problem)}")
@@ -87,7 +86,7 @@ def _confirm_delete(ws: Workspace, name: str) -> None:
     st.warning(f"Delete '{inert.escape(name)}' and all its versions? Its runs stay in the history.")
     yes, no = st.columns([1, 6])
     if yes.button("Yes, delete", key=K.DELETE_YES.item(name), type="primary"):
-        library.delete(ws.store, ws.data_dir, name)
+        library.delete(ws, name)
         K.CONFIRM_DELETE.pop()
         if K.SELECTED.get() == name:
             K.SELECTED.pop()

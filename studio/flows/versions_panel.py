@@ -15,13 +15,12 @@ from studio.flows.list_panel import when
 
 def versions(ws: Workspace) -> None:
     """The versions of the flow picked with its Versions button (nothing when none is picked)."""
-    store = ws.store
     selected = K.SELECTED.get()
-    if not selected or not store.flow_exists(selected):
+    if not selected or not library.flow_exists(ws, selected):
         return
     with st.expander(f"Versions of {inert.escape(selected)}", expanded=True,
                      icon=":material/history:"):
-        found = store.versions(selected)
+        found = library.versions(ws, selected)
         st.dataframe([{"version": v.version, "saved": when(v.created_at), "message": v.message,
                        "nodes": len(v.spec.nodes), "edges": len(v.spec.edges)} for v in found],
                      hide_index=True, width="stretch")
@@ -37,7 +36,7 @@ def versions(ws: Workspace) -> None:
             if st.button(f"Restore version {back} as the newest",
                          key=K.RESTORE_GO.item(selected)):
                 try:
-                    v = library.restore(store, selected, back)
+                    v = library.restore(ws, selected, back)
                 except FlowkitError as err:
                     st.error(inert.escape(err))
                 else:

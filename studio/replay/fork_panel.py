@@ -10,6 +10,7 @@ from service.runs import RunInfo
 from service.workspace import Workspace
 from studio.common import inert
 from studio.common.jobs import Job, JobManager
+from studio.common.state import ReplayKeys as K
 from studio.common.state import keep, kept, kept_index
 from studio.common.tasks import submit_fork
 from studio.replay import replay
@@ -32,9 +33,9 @@ def _show(jobs: JobManager, job: Job) -> None:
                        f"({result.get('status', 'done')}). Answer: "
                        f"{inert.escape(result.get('answer', ''), limit=300)}")
             if job.run_id:   # a callback, drawn outside the fragment: it changes the whole page
-                st.button("Open the forked run", key="replay_open_fork", type="primary",
+                st.button("Open the forked run", key=K.OPEN_FORK, type="primary",
                           icon=":material/call_split:", on_click=replay.open_run,
-                          args=(st.session_state, st.query_params, job.run_id, 0))
+                          args=(st.query_params, job.run_id, 0))
 
 
 def fork_status(ws: Workspace, jobs: JobManager, run_id: str) -> None:
@@ -70,16 +71,16 @@ def fork_form(ws: Workspace, jobs: JobManager, run: RunInfo, step: StepEvent, id
                    "you say here. The model runs again from this node; the new run links back.")
         # every value here is kept while another tab is open (studio/state.kept)
         choices = ["a memory value", f"params of node {step.node_id}"]
-        what = st.radio("Change", choices, horizontal=True, key="replay_fork_what",
-                        index=kept_index("replay_fork_what", choices), on_change=keep,
-                        args=("replay_fork_what",))
+        what = st.radio("Change", choices, horizontal=True, key=K.FORK_WHAT,
+                        index=kept_index(K.FORK_WHAT, choices), on_change=keep,
+                        args=(K.FORK_WHAT,))
         memory_changes, param_changes, problem = {}, {}, None
         if what == "a memory value":
             readers = replay.reads_ahead(run.spec, step.node_id)
             keys = sorted(OPERATOR_KEYS, key=lambda k: k not in readers)   # read keys first
-            mem_key = st.selectbox("Memory key", keys, key="replay_fork_key",
-                                   index=kept_index("replay_fork_key", keys),
-                                   on_change=keep, args=("replay_fork_key",),
+            mem_key = st.selectbox("Memory key", keys, key=K.FORK_KEY,
+                                   index=kept_index(K.FORK_KEY, keys),
+                                   on_change=keep, args=(K.FORK_KEY,),
                                    format_func=lambda k: f"{k} · read by "
                                    f"{', '.join(readers[k])}" if k in readers else f"{k} · not read",
                                    help="The working-memory key to set before the node runs; "
@@ -87,7 +88,7 @@ def fork_form(ws: Workspace, jobs: JobManager, run: RunInfo, step: StepEvent, id
             if mem_key not in readers:
                 st.warning(f"No remaining step reads `{mem_key}`: changing it changes nothing. "
                            f"They read: {', '.join(f'`{k}`' for k in readers) or 'nothing'}.")
-            val_key = f"replay_fork_val_{run.id}_{idx}_{mem_key}"
+            val_key = K.FORK_VAL.item(run.id, idx, mem_key)
             text = st.text_area("New value (JSON)", height=160, key=val_key,
                                 value=kept(val_key, replay.memory_text(
                                     step.memory_before.get(mem_key))),
@@ -98,7 +99,7 @@ def fork_form(ws: Workspace, jobs: JobManager, run: RunInfo, step: StepEvent, id
                 problem = str(err)
         else:
             op, params = replay.node_params(run.spec, step.node_id)
-            params_key = f"replay_fork_params_{run.id}_{idx}"
+            params_key = K.FORK_PARAMS.item(run.id, idx)
             text = st.text_area(f"Params of {step.node_id} ({op}) as JSON", height=220,
                                 key=params_key, value=kept(params_key, replay.memory_text(params)),
                                 on_change=keep, args=(params_key,))
@@ -110,7 +111,7 @@ def fork_form(ws: Workspace, jobs: JobManager, run: RunInfo, step: StepEvent, id
                 st.caption("No param changed yet: the fork would run the same params.")
         if problem:
             st.error(inert.escape(problem))
-        if st.button("Fork and run ▶", type="primary", key="replay_fork_go",
+        if st.button("Fork and run ▶", type="primary", key=K.FORK_GO,
                      disabled=bool(problem)):
             job_id = submit_fork(jobs, ws, run.id, idx, memory_changes, param_changes)
             st.query_params["fork"] = job_id

@@ -2,22 +2,20 @@
 fork what it changed and its own figures, with its parent's part shown apart."""
 from __future__ import annotations
 
-from collections.abc import MutableMapping
-from typing import Any
-
 import streamlit as st
 
 from flowkit.trace import StepEvent
 from service.runs import ForkView, RunInfo, fork_view
 from service.workspace import Workspace
 from studio.common import inert
+from studio.common.state import ReplayKeys as K
 from studio.replay import replay
 from studio.run import runview
 
 
-def _fork_banner(view: ForkView, run: RunInfo, state: MutableMapping[str, Any]) -> None:
+def _fork_banner(view: ForkView, run: RunInfo) -> None:
     """What the fork changed (key, old and new value; params), and where it came from."""
-    with st.container(border=True, key="replay_fork_banner"):
+    with st.container(border=True, key=K.FORK_BANNER):
         st.markdown(f":material/call_split: Forked from run {inert.code(view.parent_run_id)} "
                     f"step {view.from_step}")
         if not view.memory_changes and not view.param_changes:
@@ -33,13 +31,12 @@ def _fork_banner(view: ForkView, run: RunInfo, state: MutableMapping[str, Any]) 
         st.caption(f"Figures beside are the fork's own (steps {view.from_step} on). Before the "
                    f"fork point the parent ran {p.steps} step(s), {p.llm_calls} LLM call(s), "
                    f"{p.tokens} tokens (steps 0–{max(view.from_step - 1, 0)}).")
-        st.button(f"Open the parent run {view.parent_run_id}", key="replay_open_parent",
+        st.button(f"Open the parent run {view.parent_run_id}", key=K.OPEN_PARENT,
                   icon=":material/north_west:", on_click=replay.open_run,
-                  args=(state, st.query_params, view.parent_run_id, view.from_step))
+                  args=(st.query_params, view.parent_run_id, view.from_step))
 
 
-def draw(ws: Workspace, run: RunInfo, steps: list[StepEvent],
-         state: MutableMapping[str, Any]) -> None:
+def draw(ws: Workspace, run: RunInfo, steps: list[StepEvent]) -> None:
     """The header of the replay of `run` (its stored `steps`)."""
     head, totals = st.columns([3, 2])
     with head:
@@ -53,13 +50,13 @@ def draw(ws: Workspace, run: RunInfo, steps: list[StepEvent],
             st.error(inert.escape(run.error))
         view = fork_view(ws, run, steps)
         if view is not None:
-            _fork_banner(view, run, state)
+            _fork_banner(view, run)
         if run.children:
             st.markdown(f"Forks of this run: {len(run.children)}")
             for child in run.children:
-                st.button(f"Fork {child}", key=f"replay_open_child_{child}",
+                st.button(f"Fork {child}", key=K.OPEN_CHILD.item(child),
                           icon=":material/call_split:", on_click=replay.open_run,
-                          args=(state, st.query_params, child, 0))
+                          args=(st.query_params, child, 0))
     with totals:
         figures = runview.totals(run, steps)
         cols = st.columns(len(figures))

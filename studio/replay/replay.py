@@ -1,7 +1,7 @@
 """Replay page logic: which step is shown, the per-step chart data, and the fork form's checks.
 
 A replay never calls the model: everything comes from the stored steps. The shown step lives in
-session state under `replay_step` (the slider's key; the buttons change it in callbacks, before
+session state under ReplayKeys.STEP (the slider's key; the buttons change it in callbacks, before
 the slider is drawn, so slider and buttons always agree) and in the address as ?step=N.
 """
 from __future__ import annotations
@@ -14,36 +14,36 @@ import pandas as pd
 from pydantic import ValidationError as PydanticValidationError
 
 from flowkit import registry
-from flowkit.errors import FlowkitError
 from flowkit.memory import OPERATOR_KEYS
 from flowkit.nodes import FINISH
 from flowkit.trace import StepEvent
+from studio.common.state import ReplayKeys
 
-STEP_KEY = "replay_step"
-RUN_KEY = "replay_run"
+K = ReplayKeys
+STEP_KEY = K.STEP       # the slider's key
 
 
 def clamp(value: int, n_steps: int) -> int:
     return max(0, min(int(value), max(n_steps - 1, 0)))
 
 
-def sync(state: MutableMapping[str, Any], run_id: str, n_steps: int,
-         requested: str | None) -> int:
+def sync(run_id: str, n_steps: int, requested: str | None,
+         state: MutableMapping[str, Any] | None = None) -> int:
     """The step to show: `requested` (?step=) when the run changed, else the current one, kept in
     range as the run grows. Call before the step widgets are drawn."""
-    if state.get(RUN_KEY) != run_id:
-        state[RUN_KEY] = run_id
+    if K.RUN.get(state=state) != run_id:
+        K.RUN.set(run_id, state)
         try:
-            state[STEP_KEY] = clamp(int(requested or 0), n_steps)
+            K.STEP.set(clamp(int(requested or 0), n_steps), state)
         except ValueError:
-            state[STEP_KEY] = 0
+            K.STEP.set(0, state)
     else:
-        state[STEP_KEY] = clamp(state.get(STEP_KEY, 0), n_steps)
-    return int(state[STEP_KEY])
+        K.STEP.set(clamp(K.STEP.get(0, state) or 0, n_steps), state)
+    return int(K.STEP.get(0, state) or 0)
 
 
-def open_run(state: MutableMapping[str, Any], query: MutableMapping[str, Any], run_id: str,
-             step: int | None = 0) -> None:
+def open_run(query: MutableMapping[str, Any], run_id: str, step: int | None = 0,
+             state: MutableMapping[str, Any] | None = None) -> None:
     """Show another run (a parent or a fork) on this page: in the address and in the picker.
 
     Used instead of st.page_link, which, pointing at the page it is on, shows the new run
@@ -52,15 +52,15 @@ def open_run(state: MutableMapping[str, Any], query: MutableMapping[str, Any], r
     query["step"] = str(step or 0)
     if "fork" in query:
         del query["fork"]
-    state["replay_pick"] = run_id
-    state.pop(RUN_KEY, None)      # sync() then starts the new run at ?step=
+    K.PICK.set(run_id, state)
+    K.RUN.pop(state)      # sync() then starts the new run at ?step=
 
 
-def go(state: MutableMapping[str, Any], target: str, n_steps: int) -> None:
+def go(target: str, n_steps: int, state: MutableMapping[str, Any] | None = None) -> None:
     """Button callback: target is first | prev | next | last."""
-    cur = int(state.get(STEP_KEY, 0))
+    cur = int(K.STEP.get(0, state) or 0)
     new = {"first": 0, "prev": cur - 1, "next": cur + 1, "last": n_steps - 1}[target]
-    state[STEP_KEY] = clamp(new, n_steps)
+    K.STEP.set(clamp(new, n_steps), state)
 
 
 def chart_data(steps: list[StepEvent], current: int,
@@ -77,17 +77,6 @@ def chart_data(steps: list[StepEvent], current: int,
             f"{unit} (other steps)": [0 if i == current else v for i, v in enumerate(values)],
         })
     return frame([s.tokens for s in steps], "tokens"), frame([round(s.ms) for s in steps], "ms")
-
-
-def parent_steps(store: Any, run: Any) -> list[StepEvent]:
-    """For a fork, its parent's steps before the fork point (they ran before the fork's first
-    step: the graph shows them as visited and the fork's numbering continues after them)."""
-    if not run.parent_run_id or not run.parent_step:
-        return []
-    try:
-        return list(store.steps(run.parent_run_id))[:int(run.parent_step)]
-    except FlowkitError:    # the parent is gone: number from the fork point all the same
-        return []
 
 
 def forkable(step: StepEvent, spec: dict[str, Any]) -> str | None:

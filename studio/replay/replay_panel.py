@@ -13,9 +13,11 @@ from collections.abc import MutableMapping, Sequence
 from typing import Any
 
 import streamlit as st
+from streamlit.elements.lib.mutable_tab_container import TabContainer
 
 from flowkit.trace import StepEvent
 from studio.common import inert
+from studio.common.state import Key
 
 MEMORY, LLM_CALLS, RETRIEVED, FORK = "Memory", "LLM calls", "Retrieved", "Fork from this step"
 TABS = (MEMORY, LLM_CALLS, RETRIEVED, FORK)
@@ -23,17 +25,17 @@ TABS = (MEMORY, LLM_CALLS, RETRIEVED, FORK)
 TAB_KEY = "tab"
 
 
-def step_tabs() -> Sequence[st.delta_generator.DeltaGenerator]:
+def step_tabs() -> Sequence[TabContainer]:
     """The four step tabs (Memory, LLM calls, Retrieved, Fork); draw into a tab only when its
     `.open` is true. The open one follows ?tab= and is kept across steps."""
     return st.tabs(list(TABS), key=TAB_KEY, bind="query-params")
 
 
-def keep(state: MutableMapping[str, Any], key: str) -> None:
+def keep(key: Key[Any], state: MutableMapping[str, Any] | None = None) -> None:
     """Keep a widget's value while its tab is closed (Streamlit drops the state of a widget that
     a run does not draw; writing it back keeps it). Only for widgets drawn without `value=`."""
-    if key in state:
-        state[key] = state[key]
+    if key.held(state):
+        key.set(key.get(state=state), state)
 
 
 def passages(step: StepEvent) -> int:

@@ -12,6 +12,7 @@ import streamlit as st
 from flowkit.trace import StepEvent
 from service.runs import RunInfo, grade_answer
 from studio.common import inert
+from studio.common.state import RunKeys as K
 from studio.run import runview
 from studio.run.stream import buffers
 
@@ -51,7 +52,7 @@ def live_answer(run_id: str, loaded: bool, still_running: Callable[[], bool]) ->
     """The answer box while the run goes on: the model's text streamed as it comes
     (st.write_stream), else why it waits (the model loading on the first run)."""
     st.subheader("Answer")
-    with st.container(border=True, key="run_answer_box"):
+    with st.container(border=True, key=K.ANSWER_BOX):
         if not loaded and buffers().get(run_id) is None:
             st.info(LOADING, icon=":material/hourglass_top:")
             return
@@ -63,7 +64,7 @@ def live_answer(run_id: str, loaded: bool, still_running: Callable[[], bool]) ->
 def final_answer(run: RunInfo, expected: Sequence[str] | None) -> None:
     """The stored answer, and right or wrong when the question came from a dataset."""
     st.subheader("Answer")
-    with st.container(border=True, key="run_answer_box"):
+    with st.container(border=True, key=K.ANSWER_BOX):
         if run.answer:
             inert.text(run.answer)
         else:

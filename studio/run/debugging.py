@@ -14,6 +14,7 @@ from typing import Any
 from flowkit.errors import FlowkitError
 from flowkit.spec import FlowSpec
 from service.debug import Debugger, NotPausedError
+from service.runs import get_run
 from service.workspace import Workspace
 from studio.common.jobs import Job, JobManager, Reporter
 from studio.common.tasks import ProgressSink, check_run, new_run_id
@@ -72,7 +73,7 @@ def submit_resume(jobs: JobManager, ws: Workspace, run_id: str, mode: str, seen_
     if mode not in MODES:
         raise FlowkitError(f"mode is one of {', '.join(MODES)}, not {mode!r}")
     view, _ = Debugger(ws).require_paused(run_id, "continue")
-    temperature = recorded_temperature(ws, ws.store.get_run(view.run_id).settings)
+    temperature = recorded_temperature(ws, get_run(ws, view.run_id).settings)
     debugger = Debugger(ws if temperature is None else tuned_workspace(ws, temperature))
     other = active_resume(jobs, view.run_id)
     if other is not None:

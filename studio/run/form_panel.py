@@ -11,6 +11,7 @@ from flowkit.spec import FlowSpec
 from service.debug import breakpoint_problems
 from service.workspace import Workspace
 from studio.common import inert, sidebar_panel
+from studio.common.state import RunKeys as K
 from studio.run import datasets
 from studio.run.overrides import Overrides, tunable
 
@@ -22,10 +23,10 @@ def _questions(path: str, mtime: float) -> list[dict[str, Any]]:
 
 def _fill_question(qs: list[dict[str, Any]]) -> None:
     """Dataset picker callback: copy the chosen question into the question box."""
-    idx = st.session_state.get("run_dataset_q")
+    idx = K.DATASET_Q.get()
     if idx is not None and 0 <= idx < len(qs):
-        st.session_state["run_question"] = qs[idx]["question"]
-        st.session_state["run_gold"] = {"question": qs[idx]["question"], "answers": qs[idx]["answers"]}
+        K.QUESTION.set(qs[idx]["question"])
+        K.GOLD.set({"question": qs[idx]["question"], "answers": qs[idx]["answers"]})
 
 
 def dataset_picker() -> None:
@@ -33,11 +34,11 @@ def dataset_picker() -> None:
     sets = datasets.question_sets()
     with st.expander("Pick a question from a dataset", expanded=False):
         set_names = [s.name for s in sets]
-        set_name = st.selectbox("Dataset", set_names, key="run_dataset") if sets else None
+        set_name = st.selectbox("Dataset", set_names, key=K.DATASET) if sets else None
         if set_name is not None:
             qset = sets[set_names.index(set_name)]
             qs = _questions(str(qset.path), qset.path.stat().st_mtime)
-            st.selectbox("Question", list(range(len(qs))), index=None, key="run_dataset_q",
+            st.selectbox("Question", list(range(len(qs))), index=None, key=K.DATASET_Q,
                          format_func=lambda i: f"{qs[i]['id']}: {qs[i]['question']}",
                          placeholder=f"{len(qs)} questions", on_change=_fill_question, args=(qs,))
             st.caption(f"Read from {inert.code(qset.path)}")
@@ -45,7 +46,7 @@ def dataset_picker() -> None:
 
 def expected_answers(question: str) -> list[str]:
     """The dataset's answers to `question` when it was picked from a dataset, else []."""
-    gold = st.session_state.get("run_gold")
+    gold = K.GOLD.get()
     if gold and gold["question"].strip() == question.strip():
         return list(gold["answers"])
     return []
@@ -58,7 +59,7 @@ def model_settings(ws: Workspace, spec: FlowSpec | None) -> Overrides:
         st.caption(f"Model: {sidebar_panel.model_line(ws)} (change it on the Settings page)")
         base_t = float(ws.resources.settings.llm.temperature)
         t = st.number_input("Temperature", min_value=0.0, max_value=2.0, step=0.1, value=base_t,
-                            key="run_temperature", help="0 = greedy; this run only")
+                            key=K.TEMPERATURE, help="0 = greedy; this run only")
         if abs(t - base_t) > 1e-9:
             overrides.temperature = float(t)
         if spec is None:
@@ -70,7 +71,7 @@ def model_settings(ws: Workspace, spec: FlowSpec | None) -> Overrides:
             new = st.number_input(
                 f"{node_id} · {name}", value=int(value) if is_int else float(value),
                 min_value=schema.get("minimum"), max_value=schema.get("maximum"),
-                step=1 if is_int else 0.1, key=f"run_param_{spec.name}_{node_id}_{name}",
+                step=1 if is_int else 0.1, key=K.PARAM.item(spec.name, node_id, name),
                 help=schema.get("description"))
             if new != value:
                 overrides.node_params.setdefault(node_id, {})[name] = new
@@ -83,10 +84,10 @@ def model_settings(ws: Workspace, spec: FlowSpec | None) -> Overrides:
 def breakpoints_editor(spec: FlowSpec | None) -> tuple[list[str], list[str]]:
     """Breakpoints for this run, one a line (`node[@visit][:after][?condition]`), checked against
     the flow. Returns (the lines, the problems: one message a bad line)."""
-    with st.expander("Breakpoints (debug this run)", expanded=bool(st.session_state.get(
-            "run_breakpoints", "").strip())):
+    with st.expander("Breakpoints (debug this run)", expanded=bool(
+            (K.BREAKPOINTS.get() or "").strip())):
         text = st.text_area(
-            "One a line", key="run_breakpoints", height=80,
+            "One a line", key=K.BREAKPOINTS, height=80,
             placeholder="generate\nretrieve@2:after?len(documents) < 3",
             help="node[@visit][:before|:after][?condition]: pause before (default) or after the "
                  "node, on that visit only, when the condition on working memory holds "

@@ -11,10 +11,12 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from flowkit.errors import NotFoundError
-from service.runs import RunInfo, model_loaded
+from service.runs import RunInfo, get_run, model_loaded
+from service.runs import steps as run_steps
 from service.workspace import Workspace
 from studio.common import inert
 from studio.common.jobs import Job, JobManager
+from studio.common.state import RunKeys as K
 from studio.run import answer_panel, debug_panel, runview
 
 #: Jobs that stop at their next step when cancelled (an ingest runs to its end).
@@ -25,7 +27,7 @@ REPLAY_PAGE = "pages/replay.py"
 
 def _run(ws: Workspace, run_id: str) -> RunInfo | None:
     try:
-        return ws.store.get_run(run_id)
+        return get_run(ws, run_id)
     except NotFoundError:
         return None
 
@@ -79,12 +81,12 @@ def _waiting(jobs: JobManager, job: Job) -> bool:
         ahead = jobs.ahead_of(job.id)
         _status("queued")
         st.info(f"Queued: {ahead} job(s) ahead of this one. Runs take turns on the model.")
-        cancel_button(jobs, job, f"run_cancel_{job.id}")
+        cancel_button(jobs, job, K.CANCEL.item(job.id))
         return True
     if job.status == "running":
         _status("starting")
         st.info(inert.escape(job.message or "Starting..."))
-        cancel_button(jobs, job, f"run_cancel_{job.id}")
+        cancel_button(jobs, job, K.CANCEL.item(job.id))
         return True
     if job.status == "cancelled":
         _status("cancelled")
@@ -138,7 +140,7 @@ def render(ws: Workspace, jobs: JobManager, run_id: str,
         return waiting
 
     _header(run)
-    steps = ws.store.steps(run.id)
+    steps = run_steps(ws, run.id)
     if run.status == "running":
         _status("running")
         nxt = runview.next_nodes(run.spec, steps)
@@ -150,7 +152,7 @@ def render(ws: Workspace, jobs: JobManager, run_id: str,
         cols[0].metric("Steps finished", len(steps))
         cols[1].metric("Tokens so far", job.tokens if job else sum(s.tokens for s in steps))
         cols[2].metric("Seconds", f"{job.elapsed_s:.0f}" if job else "-")
-        cancel_button(jobs, job, f"run_cancel_{run.id}")
+        cancel_button(jobs, job, K.CANCEL.item(run.id))
         if job is not None and job.cancel_requested:
             st.caption("Cancelling: the run stops at its next step.")
         answer_panel.steps_table(steps)
@@ -189,4 +191,4 @@ def queue(jobs: JobManager) -> None:
             text_col.markdown(f"- `{j.status}` {inert.escape(j.label)}"
                               + (f" · {inert.escape(j.message)}" if j.message else ""))
             with button_col:
-                cancel_button(jobs, j, f"jobs_cancel_{j.id}")
+                cancel_button(jobs, j, K.QUEUE_CANCEL.item(j.id))

@@ -8,6 +8,7 @@ from flowkit import registry, templates
 from flowkit.errors import FlowkitError
 from flowkit.spec import FlowSpec
 from flowkit.trace import StepEvent
+from service.flows import get_flow
 from service.runs import FlowRef, RunInfo, flow_choices, get_run, own_figures
 from service.workspace import Workspace
 from studio.common.jobs import JobManager
@@ -42,7 +43,7 @@ def load_ref(ws: Workspace, ref: FlowRef) -> tuple[FlowSpec, int | None]:
     """The spec (and saved version) a choice stands for."""
     kind, name = ref
     if kind == "saved":
-        return ws.store.get_flow(name)
+        return get_flow(ws, name)
     return templates.load_template(name), None
 
 

@@ -74,11 +74,11 @@ def test_create_from_template_and_blank(ws: Workspace) -> None:
 
 def test_import_and_export_round_trip(ws: Workspace, tmp_path: Path) -> None:
     save_template(ws, "source")
-    exported = library.export_bytes(ws.store, "source")
+    exported = library.export_bytes(ws, "source")
     assert json.loads(exported)["name"] == "source"
     spec, problems = library.parse_import(exported)
     assert spec is not None and problems == []
-    library.import_flow(ws.store, spec, "copied")
+    library.import_flow(ws, spec, "copied")
     assert dumps(ws.store.get_flow("copied")[0]).replace("copied", "source") == exported.decode()
 
     bad, problems = library.parse_import(b"{not json")

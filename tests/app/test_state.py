@@ -61,7 +61,8 @@ from studio.common import state as st_state  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 PREFIX = {st_state.FlowsKeys: "flows_", st_state.KbKeys: "kb_", st_state.CompareKeys: "compare_",
-          st_state.RunKeys: "run_", st_state.GateKeys: "gate_"}
+          st_state.RunKeys: "run_", st_state.ReplayKeys: "replay_",
+          st_state.SettingsKeys: "settings_", st_state.GateKeys: "gate_"}
 
 #: The files converted to the declared keys: no raw key text, no st.session_state.
 CONVERTED = sorted([ROOT / "pages" / "flows.py", ROOT / "pages" / "knowledge.py",
@@ -69,7 +70,13 @@ CONVERTED = sorted([ROOT / "pages" / "flows.py", ROOT / "pages" / "knowledge.py"
                     ROOT / "studio" / "common" / "gate_panel.py",
                     *(ROOT / "studio" / "flows").glob("*.py"),
                     *(ROOT / "studio" / "knowledge").glob("*.py"),
-                    *(ROOT / "studio" / "compare").glob("*.py")])
+                    *(ROOT / "studio" / "compare").glob("*.py"),
+                    ROOT / "pages" / "run.py", ROOT / "pages" / "replay.py",
+                    ROOT / "pages" / "settings.py",
+                    *(p for p in (ROOT / "studio" / "run").glob("*.py")
+                      if p.name != "debug_panel.py"),   # the debugger's keys: issue 24's rework
+                    *(ROOT / "studio" / "replay").glob("*.py"),
+                    *(ROOT / "studio" / "settings").glob("*.py")])
 
 
 def declared() -> list[tuple[type, str, str]]:
@@ -87,7 +94,8 @@ def test_every_declared_key_is_unique_and_named_for_its_page():
     per_item = {"OPEN", "RUN", "EXPORT", "EXPORT_LG", "VERSIONS", "DELETE", "DELETE_YES",
                 "DELETE_NO", "DIFF_A", "DIFF_B", "RESTORE", "RESTORE_GO", "PARAMS",
                 "CHUNKS_PAGE", "GRAPH_FOCUS", "GRAPH_N", "GRAPH", "DB_FILE", "DB_TABLES",
-                "DOWNLOAD", "VARIANT_PARAM"}
+                "DOWNLOAD", "VARIANT_PARAM", "PARAM", "CANCEL", "QUEUE_CANCEL", "OPEN_CHILD",
+                "FORK_VAL", "FORK_PARAMS"}
     assert {a for _, a, _ in keys} >= per_item
 
 
@@ -137,3 +145,13 @@ def test_converted_files_use_only_declared_keys(path):
                     and isinstance(node.args[0], (ast.Constant, ast.JoinedStr)):
                 raw.append(f"line {node.lineno}: {name}({ast.unparse(node.args[0])})")
     assert raw == []
+
+
+def test_a_key_group_names_its_keys_from_one_declaration():
+    class DemoKeys(st_state.Keys, prefix="demo"):
+        COUNT: st_state.Key[int]
+        OTHER: st_state.Key[str] = st_state.Key("demo_x")   # a text of its own
+
+    assert isinstance(DemoKeys.COUNT, st_state.Key) and DemoKeys.COUNT == "demo_count"
+    assert DemoKeys.OTHER == "demo_x" and DemoKeys.prefix == "demo"
+    assert st_state.RunKeys.FLOW_HANDOVER == "run_flow" and st_state.ReplayKeys.STEP == "replay_step"
