@@ -1,0 +1,30 @@
+"""The quality / cost front: the candidates no other candidate beats on F1, tokens per question
+and seconds per question at once."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Point:
+    """One candidate's figures (F1 in 0..1, mean tokens and seconds per question)."""
+
+    cid: str
+    f1: float
+    tokens: float
+    seconds: float
+
+    def dominates(self, other: Point) -> bool:
+        """At least as good on every figure and better on one."""
+        no_worse = (self.f1 >= other.f1 and self.tokens <= other.tokens
+                    and self.seconds <= other.seconds)
+        better = (self.f1 > other.f1 or self.tokens < other.tokens
+                  or self.seconds < other.seconds)
+        return no_worse and better
+
+
+def pareto(points: Sequence[Point]) -> list[Point]:
+    """The points no other point dominates, best F1 first."""
+    front = [p for p in points if not any(q.dominates(p) for q in points if q is not p)]
+    return sorted(front, key=lambda p: (-p.f1, p.tokens, p.seconds, p.cid))

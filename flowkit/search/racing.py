@@ -1,0 +1,193 @@
+"""Racing over growing batches of questions, with a paired-interval drop rule.
+
+Every candidate still racing answers the first n search questions, for n in `rungs` (10, 20, 40,
+... up to the whole split). After each rung the best candidate (highest mean F1) is the reference:
+a candidate whose paired 95% bootstrap interval of F1 minus the best's lies entirely below 0 is
+dropped, and the reason (figures, interval, questions) is kept. With `halving` > 1 the rung also
+keeps only the top 1/halving of the rest (successive halving). Before each evaluation the budget
+is checked: in model calls (estimated from the candidate's calls per question so far) and, if
+given, in hours; a race that would pass it ends there and keeps who is still racing.
+
+`Race.run` is resumable: the evaluation callback skips the runs already stored, so running the
+same race again redoes nothing and comes to the same decisions.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..eval.metrics import QuestionResult, paired_bootstrap
+
+RACING, DROPPED, KEPT = "racing", "dropped", "kept"
+
+
+@dataclass
+class Entry:
+    """One candidate in the race and what is known of it."""
+
+    cid: str
+    candidate: dict[str, Any]
+    key: str
+    status: str = RACING
+    reason: str = ""
+    reached: int = 0
+    f1: float | None = None
+    tokens: float | None = None
+    seconds: float | None = None
+    calls_per_q: float | None = None
+    prior_calls_q: float = 1.0
+    flow_name: str = ""
+    flow_version: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Entry:
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+    def absorb(self, results: Sequence[QuestionResult]) -> None:
+        """Take the figures of the questions answered so far."""
+        n = len(results)
+        self.reached = n
+        if n:
+            self.f1 = sum(r.f1 for r in results) / n
+            self.tokens = sum(r.tokens for r in results) / n
+            self.seconds = sum(r.seconds for r in results) / n
+            self.calls_per_q = sum(r.llm_calls for r in results) / n
+
+
+@dataclass
+class Budget:
+    """Model calls (computed, not served from the cache) and hours a search may spend."""
+
+    calls: int
+    hours: float | None = None
+    spent_calls: int = 0
+    cached_calls: int = 0
+    elapsed_s: float = 0.0
+
+    def calls_left(self) -> int:
+        return self.calls - self.spent_calls
+
+
+@dataclass
+class Batch:
+    """What one evaluation call returns: the results on the first n questions, the calls it
+    computed and those the cache served, and whether it was stopped before the end."""
+
+    results: list[QuestionResult]
+    computed_calls: int = 0
+    cached_calls: int = 0
+    stopped: bool = False
+
+
+Evaluate = Callable[[Entry, int], Batch]
+
+
+def rungs(total: int, first: int = 10, growth: float = 2.0) -> list[int]:
+    """Batch sizes: first, first*growth, ... and the whole split last."""
+    out, n = [], max(1, first)
+    while n < total:
+        out.append(n)
+        n = max(n + 1, math.ceil(n * growth))
+    return [*out, total]
+
+
+def drop_worse(results: dict[str, list[QuestionResult]], best: str, n_resamples: int = 1000,
+               min_pairs: int = 3) -> dict[str, str]:
+    """cid -> reason for each candidate whose paired 95% interval of F1 minus `best`'s lies
+    entirely below 0 (on at least `min_pairs` shared questions)."""
+    out = {}
+    for cid, res in results.items():
+        if cid == best or not res:
+            continue
+        d = paired_bootstrap(res, results[best], "f1", n_resamples=n_resamples)
+        if d.n >= min_pairs and d.high < 0:
+            out[cid] = (f"F1 {100 * d.mean:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}] "
+                        f"against {best} on {d.n} questions: the interval is below 0")
+    return out
+
+
+class Race:
+    """Race entries on growing batches of `total` questions (see the module's docstring)."""
+
+    def __init__(self, entries: list[Entry], total: int, evaluate: Evaluate, budget: Budget, *,
+                 first: int = 10, growth: float = 2.0, halving: float = 0.0,
+                 save: Callable[[], None] = lambda: None,
+                 log: Callable[[str], None] = lambda msg: None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.entries, self.total, self.evaluate = entries, total, evaluate
+        self.budget, self.first, self.growth, self.halving = budget, first, growth, halving
+        self.save, self.log, self.clock = save, log, clock
+
+    def alive(self) -> list[Entry]:
+        return [e for e in self.entries if e.status == RACING]
+
+    def _over_budget(self, e: Entry, n: int) -> str:
+        if self.budget.hours is not None and self.budget.elapsed_s >= self.budget.hours * 3600:
+            return f"the budget of {self.budget.hours:g} h is spent"
+        per_q = e.calls_per_q if e.calls_per_q is not None else e.prior_calls_q
+        need = math.ceil(per_q * max(0, n - e.reached))
+        if need and need > self.budget.calls_left():
+            return (f"{e.cid} on {n} questions needs about {need} model calls; "
+                    f"{self.budget.calls_left()} of {self.budget.calls} are left")
+        return ""
+
+    def _run_one(self, e: Entry, n: int) -> Batch:
+        t0 = self.clock()
+        batch = self.evaluate(e, n)
+        self.budget.elapsed_s += self.clock() - t0
+        self.budget.spent_calls += batch.computed_calls
+        self.budget.cached_calls += batch.cached_calls
+        e.absorb(batch.results)
+        self.save()
+        return batch
+
+    def _decide(self, n: int, results: dict[str, list[QuestionResult]]) -> None:
+        alive = [e for e in self.alive() if e.cid in results]
+        if len(alive) < 2:
+            return
+        best = max(alive, key=lambda e: (e.f1 or 0.0, -(e.tokens or 0.0)))
+        for cid, reason in drop_worse(results, best.cid).items():
+            e = next(x for x in alive if x.cid == cid)
+            e.status, e.reason = DROPPED, f"after {n} questions: {reason}"
+            self.log(f"dropped {cid}: {e.reason}")
+        if self.halving > 1 and n < self.total:
+            rest = sorted(self.alive(), key=lambda e: -(e.f1 or 0.0))
+            keep = max(2, math.ceil(len(rest) / self.halving))
+            for rank, e in enumerate(rest[keep:], start=keep + 1):
+                e.status = DROPPED
+                e.reason = (f"after {n} questions: successive halving kept the top {keep}; "
+                            f"ranked {rank} of {len(rest)} on F1 ({100 * (e.f1 or 0):.1f})")
+                self.log(f"dropped {e.cid}: {e.reason}")
+
+    def run(self) -> str:
+        """Race to the end: 'done', 'budget' (a budget ended it) or 'stopped' (the evaluation
+        callback was stopped; run again to resume)."""
+        for n in rungs(self.total, self.first, self.growth):
+            order = sorted(self.alive(), key=lambda e: -(e.f1 if e.f1 is not None else 1.0))
+            results: dict[str, list[QuestionResult]] = {}
+            for e in order:
+                why = self._over_budget(e, n)
+                if why:
+                    self.log(f"budget: {why}; the race ends here")
+                    return self._finish("budget", why)
+                batch = self._run_one(e, n)
+                if batch.stopped:
+                    return "stopped"
+                results[e.cid] = batch.results
+            self._decide(n, results)
+            self.save()
+        return self._finish("done", "")
+
+    def _finish(self, status: str, why: str) -> str:
+        for e in self.alive():
+            e.status = KEPT
+            e.reason = why and f"kept when the race ended: {why}"
+        self.save()
+        return status

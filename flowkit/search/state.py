@@ -1,0 +1,74 @@
+"""Where a search stands, kept in a JSON file beside the space so a killed search resumes.
+
+`<space>.search-<id>.json` holds the candidates (what each is, raced how far, dropped why, the
+saved flow version), the budget spent and the phase (race, confirm, done). The answers themselves
+are the evaluations' runs in the workspace database: a resumed search finds them there and runs
+only what is missing. The id is derived from the space's content, the dataset, the knowledge base
+and the two splits, so another command starts another file.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import FlowkitError
+from .racing import Budget, Entry
+
+
+def search_id(space_text: str, dataset: str, kb: str, search: str, confirm: str) -> str:
+    """12 hex digits naming one search (the same command gets the same id)."""
+    key = json.dumps([space_text, dataset, kb, search, confirm])
+    return hashlib.sha1(key.encode()).hexdigest()[:12]
+
+
+def state_path(space_path: str | Path, sid: str) -> Path:
+    """The state file beside the space file."""
+    p = Path(space_path)
+    return p.with_name(f"{p.stem}.search-{sid}.json")
+
+
+@dataclass
+class SearchState:
+    """A search's progress: candidates, budget, phase and the confirmation figures."""
+
+    search_id: str
+    phase: str = "race"                 # race | confirm | done
+    race_status: str = ""               # done | budget | stopped
+    entries: list[Entry] = field(default_factory=list)
+    budget: Budget = field(default_factory=lambda: Budget(0))
+    confirm: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"search_id": self.search_id, "phase": self.phase,
+                "race_status": self.race_status,
+                "entries": [e.to_dict() for e in self.entries],
+                "budget": vars(self.budget), "confirm": self.confirm}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SearchState:
+        return cls(str(d["search_id"]), str(d.get("phase", "race")),
+                   str(d.get("race_status", "")),
+                   [Entry.from_dict(e) for e in d.get("entries", [])],
+                   Budget(**d.get("budget", {"calls": 0})), dict(d.get("confirm") or {}))
+
+
+def load(path: Path) -> SearchState | None:
+    """The stored state, or None when the search has not started."""
+    if not path.is_file():
+        return None
+    try:
+        return SearchState.from_dict(json.loads(path.read_text()))
+    except (json.JSONDecodeError, KeyError, TypeError) as err:
+        raise FlowkitError(f"cannot read the search state '{path}': {err}; delete it to start "
+                           "the search again") from err
+
+
+def save(path: Path, state: SearchState) -> None:
+    """Write the state atomically (a kill leaves the old or the new file, never half of one)."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state.to_dict(), indent=1, default=str))
+    os.replace(tmp, path)

@@ -1,0 +1,107 @@
+"""`flowkit search`: a budgeted search for the flow, with a front confirmed on unseen questions.
+
+    flowkit search SPACE.json --dataset D --kb K --search-questions 101-300
+                   --confirm-questions 1-100 --budget-calls N [--budget-hours H]
+                   [--first-batch 10] [--halving 2] [--check | --estimate]
+
+It prints the cost estimate first, then races the candidates (progress on stderr; who is
+dropped and why), saves the kept ones as flows, and prints the front with its search and
+confirmation figures. Run the same command again after a kill (or Ctrl-C) and it resumes: the
+state is `SPACE.search-<id>.json` beside the space, the answers are in the workspace database.
+`--check` only validates the space; `--estimate` prints the estimate and stops.
+"""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.table import Table
+
+from . import common
+
+
+def _table(plan: Any) -> Table:
+    from service.search import front_of
+    st = plan.state
+    front = {e.cid for e in front_of(st.entries)}
+    table = Table(title=f"search {st.search_id}: {st.race_status or 'racing'}, phase {st.phase} "
+                        f"(F1 in %; confirmation F1 minus the best hand-written flow, 95% CI)")
+    for col in ("cand", "candidate", "status", "n", "search F1", "tokens/q", "s/q",
+                "confirm F1", "vs best written", "flow", "why"):
+        table.add_column(col, overflow="fold")
+    for e in st.entries:
+        c = st.confirm.get(e.cid, {})
+        from flowkit.search.candidates import Candidate
+        conf = f"{100 * c['f1']:.1f} (n={c['n']})" if c else ""
+        delta = (f"{100 * c['delta']:+.1f} [{100 * c['low']:+.1f}, {100 * c['high']:+.1f}]"
+                 if c and c["vs"] != e.cid else ("reference" if c else ""))
+        table.add_row(e.cid + (" *" if e.cid in front else ""),
+                      Candidate.from_dict(e.candidate).describe(), e.status, str(e.reached),
+                      "" if e.f1 is None else f"{100 * e.f1:.1f}",
+                      "" if e.tokens is None else f"{e.tokens:.0f}",
+                      "" if e.seconds is None else f"{e.seconds:.2f}", conf, delta,
+                      f"{e.flow_name} v{e.flow_version}" if e.flow_name else "", e.reason)
+    return table
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from service import search
+    ws = common.open_workspace(args)
+    if args.check:
+        space, flows = search.load(ws, args.space)
+        common.out.print(f"search space '{space.name}' is valid: {len(flows)} flow(s), "
+                         f"{len(space.params)} param axes, {len(space.operators)} operator "
+                         f"axes, {len(space.models)} model(s)")
+        return 0
+    if not (args.dataset and args.kb and args.search_questions and args.confirm_questions
+            and args.budget_calls):
+        from flowkit.errors import FlowkitError
+        raise FlowkitError("search needs --dataset, --kb, --search-questions, "
+                           "--confirm-questions and --budget-calls")
+    req = search.SearchRequest(args.space, args.dataset, args.kb, args.search_questions,
+                               args.confirm_questions, args.budget_calls, args.budget_hours,
+                               args.first_batch, 2.0, args.halving)
+    plan = search.prepare(ws, req)
+    est = search.estimate(plan)
+    common.err.print(f"[bold]search {plan.state.search_id}[/bold] "
+                     f"({'resumed' if plan.resumed else 'new'}; state in {plan.state_file})")
+    common.err.print(f"estimate: {est.describe()}")
+    if args.estimate:
+        return 0
+    done = [0]
+
+    def on_run(e: Any, p: Any) -> None:
+        done[0] += 1
+        if p.status != "skipped":
+            common.err.print(f"[dim]{e.cid} question {p.question_index + 1}: {p.status} · "
+                             f"{plan.state.budget.spent_calls + p.computed_calls} calls "
+                             f"computed[/dim]", highlight=False)
+
+    st = search.run(ws, plan, log=lambda m: common.err.print(m, highlight=False), on_run=on_run)
+    b = st.budget
+    common.err.print(f"model calls: {b.spent_calls} computed of {b.calls}, {b.cached_calls} "
+                     f"served from the cache; {sum(e.status == 'dropped' for e in st.entries)} "
+                     f"of {len(st.entries)} candidates dropped early")
+    common.out.print(_table(plan))
+    return 0 if st.phase == "done" else 3
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the search subcommand."""
+    s = sub.add_parser("search", help="search a space of flows, params and models on a question "
+                       "split, race them under a budget, confirm the front (resumable)")
+    s.add_argument("space", help="the search-space JSON file (see flowkit.search.space)")
+    s.add_argument("--dataset", help="a question set (as for flowkit eval)")
+    s.add_argument("--kb", help="the knowledge base every candidate answers from")
+    s.add_argument("--search-questions", help="1-based ranges the race uses, e.g. 101-300")
+    s.add_argument("--confirm-questions", help="ranges the front is confirmed on, e.g. 1-100 "
+                   "(never used by the race)")
+    s.add_argument("--budget-calls", type=int, help="model calls the race may compute")
+    s.add_argument("--budget-hours", type=float, default=None, help="hours the race may take")
+    s.add_argument("--first-batch", type=int, default=10, help="questions in the first batch "
+                   "(each next batch doubles)")
+    s.add_argument("--halving", type=float, default=0.0, help="also keep only the top 1/H after "
+                   "each batch (successive halving; 0: the interval rule alone)")
+    s.add_argument("--check", action="store_true", help="only validate the space file")
+    s.add_argument("--estimate", action="store_true", help="print the estimate and stop")
+    s.set_defaults(fn=cmd_search)

@@ -1,0 +1,282 @@
+"""Flow search as the CLI (and later a page) uses it: prepare, estimate, run, resume.
+
+    req = SearchRequest("space.json", dataset="hotpotqa_dev_500_ircotfmt", kb="hotpot",
+                        search_questions="101-300", confirm_questions="1-100", budget_calls=20000)
+    plan = prepare(ws, req)          # validates the space, samples the candidates (or resumes)
+    print(estimate(plan).describe()) # the cost before it starts
+    result = run(ws, plan, log=print)
+
+Each candidate answers through the evaluation runner, one evaluation per candidate and split
+(its id derived from the search and the candidate, so a rerun skips every finished run and the
+completion cache serves what candidates share). Candidates kept by the race are saved as flows
+(`<space name>-c03`, a new version only when changed), so they open, replay and fork like any
+flow. The front (F1 vs tokens and seconds per question) and the hand-written flows are then
+evaluated on the confirmation questions, each with its paired 95% interval of F1 against the best
+hand-written flow there. Progress lives in `<space>.search-<id>.json` beside the space file.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flowkit.errors import FlowkitError, NotFoundError
+from flowkit.eval.datasets import resolve
+from flowkit.eval.metrics import QuestionResult, paired_bootstrap
+from flowkit.eval.runner import EvalPlan, FlowEntry, collect_results
+from flowkit.search import state as state_mod
+from flowkit.search.candidates import Candidate, base_candidates, build_spec, identity, sample
+from flowkit.search.front import Point, pareto
+from flowkit.search.racing import KEPT, Batch, Entry, Race, rungs
+from flowkit.search.space import SearchSpace, load_space, validate_space
+from flowkit.search.splits import split
+from flowkit.spec import FlowSpec, fingerprint
+
+from . import evaluations
+from .workspace import Workspace
+
+_LLM_KEYS = ("flare_judge", "agent_plan", "evidence_reflector", "weighted_ensemble",
+             "hierarchical", "knowledge_graph", "hybrid_router")
+
+
+@dataclass
+class SearchRequest:
+    """What `flowkit search` is asked (question ranges are 1-based and inclusive)."""
+
+    space: str
+    dataset: str
+    kb: str
+    search_questions: str
+    confirm_questions: str
+    budget_calls: int
+    budget_hours: float | None = None
+    first_batch: int = 10
+    growth: float = 2.0
+    halving: float = 0.0
+
+
+@dataclass
+class SearchPlan:
+    """A prepared search: the space, its flows and splits, and its state (new or resumed)."""
+
+    request: SearchRequest
+    space: SearchSpace
+    flows: dict[str, FlowSpec]
+    dataset: str
+    search_qs: list[dict[str, Any]]
+    confirm_qs: list[dict[str, Any]]
+    state_file: Path
+    state: state_mod.SearchState
+    resumed: bool
+    workspaces: dict[str, Workspace] = field(default_factory=dict)
+
+    def spec_of(self, e: Entry) -> FlowSpec:
+        cand = Candidate.from_dict(e.candidate)
+        return build_spec(self.space, self.flows[cand.flow], cand,
+                          name=f"{self.space.name}-{e.cid}")
+
+
+def model_problem(model: str) -> str | None:
+    """None for 'default', a packaged model id or an existing .gguf file; else why not."""
+    from flowkit.runtime.models import PACKAGED
+    if model == "default" or model in PACKAGED or (model.endswith(".gguf")
+                                                   and Path(model).is_file()):
+        return None
+    return (f"unknown model '{model}' (use 'default', a packaged model: "
+            f"{', '.join(PACKAGED)}, or the path of a .gguf file)")
+
+
+def load(ws: Workspace, space_path: str) -> tuple[SearchSpace, dict[str, FlowSpec]]:
+    """The space file parsed and validated against its flows (SpaceError lists the problems)."""
+    space = load_space(space_path)
+    flows = {}
+    for ref in space.flows:
+        try:
+            flows[ref] = ws.resolve_flow(ref)[0]
+        except FlowkitError as err:
+            raise FlowkitError(f"{space_path}: flows: '{ref}': {err}") from err
+    validate_space(space, flows, model_problem, space_path)
+    return space, flows
+
+
+def _prior_calls(spec: FlowSpec) -> float:
+    n = sum(1 for node in spec.nodes if "llm" in node.operator
+            or node.operator.split(".")[0] in ("generation", "pre_retrieval")
+            or node.operator.split(".")[-1] in _LLM_KEYS)
+    return float(min(max(n, 1), spec.limits.max_llm_calls))
+
+
+def _new_entries(space: SearchSpace, flows: dict[str, FlowSpec]) -> list[Entry]:
+    out: list[Entry] = []
+    seen: set[str] = set()
+    for cand in base_candidates(space):
+        spec = build_spec(space, flows[cand.flow], cand)
+        seen.add(identity(spec, cand.model))
+        out.append(Entry(f"c{len(out):02d}", cand.to_dict(), identity(spec, cand.model),
+                         prior_calls_q=_prior_calls(spec), extra={"hand_written": True}))
+    for cand, spec in sample(space, flows, space.max_candidates - len(out), seen):
+        out.append(Entry(f"c{len(out):02d}", cand.to_dict(), identity(spec, cand.model),
+                         prior_calls_q=_prior_calls(spec)))
+    return out
+
+
+def prepare(ws: Workspace, req: SearchRequest) -> SearchPlan:
+    """Validate the space, read the dataset and the splits, and load or start the search state."""
+    if req.budget_calls < 1:
+        raise FlowkitError("--budget-calls must be at least 1")
+    space, flows = load(ws, req.space)
+    ds = resolve(evaluations.eval_repo(ws), req.dataset)
+    search_qs, confirm_qs = split(ds.questions, req.search_questions, req.confirm_questions)
+    sid = state_mod.search_id(Path(req.space).read_text(), ds.name, req.kb,
+                              req.search_questions, req.confirm_questions)
+    path = state_mod.state_path(req.space, sid)
+    st = state_mod.load(path)
+    resumed = st is not None
+    if st is None:
+        st = state_mod.SearchState(sid, entries=_new_entries(space, flows))
+    st.budget.calls, st.budget.hours = req.budget_calls, req.budget_hours
+    return SearchPlan(req, space, flows, ds.name, search_qs, confirm_qs, path, st, resumed)
+
+
+@dataclass
+class Estimate:
+    """The search's cost before it starts, in model calls."""
+
+    candidates: int
+    rungs: list[int]
+    first_rung_calls: int
+    all_calls: int
+    confirm_calls: int
+    budget: int
+
+    def describe(self) -> str:
+        return (f"{self.candidates} candidates raced on batches of {self.rungs} questions: about "
+                f"{self.first_rung_calls} model calls for the first batch, {self.all_calls} if "
+                f"none were dropped, plus about {self.confirm_calls} to confirm (estimated from "
+                f"the flows' model-calling nodes; the cache serves what candidates share); "
+                f"budget {self.budget} calls")
+
+
+def estimate(plan: SearchPlan) -> Estimate:
+    """Calls per question from each flow's model-calling nodes, times the questions raced."""
+    r = plan.request
+    sizes = rungs(len(plan.search_qs), r.first_batch, r.growth)
+    entries = plan.state.entries
+    per_q = [e.calls_per_q if e.calls_per_q is not None else e.prior_calls_q for e in entries]
+    front_guess = sum(sorted(per_q)[:3]) + sum(p for e, p in zip(entries, per_q, strict=True)
+                                               if e.extra.get("hand_written"))
+    return Estimate(len(entries), sizes, math.ceil(sum(per_q) * sizes[0]),
+                    math.ceil(sum(per_q) * sizes[-1]),
+                    math.ceil(front_guess * len(plan.confirm_qs)), r.budget_calls)
+
+
+def _workspace(ws: Workspace, plan: SearchPlan, model: str) -> Workspace:
+    if model == "default":
+        return ws
+    if model not in plan.workspaces:
+        w = Workspace(ws.data_dir, ws.resources.settings.with_llm(model_path=model))
+        w.share_cache(ws)
+        plan.workspaces[model] = w
+    return plan.workspaces[model]
+
+
+def _evaluate(ws: Workspace, plan: SearchPlan, e: Entry, n: int, which: str,
+              stop: threading.Event | None, on_run: Callable[[Entry, Any], None] | None) -> Batch:
+    qs = plan.search_qs if which == "search" else plan.confirm_qs
+    eid = hashlib.sha1(f"{plan.state.search_id}/{e.key}/{which}".encode()).hexdigest()[:12]
+    entry = FlowEntry(ref=e.flow_name or f"{plan.space.name}-{e.cid}", spec=plan.spec_of(e),
+                      version=e.flow_version, label=e.cid)
+    name = f"search {plan.space.name} {e.cid} on the {which} questions"
+    full = EvalPlan(eid, name, plan.dataset, plan.request.kb, [entry], qs)
+    wsm = _workspace(ws, plan, str(e.candidate.get("model", "default")))
+    evaluations.record(wsm, full)
+    part = EvalPlan(eid, name, plan.dataset, plan.request.kb, [entry], qs[:n])
+    out = evaluations.run(wsm, part, stop=stop,
+                          progress=(lambda p: on_run(e, p)) if on_run else None)
+    repo = evaluations.eval_repo(ws)
+    results = collect_results(part, repo.runs(eid), repo.retrievals(eid))[e.cid]
+    e.extra[f"{which}_eval"] = eid
+    return Batch(results, out.computed_calls, out.cached_calls, out.status == "stopped")
+
+
+def _save_flow(ws: Workspace, plan: SearchPlan, e: Entry) -> None:
+    spec = plan.spec_of(e)
+    try:
+        old, version = ws.store.get_flow(spec.name)
+    except NotFoundError:
+        old, version = None, None
+    if old is not None and fingerprint(old) == fingerprint(spec):
+        e.flow_name, e.flow_version = spec.name, version
+        return
+    e.flow_name, e.flow_version = spec.name, ws.store.save_flow(
+        spec, version, message=f"flow search {plan.state.search_id}: {e.cid}")
+
+
+def front_of(entries: list[Entry]) -> list[Entry]:
+    """The kept entries on the F1 / tokens / seconds front, best F1 first."""
+    kept = {e.cid: e for e in entries if e.status == KEPT and e.f1 is not None}
+    pts = [Point(c, e.f1 or 0.0, e.tokens or 0.0, e.seconds or 0.0) for c, e in kept.items()]
+    return [kept[p.cid] for p in pareto(pts)]
+
+
+def _confirm(ws: Workspace, plan: SearchPlan, stop: threading.Event | None,
+             on_run: Callable[[Entry, Any], None] | None, log: Callable[[str], None]) -> bool:
+    st = plan.state
+    chosen = front_of(st.entries) + [e for e in st.entries if e.extra.get("hand_written")]
+    chosen = list({e.cid: e for e in chosen}.values())
+    results: dict[str, list[QuestionResult]] = {}
+    for e in chosen:
+        log(f"confirming {e.cid} on {len(plan.confirm_qs)} questions")
+        batch = _evaluate(ws, plan, e, len(plan.confirm_qs), "confirm", stop, on_run)
+        st.budget.spent_calls += batch.computed_calls
+        st.budget.cached_calls += batch.cached_calls
+        state_mod.save(plan.state_file, st)
+        if batch.stopped:
+            return False
+        results[e.cid] = batch.results
+    hand = [e.cid for e in chosen if e.extra.get("hand_written")]
+    ref = max(hand, key=lambda c: sum(r.f1 for r in results[c]) / max(1, len(results[c])))
+    for cid, res in results.items():
+        d = paired_bootstrap(res, results[ref], "f1")
+        n = max(1, len(res))
+        st.confirm[cid] = {"f1": sum(r.f1 for r in res) / n, "n": len(res),
+                           "tokens": sum(r.tokens for r in res) / n,
+                           "seconds": sum(r.seconds for r in res) / n,
+                           "vs": ref, "delta": d.mean, "low": d.low, "high": d.high}
+    return True
+
+
+def run(ws: Workspace, plan: SearchPlan, *, log: Callable[[str], None] = lambda m: None,
+        on_run: Callable[[Entry, Any], None] | None = None,
+        stop: threading.Event | None = None) -> state_mod.SearchState:
+    """Race, save the kept candidates as flows, confirm the front; resumable at every step.
+    Returns the state (phase 'done', or where it stopped)."""
+    st, r = plan.state, plan.request
+    try:
+        if st.phase == "race":
+            race = Race(st.entries, len(plan.search_qs),
+                        lambda e, n: _evaluate(ws, plan, e, n, "search", stop, on_run),
+                        st.budget, first=r.first_batch, growth=r.growth, halving=r.halving,
+                        save=lambda: state_mod.save(plan.state_file, st), log=log)
+            st.race_status = race.run()
+            if st.race_status == "stopped":
+                return st
+            for e in st.entries:
+                if e.status == KEPT:
+                    _save_flow(ws, plan, e)
+            st.phase = "confirm"
+            state_mod.save(plan.state_file, st)
+        if st.phase == "confirm":
+            if not _confirm(ws, plan, stop, on_run, log):
+                return st
+            st.phase = "done"
+            state_mod.save(plan.state_file, st)
+        return st
+    finally:
+        for w in plan.workspaces.values():
+            w.close()
+        plan.workspaces.clear()
