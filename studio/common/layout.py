@@ -193,8 +193,7 @@ def layout(spec: FlowSpec, fixed: dict[str, Position] | None = None,
     positions.update({k: v for k, v in (fixed or {}).items() if k in positions})
     skips = {i for i, e in enumerate(spec.edges) if e.source in layer and e.target in layer
              and layer[e.target] - layer[e.source] > 1}   # only these can pass a node
-    lanes = _lanes_tb(spec, positions, back, skips) if direction == "TB" else \
-        _lanes(spec, positions, back, skips)
+    lanes = _lanes(spec, positions, back, skips, tb=direction == "TB")
     return FlowLayout(positions=positions, layers=layer, back_edges=back, lanes=lanes,
                       direction=direction)
 
@@ -212,62 +211,53 @@ def _in_the_way(spec: FlowSpec, i: int, pos: dict[str, Position], tb: bool = Fal
                for nid, p in pos.items() if nid not in (e.source, e.target))
 
 
-def _lanes_tb(spec: FlowSpec, pos: dict[str, Position], back: set[int],
-              skips: set[int]) -> dict[int, Lane]:
-    """Lanes when layers run top to bottom: back-edges on the right, skipping edges on the left."""
-    if not pos:
-        return {}
-    right = max(p.x for p in pos.values()) + NODE_W + LANE_GAP
-    left = min(p.x for p in pos.values()) - LANE_GAP
-    lanes: dict[int, Lane] = {}
-    n_right = n_left = 0
-
-    def span(i: int) -> float:
-        e = spec.edges[i]
-        return abs(pos[e.source].y - pos[e.target].y)
-    candidates = [i for i, e in enumerate(spec.edges) if e.source in pos and e.target in pos]
-    for i in sorted(candidates, key=span):
-        e = spec.edges[i]
-        s, t = pos[e.source], pos[e.target]
-        if i in back or t.y <= s.y:
-            x = right + n_right * LANE_GAP
-            n_right += 1
-            lanes[i] = Lane(i, Position(x=x, y=s.y + NODE_H + 20), Position(x=x, y=t.y - 20),
-                            below=True, first_in="left", first_out="top",
-                            second_in="bottom", second_out="left")
-        elif i in skips and _in_the_way(spec, i, pos, tb=True):
-            x = left - n_left * LANE_GAP
-            n_left += 1
-            lanes[i] = Lane(i, Position(x=x, y=s.y + NODE_H + 20), Position(x=x, y=t.y - 20),
-                            below=False, first_in="right", first_out="bottom",
-                            second_in="top", second_out="right")
-    return lanes
+#: The sides a lane's corners meet (first_in, first_out, second_in, second_out), by
+#: (top to bottom?, a back-edge?): a back-edge runs beyond the flow (right of it top to bottom,
+#: below it left to right), an edge skipping layers on the other side.
+_SIDES: dict[tuple[bool, bool], tuple[str, str, str, str]] = {
+    (True, True): ("left", "top", "bottom", "left"),
+    (True, False): ("right", "bottom", "top", "right"),
+    (False, True): ("top", "left", "right", "top"),
+    (False, False): ("bottom", "left", "right", "bottom"),
+}
+#: How far along the flow a lane's corners sit from its source's start and before its target,
+#: by top to bottom?: past the source's box, and a little before the target.
+_ENDS: dict[bool, tuple[float, float]] = {True: (NODE_H + 20, 20), False: (NODE_W + 24, 24)}
 
 
 def _lanes(spec: FlowSpec, pos: dict[str, Position], back: set[int],
-           skips: set[int]) -> dict[int, Lane]:
+           skips: set[int], tb: bool = False) -> dict[int, Lane]:
+    """The lanes of the edges routed around the nodes: back-edges (and any edge that goes
+    backwards) beyond the flow, edges skipping layers past a node in their way on the other side.
+    The widest spans take the outermost lanes, so lanes never cross."""
     if not pos:
         return {}
-    bottom = max(p.y for p in pos.values()) + NODE_H + LANE_GAP
-    top = min(p.y for p in pos.values()) - LANE_GAP
-    lanes: dict[int, Lane] = {}
-    below = above = 0
 
-    def span(i: int) -> float:   # the widest loops take the outermost lanes: no crossing
-        e = spec.edges[i]
-        return abs(pos[e.source].x - pos[e.target].x)
+    def along(p: Position) -> float:     # the flow's direction
+        return p.y if tb else p.x
+
+    def across(p: Position) -> float:
+        return p.x if tb else p.y
+
+    beyond = max(across(p) for p in pos.values()) + (NODE_W if tb else NODE_H) + LANE_GAP
+    before = min(across(p) for p in pos.values()) - LANE_GAP
+    n_beyond = n_before = 0
+    out, into = _ENDS[tb]
+    lanes: dict[int, Lane] = {}
     candidates = [i for i, e in enumerate(spec.edges) if e.source in pos and e.target in pos]
-    for i in sorted(candidates, key=span):
+    for i in sorted(candidates, key=lambda i: abs(along(pos[spec.edges[i].source])
+                                                  - along(pos[spec.edges[i].target]))):
         e = spec.edges[i]
         s, t = pos[e.source], pos[e.target]
-        if i in back or t.x <= s.x:
-            y = bottom + below * LANE_GAP
-            below += 1
-            lanes[i] = Lane(i, Position(x=s.x + NODE_W + 24, y=y), Position(x=t.x - 24, y=y),
-                            below=True)
-        elif i in skips and _in_the_way(spec, i, pos):
-            y = top - above * LANE_GAP
-            above += 1
-            lanes[i] = Lane(i, Position(x=s.x + NODE_W + 24, y=y), Position(x=t.x - 24, y=y),
-                            below=False, first_in="bottom", second_out="bottom")
+        if i in back or along(t) <= along(s):
+            lane, is_back, n_beyond = beyond + n_beyond * LANE_GAP, True, n_beyond + 1
+        elif i in skips and _in_the_way(spec, i, pos, tb=tb):
+            lane, is_back, n_before = before - n_before * LANE_GAP, False, n_before + 1
+        else:
+            continue
+        first, second = ((Position(x=lane, y=s.y + out), Position(x=lane, y=t.y - into)) if tb
+                         else (Position(x=s.x + out, y=lane), Position(x=t.x - into, y=lane)))
+        first_in, first_out, second_in, second_out = _SIDES[(tb, is_back)]
+        lanes[i] = Lane(i, first, second, below=is_back, first_in=first_in, first_out=first_out,
+                        second_in=second_in, second_out=second_out)
     return lanes
