@@ -1,33 +1,13 @@
-"""Helpers for the export tests: write a template's package and import its graph.py."""
+"""Helpers for the export tests: a run's step sequence; writing a package and importing its graph.py
+come from tests/exportkit.py (shared with tests/security)."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-import uuid
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+from exportkit import export as export  # tests/exportkit.py: shared with tests/security
+from exportkit import load_module as load_module
+
 from flowkit.compile import FINISH
-from flowkit.export import write_package
-from flowkit.spec import FlowSpec
-
-
-def load_module(folder: Path) -> ModuleType:
-    """Import folder/graph.py under a fresh module name (as `langgraph dev` does, by file path)."""
-    name = f"exported_graph_{uuid.uuid4().hex[:8]}"
-    spec = importlib.util.spec_from_file_location(name, folder / "graph.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def export(spec: FlowSpec, tmp_path: Path) -> tuple[Path, ModuleType]:
-    folder = tmp_path / spec.name
-    write_package(spec, folder)
-    return folder, load_module(folder)
 
 
 def sequence(trace: list[dict[str, Any]]) -> list[tuple[str, int]]:

@@ -1,35 +1,22 @@
 """Helpers for the security tests: import exported packages in a subprocess behind a tripwire."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from exportkit import load_module as load_module  # tests/exportkit.py, shared with tests/export
 
 from flowkit.export import write_package
 from flowkit.templates import load_template
 
 WORKER = Path(__file__).with_name("tripwire_import.py")
-
-
-def load_module(folder: Path) -> ModuleType:
-    """Import folder/graph.py in this process under a fresh module name (by file path)."""
-    name = f"exported_graph_{uuid.uuid4().hex[:8]}"
-    spec = importlib.util.spec_from_file_location(name, folder / "graph.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 class TripwireImporter:
