@@ -132,7 +132,7 @@ def prepare(ws: Workspace, req: SearchRequest) -> SearchPlan:
     ds = resolve(evaluations.eval_repo(ws), req.dataset)
     search_qs, confirm_qs = split(ds.questions, req.search_questions, req.confirm_questions)
     sid = state_mod.search_id(Path(req.space).read_text(), ds.name, req.kb,
-                              req.search_questions, req.confirm_questions)
+                              req.search_questions, req.confirm_questions, str(ws.data_dir))
     path = state_mod.state_path(req.space, sid)
     st = state_mod.load(path)
     resumed = st is not None
@@ -185,7 +185,7 @@ def _workspace(ws: Workspace, plan: SearchPlan, model: str) -> Workspace:
 
 
 def _evaluate(ws: Workspace, plan: SearchPlan, e: Entry, n: int, which: str,
-              stop: threading.Event | None, on_run: Callable[[Entry, Any], None] | None) -> Batch:
+              stop: threading.Event | None, on_run: Callable[[Entry, str, Any], None] | None) -> Batch:
     qs = plan.search_qs if which == "search" else plan.confirm_qs
     eid = hashlib.sha1(f"{plan.state.search_id}/{e.key}/{which}".encode()).hexdigest()[:12]
     entry = FlowEntry(ref=e.flow_name or f"{plan.space.name}-{e.cid}", spec=plan.spec_of(e),
@@ -196,7 +196,7 @@ def _evaluate(ws: Workspace, plan: SearchPlan, e: Entry, n: int, which: str,
     evaluations.record(wsm, full)
     part = EvalPlan(eid, name, plan.dataset, plan.request.kb, [entry], qs[:n])
     out = evaluations.run(wsm, part, stop=stop,
-                          progress=(lambda p: on_run(e, p)) if on_run else None)
+                          progress=(lambda p: on_run(e, which, p)) if on_run else None)
     repo = evaluations.eval_repo(ws)
     results = collect_results(part, repo.runs(eid), repo.retrievals(eid))[e.cid]
     e.extra[f"{which}_eval"] = eid
@@ -224,7 +224,7 @@ def front_of(entries: list[Entry]) -> list[Entry]:
 
 
 def _confirm(ws: Workspace, plan: SearchPlan, stop: threading.Event | None,
-             on_run: Callable[[Entry, Any], None] | None, log: Callable[[str], None]) -> bool:
+             on_run: Callable[[Entry, str, Any], None] | None, log: Callable[[str], None]) -> bool:
     st = plan.state
     chosen = front_of(st.entries) + [e for e in st.entries if e.extra.get("hand_written")]
     chosen = list({e.cid: e for e in chosen}.values())
@@ -232,7 +232,7 @@ def _confirm(ws: Workspace, plan: SearchPlan, stop: threading.Event | None,
     for e in chosen:
         log(f"confirming {e.cid} on {len(plan.confirm_qs)} questions")
         batch = _evaluate(ws, plan, e, len(plan.confirm_qs), "confirm", stop, on_run)
-        st.budget.spent_calls += batch.computed_calls
+        st.budget.confirm_calls += batch.computed_calls
         st.budget.cached_calls += batch.cached_calls
         state_mod.save(plan.state_file, st)
         if batch.stopped:
@@ -251,10 +251,11 @@ def _confirm(ws: Workspace, plan: SearchPlan, stop: threading.Event | None,
 
 
 def run(ws: Workspace, plan: SearchPlan, *, log: Callable[[str], None] = lambda m: None,
-        on_run: Callable[[Entry, Any], None] | None = None,
+        on_run: Callable[[Entry, str, Any], None] | None = None,
         stop: threading.Event | None = None) -> state_mod.SearchState:
     """Race, save the kept candidates as flows, confirm the front; resumable at every step.
-    Returns the state (phase 'done', or where it stopped)."""
+    `on_run(entry, 'search' | 'confirm', progress)` follows each question; `stop` ends it
+    cleanly after the run in flight. Returns the state (phase 'done', or where it stopped)."""
     st, r = plan.state, plan.request
     try:
         if st.phase == "race":

@@ -43,11 +43,17 @@ class Candidate:
 
     def describe(self) -> str:
         """'naive_rag · retrieve=retrieval.bm25 · retrieve.top_k=6 · model smollm2-135m'."""
-        parts = [self.flow] + [f"{n}={op}" for n, op in sorted(self.operators.items())]
-        parts += [f"{k}={v}" for k, v in sorted(self.params.items())]
+        flow = self.flow.rsplit("/", 1)[-1].removesuffix(".json")
+        parts = [flow] + [f"{n}={op}" for n, op in sorted(self.operators.items())]
+        parts += [f"{k}={_short(v)}" for k, v in sorted(self.params.items())]
         if self.model != DEFAULT_MODEL:
             parts.append(f"model {self.model}")
         return " · ".join(parts)
+
+
+def _short(value: object, width: int = 32) -> str:
+    text = " ".join(str(value).split())
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def build_spec(space: SearchSpace, base: FlowSpec, cand: Candidate, name: str = "") -> FlowSpec:
@@ -76,11 +82,16 @@ def build_spec(space: SearchSpace, base: FlowSpec, cand: Candidate, name: str = 
 
 
 def identity(spec: FlowSpec, model: str) -> str:
-    """A 10-hex key of what a candidate runs (its flow without name, text or layout, and its
-    model): two points that build the same flow are one candidate."""
+    """A 10-hex key of what a candidate runs (its flow without name, text or layout, params with
+    their defaults, and its model): two points that build the same flow are one candidate."""
     data = canonical(spec)
     for k in ("name", "description"):
         data.pop(k, None)
+    for node in data["nodes"]:
+        node.pop("label", None)
+        cls = registry.get(node["operator"])
+        if cls is not None:     # defaults written out: an explicit default is the same flow
+            node["params"] = cls.Params.model_validate(node["params"]).model_dump(mode="json")
     blob = json.dumps({"flow": data, "model": model}, sort_keys=True, default=str)
     return hashlib.sha1(blob.encode()).hexdigest()[:10]
 

@@ -63,13 +63,15 @@ class Entry:
 
 @dataclass
 class Budget:
-    """Model calls (computed, not served from the cache) and hours a search may spend."""
+    """Model calls (computed, not served from the cache) and hours the race may spend; the
+    confirmation's calls are counted apart (`confirm_calls`), outside the budget."""
 
     calls: int
     hours: float | None = None
     spent_calls: int = 0
     cached_calls: int = 0
     elapsed_s: float = 0.0
+    confirm_calls: int = 0
 
     def calls_left(self) -> int:
         return self.calls - self.spent_calls

@@ -4,7 +4,7 @@
 saved flow version), the budget spent and the phase (race, confirm, done). The answers themselves
 are the evaluations' runs in the workspace database: a resumed search finds them there and runs
 only what is missing. The id is derived from the space's content, the dataset, the knowledge base
-and the two splits, so another command starts another file.
+and the two splits and the data directory, so another command starts another file.
 """
 from __future__ import annotations
 
@@ -19,9 +19,11 @@ from ..errors import FlowkitError
 from .racing import Budget, Entry
 
 
-def search_id(space_text: str, dataset: str, kb: str, search: str, confirm: str) -> str:
-    """12 hex digits naming one search (the same command gets the same id)."""
-    key = json.dumps([space_text, dataset, kb, search, confirm])
+def search_id(space_text: str, dataset: str, kb: str, search: str, confirm: str,
+              where: str = "") -> str:
+    """12 hex digits naming one search (the same command on the same data directory `where`
+    gets the same id)."""
+    key = json.dumps([space_text, dataset, kb, search, confirm, where])
     return hashlib.sha1(key.encode()).hexdigest()[:12]
 
 

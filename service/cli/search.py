@@ -70,17 +70,17 @@ def cmd_search(args: argparse.Namespace) -> int:
         return 0
     done = [0]
 
-    def on_run(e: Any, p: Any) -> None:
+    def on_run(e: Any, which: str, p: Any) -> None:
         done[0] += 1
         if p.status != "skipped":
-            common.err.print(f"[dim]{e.cid} question {p.question_index + 1}: {p.status} · "
+            common.err.print(f"[dim]{e.cid} {which} question {p.question_index + 1}: {p.status} · "
                              f"{plan.state.budget.spent_calls + p.computed_calls} calls "
                              f"computed[/dim]", highlight=False)
 
     st = search.run(ws, plan, log=lambda m: common.err.print(m, highlight=False), on_run=on_run)
     b = st.budget
-    common.err.print(f"model calls: {b.spent_calls} computed of {b.calls}, {b.cached_calls} "
-                     f"served from the cache; {sum(e.status == 'dropped' for e in st.entries)} "
+    common.err.print(f"model calls: {b.spent_calls} computed by the race (budget {b.calls}), "
+                     f"{b.confirm_calls} to confirm, {b.cached_calls} served from the cache; {sum(e.status == 'dropped' for e in st.entries)} "
                      f"of {len(st.entries)} candidates dropped early")
     common.out.print(_table(plan))
     return 0 if st.phase == "done" else 3

@@ -1,0 +1,53 @@
+"""`flowkit search` through the CLI entry with the scripted workspace: the estimate first, the
+race's drops, the table with the front and its confirmation; the same command resumes."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from service import cli
+from service.cli import common
+
+
+@pytest.fixture()
+def fk(world, monkeypatch, capsys):
+    monkeypatch.setattr(common, "open_workspace", lambda args: world.ws)
+    monkeypatch.setattr(common.out, "width", 250, raising=False)
+
+    def call(*args: str) -> tuple[int, str, str]:
+        code = cli.main(["--data-dir", str(world.root / "home"), *args])
+        got = capsys.readouterr()
+        return code, got.out, got.err
+    return call
+
+
+def test_search_command_estimates_races_confirms_and_resumes(world, fk):
+    args = ["search", str(world.space), "--dataset", str(world.dataset), "--kb", "test",
+            "--search-questions", "4-9", "--confirm-questions", "1-3", "--budget-calls", "500",
+            "--first-batch", "3"]
+    code, out, err = fk(*args, "--estimate")
+    assert code == 0 and "(new; state in" in err and "estimate: 4 candidates raced on batches of [3, 6]" in err
+    code, out, err = fk(*args)
+    assert code == 0, err
+    assert err.index("estimate:") < err.index("dropped c")          # the estimate comes first
+    assert "the interval is below 0" in err and "2 of 4 candidates dropped early" in err
+    assert re.search(r"c0\d \*", out) and "reference" in out and "tiny-c00 v1" in out
+    assert "good · gen.prompt=Reply briefly." in out and "files/good.json" not in out
+    state = json.loads(next(world.space.parent.glob("space.search-*.json")).read_text())
+    assert state["phase"] == "done" and len(state["confirm"]) >= 1
+    code, out, err = fk(*args)
+    assert code == 0 and "(resumed; state in" in err and "question" not in err.split("estimate")[1]
+
+
+def test_search_command_refusals(world, fk):
+    code, out, _ = fk("search", str(world.space), "--check")
+    assert code == 0 and "search space 'tiny' is valid: 1 flow(s), 2 param axes" in out
+    world.space.write_text(json.dumps({"name": "x", "flows": ["naive_rag"],
+                                       "params": [{"node": "retrieve", "param": "top_kk",
+                                                   "choices": [1]}]}))
+    code, _, err = fk("search", str(world.space), "--check")
+    assert code == 2 and "params[0] (node 'retrieve', param 'top_kk'): unknown param" in err
+    code, _, err = fk("search", str(world.space), "--dataset", str(world.dataset))
+    assert code == 2 and "search needs --dataset, --kb" in err
