@@ -20,7 +20,7 @@ import hashlib
 import math
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from flowkit.search.splits import split
 from flowkit.spec import FlowSpec, fingerprint
 
 from . import evaluations
+from .modelchoice import ModelWorkspaces, model_problem
 from .workspace import Workspace
 
 _LLM_KEYS = ("flare_judge", "agent_plan", "evidence_reflector", "weighted_ensemble",
@@ -72,22 +73,12 @@ class SearchPlan:
     state_file: Path
     state: state_mod.SearchState
     resumed: bool
-    workspaces: dict[str, Workspace] = field(default_factory=dict)
+    workspaces: ModelWorkspaces | None = None
 
     def spec_of(self, e: Entry) -> FlowSpec:
         cand = Candidate.from_dict(e.candidate)
         return build_spec(self.space, self.flows[cand.flow], cand,
                           name=f"{self.space.name}-{e.cid}")
-
-
-def model_problem(model: str) -> str | None:
-    """None for 'default', a packaged model id or an existing .gguf file; else why not."""
-    from flowkit.runtime.models import PACKAGED
-    if model == "default" or model in PACKAGED or (model.endswith(".gguf")
-                                                   and Path(model).is_file()):
-        return None
-    return (f"unknown model '{model}' (use 'default', a packaged model: "
-            f"{', '.join(PACKAGED)}, or the path of a .gguf file)")
 
 
 def load(ws: Workspace, space_path: str) -> tuple[SearchSpace, dict[str, FlowSpec]]:
@@ -175,13 +166,9 @@ def estimate(plan: SearchPlan) -> Estimate:
 
 
 def _workspace(ws: Workspace, plan: SearchPlan, model: str) -> Workspace:
-    if model == "default":
-        return ws
-    if model not in plan.workspaces:
-        w = Workspace(ws.data_dir, ws.resources.settings.with_llm(model_path=model))
-        w.share_cache(ws)
-        plan.workspaces[model] = w
-    return plan.workspaces[model]
+    if plan.workspaces is None:
+        plan.workspaces = ModelWorkspaces(ws)
+    return plan.workspaces.get(model)
 
 
 def _evaluate(ws: Workspace, plan: SearchPlan, e: Entry, n: int, which: str,
@@ -278,6 +265,5 @@ def run(ws: Workspace, plan: SearchPlan, *, log: Callable[[str], None] = lambda 
             state_mod.save(plan.state_file, st)
         return st
     finally:
-        for w in plan.workspaces.values():
-            w.close()
-        plan.workspaces.clear()
+        if plan.workspaces is not None:
+            plan.workspaces.close()

@@ -56,15 +56,18 @@ class FlowEntry:
     spec: FlowSpec
     version: int | None = None
     label: str = ""
+    #: the model this column runs on ('': the workspace's; `--flow naive_rag@smollm2-135m`)
+    model: str = ""
 
     def record(self) -> dict[str, Any]:
-        return {"ref": self.ref, "label": self.label or self.ref, "name": self.spec.name,
-                "version": self.version, "spec": to_dict(self.spec)}
+        rec = {"ref": self.ref, "label": self.label or self.ref, "name": self.spec.name,
+               "version": self.version, "spec": to_dict(self.spec)}
+        return {**rec, "model": self.model} if self.model else rec
 
     @classmethod
     def from_record(cls, rec: dict[str, Any]) -> FlowEntry:
         return cls(ref=str(rec["ref"]), spec=from_dict(rec["spec"]), version=rec.get("version"),
-                   label=str(rec.get("label") or rec["ref"]))
+                   label=str(rec.get("label") or rec["ref"]), model=str(rec.get("model") or ""))
 
 
 def label_flows(entries: list[FlowEntry]) -> list[FlowEntry]:
@@ -76,6 +79,8 @@ def label_flows(entries: list[FlowEntry]) -> list[FlowEntry]:
     used: set[str] = set()
     for e in entries:
         base = e.spec.name if (e.ref.endswith(".json") or os.sep in e.ref) else e.ref
+        if e.model and not base.endswith(f"@{e.model}"):
+            base = f"{base}@{e.model}"
         label, n = base, 2
         while label in used:
             label, n = f"{base}#{n}", n + 1
@@ -218,14 +223,20 @@ def run_evaluation(ws: EvalWorkspace, repo: EvalStore, plan: EvalPlan, *,
                    progress: Callable[[Progress], None] | None = None,
                    stop: threading.Event | None = None, workers: int = 1,
                    make_workspace: Callable[[], Any] | None = None,
-                   ray_address: str = "") -> Outcome:
+                   ray_address: str = "",
+                   workspace_for: Callable[[str], Any] | None = None) -> Outcome:
     """Run (or resume) an evaluation. `stop` ends it cleanly: the run in flight stops at its next
     step (status cancelled; done again on resume) and no further question starts.
 
     With `workers` > 1 the runs still to do go to that many Ray workers (flowkit.eval.parallel),
-    each with its own workspace from `make_workspace`; ids, storage and resume are the same."""
+    each with its own workspace from `make_workspace`; ids, storage and resume are the same.
+    A column that names a model runs in `workspace_for(model)` (serially only)."""
     ws.store.mark_interrupted()
     ws.resources.kb(plan.kb).require_ready()
+    models = [f.model for f in plan.flows if f.model]
+    if models and (workers > 1 or workspace_for is None):
+        raise FlowkitError(f"column(s) on model {', '.join(models)}: a flow@model column runs "
+                           "without --workers, through a workspace per model")
     if workers > 1:
         if make_workspace is None:
             raise FlowkitError("--workers needs a workspace factory for the workers")
@@ -260,7 +271,9 @@ def run_evaluation(ws: EvalWorkspace, repo: EvalStore, plan: EvalPlan, *,
             _run_on_workers(plan, repo, statuses, out, finished, stop, workers, make_workspace,
                             ray_address)
         else:
-            _run_serially(ws, plan, repo, statuses, out, finished, stop)
+            wss = [workspace_for(f.model) if f.model and workspace_for else ws
+                   for f in plan.flows]
+            _run_serially(wss, plan, repo, statuses, out, finished, stop)
     except BaseException:
         repo.set_status(plan.eval_id, "interrupted")
         raise
@@ -273,7 +286,7 @@ def run_evaluation(ws: EvalWorkspace, repo: EvalStore, plan: EvalPlan, *,
     return out
 
 
-def _run_serially(ws: Any, plan: EvalPlan, repo: EvalStore, statuses: dict[str, str], out: Outcome,
+def _run_serially(wss: list[Any], plan: EvalPlan, repo: EvalStore, statuses: dict[str, str], out: Outcome,
                   finished: Callable[..., None], stop: threading.Event | None) -> None:
     compiled = [compile_flow(f.spec) for f in plan.flows]
     for qi, q in enumerate(plan.questions):
@@ -288,7 +301,7 @@ def _run_serially(ws: Any, plan: EvalPlan, repo: EvalStore, statuses: dict[str, 
             if prev is not None:
                 repo.discard_run(rid)
                 out.redone += 1
-            result = ws.run(compiled[fi], str(q["question"]), plan.kb,
+            result = wss[fi].run(compiled[fi], str(q["question"]), plan.kb,
                             flow_version=flow.version, eval_id=plan.eval_id, run_id=rid,
                             cancel=stop)
             finished(fi, qi, result.status, RunCost.of(result))
@@ -396,11 +409,14 @@ def evaluation_report(repo: Any, plan: EvalPlan, baseline: str | None = None,
                         kb=plan.kb, baseline=base, k=k, planned=len(plan.questions))
 
 
-def resolve_flows(ws: Any, refs: Sequence[str]) -> list[FlowEntry]:
-    """Flow refs (file, saved flow name or template name) resolved through the workspace."""
+def resolve_flows(ws: Any, refs: Sequence[str],
+                  split_model: Callable[[str], tuple[str, str]] | None = None) -> list[FlowEntry]:
+    """Flow refs (file, saved flow name or template name) resolved through the workspace;
+    `split_model` reads 'REF@MODEL' into (REF, MODEL) (the ref keeps '@MODEL' as written)."""
     out = []
     for ref in refs:
-        spec, version = ws.resolve_flow(ref)
+        flow_ref, model = split_model(ref) if split_model else (ref, "")
+        spec, version = ws.resolve_flow(flow_ref)
         out.append(FlowEntry(ref=str(Path(ref)) if ref.endswith(".json") else ref, spec=spec,
-                             version=version))
+                             version=version, model=model))
     return out

@@ -1,6 +1,7 @@
 """`flowkit eval`, `flowkit evals` and `flowkit dataset`: question sets and evaluations.
 
     flowkit eval --flow A --flow B --dataset DIR_OR_NAME --kb KB [--limit N] [--baseline A]
+                 (--flow A@MODEL runs A on a packaged model id or a .gguf path)
                  [--out FILE.json] [--report FILE.md|.html] [--csv FILE] [--resume EVAL_ID]
     flowkit evals                      list evaluations
     flowkit dataset import PATH [--name NAME] [--kb KB [--ingest]]
@@ -51,6 +52,7 @@ def cmd_dataset(args: argparse.Namespace) -> int:
 # ---- eval ---------------------------------------------------------------------------------
 def _plan(args: argparse.Namespace, ws: Any, repo: Any) -> Any:
     from flowkit.eval.runner import add_variants, make_plan, plan_from_eval, resolve_flows
+    from service.modelchoice import split_ref
     if args.from_eval:
         info = repo.find_eval(args.from_eval)
         if info is None:
@@ -59,7 +61,7 @@ def _plan(args: argparse.Namespace, ws: Any, repo: Any) -> Any:
             raise FlowkitError("--from keeps the evaluation's dataset, questions and knowledge "
                                "base; leave out --dataset, --kb and --limit")
         base = plan_from_eval(info, repo.get_dataset(info.dataset).questions)
-        return add_variants(repo, base, resolve_flows(ws, args.flow))
+        return add_variants(repo, base, resolve_flows(ws, args.flow, split_ref))
     if args.resume:
         info = repo.find_eval(args.resume)
         if info is not None:
@@ -72,7 +74,7 @@ def _plan(args: argparse.Namespace, ws: Any, repo: Any) -> Any:
     if args.ingest:
         common.ingest_corpus(ws, ds, args.kb)
         repo.set_dataset_kb(ds.name, args.kb)
-    return make_plan(resolve_flows(ws, args.flow), ds.name, ds.questions, args.kb,
+    return make_plan(resolve_flows(ws, args.flow, split_ref), ds.name, ds.questions, args.kb,
                      limit=args.limit, eval_id=args.resume or None, name=args.name or "")
 
 
@@ -103,8 +105,14 @@ def _run(plan: Any, ws: Any, repo: Any, workers: int = 1, ray_address: str = "")
 
             from service.workspace import Workspace
             factory = functools.partial(Workspace, ws.data_dir, ws.resources.settings)
-        return run_evaluation(ws, repo, plan, progress=on_progress, workers=workers,
-                              make_workspace=factory, ray_address=ray_address)
+        from service.modelchoice import ModelWorkspaces
+        models = ModelWorkspaces(ws)
+        try:
+            return run_evaluation(ws, repo, plan, progress=on_progress, workers=workers,
+                                  make_workspace=factory, ray_address=ray_address,
+                                  workspace_for=models.get)
+        finally:
+            models.close()
 
 
 def _print_table(title: str, rows: list[list[str]]) -> None:
@@ -199,7 +207,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add the eval, evals and dataset subcommands."""
     s = sub.add_parser("eval", help="compare flows on a question set (resumable)")
     s.add_argument("--flow", action="append", default=[],
-                   help="a flow file, saved flow or template; repeat for each flow")
+                   help="a flow file, saved flow or template; repeat for each flow; "
+                        "FLOW@MODEL runs it on that model (a packaged id or a .gguf path)")
     s.add_argument("--dataset", help="a folder with questions.jsonl, a .jsonl or .csv file, a set "
                    "in ../shared/data by name, or an imported dataset's name")
     s.add_argument("--kb", help="the knowledge base every flow answers from")
