@@ -5,6 +5,11 @@ the edited spec and the browser tab (Streamlit session) that edits it. The draft
 page's query params. A draft belongs to one tab at a time: opening a flow without a draft id
 resumes its latest draft that no open tab is editing, and a draft id that another open tab is
 editing (a duplicated tab, a pasted address) is copied to a new id, so two tabs never share one.
+
+A draft also keeps the breakpoints the user set on the editor's canvas (text in flowkit's syntax,
+`node[@visit][:before|:after][?condition]`). They belong to the draft and to the run the Run page
+starts from it, never to the saved flow: saving writes the spec only, so a saved flow runs straight
+through in evaluations and exports. A draft with breakpoints is kept even when its spec is clean.
 """
 from __future__ import annotations
 
@@ -16,8 +21,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from flowkit.breakpoints import BreakpointError, parse_breakpoint
+
+When = Literal["before", "after"]
 
 @dataclass
 class Draft:
@@ -29,21 +37,72 @@ class Draft:
     spec: dict[str, Any]
     updated_at: float = field(default_factory=time.time)
     owner: str | None = None    # the tab (Streamlit session id) editing it; None: nobody yet
+    #: breakpoints set on the canvas, as text (not part of the flow; see the module's help)
+    breakpoints: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"flow": self.flow, "draft_id": self.draft_id, "base_version": self.base_version,
-                "spec": self.spec, "updated_at": self.updated_at, "owner": self.owner}
+                "spec": self.spec, "updated_at": self.updated_at, "owner": self.owner,
+                "breakpoints": list(self.breakpoints)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Draft:
         return cls(flow=str(data["flow"]), draft_id=str(data["draft_id"]),
                    base_version=data.get("base_version"), spec=dict(data["spec"]),
                    updated_at=float(data.get("updated_at") or 0.0),
-                   owner=(str(data["owner"]) if data.get("owner") else None))
+                   owner=(str(data["owner"]) if data.get("owner") else None),
+                   breakpoints=[str(b) for b in data.get("breakpoints") or []
+                                if isinstance(b, str) and b.strip()])
 
     def held_elsewhere(self, tab: str | None, is_open: Callable[[str], bool]) -> bool:
         """Whether another tab than `tab` that is still open edits this draft."""
         return bool(self.owner) and self.owner != tab and is_open(str(self.owner))
+
+
+def _parsed(text: str) -> tuple[str, When] | None:
+    try:
+        bp = parse_breakpoint(text)
+    except BreakpointError:
+        return None
+    return bp.node, bp.when
+
+
+def node_marks(breakpoints: list[str]) -> dict[str, dict[When, list[str]]]:
+    """{node: {"before"/"after": the breakpoints' texts}} for the canvas's red dots (texts that do
+    not parse mark nothing; the Run page's box says what is wrong with them)."""
+    marks: dict[str, dict[When, list[str]]] = {}
+    for text in breakpoints:
+        found = _parsed(text)
+        if found is not None:
+            marks.setdefault(found[0], {}).setdefault(found[1], []).append(text.strip())
+    return marks
+
+
+def set_node_breakpoints(breakpoints: list[str], node: str, before: bool, after: bool
+                         ) -> list[str]:
+    """The breakpoints with `node` pausing before and/or after it as asked: a side turned off
+    loses every breakpoint on it (visits and conditions included); a side turned on keeps the ones
+    it has, or gets a plain one (`node`, `node:after`). The others stay as they are, in order."""
+    want: dict[When, bool] = {"before": before, "after": after}
+    out: list[str] = []
+    have: set[When] = set()
+    for text in breakpoints:
+        found = _parsed(text)
+        if found is not None and found[0] == node:
+            if not want[found[1]]:
+                continue
+            have.add(found[1])
+        out.append(text)
+    if before and "before" not in have:
+        out.append(node)
+    if after and "after" not in have:
+        out.append(f"{node}:after")
+    return out
+
+
+def drop_node_breakpoints(breakpoints: list[str], node: str) -> list[str]:
+    """The breakpoints without those on `node` (a node deleted from the draft)."""
+    return set_node_breakpoints(breakpoints, node, False, False)
 
 
 def new_draft_id() -> str:

@@ -356,3 +356,69 @@ def kept_index(key: str, options: Sequence[Any], state: MutableMapping[str, Any]
     """The index to draw a select box or radio `key` with: its kept value's, else 0."""
     value = _state(state).get(key + KEPT)
     return list(options).index(value) if value in options else 0
+
+
+class EditorKeys(Keys, prefix="editor"):
+    """The Editor page's keys (pages/editor.py, studio/editor)."""
+
+    DRAFT: Key[Any]                         # the service.drafts.Draft being edited
+    BASE: Key[Any]                          # (flow, version, spec dict) the draft started from
+    CANVAS: Key[Any]                        # the canvas.Picture last handed to the component
+    CANVAS_PUSH: Key[bool]                  # hand the browser a new revision even if unchanged
+    CANVAS_SEEN: Key[dict[str, int]]        # {canvas token: number of its last event taken in}
+    CANVAS_FIT: Key[int]                    # fit-view request number (opening, tidying)
+    FLOW_CANVAS: Key[Any]                   # the component itself: .item(hash of the flow)
+    SELECTED: Key[str | None]               # the selection (node id or canvas edge id)
+    CONFLICT: Key[dict[str, Any] | None]    # {"expected", "actual", "deleted"} after a stale save
+    FORM_GEN: Key[int]                      # bumped to reset the side panel's widgets
+    NOTICE: Key[Any]                        # (kind, text, when): shown a few seconds
+    PROBLEMS: Key[Any]                      # (hash, problems, spec) cache
+    PARSED: Key[Any]                        # (draft spec dict, its FlowSpec)
+    DESIRED: Key[Any]                       # (FlowSpec, selection, picture, breakpoints)
+    UNDO_STACK: Key[Any]                    # (draft id, [spec dicts before each edit])
+    REDO_STACK: Key[Any]                    # (draft id, [spec dicts undone])
+    #: The draft's breakpoints handed to the Run page with the flow (hand_over_run/take_breakpoints)
+    RUN_BREAKPOINTS: Key[list[str]]
+    # widgets
+    PICK: Key[str]                          # the flow to open when none is
+    CONFLICT_NAME: Key[str]
+    CONFLICT_SAVE_AS: Key[bool]
+    CONFLICT_OVERWRITE: Key[bool]
+    CONFLICT_DISCARD: Key[bool]
+    SAVE_MSG: Key[str]
+    SAVE: Key[bool]
+    RUN: Key[bool]
+    DISCARD: Key[bool]
+    UNDO: Key[bool]
+    REDO: Key[bool]
+    DELETE: Key[bool]
+    DESELECT: Key[bool]
+    PALETTE: Key[bool]                      # .item("add", operator)
+    LABEL: Key[str]                         # .item(form gen, node id)
+    PARAM: Key[Any] = Key("editor_p")       # .item(form gen, node id) + "_" + param
+    EDGE_LABEL: Key[str]                    # .item(form gen, edge id)
+    EDGE_UNLABEL: Key[bool]                 # .item(form gen)
+    ALL_PROBLEMS: Key[bool]
+    DESC: Key[str]                          # .item(form gen)
+    ENTRY: Key[str]                         # .item(form gen)
+    LIMITS: Key[Any]                        # .item(form gen) + "_" + limit
+    TIDY: Key[bool]
+    BP_BEFORE: Key[bool]                    # .item(form gen, node id)
+    BP_AFTER: Key[bool]                     # .item(form gen, node id)
+
+
+KEY_CLASSES = (*KEY_CLASSES, EditorKeys)
+
+
+def hand_over_run(flow: str, breakpoints: Sequence[str],
+                  state: MutableMapping[str, Any] | None = None) -> NoReturn:
+    """`hand_over_flow` with the editor draft's breakpoints: the Run page's breakpoints box
+    starts with them (it calls take_breakpoints()). Nothing after this call runs."""
+    EditorKeys.RUN_BREAKPOINTS.set(list(breakpoints), state)
+    hand_over_flow(flow, state)
+
+
+def take_breakpoints(state: MutableMapping[str, Any] | None = None) -> list[str] | None:
+    """The breakpoints the editor handed to the Run page with a flow (hand_over_run), once;
+    None when none were handed over."""
+    return EditorKeys.RUN_BREAKPOINTS.pop(state)

@@ -3,24 +3,23 @@ change. Streamlit runs them before the page script, so every change to the graph
 own events included, happens before the canvas is drawn and shows in that same run."""
 from __future__ import annotations
 
-from collections.abc import MutableMapping
-from typing import Any, cast
-
-import streamlit as st
+from typing import Any
 
 from flowkit.errors import Problem
 from studio.common import inert
+from studio.common.state import EditorKeys as K
+from studio.common.state import Key
 from studio.common.workspace import get_workspace
 from studio.editor.editor import Editor
 
 
 def _ed() -> Editor:
-    return Editor(cast(MutableMapping[str, Any], st.session_state), get_workspace())
+    return Editor(None, get_workspace())
 
 
 def canvas_event(key: str) -> None:
     """The canvas reported a click, a move or a new edge: apply it before the page draws."""
-    _ed().take_events(st.session_state.get(key))
+    _ed().take_events(Key[Any](key).get())
 
 
 def undo() -> None:
@@ -43,16 +42,20 @@ def deselect() -> None:
     _ed().select(None)
 
 
+def toggle_breakpoint(node_id: str, side: str) -> None:
+    _ed().toggle_breakpoint(node_id, side)
+
+
 def set_param(node_id: str, name: str, value: Any) -> None:
     _ed().set_param(node_id, name, value)
 
 
 def set_label(node_id: str, key: str) -> None:
-    _ed().set_label(node_id, st.session_state.get(key) or "")
+    _ed().set_label(node_id, Key[str](key).get() or "")
 
 
 def set_edge_label(edge_id: str, key: str) -> None:
-    value = st.session_state.get(key)
+    value = Key[str](key).get()
     _ed().set_edge_label(edge_id, None if value in (None, "(none)") else value)
 
 
@@ -66,17 +69,17 @@ def set_limit(name: str, value: Any) -> None:
 
 
 def set_description(key: str) -> None:
-    _ed().set_flow_fields(description=st.session_state.get(key) or "")
+    _ed().set_flow_fields(description=Key[str](key).get() or "")
 
 
 def set_entry(key: str) -> None:
-    value = st.session_state.get(key)
+    value = Key[str](key).get()
     _ed().set_flow_fields(entry=None if value in (None, "(automatic)") else value)
 
 
 def save() -> None:
-    _ed().save(st.session_state.get("editor_save_msg") or "")
-    st.session_state["editor_save_msg"] = ""
+    _ed().save(K.SAVE_MSG.get() or "")
+    K.SAVE_MSG.set("")
 
 
 def overwrite() -> None:

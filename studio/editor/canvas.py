@@ -2,7 +2,8 @@
 
 `picture` draws a spec as plain data for the canvas: each node's title, id, operator, colours (its
 module's fill from assets/modules.json, as the replay graph paints it) and
-validation mark, each edge's label and colour, and the lane of an edge routed around the nodes.
+validation mark and breakpoints (a red dot before and/or after it: the draft's, service.drafts),
+each edge's label and colour, and the lane of an edge routed around the nodes.
 `apply_moves` and `apply_connect` turn what the user did on the canvas (events, see
 studio/canvas_ui) into a new FlowSpec. Everything else (deletion, labels, params) happens in
 Python, through the page's widgets.
@@ -14,6 +15,7 @@ from typing import Any, TypedDict
 from flowkit import registry
 from flowkit.errors import FlowkitError, Problem
 from flowkit.spec import EdgeSpec, FlowSpec, NodeSpec, Position
+from service.drafts import node_marks
 from studio.common import assets
 from studio.common import layout as flow_layout
 from studio.common.layout import X_STEP, Y_STEP  # noqa: F401  (re-exported: the editor places new nodes)
@@ -40,6 +42,8 @@ class NodePicture(TypedDict):
     flag: str        # "error", "warning" or ""
     bg: str
     border: str
+    bp: str          # breakpoints: "before", "after", "both" or ""
+    bpNote: str      # the breakpoints' texts, for the dots' tooltips
 
 
 class EdgePicture(TypedDict):
@@ -94,7 +98,13 @@ def auto_layout(spec: FlowSpec) -> dict[str, Position]:
     return flow_layout.layout(spec, spec.layout).positions
 
 
-def _node_picture(node: NodeSpec, at: Position, marks: list[Problem]) -> NodePicture:
+def _bp(sides: dict[str, list[str]]) -> str:
+    before, after = bool(sides.get("before")), bool(sides.get("after"))
+    return "both" if before and after else "before" if before else "after" if after else ""
+
+
+def _node_picture(node: NodeSpec, at: Position, marks: list[Problem],
+                  bps: dict[str, list[str]] | None = None) -> NodePicture:
     flag, border = "", PLAIN_BORDER
     if any(p.severity == "error" for p in marks):     # plain text: no emoji font needed
         flag, border = "error", ERROR_BORDER
@@ -103,7 +113,8 @@ def _node_picture(node: NodeSpec, at: Position, marks: list[Problem]) -> NodePic
     return NodePicture(id=node.id, x=at.x, y=at.y, title=node.label or node.id,
                        sub=node.id if node.label and node.label != node.id else "",
                        op=node.operator, flag=flag, bg=assets.module_look(node.operator).colour,
-                       border=border)
+                       border=border, bp=_bp(bps or {}),
+                       bpNote=", ".join(t for side in (bps or {}).values() for t in side))
 
 
 def _edge_problem_index(problems: list[Problem]) -> set[int]:
@@ -118,15 +129,18 @@ def _edge_problem_index(problems: list[Problem]) -> set[int]:
 
 
 def picture(spec: FlowSpec, problems: list[Problem], selected: str | None = None,
-            rev: int = 0) -> Picture:
+            rev: int = 0, breakpoints: list[str] | None = None) -> Picture:
     """The canvas picture of a spec: nodes where the layout puts them (or the user did), edges
-    whose node is gone left out (GUIDE rule 3), loops and skips routed along lanes."""
+    whose node is gone left out (GUIDE rule 3), loops and skips routed along lanes; the nodes
+    that hold one of `breakpoints` (the draft's) carry its red dot."""
+    bps = node_marks(breakpoints or [])
     by_node: dict[str, list[Problem]] = {}
     for p in problems:
         if p.node:
             by_node.setdefault(p.node, []).append(p)
     plan = flow_layout.layout(spec, spec.layout)
-    nodes = [_node_picture(n, plan.positions[n.id], by_node.get(n.id, [])) for n in spec.nodes]
+    nodes = [_node_picture(n, plan.positions[n.id], by_node.get(n.id, []), {str(k): v for k, v in bps.get(n.id, {}).items()})
+             for n in spec.nodes]
     ids = {n.id for n in spec.nodes}
     bad = _edge_problem_index(problems)
     edges: list[EdgePicture] = []

@@ -18,39 +18,33 @@ from flowkit.errors import FlowkitError, NotFoundError, Problem, SpecError, Stal
 from flowkit.names import flaw
 from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec, canonical, from_dict, to_dict
 from flowkit.validate import check
-from service.drafts import Draft, DraftStore, new_draft_id
+from service.drafts import (
+    Draft,
+    DraftStore,
+    drop_node_breakpoints,
+    new_draft_id,
+    node_marks,
+    set_node_breakpoints,
+)
 from service.workspace import Workspace
+from studio.common.state import EditorKeys as K
+from studio.common.state import Key
 from studio.editor import canvas, placing, tabs_panel
 
-K_DRAFT = "editor_draft"            # Draft being edited
-K_BASE = "editor_base"              # (flow, version, spec dict) the draft started from
-K_CANVAS = "editor_canvas"          # the canvas.Picture last handed to the component
-K_PUSH = "editor_canvas_push"       # hand the browser a new revision even if nothing looks changed
-K_SEEN = "editor_canvas_seen"       # {canvas token: number of its last event taken in}
 SEEN_CANVASES = 8                   # canvases (page loads) whose event numbers are remembered
-K_SEL = "editor_selected"           # the remembered selection (node id or canvas edge id)
-K_CONFLICT = "editor_conflict"      # {"expected": n, "actual": m} after a stale save
-K_GEN = "editor_form_gen"           # bumped to reset the side panel's widgets
-K_NOTICE = "editor_notice"          # (kind, text, when): the last message, shown a few seconds
-K_PROBLEMS = "editor_problems"      # (hash, problems) cache
-K_FIT = "editor_canvas_fit"         # fit-view request number: bumped on opening and tidying
-K_PARSED = "editor_parsed"          # (draft spec dict, its FlowSpec): parsed once per change
-K_DESIRED = "editor_desired"        # (FlowSpec, selection, picture) last built
-K_UNDO = "editor_undo_stack"        # (draft id, [spec dicts before each edit]): what Undo restores
-K_REDO = "editor_redo_stack"        # (draft id, [spec dicts undone]): what Redo restores
 UNDO_DEPTH = 100                    # edits kept for Undo
-CANVAS_KEY = "editor_flow_canvas"   # the component's key prefix: no session variable (GUIDE rule 1)
 
 
 def canvas_key(flow: str) -> str:
     """The component's key: one per flow, so another flow's last canvas value never leaks in."""
-    return f"{CANVAS_KEY}_{hashlib.sha1(flow.encode()).hexdigest()[:12]}"
+    return K.FLOW_CANVAS.item(hashlib.sha1(flow.encode()).hexdigest()[:12])
 
 
 class Editor:
-    """One session's editor. All state lives in `state` (st.session_state in the app)."""
+    """One session's editor. All state lives in `state` under studio.common.state's EditorKeys
+    (None: st.session_state, as in the app)."""
 
-    def __init__(self, state: MutableMapping[str, Any], ws: Workspace, tab: str | None = None,
+    def __init__(self, state: MutableMapping[str, Any] | None, ws: Workspace, tab: str | None = None,
                  is_open: Callable[[str], bool] | None = None) -> None:
         self.state = state
         self.ws = ws
@@ -62,7 +56,7 @@ class Editor:
     # ---- opening -------------------------------------------------------------------------
     @property
     def draft(self) -> Draft | None:
-        return self.state.get(K_DRAFT)
+        return K.DRAFT.get(state=self.state)
 
     def open(self, flow: str, draft_id: str | None = None) -> Draft:
         """Edit `flow`: this session's draft, a draft on the server, or the saved flow."""
@@ -84,8 +78,9 @@ class Editor:
                           spec=to_dict(spec))   # a fresh id: an unsaved one may be another tab's
         draft.owner = self.tab
         self._start(draft)
-        if restored and self.dirty():
+        if restored and (self.dirty() or draft.breakpoints):
             self.drafts.save(draft)         # now this tab's
+        if restored and self.dirty():
             self.notify("info", "This draft is open in another tab: this tab edits its own copy."
                         if copied else f"Restored your unsaved changes (started from version "
                                        f"{draft.base_version}).")
@@ -99,19 +94,19 @@ class Editor:
         return True
 
     def _start(self, draft: Draft) -> None:
-        self.state[K_DRAFT] = draft
-        self.state[K_BASE] = None
-        self.state[K_CANVAS] = None
-        self.state[K_SEL] = None
-        self.state[K_CONFLICT] = None
-        self.state[K_PUSH] = True
-        self.state[K_FIT] = int(self.state.get(K_FIT) or 0) + 1
-        self.state[K_GEN] = int(self.state.get(K_GEN) or 0) + 1
-        self.state[K_UNDO] = (draft.draft_id, [])
-        self.state[K_REDO] = (draft.draft_id, [])
+        K.DRAFT.set(draft, self.state)
+        K.BASE.set(None, self.state)
+        K.CANVAS.set(None, self.state)
+        K.SELECTED.set(None, self.state)
+        K.CONFLICT.set(None, self.state)
+        K.CANVAS_PUSH.set(True, self.state)
+        K.CANVAS_FIT.set(int(K.CANVAS_FIT.get(state=self.state) or 0) + 1, self.state)
+        K.FORM_GEN.set(int(K.FORM_GEN.get(state=self.state) or 0) + 1, self.state)
+        K.UNDO_STACK.set((draft.draft_id, []), self.state)
+        K.REDO_STACK.set((draft.draft_id, []), self.state)
 
     def close(self) -> None:
-        self.state[K_DRAFT] = None
+        K.DRAFT.set(None, self.state)
 
     # ---- the spec ------------------------------------------------------------------------
     @property
@@ -120,10 +115,10 @@ class Editor:
         if d is None:
             raise FlowkitError("no flow is open in the editor")
         if self._parsed is None or self._parsed[0] is not d.spec:   # parse once per change
-            kept = self.state.get(K_PARSED)   # the draft's dict is replaced, never changed in place
+            kept = K.PARSED.get(state=self.state)   # the draft's dict is replaced, not changed
             self._parsed = (kept if kept and kept[0] is d.spec
                             else (d.spec, from_dict(d.spec)))
-            self.state[K_PARSED] = self._parsed
+            K.PARSED.set(self._parsed, self.state)
         return self._parsed[1]
 
     def base_spec(self) -> dict[str, Any] | None:
@@ -131,15 +126,16 @@ class Editor:
         d = self.draft
         if d is None or d.base_version is None:
             return None
-        cached = self.state.get(K_BASE)
+        cached = K.BASE.get(state=self.state)
         if cached and cached[0] == d.flow and cached[1] == d.base_version:
             return cached[2]
         try:
             spec, _ = self.ws.store.get_flow(d.flow, d.base_version)
         except NotFoundError:
             return None
-        self.state[K_BASE] = (d.flow, d.base_version, to_dict(spec))
-        return self.state[K_BASE][2]
+        data = to_dict(spec)
+        K.BASE.set((d.flow, d.base_version, data), self.state)
+        return data
 
     def dirty(self) -> bool:
         d = self.draft
@@ -153,38 +149,75 @@ class Editor:
         if d is None or data == d.spec:
             return
         if record:
-            undo = self._stack(K_UNDO)
+            undo = self._stack(K.UNDO_STACK)
             undo.append(d.spec)
             del undo[:-UNDO_DEPTH]
-            self._stack(K_REDO).clear()
+            self._stack(K.REDO_STACK).clear()
         d.spec = data
-        if self.dirty():
+        self._keep()
+
+    def _keep(self) -> None:
+        """Write the draft to the server while it holds something (unsaved changes or
+        breakpoints); drop its file otherwise."""
+        d = self.draft
+        if d is None:
+            return
+        if self.dirty() or d.breakpoints:
             self.drafts.save(d)
         else:
             self.drafts.delete(d.flow, d.draft_id)
 
+    # ---- breakpoints (the draft's, never the flow's) -------------------------------------
+    @property
+    def breakpoints(self) -> list[str]:
+        """The draft's breakpoints, as text (what the Run page's box starts with)."""
+        d = self.draft
+        return list(d.breakpoints) if d is not None else []
+
+    def breakpoint_sides(self, node_id: str) -> set[str]:
+        """"before" and/or "after": where `node_id` holds a breakpoint of the draft."""
+        return set(node_marks(self.breakpoints).get(node_id, {}))
+
+    def toggle_breakpoint(self, node_id: str, side: str) -> None:
+        """Turn the breakpoint before or after `node_id` on or off (the side panel's boxes)."""
+        sides = self.breakpoint_sides(node_id) ^ {side}
+        self.set_breakpoints(node_id, "before" in sides, "after" in sides)
+
+    def set_breakpoints(self, node_id: str, before: bool, after: bool) -> None:
+        """Make `node_id` pause the run before and/or after it (service.drafts says how the
+        breakpoints with a visit or a condition fare); unknown nodes change nothing."""
+        d = self.draft
+        if d is None or node_id not in {n.id for n in self.spec.nodes}:
+            return
+        new = set_node_breakpoints(d.breakpoints, node_id, bool(before), bool(after))
+        if new != d.breakpoints:
+            d.breakpoints = new
+            self._keep()
+            self.redraw()
+
     # ---- undo and redo -------------------------------------------------------------------
-    def _stack(self, key: str) -> list[dict[str, Any]]:
+    def _stack(self, key: Key[Any]) -> list[dict[str, Any]]:
         """This draft's Undo or Redo stack (a stack kept for another draft is dropped)."""
         d = self.draft
-        kept = self.state.get(key)
+        kept = key.get(state=self.state)
         if d is None or not kept or kept[0] != d.draft_id:
-            self.state[key] = (d.draft_id if d else None, [])
-        return self.state[key][1]
+            kept = (d.draft_id if d else None, [])
+            key.set(kept, self.state)
+        return kept[1]
 
     def can_undo(self) -> bool:
-        return bool(self._stack(K_UNDO))
+        return bool(self._stack(K.UNDO_STACK))
 
     def can_redo(self) -> bool:
-        return bool(self._stack(K_REDO))
+        return bool(self._stack(K.REDO_STACK))
 
     def undo(self) -> bool:
         """Put the draft back as it was before the last edit; False when there is none."""
-        return self._step(self._stack(K_UNDO), self._stack(K_REDO))
+        return self._step(self._stack(K.UNDO_STACK), self._stack(K.REDO_STACK))
 
     def redo(self) -> bool:
         """Make the last undone edit again; False when there is none."""
-        return self._step(self._stack(K_REDO), self._stack(K_UNDO))
+        return self._step(self._stack(K.REDO_STACK), self._stack(K.UNDO_STACK))
 
     def _step(self, source: list[dict[str, Any]], target: list[dict[str, Any]]) -> bool:
         d = self.draft
@@ -197,56 +230,65 @@ class Editor:
         if self.selected and self.selected not in {n.id for n in spec.nodes} | set(
                 canvas.edge_ids(spec)):
             self.select(None)
-        self.state[K_GEN] = int(self.state.get(K_GEN) or 0) + 1   # forms show the restored values
+        K.FORM_GEN.set(int(K.FORM_GEN.get(state=self.state) or 0) + 1, self.state)   # forms show the restored values
         self.redraw()
         return True
 
     def problems(self, spec: FlowSpec | None = None) -> list[Problem]:
         spec = spec or self.spec
-        cached = self.state.get(K_PROBLEMS)
+        cached = K.PROBLEMS.get(state=self.state)
         if cached and cached[2] is spec:   # the same object: no need to hash it again
             return cached[1]
         key = hashlib.sha1(json.dumps(canonical(spec), sort_keys=True).encode()).hexdigest()
         problems = cached[1] if cached and cached[0] == key else check(spec)
-        self.state[K_PROBLEMS] = (key, problems, spec)
+        K.PROBLEMS.set((key, problems, spec), self.state)
         return problems
 
     # ---- the canvas round trip -----------------------------------------------------------
     @property
+    def form_gen(self) -> int:
+        """Bumped whenever the side panel's widgets must show the draft afresh (their keys end
+        with it)."""
+        return int(K.FORM_GEN.get(state=self.state) or 0)
+
+    @property
     def selected(self) -> str | None:
-        return self.state.get(K_SEL)
+        return K.SELECTED.get(state=self.state)
 
     def select(self, sel: str | None) -> None:
-        self.state[K_SEL] = sel
-        self.state[K_GEN] = int(self.state.get(K_GEN) or 0) + 1
+        K.SELECTED.set(sel, self.state)
+        K.FORM_GEN.set(int(K.FORM_GEN.get(state=self.state) or 0) + 1, self.state)
 
     def canvas_picture(self) -> canvas.Picture:
         """The picture to hand to the canvas: a new revision only when the drawing changed (or a
         redraw was asked for), so the browser redraws nothing after a mere click."""
         desired = self._desired(self.spec)
-        current = self.state.get(K_CANVAS)
-        if current is None or self.state.get(K_PUSH) or not canvas.same_drawing(current, desired):
+        current = K.CANVAS.get(state=self.state)
+        if (current is None or K.CANVAS_PUSH.get(state=self.state)
+                or not canvas.same_drawing(current, desired)):
             rev = (current["rev"] if current else 0) + 1
-            self.state[K_CANVAS] = canvas.Picture(**{**desired, "rev": rev})
-            self.state[K_PUSH] = False
-        return self.state[K_CANVAS]
+            current = canvas.Picture(**{**desired, "rev": rev})
+            K.CANVAS.set(current, self.state)
+            K.CANVAS_PUSH.set(False, self.state)
+        return current
 
     def _desired(self, spec: FlowSpec) -> canvas.Picture:
         """The canvas picture of `spec` with the current selection; built once per spec and
         selection (a rerun that changes neither reuses the last one)."""
         sel = self.selected
-        kept = self.state.get(K_DESIRED)
-        if kept and kept[0] is spec and kept[1] == sel:
+        kept = K.DESIRED.get(state=self.state)
+        bps = self.breakpoints
+        if kept and kept[0] is spec and kept[1] == sel and kept[3] == bps:
             return kept[2]
-        desired = canvas.picture(spec, self.problems(spec), sel)
-        self.state[K_DESIRED] = (spec, sel, desired)
+        desired = canvas.picture(spec, self.problems(spec), sel, breakpoints=bps)
+        K.DESIRED.set((spec, sel, desired, bps), self.state)
         return desired
 
     @property
     def fit_request(self) -> int:
         """The canvas fits its view when this number changes: on opening a flow and on tidying,
         never on an edit (that would reset the user's zoom, GUIDE rule 4)."""
-        return int(self.state.get(K_FIT) or 0)
+        return int(K.CANVAS_FIT.get(state=self.state) or 0)
 
     def take_events(self, value: Any) -> bool:
         """Apply the canvas's events not taken yet (studio/canvas_ui): a click selects, a drag
@@ -257,7 +299,7 @@ class Editor:
         token, events = value.get("token"), value.get("events")
         if not isinstance(token, str) or not isinstance(events, list):
             return False
-        seen: dict[str, int] = dict(self.state.get(K_SEEN) or {})
+        seen: dict[str, int] = dict(K.CANVAS_SEEN.get(state=self.state) or {})
         last = seen.get(token, 0)
         new = sorted((e for e in events if isinstance(e, dict) and isinstance(e.get("n"), int)
                       and not isinstance(e["n"], bool) and e["n"] > last), key=lambda e: e["n"])
@@ -267,7 +309,7 @@ class Editor:
             self._take(event)
         seen.pop(token, None)
         seen[token] = new[-1]["n"]
-        self.state[K_SEEN] = dict(list(seen.items())[-SEEN_CANVASES:])
+        K.CANVAS_SEEN.set(dict(list(seen.items())[-SEEN_CANVASES:]), self.state)
         return True
 
     def _take(self, event: dict[str, Any]) -> None:
@@ -288,10 +330,13 @@ class Editor:
             if eid:
                 self.select(eid)
             self.redraw()       # the browser drew the edge itself: replace it with ours (or drop it)
+        elif kind == "breakpoint" and isinstance(event.get("id"), str):
+            self.set_breakpoints(event["id"], event.get("before") is True,
+                                 event.get("after") is True)
 
     def redraw(self) -> None:
         """Hand the browser a fresh picture on the next run (after a Python-side change)."""
-        self.state[K_PUSH] = True
+        K.CANVAS_PUSH.set(True, self.state)
 
     # ---- edits ---------------------------------------------------------------------------
     def add_node(self, operator: str) -> str:
@@ -327,6 +372,9 @@ class Editor:
             edges = [e for e in spec.edges if sel not in (e.source, e.target)]
             layout = {k: v for k, v in spec.layout.items() if k != sel}
             entry = None if spec.entry == sel else spec.entry
+            d = self.draft
+            if d is not None:
+                d.breakpoints = drop_node_breakpoints(d.breakpoints, sel)
             self.update(placing.keep_places(spec, spec.model_copy(update={
                 "nodes": nodes, "edges": edges, "layout": layout, "entry": entry})))
         else:
@@ -345,7 +393,7 @@ class Editor:
         spec = self.spec
         if spec.layout:
             self.update(spec.model_copy(update={"layout": {}}))
-        self.state[K_FIT] = self.fit_request + 1
+        K.CANVAS_FIT.set(self.fit_request + 1, self.state)
         self.redraw()
 
     def _replace_node(self, node_id: str, **changes: Any) -> None:
@@ -394,7 +442,7 @@ class Editor:
     # ---- save, conflicts, discard --------------------------------------------------------
     @property
     def conflict(self) -> dict[str, Any] | None:
-        return self.state.get(K_CONFLICT)
+        return K.CONFLICT.get(state=self.state)
 
     def save(self, message: str = "") -> int | None:
         """Save the draft as a new version; on a conflict, record it and return None."""
@@ -405,11 +453,11 @@ class Editor:
             version = self.ws.store.save_flow(self.spec, expected_version=d.base_version,
                                               message=message)
         except StaleSaveError as err:
-            self.state[K_CONFLICT] = {"expected": err.expected, "actual": err.actual,
-                                      "deleted": False}
+            K.CONFLICT.set({"expected": err.expected, "actual": err.actual, "deleted": False},
+                           self.state)
             return None
         except NotFoundError:
-            self.state[K_CONFLICT] = {"expected": d.base_version, "actual": None, "deleted": True}
+            K.CONFLICT.set({"expected": d.base_version, "actual": None, "deleted": True}, self.state)
             return None
         self._saved(version)
         return version
@@ -419,9 +467,9 @@ class Editor:
         if d is None:
             return
         d.base_version = version
-        self.state[K_BASE] = None
-        self.state[K_CONFLICT] = None
-        self.drafts.delete(d.flow, d.draft_id)
+        K.BASE.set(None, self.state)
+        K.CONFLICT.set(None, self.state)
+        self._keep()                       # kept only for its breakpoints, if it has any
         self.notify("success", f"Saved '{d.flow}' as version {version}.")
 
     def overwrite(self, message: str = "") -> int | None:
@@ -451,7 +499,9 @@ class Editor:
         if old is not None:
             self.drafts.delete(old.flow, old.draft_id)
         self._start(Draft(flow=new_name, draft_id=new_draft_id(), base_version=version,
-                          spec=to_dict(spec), owner=self.tab))
+                          spec=to_dict(spec), owner=self.tab,
+                          breakpoints=list(old.breakpoints) if old else []))
+        self._keep()
         self.notify("success", f"Saved your draft as the new flow '{new_name}'.")
         return new_name
 
@@ -463,16 +513,17 @@ class Editor:
         self.drafts.delete(d.flow, d.draft_id)
         spec, version = self.ws.store.get_flow(d.flow)
         self._start(Draft(flow=d.flow, draft_id=d.draft_id, base_version=version,
-                          spec=to_dict(spec), owner=self.tab))
+                          spec=to_dict(spec), owner=self.tab, breakpoints=d.breakpoints))
+        self._keep()                       # breakpoints are not changes: they stay
         self.notify("info", f"Loaded version {version}; your changes were discarded.")
 
     def notify(self, kind: str, text: str) -> None:
-        self.state[K_NOTICE] = (kind, text, time.monotonic())
+        K.NOTICE.set((kind, text, time.monotonic()), self.state)
 
     def notice(self, max_age_s: float = 15.0) -> tuple[str, str] | None:
         """The last message (kind, text) while it is fresh: a run that shows it may be cut short
         by the next rerun, so it stays a few seconds instead of being shown once."""
-        notice = self.state.get(K_NOTICE)
+        notice = K.NOTICE.get(state=self.state)
         if not notice or time.monotonic() - notice[2] > max_age_s:
             return None
         return notice[0], notice[1]

@@ -7,6 +7,8 @@ from typing import Any
 import streamlit as st
 
 from flowkit import registry
+from studio.common.state import EditorKeys as K
+from studio.common.state import Key
 
 MODULE_TITLES: dict[str, str] = {
     "indexing": "Indexing", "pre_retrieval": "Pre-retrieval", "retrieval": "Retrieval",
@@ -54,7 +56,7 @@ def label(operator: str) -> str:
     return operator.split(".", 1)[1].replace("_", "_" + BREAK)
 
 
-def render(on_add: Callable[[str], None], key_prefix: str = "editor_palette") -> None:
+def render(on_add: Callable[[str], None], key_prefix: Key[bool] = K.PALETTE) -> None:
     """The palette: a search box, then one expander per module with an add button per operator
     (its tooltip is the operator's full help text)."""
     with st.container(key=key_prefix):
@@ -62,8 +64,8 @@ def render(on_add: Callable[[str], None], key_prefix: str = "editor_palette") ->
         _palette(on_add, key_prefix)
 
 
-def _palette(on_add: Callable[[str], None], key_prefix: str) -> None:
-    query = st.text_input("Search operators", key=f"{key_prefix}_q",
+def _palette(on_add: Callable[[str], None], key_prefix: Key[bool]) -> None:
+    query = st.text_input("Search operators", key=key_prefix.item("q"),
                           placeholder="e.g. rerank, judge", label_visibility="collapsed")
     groups = search(entries(), query)
     shown = 0
@@ -78,7 +80,7 @@ def _palette(on_add: Callable[[str], None], key_prefix: str) -> None:
             for d in items:
                 shown += 1
                 kind = "" if d["kind"] == "step" else f" · {d['kind']}"
-                st.button(label(d["key"]), key=f"{key_prefix}_add_{d['key']}", help=d["help"],
+                st.button(label(d["key"]), key=key_prefix.item("add", d["key"]), help=d["help"],
                           icon=":material/add:", on_click=on_add, args=(d["key"],),
                           width="stretch")
                 st.caption(f"{d['summary']}{kind}")

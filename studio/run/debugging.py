@@ -8,7 +8,7 @@ same run is queued or running in this studio, or when the pause the tab saw is n
 current one; the service's compare-and-set refuses whatever gets past that (another process)."""
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
 
 from flowkit.errors import FlowkitError
@@ -17,6 +17,7 @@ from service.debug import Debugger, NotPausedError
 from service.runs import get_run
 from service.workspace import Workspace
 from studio.common.jobs import Job, JobManager, Reporter
+from studio.common.state import RunKeys, take_breakpoints
 from studio.common.tasks import ProgressSink, check_run, new_run_id
 from studio.run.overrides import Overrides, recorded_temperature, tuned_workspace, with_overrides
 
@@ -93,3 +94,12 @@ def submit_resume(jobs: JobManager, ws: Workspace, run_id: str, mode: str, seen_
 
     return jobs.submit(RESUME, f"{MODES[mode].lower()} run {view.run_id}", work,
                        run_id=view.run_id, meta={"mode": mode, "question": view.question})
+
+
+def take_handed_breakpoints(state: MutableMapping[str, Any] | None = None) -> list[str] | None:
+    """Call before the breakpoints box is drawn: the breakpoints the Editor handed over with the
+    flow (its draft's, set on the canvas) become the box's lines; None when none were handed."""
+    handed = take_breakpoints(state)
+    if handed is not None:
+        RunKeys.BREAKPOINTS.set("\n".join(handed), state)
+    return handed

@@ -12,7 +12,7 @@ from service.debug import breakpoint_problems
 from service.workspace import Workspace
 from studio.common import inert, sidebar_panel
 from studio.common.state import RunKeys as K
-from studio.run import datasets
+from studio.run import datasets, debugging
 from studio.run.overrides import Overrides, tunable
 
 
@@ -84,6 +84,7 @@ def model_settings(ws: Workspace, spec: FlowSpec | None) -> Overrides:
 def breakpoints_editor(spec: FlowSpec | None) -> tuple[list[str], list[str]]:
     """Breakpoints for this run, one a line (`node[@visit][:after][?condition]`), checked against
     the flow. Returns (the lines, the problems: one message a bad line)."""
+    debugging.take_handed_breakpoints()      # the Editor's Run: its draft's breakpoints
     with st.expander("Breakpoints (debug this run)", expanded=bool(
             (K.BREAKPOINTS.get() or "").strip())):
         text = st.text_area(

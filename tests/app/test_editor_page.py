@@ -17,8 +17,11 @@ from flowkit.testing import flow
 from service.drafts import Draft, DraftStore
 from service.workspace import Workspace
 from studio.common import forms_panel
+from studio.common.state import EditorKeys
 from studio.editor import canvas
-from studio.editor.editor import K_CANVAS, Editor
+from studio.editor.editor import Editor
+
+K_CANVAS = EditorKeys.CANVAS
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -62,7 +62,8 @@ from studio.common import state as st_state  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 PREFIX = {st_state.FlowsKeys: "flows_", st_state.KbKeys: "kb_", st_state.CompareKeys: "compare_",
           st_state.RunKeys: "run_", st_state.ReplayKeys: "replay_",
-          st_state.SettingsKeys: "settings_", st_state.GateKeys: "gate_"}
+          st_state.SettingsKeys: "settings_", st_state.GateKeys: "gate_",
+          st_state.EditorKeys: "editor_"}
 
 #: The files converted to the declared keys: no raw key text, no st.session_state.
 CONVERTED = sorted([ROOT / "pages" / "flows.py", ROOT / "pages" / "knowledge.py",
@@ -76,7 +77,8 @@ CONVERTED = sorted([ROOT / "pages" / "flows.py", ROOT / "pages" / "knowledge.py"
                     *(p for p in (ROOT / "studio" / "run").glob("*.py")
                       if p.name != "debug_panel.py"),   # the debugger's keys: issue 24's rework
                     *(ROOT / "studio" / "replay").glob("*.py"),
-                    *(ROOT / "studio" / "settings").glob("*.py")])
+                    *(ROOT / "studio" / "settings").glob("*.py"),
+                    ROOT / "pages" / "editor.py", *(ROOT / "studio" / "editor").glob("*.py")])
 
 
 def declared() -> list[tuple[type, str, str]]:
@@ -155,3 +157,20 @@ def test_a_key_group_names_its_keys_from_one_declaration():
     assert isinstance(DemoKeys.COUNT, st_state.Key) and DemoKeys.COUNT == "demo_count"
     assert DemoKeys.OTHER == "demo_x" and DemoKeys.prefix == "demo"
     assert st_state.RunKeys.FLOW_HANDOVER == "run_flow" and st_state.ReplayKeys.STEP == "replay_step"
+
+
+def test_hand_over_run_keeps_the_drafts_breakpoints_for_the_run_page(monkeypatch):
+    went: list[tuple[str, dict]] = []
+
+    def switch(page, query_params=None):
+        went.append((page, query_params))
+        raise Switched
+
+    monkeypatch.setattr(st_state.st, "switch_page", switch)
+    state: dict = {}
+    with pytest.raises(Switched):
+        st_state.hand_over_run("my_flow", ["generate", "retrieve:after"], state)
+    assert went == [("pages/run.py", {"flow": "my_flow"})]
+    assert st_state.take_flow(state) == "my_flow"
+    assert st_state.take_breakpoints(state) == ["generate", "retrieve:after"]
+    assert st_state.take_breakpoints(state) is None     # once

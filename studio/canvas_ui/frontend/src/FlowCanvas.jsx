@@ -4,10 +4,10 @@
 //                                            empty canvas while something was selected)
 //   {n, kind: "move", moves: {id: [x, y]}}   nodes dragged to new places
 //   {n, kind: "connect", source, target}     an edge drawn from a node's handle to another's
-// Each value sent is {token, events}: this canvas's random token and its last RECENT events,
-// numbered 1, 2, ... (n), so Python takes each one once even when two come faster than a rerun
-// (Streamlit keeps only the latest value). Deletion stays in Python (the page's button and the
-// Delete key), as does every other change to the flow.
+//   {n, kind: "breakpoint", id, before, after}  a node's breakpoint dot clicked (StepNode.jsx):
+//                                            the node's new sides (the draft keeps them)
+// How they travel: src/events.js. Deletion stays in Python (the page's button and the Delete
+// key), as does every other change to the flow.
 // The view: opening fits the flow, but never below LEGIBLE_ZOOM (a long flow then shows its start;
 // the fit button shows it all); a node that arrives out of view is panned into it, the zoom
 // kept. The mouse wheel scrolls the page around the canvas until the canvas is clicked (then it
@@ -19,7 +19,7 @@ import {
 } from "@xyflow/react";
 import LaneEdge from "./LaneEdge.jsx";
 import StepNode from "./StepNode.jsx";
-import { setValue } from "./bridge.js";
+import { emit } from "./events.js";
 import { mergeEdges, mergeNodes } from "./merge.js";
 import { inView, legibleView } from "./view.js";
 
@@ -30,16 +30,6 @@ const FIT_MAX_ZOOM = 1.2;  // a small flow is fitted no bigger than this (text a
 const LABEL_ROOM = 16; // canvas units around a lane's corners: its label's half height and more
 const LEGIBLE_ZOOM = 0.75; // an opening fit no smaller than this: 14 px text stays above 10 px
 
-const RECENT = 20;
-const token = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
-const recent = [];
-let counter = 0;
-const emit = (kind, data) => {
-  counter += 1;
-  recent.push({ n: counter, kind, ...data });
-  if (recent.length > RECENT) recent.shift();
-  setValue({ token, events: [...recent] });
-};
 
 const keepSelectAndMove = (changes) => changes.filter((c) => c.type !== "remove");
 

@@ -1,15 +1,36 @@
-// One operator node: its title, its id when a label hides it, its operator, and a problem flag.
+// One operator node: its title, its id when a label hides it, its operator, a problem flag, and
+// two breakpoint dots (top right: pause before it, pause after it), red when set; a click on a
+// dot toggles that breakpoint (src/breakpoints.js) without selecting or dragging the node.
 // Plain text only (React escapes it): a flow's labels can never inject markup.
 import { memo } from "react";
 import { Handle, Position } from "@xyflow/react";
+import { SIDES as BP_SIDES, dotTitle, sidesOf, toggle } from "./breakpoints.js";
+import { emit } from "./events.js";
 
 const SIDES = { left: Position.Left, right: Position.Right, top: Position.Top, bottom: Position.Bottom };
 
-function StepNode({ data, selected }) {
-  const cls = ["fk-node", selected ? "fk-selected" : "", data.flag ? `fk-${data.flag}` : ""];
+function Dots({ id, bp, note }) {
+  const on = sidesOf(bp);
+  return (
+    <div className="fk-bps nodrag nopan">
+      {BP_SIDES.map((side) => (
+        <button key={side} type="button" className={`fk-bp fk-bp-${side}${on[side] ? " fk-bp-on" : ""}`}
+          title={dotTitle(side, bp, note)} aria-label={`Breakpoint ${side} ${id}`}
+          aria-pressed={on[side]} data-testid={`bp-${side}-${id}`}
+          onMouseDown={(ev) => ev.stopPropagation()}
+          onClick={(ev) => { ev.stopPropagation(); emit("breakpoint", toggle(id, bp, side)); }} />
+      ))}
+    </div>
+  );
+}
+
+function StepNode({ id, data, selected }) {
+  const cls = ["fk-node", selected ? "fk-selected" : "", data.flag ? `fk-${data.flag}` : "",
+    data.bp ? "fk-has-bp" : ""];
   return (
     <div className={cls.join(" ").trim()} style={{ background: data.bg, border: data.border, width: data.width }}>
       <Handle type="target" position={SIDES[data.targetSide] || Position.Left} />
+      <Dots id={id} bp={data.bp} note={data.bpNote} />
       <div className="fk-title">
         {data.flag ? <span className="fk-flag">({data.flag}) </span> : null}
         <strong>{data.title}</strong>

@@ -10,6 +10,7 @@ const nodeOf = (d, picture, old) => ({
   data: {
     key: JSON.stringify(d),
     title: d.title, sub: d.sub, op: d.op, flag: d.flag, bg: d.bg, border: d.border,
+    bp: d.bp || "", bpNote: d.bpNote || "",
     width: picture.nodeWidth, sourceSide: picture.sourceSide, targetSide: picture.targetSide,
   },
   selected: picture.selected === d.id,
