@@ -4,8 +4,9 @@ Layered: a depth-first walk from the entry finds the back-edges (an edge to a no
 still on the walk's stack: a loop's way back); without them the graph is acyclic, and each node
 sits in the layer of its longest path from a start. Within a layer nodes are ordered by the mean
 row of their predecessors (fewer crossings) and the layer is centred. Layers run left to right;
-a flow too long to read that way in a laptop's canvas (about 540 x 620 px: the layered picture
-would need a zoom under 0.75) runs top to bottom instead, whichever fits at the larger zoom.
+a flow too long to read that way in the canvas (its size in px is the `view` a caller passes: the
+canvas takes its height from the window; without one, 540 x 620, a 1366 px window's) runs top to
+bottom instead when the layered picture would need a zoom under 0.75, whichever fits larger.
 
 Edges that would run behind nodes get lanes of their own: a back-edge runs in a lane beyond the
 whole flow (below it when layers run left to right: down from its source, back along the lane,
@@ -25,7 +26,7 @@ X_STEP, Y_STEP = 270.0, 130.0   # left to right: layer and row spacing (canvas u
 TB_X_STEP, TB_Y_STEP = 260.0, 150.0   # top to bottom: row and layer spacing
 NODE_W, NODE_H = 220.0, 100.0   # a node's box, as the canvas draws it (three lines)
 LANE_GAP = 40.0                 # between the flow and its first lane, and between lanes
-VIEW_W, VIEW_H = 540.0, 620.0   # the editor's canvas at 1366 px wide, for choosing a direction
+VIEW_W, VIEW_H = 540.0, 620.0   # the editor's canvas at 1366 px wide, when no view is given
 LEGIBLE_ZOOM = 0.75             # a fit at this zoom or more keeps 14 px text above 10 px
 
 
@@ -150,18 +151,20 @@ def _layers(spec: FlowSpec, back: set[int]) -> dict[str, int]:
 
 
 def layout(spec: FlowSpec, fixed: dict[str, Position] | None = None,
-           direction: str | None = None) -> FlowLayout:
+           direction: str | None = None, view: tuple[float, float] | None = None) -> FlowLayout:
     """The layered layout of `spec`; `fixed` positions (a user's moves) win over computed ones.
-    Lanes are routed around whatever positions result. `direction` (LR or TB) is chosen from
-    the flow's shape alone when not given, so moving a node never turns the picture."""
+    Lanes are routed around whatever positions result. `direction` (LR or TB) is chosen, when
+    not given, from the flow's shape and the `view` it is drawn in ((width, height) in px, as
+    tall as the window lets the canvas be; default VIEW_W x VIEW_H), never from the positions
+    computed before, so moving a node never turns the picture."""
     ids = {n.id for n in spec.nodes}
     if direction is None and fixed and ids and ids <= set(fixed):   # placed by hand: as placed
         xs, ys = [fixed[i].x for i in ids], [fixed[i].y for i in ids]
         direction = "LR" if max(xs) - min(xs) >= max(ys) - min(ys) else "TB"
     if direction is None:
-        wide = layout(spec, None, "LR")
-        if wide.fit_zoom() >= LEGIBLE_ZOOM or wide.fit_zoom() >= layout(spec, None,
-                                                                         "TB").fit_zoom():
+        view_w, view_h = view or (VIEW_W, VIEW_H)
+        wide = layout(spec, None, "LR").fit_zoom(view_w, view_h)
+        if wide >= LEGIBLE_ZOOM or wide >= layout(spec, None, "TB").fit_zoom(view_w, view_h):
             direction = "LR"
         else:
             direction = "TB"
