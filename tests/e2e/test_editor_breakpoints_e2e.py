@@ -1,0 +1,123 @@
+"""Issue 24 in Chromium (1366x800) with the real default model: a breakpoint set on the editor's
+canvas (the dot at a node's top right turns red, the draft keeps it, the saved flow does not),
+Run takes it to the Run page's breakpoints box, the run pauses before that node with its memory
+and next prompt shown, Continue gives the answer. Screenshots go to test-artifacts/."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2ekit import CHROMIUM, CHROMIUM_ARGS, StudioServer, canvas, eventually, settle
+
+from flowkit import templates
+from service.drafts import DraftStore
+from storage.repo import Store
+
+pytestmark = [pytest.mark.e2e, pytest.mark.real, pytest.mark.loads_model]
+
+ROOT = Path(__file__).resolve().parents[2]
+ART = ROOT / "test-artifacts"
+RUN_TIMEOUT_MS = 420_000      # one real run on a busy 2-core machine can take minutes
+FLOW = "bp_flow"
+
+
+@pytest.fixture(scope="module")
+def studio() -> Iterator[tuple[str, Path, Store]]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian chromium is not installed (make browser)")
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="e2e-editor-bp-") as tmp:
+        home = Path(tmp)
+        env = {**os.environ, "FLOWKIT_HOME": str(home), "HF_HUB_OFFLINE": "1",
+               "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
+        subprocess.run([sys.executable, "-m", "service.cli", "setup"], env=env, check=True,
+                       cwd=ROOT, timeout=600, capture_output=True)
+        store = Store(f"sqlite:///{home / 'flowkit.db'}")
+        store.save_flow(templates.load_template("naive_rag").model_copy(update={"name": FLOW}), None)
+        ART.mkdir(exist_ok=True)
+        with StudioServer(home, log=ART / "e2e-editor-bp-streamlit.log", timeout_s=120) as url:
+            yield url, home, store
+
+
+@pytest.fixture(scope="module")
+def page(studio: Any) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        pg = browser.new_page(viewport={"width": 1366, "height": 800})
+        pg.set_default_timeout(60_000)
+        yield pg
+        browser.close()
+
+
+def _dot_on(page: Any, side: str, node: str) -> bool:
+    dot = canvas(page).locator(f'[data-testid="bp-{side}-{node}"]')
+    return "fk-bp-on" in (dot.get_attribute("class") or "")
+
+
+def test_a_canvas_breakpoint_pauses_the_run_started_from_the_editor(studio, page):
+    from playwright.sync_api import expect
+    url, home, store = studio
+    expect.set_options(timeout=60_000)
+    page.goto(f"{url}/editor?flow={FLOW}")
+    expect(page.get_by_text(f"Editor · {FLOW}")).to_be_visible(timeout=180_000)
+    eventually(lambda: canvas(page).locator(".react-flow__node").count() == 2, timeout=60,
+               what="the two nodes on the canvas")
+    settle(page)
+    assert not _dot_on(page, "before", "generate")
+    dot = canvas(page).locator('[data-testid="bp-before-generate"]')
+    for _ in range(3):                 # a click that raced a rerun is made again, as a user would
+        dot.click()
+        try:
+            eventually(lambda: _dot_on(page, "before", "generate"), timeout=20,
+                       what="the red dot before generate")
+            break
+        except AssertionError:
+            settle(page)
+    assert _dot_on(page, "before", "generate") and not _dot_on(page, "after", "generate")
+    assert not _dot_on(page, "before", "retrieve")
+    assert canvas(page).locator('.react-flow__node[data-id="generate"].selected').count() == 0
+    drafts = DraftStore(home).for_flow(FLOW)
+    assert [d.breakpoints for d in drafts] == [["generate"]]         # the draft keeps it
+    settle(page)
+    page.screenshot(path=str(ART / "editor_canvas_breakpoint.png"), full_page=True)
+
+    page.get_by_role("button", name="Run ▶").click()
+    expect(page.get_by_role("heading", name="Run", exact=True)).to_be_visible(timeout=120_000)
+    settle(page)
+    bps = page.locator("textarea[aria-label='One a line']")
+    expect(bps).to_have_value("generate")                            # the draft's breakpoints
+    spec, _ = store.get_flow(FLOW)
+    assert "breakpoint" not in spec.model_dump_json()                # the saved flow runs straight
+    box = page.locator("textarea[aria-label='Question']")
+    box.fill("In what year was the Corren Lighthouse first lit?")
+    box.press("Control+Enter")
+    settle(page)
+    page.get_by_role("button", name="Run with 1 breakpoint(s) ▶").click()
+    page.wait_for_url(re.compile(r"[?&]run=\w+"))
+    expect(page.get_by_text(re.compile(r"Paused before generate \(visit 1\)"))
+           ).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    expect(page.get_by_text("Working memory", exact=True)).to_be_visible()
+    prompt = page.locator("[data-testid='stCode']").filter(has_text="Corren Lighthouse").first
+    expect(prompt).to_be_visible()                                  # the next node's prompt
+    run_id = re.search(r"[?&]run=(\w+)", page.url).group(1)        # type: ignore[union-attr]
+    assert store.get_run(run_id).status == "paused"
+    page.screenshot(path=str(ART / "editor_breakpoint_paused.png"), full_page=True)
+
+    settle(page)
+    page.get_by_role("button", name="Continue", exact=True).click()
+    expect(page.get_by_role("link", name="Open the replay")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    expect(page.get_by_text(re.compile(r"Paused before"))).to_have_count(0)
+    eventually(lambda: store.get_run(run_id).status == "ok", timeout=RUN_TIMEOUT_MS / 1000,
+               what="the continued run to end in the store")   # the answer box shows while it streams
+    run = store.get_run(run_id)
+    assert run.answer.strip()
+    expect(page.locator(".st-key-run_answer_box")).to_contain_text(run.answer.strip()[:20])
+    settle(page)
+    page.screenshot(path=str(ART / "editor_breakpoint_answer.png"), full_page=True)
