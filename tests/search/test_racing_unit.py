@@ -1,0 +1,58 @@
+"""The race on its own, with a scripted evaluation: successive halving, the hours budget, and a
+rerun that comes to the same decisions."""
+from __future__ import annotations
+
+from flowkit.eval.metrics import QuestionResult
+from flowkit.search.racing import Batch, Budget, Entry, Race
+
+#: per candidate, the F1 it scores on question i (a function of i)
+SCORES = {"a": lambda i: 1.0, "b": lambda i: 0.0 if i == 0 else 1.0,
+          "c": lambda i: 0.0 if i < 2 else 1.0, "d": lambda i: 0.0}
+
+
+def evaluate(calls: list[tuple[str, int]]):
+    def run(e: Entry, n: int) -> Batch:
+        calls.append((e.cid, n))
+        res = [QuestionResult(e.cid, f"q{i}", "", [], "", "ok", f1=SCORES[e.cid](i), llm_calls=1,
+                              tokens=10) for i in range(n)]
+        return Batch(res, computed_calls=max(0, n - e.reached))
+    return run
+
+
+def entries() -> list[Entry]:
+    return [Entry(cid, {}, cid) for cid in SCORES]
+
+
+def test_halving_keeps_the_top_half():
+    calls: list[tuple[str, int]] = []
+    es = entries()
+    status = Race(es, 8, evaluate(calls), Budget(1000), first=2, halving=2).run()
+    assert status == "done"
+    got = {e.cid: (e.status, e.reached) for e in es}
+    assert got == {"a": ("kept", 8), "b": ("kept", 8), "c": ("dropped", 2), "d": ("dropped", 2)}
+    reasons = {e.cid: e.reason for e in es}
+    # on 2 questions the interval rule does not act yet (it wants 3 pairs): halving does
+    assert "after 2 questions: successive halving kept the top 2; ranked 3 of 4" in reasons["c"]
+    assert "ranked 4 of 4 on F1 (0.0)" in reasons["d"]
+    # the same race again (its evaluations skip what is stored) makes the same decisions
+    again = entries()
+    Race(again, 8, evaluate([]), Budget(1000), first=2, halving=2).run()
+    assert [(e.status, e.reason) for e in again] == [(e.status, e.reason) for e in es]
+
+
+def test_without_halving_only_the_interval_drops():
+    es = entries()
+    Race(es, 8, evaluate([]), Budget(1000), first=4).run()
+    got = {e.cid: e.status for e in es}
+    assert got == {"a": "kept", "b": "kept", "c": "kept", "d": "dropped"}
+    assert "F1 -100.0 [-100.0, -100.0] against a on 4 questions" in es[3].reason
+
+
+def test_the_hours_budget_ends_the_race():
+    calls: list[tuple[str, int]] = []
+    ticks = iter(range(0, 10_000, 1000))          # every evaluation "takes" 1000 s
+    es = entries()
+    status = Race(es, 8, evaluate(calls), Budget(1000, hours=0.5), first=2,
+                  clock=lambda: float(next(ticks))).run()
+    assert status == "budget" and len(calls) == 2                 # 2000 s > 0.5 h
+    assert all(e.status == "kept" and "the budget of 0.5 h is spent" in e.reason for e in es)
