@@ -4,6 +4,9 @@ Debian's Chromium and its flags, and `eventually` (poll until a condition holds)
     with StudioServer(data_dir) as url:
         ...drive a browser at url...
 
+    studio = studio_fixture("run-page", prepare=save_my_flows)   # a module's fixtures, made here
+    page = page_fixture(1366, 800)                               # (test: studio.url, studio.home)
+
 Test files beside it import it as `e2ekit` (pytest puts this folder on sys.path); it is not part of
 the installed packages.
 """
@@ -20,9 +23,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[2]
+ART = ROOT / "test-artifacts"     # screenshots, logs and figures the browser tests write
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -126,6 +130,58 @@ def chromium() -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
+
+
+def setup_sample(home: Path) -> None:
+    """`flowkit setup` into FLOWKIT_HOME=home: the sample knowledge base, ingested."""
+    env = {**os.environ, "FLOWKIT_HOME": str(home), "HF_HUB_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
+    subprocess.run([sys.executable, "-m", "service.cli", "setup"], env=env, check=True, cwd=ROOT,
+                   timeout=600, capture_output=True)
+
+
+class Studio(NamedTuple):
+    """What a `studio_fixture` yields: the studio's address, its FLOWKIT_HOME, and what the
+    module's `prepare` returned (None without one)."""
+
+    url: str
+    home: Path
+    prepared: Any = None
+
+
+def studio_fixture(name: str, prepare: Callable[[Path], Any] | None = None) -> Any:
+    """A module-scoped pytest fixture: the studio on a fresh FLOWKIT_HOME with the sample knowledge
+    base (`flowkit setup`), `prepare(home)` run first (save flows, write settings.json); its log
+    is test-artifacts/e2e-<name>-streamlit.log. Assign it to the fixture's name in the module:
+    `studio = studio_fixture("run-page")`. Fails (not skips) when Chromium is missing."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
+        if not Path(CHROMIUM).exists():
+            pytest.fail("Debian chromium is not installed (make browser)")
+        home = tmp_path_factory.mktemp(f"e2e-{name}")
+        setup_sample(home)
+        prepared = prepare(home) if prepare is not None else None
+        ART.mkdir(exist_ok=True)
+        with StudioServer(home, log=ART / f"e2e-{name}-streamlit.log", timeout_s=120) as url:
+            yield Studio(url, home, prepared)
+    return studio
+
+
+def page_fixture(width: int, height: int, scope: str = "module", timeout_ms: int = 60_000) -> Any:
+    """A pytest fixture (`page = page_fixture(1366, 800)`): a Chromium page of that viewport, with
+    a default timeout of `timeout_ms`; one per module, or per test with scope="function". It asks
+    for the module's `studio` fixture first, so the server is up before the browser starts."""
+    import pytest
+
+    @pytest.fixture(scope=scope)
+    def page(studio: Studio) -> Iterator[Any]:
+        with chromium() as browser:
+            pg = browser.new_page(viewport={"width": width, "height": height})
+            pg.set_default_timeout(timeout_ms)
+            yield pg
+    return page
 
 
 RUNNING_ICON = "[data-testid='stStatusWidgetRunningIcon']"

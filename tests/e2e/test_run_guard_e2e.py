@@ -9,22 +9,17 @@ Screenshots go to test-artifacts/.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2ekit import CHROMIUM, ROOT, StudioServer, ask, chromium, eventually, settle
+from e2ekit import ART, ask, eventually, page_fixture, settle, studio_fixture
 
 from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec
 from storage.repo import Store
 
 pytestmark = pytest.mark.e2e
-ART = ROOT / "test-artifacts"
 RUN_TIMEOUT_MS = 420_000      # one real run on a busy 2-core machine can take minutes
 REWRITES = 150     # about 0.15 s a step with the default model on this machine: 20 s or more
 
@@ -42,31 +37,18 @@ def long_chain() -> FlowSpec:
                                   timeout_s=1200))
 
 
-@pytest.fixture(scope="module")
-def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, Store]]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Debian chromium is not installed (make browser)")
-    home = tmp_path_factory.mktemp("run-guard")
-    env = {**os.environ, "FLOWKIT_HOME": str(home), "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
-    subprocess.run([sys.executable, "-m", "service.cli", "setup"], env=env, check=True, cwd=ROOT,
-                   timeout=600, capture_output=True)
-    # cancellation needs steps that take model time: the long chain repeats one prompt, which the
-    # completion cache would serve in milliseconds after the first call
+def _prepare(home: Path) -> Store:
+    """The long chain saved; the completion cache off (cancellation needs steps that take model
+    time: the long chain repeats one prompt, which the cache would serve in milliseconds after
+    the first call)."""
     (home / "settings.json").write_text(json.dumps({"completion_cache": False}))
     store = Store(f"sqlite:///{home / 'flowkit.db'}")
     store.save_flow(long_chain(), None)
-    ART.mkdir(exist_ok=True)
-    with StudioServer(home, log=ART / "e2e-run-guard-streamlit.log", timeout_s=120) as url:
-        yield url, home, store
+    return store
 
 
-@pytest.fixture()
-def page(studio: Any) -> Iterator[Any]:
-    with chromium() as browser:
-        pg = browser.new_page(viewport={"width": 1500, "height": 1300})
-        pg.set_default_timeout(60_000)
-        yield pg
+studio = studio_fixture("run-guard", prepare=_prepare)
+page = page_fixture(1500, 1300, scope="function")
 
 
 def _run_param(page: Any) -> str | None:

@@ -6,20 +6,15 @@ refresh, continue, see the answer; Settings shows the engines in use. Screenshot
 test-artifacts/."""
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from e2ekit import eventually, settle
+from e2ekit import ART, eventually, page_fixture, settle, studio_fixture
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-ART = ROOT / "test-artifacts"
 RUN_TIMEOUT_MS = 420_000      # one real run on a busy 2-core machine can take minutes
 CURSOR = "▌"                  # ends the answer while it is being written
 #: an answer prompt that asks for a paragraph: it stops at a blank line, not at the first new line,
@@ -31,17 +26,8 @@ LONG_PROMPT = ("Using the passages, write a few sentences about the question.\n\
 FIRST_TOKEN_FILE = ART / "run-page-first-token.txt"
 
 
-@pytest.fixture(scope="module")
-def studio_url(tmp_path_factory):
-    from e2ekit import CHROMIUM, StudioServer
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Debian chromium is not installed (make browser)")
-    home = tmp_path_factory.mktemp("e2e-run-page")
-    env = {**os.environ, "FLOWKIT_HOME": str(home), "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
-    subprocess.run([sys.executable, "-m", "service.cli", "setup"], env=env, check=True, cwd=ROOT,
-                   timeout=600, capture_output=True)
-    ART.mkdir(exist_ok=True)
+def _save_long_answer(home: Path) -> None:
+    """naive_rag with LONG_PROMPT, saved as `long_answer` (an answer long enough to watch)."""
     from flowkit.templates import load_template
     from storage.repo import Store
     naive = load_template("naive_rag")
@@ -49,20 +35,10 @@ def studio_url(tmp_path_factory):
              if n.operator == "generation.answer" else n for n in naive.nodes]
     Store(f"sqlite:///{home / 'flowkit.db'}").save_flow(
         naive.model_copy(update={"name": "long_answer", "nodes": nodes}), None)
-    with StudioServer(home, log=ART / "e2e-run-page-streamlit.log", timeout_s=120) as url:
-        yield url
 
 
-@pytest.fixture(scope="module")
-def page(studio_url):
-    from e2ekit import CHROMIUM, CHROMIUM_ARGS
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        pg = browser.new_page(viewport={"width": 1366, "height": 800})
-        pg.set_default_timeout(60_000)
-        yield pg
-        browser.close()
+studio = studio_fixture("run-page", prepare=_save_long_answer)
+page = page_fixture(1366, 800)
 
 
 def _open_run_page(page, url: str) -> None:
@@ -99,10 +75,10 @@ def _answer_box(page):
     return page.locator(".st-key-run_answer_box")
 
 
-def test_the_answer_streams_is_marked_and_the_page_keeps_its_place(studio_url, page):
+def test_the_answer_streams_is_marked_and_the_page_keeps_its_place(studio, page):
     from playwright.sync_api import expect
     expect.set_options(timeout=60_000)
-    _open_run_page(page, studio_url)
+    _open_run_page(page, studio.url)
     question = _pick_dataset_question(page, 0)               # q01: the Corren Lighthouse, 1884
     expect(page.locator("textarea[aria-label='Question']")).to_have_value(question)
     expect(page.get_by_text("Expected: 1884")).to_be_visible()
@@ -154,10 +130,10 @@ def test_the_answer_streams_is_marked_and_the_page_keeps_its_place(studio_url, p
                                 f" run shown ended after {total:.2f} s\n")
 
 
-def test_debug_pause_before_the_answer_see_the_prompt_refresh_continue(studio_url, page):
+def test_debug_pause_before_the_answer_see_the_prompt_refresh_continue(studio, page):
     from playwright.sync_api import expect
     expect.set_options(timeout=60_000)
-    _open_run_page(page, studio_url)
+    _open_run_page(page, studio.url)
     box = page.locator("textarea[aria-label='Question']")
     box.fill("In what year was the Corren Lighthouse first lit?")
     box.press("Control+Enter")
@@ -192,9 +168,9 @@ def test_debug_pause_before_the_answer_see_the_prompt_refresh_continue(studio_ur
     page.screenshot(path=str(ART / "run_page_continued.png"), full_page=True)
 
 
-def test_settings_shows_the_engines_in_use(studio_url, page):
+def test_settings_shows_the_engines_in_use(studio, page):
     from playwright.sync_api import expect
-    page.goto(f"{studio_url}/settings")
+    page.goto(f"{studio.url}/settings")
     expect(page.get_by_role("heading", name="Engines in use")).to_be_visible(timeout=120_000)
     expect(page.get_by_text(re.compile(r"^SQLite: .*flowkit\.db$"))).to_be_visible()
     expect(page.get_by_text(re.compile(r"^Chroma \(embedded\): "))).to_be_visible()
@@ -204,10 +180,10 @@ def test_settings_shows_the_engines_in_use(studio_url, page):
     page.screenshot(path=str(ART / "settings_engines.png"))
 
 
-def test_a_long_answer_is_seen_while_it_is_written(studio_url, page):
+def test_a_long_answer_is_seen_while_it_is_written(studio, page):
     from playwright.sync_api import expect
     expect.set_options(timeout=60_000)
-    page.goto(f"{studio_url}/run?flow=long_answer")
+    page.goto(f"{studio.url}/run?flow=long_answer")
     expect(page.get_by_role("heading", name="Run", exact=True)).to_be_visible(timeout=180_000)
     settle(page)
     box = page.locator("textarea[aria-label='Question']")
