@@ -110,3 +110,12 @@ def delete(ws: Workspace, name: str) -> None:
     """Delete a flow, its versions and its unsaved drafts (its runs stay in the history)."""
     ws.store.delete_flow(name)
     DraftStore(ws.data_dir).delete_flow(name)
+
+
+def save_version(ws: Workspace, spec: FlowSpec, expected_version: int | None,
+                 message: str = "") -> int:
+    """Save an edited spec as the flow's next version (the Editor's Save); `expected_version` is
+    the version the edit started from (None: a new flow). StaleSaveError when another version was
+    saved meanwhile, NotFoundError when the flow was deleted: nothing is lost, the caller keeps
+    its draft."""
+    return ws.store.save_flow(spec, expected_version=expected_version, message=message)

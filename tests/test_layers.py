@@ -129,9 +129,9 @@ def test_the_allowlist_sees_an_internal_flowkit_import(tmp_path):
 
 
 # ---- the store is reached through service/ only ---------------------------------------------
-#: Files still calling the store directly, left to the editor's own rework (issue 25): each is
-#: listed by path; the test fails when one no longer needs its place here, so the list shrinks.
-STORE_CALLS_LEFT: set[str] = {"studio/editor/editor.py"}
+#: Files still calling the store directly (none left since the editor's rework, issue 25): each
+#: is listed by path; the test fails when one no longer needs its place here, so the list shrinks.
+STORE_CALLS_LEFT: set[str] = set()
 
 
 def store_calls(path: Path) -> list[str]:

@@ -18,6 +18,7 @@ from flowkit.errors import FlowkitError, NotFoundError, Problem, SpecError, Stal
 from flowkit.names import flaw
 from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec, canonical, from_dict, to_dict
 from flowkit.validate import check
+from service import flows
 from service.drafts import (
     Draft,
     DraftStore,
@@ -73,7 +74,7 @@ class Editor:
                           spec=json.loads(json.dumps(draft.spec)))
         restored = draft is not None
         if draft is None:
-            spec, version = self.ws.store.get_flow(flow)   # NotFoundError: the page says so
+            spec, version = flows.get_flow(self.ws, flow)   # NotFoundError: the page says so
             draft = Draft(flow=flow, draft_id=new_draft_id(), base_version=version,
                           spec=to_dict(spec))   # a fresh id: an unsaved one may be another tab's
         draft.owner = self.tab
@@ -130,7 +131,7 @@ class Editor:
         if cached and cached[0] == d.flow and cached[1] == d.base_version:
             return cached[2]
         try:
-            spec, _ = self.ws.store.get_flow(d.flow, d.base_version)
+            spec, _ = flows.get_flow(self.ws, d.flow, d.base_version)
         except NotFoundError:
             return None
         data = to_dict(spec)
@@ -450,8 +451,8 @@ class Editor:
         if d is None:
             return None
         try:
-            version = self.ws.store.save_flow(self.spec, expected_version=d.base_version,
-                                              message=message)
+            version = flows.save_version(self.ws, self.spec, expected_version=d.base_version,
+                                         message=message)
         except StaleSaveError as err:
             K.CONFLICT.set({"expected": err.expected, "actual": err.actual, "deleted": False},
                            self.state)
@@ -478,7 +479,7 @@ class Editor:
         c = self.conflict
         if d is None or c is None:
             return None
-        current = None if c.get("deleted") else self.ws.store.get_flow(d.flow)[1]
+        current = None if c.get("deleted") else flows.get_flow(self.ws, d.flow)[1]
         d.base_version = current
         return self.save(message or f"overwrote version {current}")
 
@@ -490,12 +491,12 @@ class Editor:
         why = flaw(new_name)
         if why:
             raise FlowkitError(f"the name {why}; use visible characters on one line")
-        if self.ws.store.flow_exists(new_name):
+        if flows.flow_exists(self.ws, new_name):
             raise FlowkitError(f"a flow named '{new_name}' already exists; choose another name")
         old = self.draft
         spec = self.spec.model_copy(update={"name": new_name})
-        version = self.ws.store.save_flow(spec, expected_version=None,
-                                          message=message or f"copy of '{old.flow if old else ''}'")
+        version = flows.save_version(self.ws, spec, expected_version=None,
+                                     message=message or f"copy of '{old.flow if old else ''}'")
         if old is not None:
             self.drafts.delete(old.flow, old.draft_id)
         self._start(Draft(flow=new_name, draft_id=new_draft_id(), base_version=version,
@@ -511,7 +512,7 @@ class Editor:
         if d is None:
             return
         self.drafts.delete(d.flow, d.draft_id)
-        spec, version = self.ws.store.get_flow(d.flow)
+        spec, version = flows.get_flow(self.ws, d.flow)
         self._start(Draft(flow=d.flow, draft_id=d.draft_id, base_version=version,
                           spec=to_dict(spec), owner=self.tab, breakpoints=d.breakpoints))
         self._keep()                       # breakpoints are not changes: they stay
