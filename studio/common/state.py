@@ -7,12 +7,13 @@ notices; select boxes bound to the address; the named hand-over of a flow to the
     st.button("Open", key=FlowsKeys.OPEN.item(name))        # one widget per item: "flows_open_<name>"
     flash(KbKeys.NOTICE, "Created 'x'.")    # before st.rerun(); shown once by
     show_flash(KbKeys.NOTICE)               # ... the next run of the page
-    pick = query_select("Run", ids, key="replay_pick", param="run", clear=("step",))
+    pick = query_select("Run", ids, key=ReplayKeys.PICK, param="run", clear=("step",))
     hand_over_flow("my_flow")               # open the Run page on a flow; it calls take_flow()
 
-Each page's keys sit in one class below (`<Page>Keys`), every name starting with the page's
-prefix; tests/app/test_state.py checks that the names are unique and that the pages converted to
-this idiom write no raw key.
+Each page's keys sit in one class below (`class RunKeys(Keys, prefix="run")`), declared once:
+`QUESTION: Key[str]` is the key "run_question" (see `Keys`); tests/app/test_state.py checks that
+the names are unique and start with their page's prefix, and that the pages converted to this
+idiom write no raw key.
 
 `query_select` keeps a select box and a query parameter in step: a parameter that changed since
 the page last saw it (a link, a refresh, another page's switch_page) picks the option; a pick in
