@@ -83,7 +83,23 @@ def cmd_search(args: argparse.Namespace) -> int:
                      f"{b.confirm_calls} to confirm, {b.cached_calls} served from the cache; {sum(e.status == 'dropped' for e in st.entries)} "
                      f"of {len(st.entries)} candidates dropped early")
     common.out.print(_table(plan))
+    _print_front(plan)
     return 0 if st.phase == "done" else 3
+
+
+def _print_front(plan: Any) -> None:
+    """One plain line per front candidate: both F1 figures, the interval, the cost."""
+    from flowkit.search.candidates import Candidate
+    from service.search import front_of
+    for e in front_of(plan.state.entries):
+        c = plan.state.confirm.get(e.cid)
+        conf = (f"confirm F1 {100 * c['f1']:.1f} on {c['n']} ({100 * c['delta']:+.1f} "
+                f"[{100 * c['low']:+.1f}, {100 * c['high']:+.1f}] vs {c['vs']}), "
+                f"{c['tokens']:.0f} tokens/q" if c else "not confirmed yet")
+        common.out.print(f"front {e.cid} ({Candidate.from_dict(e.candidate).describe()}): "
+                         f"search F1 {100 * (e.f1 or 0):.1f} on {e.reached}, "
+                         f"{e.tokens or 0:.0f} tokens/q; {conf}; flow {e.flow_name} "
+                         f"v{e.flow_version}", highlight=False, soft_wrap=True)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
