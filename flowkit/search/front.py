@@ -25,6 +25,12 @@ class Point:
 
 
 def pareto(points: Sequence[Point]) -> list[Point]:
-    """The points no other point dominates, best F1 first."""
+    """The points no other point dominates, best F1 first. Points with the same F1 and tokens
+    (in all likelihood the same answers) count once, as the first listed: their seconds differ
+    by timing noise only, which would put both on the front."""
+    firsts: dict[tuple[float, float], Point] = {}
+    for p in points:
+        firsts.setdefault((round(p.f1, 9), round(p.tokens, 6)), p)
+    points = list(firsts.values())
     front = [p for p in points if not any(q.dominates(p) for q in points if q is not p)]
     return sorted(front, key=lambda p: (-p.f1, p.tokens, p.seconds, p.cid))

@@ -99,3 +99,5 @@ def test_drop_rule_and_front_and_rungs():
     assert rungs(200, 10) == [10, 20, 40, 80, 160, 200] and rungs(3, 10) == [3]
     pts = [Point("a", 0.5, 100, 1), Point("b", 0.4, 50, 1), Point("c", 0.3, 60, 2)]
     assert [p.cid for p in pareto(pts)] == ["a", "b"]
+    twin = Point("a2", 0.5, 100, 0.9)              # the same answers as a, faster by noise
+    assert [p.cid for p in pareto([*pts, twin])] == ["a", "b"]
