@@ -82,12 +82,17 @@ class SearchPlan:
 
 
 def load(ws: Workspace, space_path: str) -> tuple[SearchSpace, dict[str, FlowSpec]]:
-    """The space file parsed and validated against its flows (SpaceError lists the problems)."""
+    """The space file parsed and validated against its flows (SpaceError lists the problems).
+    A flow file named by a relative path is looked for beside the space file first."""
     space = load_space(space_path)
     flows = {}
+    here = Path(space_path).parent
     for ref in space.flows:
+        beside = here / ref          # a flow file named relative to the space file
         try:
-            flows[ref] = ws.resolve_flow(ref)[0]
+            flows[ref] = ws.resolve_flow(str(beside) if ref.endswith(".json") and
+                                         not Path(ref).is_absolute() and beside.is_file()
+                                         else ref)[0]
         except FlowkitError as err:
             raise FlowkitError(f"{space_path}: flows: '{ref}': {err}") from err
     validate_space(space, flows, model_problem, space_path)

@@ -99,3 +99,10 @@ def test_question_ranges():
         split(qs, "1-5", "5-6")
     with pytest.raises(FlowkitError, match="goes past the dataset's 10 questions"):
         parse_range("1-11", 10)
+
+
+def test_a_flow_file_is_found_beside_the_space(world, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)                    # not the space's folder
+    world.space.write_text(json.dumps(space_doc(world.flow.name)))
+    space, flows = search.load(world.ws, str(world.space))
+    assert list(flows) == ["good.json"] and flows["good.json"].name == "good"
