@@ -27,6 +27,13 @@ def _frame(rep: EvalReport) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def bar_title(metric: str, higher: bool) -> alt.TitleParams:
+    """A bar chart's title: the metric, and which way is better on a line of its own (one line
+    held both and was cut off in a quarter of a 1366 px window: "LLM calls/q · lower is b…")."""
+    return alt.TitleParams(text=metric, subtitle=f"{'higher' if higher else 'lower'} is better",
+                           anchor="start", subtitleColor="#555")
+
+
 def metric_bars(rep: EvalReport) -> list[tuple[str, Any]]:
     """(title, chart) per metric present, flows in column order with fixed colours; chart is
     None for a rate (EM, F1, Acc, recall) on which every flow scored 0."""
@@ -42,8 +49,7 @@ def metric_bars(rep: EvalReport) -> list[tuple[str, Any]]:
             out.append((title, None))   # all zero: the page says so instead of an empty chart
             continue
         unit = " (%)" if m in RATES else ""
-        chart = (alt.Chart(part, title=f"{title}{unit} · {'higher' if higher else 'lower'} is "
-                                       "better")
+        chart = (alt.Chart(part, title=bar_title(f"{title}{unit}", higher))
                  .mark_bar()
                  .encode(x=alt.X("flow:N", sort=rep.flows, title=None,
                                  axis=alt.Axis(labelAngle=0, labelLimit=120)),

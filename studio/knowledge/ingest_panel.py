@@ -17,6 +17,21 @@ from studio.common.state import flash
 from studio.common.tasks import submit_ingest
 
 
+def plain(text: str) -> str:
+    """A help text for where Markdown is not rendered (a select box's options): without the
+    backticks of its code spans (`size` reads as size)."""
+    return text.replace("`", "")
+
+
+def markdown_cut(text: str, limit: int) -> str:
+    """The first `limit` characters of a Markdown help text (an ellipsis marks a cut); a cut
+    through a code span would leave a lone backtick on the page, so then none is kept."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rstrip() + "…"
+    return cut if cut.count("`") % 2 == 0 else plain(cut)
+
+
 def kb_table(rows: list[dict[str, object]]) -> None:
     """Every knowledge base with its counts (or how to make the first one)."""
     if rows:
@@ -59,10 +74,10 @@ def add_files(ws: Workspace, jobs: JobManager, names: list[str]) -> None:
                                  key=K.FILES, max_upload_size=KB_UPLOAD_MB)
         chunkers = kbview.chunkers()
         chunker = st.selectbox("Chunking", list(chunkers), key=K.CHUNKER,
-                               format_func=lambda k: f"{k} · {chunkers[k].summary()}",
+                               format_func=lambda k: f"{k} · {plain(chunkers[k].summary())}",
                                index=list(chunkers).index("indexing.chunk_fixed")
                                if "indexing.chunk_fixed" in chunkers else 0)
-        st.caption(chunkers[chunker].help().split("\n\n")[-1][:300])
+        st.caption(markdown_cut(chunkers[chunker].help().split("\n\n")[-1], 300))
         params_text = st.text_area("Chunking params (JSON)", key=K.PARAMS.item(chunker),
                                    value=json.dumps(kbview.default_params(chunker), indent=2),
                                    height=150)
