@@ -66,7 +66,8 @@ def eval_label(info: EvalInfo) -> str:
 
 # ---- tables --------------------------------------------------------------------------------
 def metrics_table(rep: EvalReport) -> list[dict[str, Any]]:
-    """One row per flow: n, then every metric (rates in %), as numbers for sorting and charts."""
+    """One row per flow: n, then every metric (rates in %, tokens whole, calls and seconds to a
+    tenth), as numbers for sorting and charts."""
     rows = []
     for f in rep.flows:
         s = rep.summaries[f]
@@ -78,8 +79,10 @@ def metrics_table(rep: EvalReport) -> list[dict[str, Any]]:
                 row[title] = None
             elif m in ("em", "f1", "acc", "recall"):
                 row[title] = round(100 * v, 1)
+            elif m == "tokens":
+                row[title] = round(v)            # whole tokens: "626", not "626.33"
             else:
-                row[title] = round(v, 2)
+                row[title] = round(v, 1)
         rows.append(row)
     return rows
 

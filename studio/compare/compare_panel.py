@@ -130,11 +130,26 @@ def open_picker(repo: EvalRepo) -> None:
         K.OPEN.set(current)
 
     def picked() -> None:
-        open_eval(K.OPEN.get())
+        eval_id = picked_eval_id(K.OPEN.get(), ids)
+        if eval_id is not None and eval_id != st.query_params.get("eval"):
+            open_eval(eval_id)
 
     st.selectbox("Open an evaluation", ids, index=None, key=K.OPEN,
                  format_func=lambda i: labels.get(i, i), on_change=picked,
                  placeholder=f"{len(ids)} evaluations")
+
+
+def picked_eval_id(value: object, ids: list[str]) -> str | None:
+    """The evaluation a picked value stands for. Streamlit keeps a selectbox's value by its
+    label, so when an evaluation's label changes between reruns (its status: done -> running
+    after a variant is added) the value comes back as the old label, which ends in ' · <id>'."""
+    if isinstance(value, str):
+        if value in ids:
+            return value
+        tail = value.rsplit(" · ", 1)[-1]
+        if tail in ids:
+            return tail
+    return None
 
 
 # ---- progress --------------------------------------------------------------------------------
