@@ -1,13 +1,15 @@
 """The Compare page in a real Chromium with the real model: three templates on the first questions
 of ../shared/data/hotpotqa_dev_500_ircotfmt, from the browser, to the metrics table, the charts
-and one question's traces side by side. Screenshots go to test-artifacts/compare_*.png.
+and one question's traces side by side; then "add a variant" (issue 23): iter_retgen with its final
+answer node's `top_n` changed becomes a new column of the same evaluation, its draft rounds served
+from the completion cache. Screenshots go to test-artifacts/compare_*.png.
 
 The knowledge base holds only the passages that came with those questions (their
 context_doc_ids, which include the gold passages): the full corpus (4,858 passages, 5,942 chunks)
 takes far longer to embed than this test may take. It is ingested through the CLI, timed, and
 the timing written to test-artifacts/compare_e2e_timings.txt.
 
-FLOWKIT_E2E_COMPARE_QUESTIONS sets how many questions (default 15). FLOWKIT_E2E_COMPARE_FAKE_LLM=1
+FLOWKIT_E2E_COMPARE_QUESTIONS sets how many questions (default 8). FLOWKIT_E2E_COMPARE_FAKE_LLM=1
 serves the model from a scripted OpenAI-compatible server in this process instead (a quick check
 of the page on a busy machine; the default is the real SmolLM2 through llama.cpp).
 """
@@ -33,7 +35,7 @@ from flowkit.eval.datasets import from_path, shared_data_dir, subset_corpus
 pytestmark = pytest.mark.e2e
 ARTIFACTS = ROOT / "test-artifacts"
 SET = "hotpotqa_dev_500_ircotfmt"
-N = int(os.environ.get("FLOWKIT_E2E_COMPARE_QUESTIONS", "15"))
+N = int(os.environ.get("FLOWKIT_E2E_COMPARE_QUESTIONS", "8"))
 PREFERRED = ("naive_rag", "rewrite_retrieve_read", "iter_retgen")   # the cheapest in LLM calls
 FAKE_LLM = os.environ.get("FLOWKIT_E2E_COMPARE_FAKE_LLM") == "1"
 RUN_TIMEOUT_S = 20 * 60
@@ -200,3 +202,43 @@ def test_compare_three_templates_in_the_browser(studio, page):
     time.sleep(0.5)
     page.screenshot(path=str(ARTIFACTS / "compare_side_by_side.png"), full_page=True)
     assert (home / "flowkit.db").is_file()
+
+
+def test_a_variant_is_added_as_a_column_with_its_shared_calls_from_the_cache(studio, page):
+    """The evaluation of the test above, opened again: iter_retgen's final answer node reads two
+    passages instead of four, added as a fourth column; the progress tells the calls computed
+    (each question's final answer) from those served from the cache (the draft rounds)."""
+    url, _ = studio
+    flows = three_templates()
+    assert "iter_retgen" in flows, flows
+    eval_id = re.search(r"eval=([0-9a-f]+)", page.url)
+    assert eval_id, page.url
+    page.goto(f"{url}/compare?eval={eval_id.group(1)}")
+    total = 3 * N
+    eventually(lambda: f"{total}/{total} answers · done" in page.locator("body").inner_text(),
+               timeout=60, what="the finished evaluation")
+    page.get_by_text("Add a variant as a new column").click()
+    pick(page, "Variant of", "iter_retgen")
+    pick(page, "Change the params of node", "final")
+    top_n = page.get_by_label(re.compile(r"^Top N"))
+    top_n.fill("2")
+    top_n.press("Enter")
+    page.get_by_role("button", name="Add and run").click()
+    total = 4 * N
+    try:
+        eventually(lambda: f"{total}/{total} answers · done" in page.locator("body").inner_text(),
+                   timeout=RUN_TIMEOUT_S, what=f"{total} answers")
+    except AssertionError:
+        page.screenshot(path=str(ARTIFACTS / "compare_variant_failed.png"), full_page=True)
+        raise
+    variant = re.compile(r"iter_retgen~final\.[0-9a-f]{4}")
+    eventually(lambda: variant.search(page.locator("body").inner_text()), timeout=60,
+               what="the variant's column")
+    caption = eventually(lambda: re.search(r"(\d+) calls computed, (\d+) from the cache",
+                                           page.locator("body").inner_text()),
+                         timeout=30, what="computed and cached calls in the progress")
+    computed, cached = int(caption.group(1)), int(caption.group(2))
+    if not FAKE_LLM:                        # the scripted server's answers make no draft rounds
+        assert cached > 0, caption.group(0)
+    assert computed >= N, caption.group(0)           # each question's final answer is new
+    page.screenshot(path=str(ARTIFACTS / "compare_variant.png"), full_page=True)
