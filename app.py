@@ -14,6 +14,7 @@ PAGES: list[tuple[str, str, str]] = [
     ("pages/run.py", "Run", ":material/play_arrow:"),
     ("pages/replay.py", "Replay", ":material/history:"),
     ("pages/compare.py", "Compare", ":material/compare_arrows:"),
+    ("pages/search.py", "Search", ":material/travel_explore:"),
     ("pages/knowledge.py", "Knowledge bases", ":material/library_books:"),
     ("pages/settings.py", "Settings", ":material/settings:"),
 ]

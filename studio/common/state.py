@@ -423,3 +423,30 @@ def take_breakpoints(state: MutableMapping[str, Any] | None = None) -> list[str]
     """The breakpoints the editor handed to the Run page with a flow (hand_over_run), once;
     None when none were handed over."""
     return EditorKeys.RUN_BREAKPOINTS.pop(state)
+
+
+class SearchKeys(Keys, prefix="search"):
+    """The Search page's keys (pages/search.py, studio/search)."""
+
+    STARTER: Key[str]                       # the flow a starter space is made from
+    STARTER_GO: Key[bool]
+    SPACE_TEXT: Key[str]                    # the space JSON being edited
+    SPACE_FILE: Key[Any]                    # an uploaded space file
+    DATASET: Key[str]
+    KB: Key[str]
+    SEARCH_QS: Key[str]
+    CONFIRM_QS: Key[str]
+    RANGES_FOR: Key[str]                    # the question set the ranges were filled for
+    BUDGET: Key[int]
+    FIRST_BATCH: Key[int]
+    CHECK: Key[bool]
+    CHECKED: Key[Any]                       # (form fingerprint, studio.search.search_data.Checked)
+    START: Key[bool]
+    OPEN: Key[str]                          # the picker of earlier searches
+    WAS_ACTIVE: Key[dict[str, bool]]
+    STOP: Key[bool]
+    RESUME: Key[bool]
+    TABLE_DF: Key[Any]
+
+
+KEY_CLASSES = (*KEY_CLASSES, SearchKeys)

@@ -63,7 +63,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PREFIX = {st_state.FlowsKeys: "flows_", st_state.KbKeys: "kb_", st_state.CompareKeys: "compare_",
           st_state.RunKeys: "run_", st_state.ReplayKeys: "replay_",
           st_state.SettingsKeys: "settings_", st_state.GateKeys: "gate_",
-          st_state.EditorKeys: "editor_"}
+          st_state.EditorKeys: "editor_", st_state.SearchKeys: "search_"}
 
 #: The files converted to the declared keys: no raw key text, no st.session_state.
 CONVERTED = sorted([ROOT / "pages" / "flows.py", ROOT / "pages" / "knowledge.py",
@@ -78,7 +78,8 @@ CONVERTED = sorted([ROOT / "pages" / "flows.py", ROOT / "pages" / "knowledge.py"
                       if p.name != "debug_panel.py"),   # the debugger's keys: issue 24's rework
                     *(ROOT / "studio" / "replay").glob("*.py"),
                     *(ROOT / "studio" / "settings").glob("*.py"),
-                    ROOT / "pages" / "editor.py", *(ROOT / "studio" / "editor").glob("*.py")])
+                    ROOT / "pages" / "editor.py", *(ROOT / "studio" / "editor").glob("*.py"),
+                    ROOT / "pages" / "search.py", *(ROOT / "studio" / "search").glob("*.py")])
 
 
 def declared() -> list[tuple[type, str, str]]:

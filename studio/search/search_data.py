@@ -1,0 +1,314 @@
+"""What the Search page needs, without Streamlit: a starter space for a flow, checking a space
+with its question set and budget (the cost estimate), the search as a background job, and where a
+search stands (its candidates as table rows, its front with the confirmation figures).
+
+A space typed on the page is saved under `<data dir>/searches/<name>-<hash>.json` (named by its
+content, so a search's state beside it always belongs to that text); the request that started a
+search is kept as `<data dir>/searches/<search id>.request.json`, so `?search=<id>` opens the same
+search after a refresh or a restart, and Resume goes on from where it stopped.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from flowkit import registry
+from flowkit.errors import FlowkitError
+from flowkit.spec import FlowSpec
+from service import search
+from service.search import Candidate, Entry, SearchRequest, state_mod
+from service.workspace import Workspace
+from studio.common.jobs import Job, JobManager, Reporter
+
+SEARCH = "search"                  # the job kind
+RETRIEVERS = ["retrieval.bm25", "retrieval.dense", "retrieval.hybrid"]
+LOG_LINES = 40
+
+
+def searches_dir(ws: Workspace) -> Path:
+    """Where the page keeps the spaces it saved and the requests of the searches it started."""
+    return ws.data_dir / "searches"
+
+
+# ---- a starter space ---------------------------------------------------------------------------
+def starter_space(flow: str, spec: FlowSpec) -> str:
+    """A small space over `flow` (JSON text to edit): the retriever swapped among bm25 / dense /
+    hybrid and its top_k among 2, 4, 6, where the flow has such a node; 4 candidates."""
+    params: list[dict[str, Any]] = []
+    operators: list[dict[str, Any]] = []
+    for node in spec.nodes:
+        cls = registry.get(node.operator)
+        if cls is None:
+            continue
+        if node.operator in RETRIEVERS and not operators:
+            operators.append({"node": node.id, "choices": RETRIEVERS})
+        if "top_k" in cls.Params.model_fields and not params:
+            params.append({"node": node.id, "param": "top_k", "choices": [2, 4, 6]})
+    name = re.sub(r"[^A-Za-z0-9_\-]+", "_", flow).strip("_-") or "space"
+    doc = {"kind": "flowkit-search-space", "version": 1,
+           "name": (name if name[0].isalpha() else f"s_{name}")[:56] + "_space",
+           "flows": [flow], "params": params, "operators": operators,
+           "models": ["default"], "max_candidates": 4, "seed": 0}
+    return json.dumps(doc, indent=2)
+
+
+def default_ranges(n: int) -> tuple[str, str]:
+    """Search on the second half of a set of `n` questions, confirm on the first half."""
+    if n < 2:
+        return "1", "1"
+    half = n // 2
+    return f"{half + 1}-{n}", f"1-{half}"
+
+
+# ---- checking a space ------------------------------------------------------------------------
+def save_space(ws: Workspace, text: str) -> Path:
+    """The space text saved under its name and content hash (never overwrites another text)."""
+    try:
+        name = str(json.loads(text).get("name") or "space")
+    except (json.JSONDecodeError, AttributeError):
+        name = "space"
+    name = re.sub(r"[^A-Za-z0-9_\-]+", "_", name)[:64] or "space"
+    digest = hashlib.sha1(text.encode()).hexdigest()[:8]
+    folder = searches_dir(ws)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}-{digest}.json"
+    if not path.is_file():
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def problems(err: FlowkitError) -> list[str]:
+    """Each problem of a refused space as 'field: what' (a SpaceError's list), else the error."""
+    found = getattr(err, "problems", None)
+    return [str(p) for p in found] if found else [str(err)]
+
+
+@dataclass
+class Checked:
+    """A space that passed its checks, with its question split and budget: ready to start."""
+
+    request: SearchRequest
+    search_id: str
+    candidates: int
+    estimate: str
+    resumed: bool
+
+
+def check(ws: Workspace, text: str, dataset: str, kb: str, search_qs: str, confirm_qs: str,
+          budget_calls: int, first_batch: int = 10) -> Checked:
+    """Validate the space against its flows and the question ranges against the set, sample the
+    candidates and estimate the cost; FlowkitError (a SpaceError lists each field) otherwise."""
+    if not text.strip():
+        raise FlowkitError("the search space is empty: make a starter space or paste one")
+    if not kb:
+        raise FlowkitError("pick a knowledge base")
+    req = SearchRequest(str(save_space(ws, text)), dataset, kb, search_qs.strip(),
+                        confirm_qs.strip(), int(budget_calls), first_batch=int(first_batch))
+    plan = search.prepare(ws, req)
+    return Checked(req, plan.state.search_id, len(plan.state.entries),
+                   search.estimate(plan).describe(), plan.resumed)
+
+
+# ---- the request of a search, kept for its address ---------------------------------------------
+def request_path(ws: Workspace, sid: str) -> Path:
+    return searches_dir(ws) / f"{sid}.request.json"
+
+
+def save_request(ws: Workspace, sid: str, req: SearchRequest) -> None:
+    path = request_path(ws, sid)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(asdict(req), indent=1), encoding="utf-8")
+
+
+def load_request(ws: Workspace, sid: str) -> SearchRequest | None:
+    """The request of search `sid` started on this data directory, or None."""
+    if not re.fullmatch(r"[0-9a-f]{6,40}", sid or ""):
+        return None
+    path = request_path(ws, sid)
+    if not path.is_file():
+        return None
+    try:
+        return SearchRequest(**json.loads(path.read_text(encoding="utf-8")))
+    except (json.JSONDecodeError, TypeError) as err:
+        raise FlowkitError(f"cannot read the search request '{path}': {err}") from err
+
+
+def earlier(ws: Workspace) -> list[tuple[str, str]]:
+    """(search id, label) of the searches started here, newest first."""
+    folder = searches_dir(ws)
+    files = sorted(folder.glob("*.request.json"), key=lambda p: p.stat().st_mtime,
+                   reverse=True) if folder.is_dir() else []
+    out = []
+    for p in files:
+        sid = p.name.split(".", 1)[0]
+        try:
+            req = load_request(ws, sid)
+        except FlowkitError:
+            continue
+        if req is not None:
+            space = Path(req.space).stem.rsplit("-", 1)[0]
+            out.append((sid, f"{space} on {req.dataset} ({req.search_questions}) · {sid}"))
+    return out
+
+
+# ---- the background job ----------------------------------------------------------------------
+def active_job(jobs: JobManager, sid: str) -> Job | None:
+    for job in reversed(jobs.jobs(kind=SEARCH, active_only=True)):
+        if job.meta.get("search_id") == sid:
+            return job
+    return None
+
+
+def last_job(jobs: JobManager, sid: str) -> Job | None:
+    for job in reversed(jobs.jobs(kind=SEARCH)):
+        if job.meta.get("search_id") == sid:
+            return job
+    return None
+
+
+def submit(jobs: JobManager, ws: Workspace, sid: str, req: SearchRequest) -> str:
+    """Queue the search (or return its job already queued or running). It runs in the job
+    manager's one worker thread, so the model is never used by two threads; Cancel stops it
+    after the run in flight and a later start resumes it."""
+    save_request(ws, sid, req)
+
+    def work(report: Reporter) -> dict[str, Any]:
+        lines: list[str] = []
+
+        def log(msg: str) -> None:
+            lines.append(msg)
+            report.update(meta={"search_id": sid, "log": lines[-LOG_LINES:]}, message=msg)
+
+        def on_run(e: Entry, which: str, p: Any) -> None:
+            report.update(message=f"{e.cid} on the {which} questions: question "
+                                  f"{p.question_index + 1} of {p.total} ({p.status})")
+
+        report.update(message="preparing (the model loads on the first call)")
+        plan = search.prepare(ws, req)
+        st = search.run(ws, plan, log=log, on_run=on_run, stop=report.cancel)
+        return {"search_id": sid, "phase": st.phase, "race_status": st.race_status}
+
+    return jobs.submit(SEARCH, f"search {sid}: {Path(req.space).stem}", work,
+                       dedupe_key=f"{SEARCH}:{sid}", meta={"search_id": sid})
+
+
+def stop(jobs: JobManager, sid: str) -> bool:
+    """Cancel the search's job; False when none is queued or running."""
+    job = active_job(jobs, sid)
+    return job is not None and jobs.cancel(job.id)
+
+
+# ---- where a search stands ---------------------------------------------------------------------
+@dataclass
+class Watch:
+    """A search's request, stored state (None before its first save) and job, summed up."""
+
+    sid: str
+    request: SearchRequest
+    state: state_mod.SearchState | None
+    job: Job | None
+    status: str            # queued | running | done | stopped | error
+    message: str
+
+    @property
+    def active(self) -> bool:
+        return self.status in ("queued", "running")
+
+    @property
+    def log(self) -> list[str]:
+        return list(self.job.meta.get("log") or []) if self.job else []
+
+
+def watch(ws: Workspace, jobs: JobManager, sid: str, req: SearchRequest) -> Watch:
+    state = state_mod.load(state_mod.state_path(req.space, sid))
+    job = active_job(jobs, sid) or last_job(jobs, sid)
+    phase = state.phase if state else "race"
+    status = "done" if phase == "done" else "stopped"
+    message = "" if status == "done" else "stopped before the end: Resume goes on from there"
+    if job is not None:
+        message = job.message
+        if job.status in ("queued", "running"):
+            status = job.status
+        elif job.status == "error":
+            status, message = "error", job.error or "failed"
+    return Watch(sid, req, state, job, status, message)
+
+
+def describe(e: Entry) -> str:
+    return Candidate.from_dict(e.candidate).describe()
+
+
+def editor_link(e: Entry) -> str:
+    """The Editor's address of the candidate's saved flow ('' before it is saved)."""
+    return f"editor?flow={quote(e.flow_name)}" if e.flow_name else ""
+
+
+def compare_link(e: Entry) -> str:
+    """Compare's address of the candidate's evaluation (confirmation first; '' if none)."""
+    eid = e.extra.get("confirm_eval") or e.extra.get("search_eval")
+    return f"compare?eval={eid}" if eid else ""
+
+
+def counts(state: state_mod.SearchState) -> dict[str, int]:
+    es = state.entries
+    return {"candidates": len(es), "evaluated": sum(1 for e in es if e.reached),
+            "dropped": sum(1 for e in es if e.status == "dropped"),
+            "kept": sum(1 for e in es if e.status == "kept"),
+            "racing": sum(1 for e in es if e.status == "racing")}
+
+
+def _pct(v: float | None) -> float | None:
+    return None if v is None else round(100 * v, 1)
+
+
+def interval(c: dict[str, Any], cid: str) -> str:
+    """'+3.0 [-1.0, +7.0] vs c00', or 'reference' for the best hand-written flow itself."""
+    if c.get("vs") == cid:
+        return "reference: the best hand-written flow"
+    return (f"{100 * c['delta']:+.1f} [{100 * c['low']:+.1f}, {100 * c['high']:+.1f}] "
+            f"vs {c['vs']}")
+
+
+def rows(state: state_mod.SearchState) -> list[dict[str, Any]]:
+    """One row per candidate: figures in % (F1) and per question, why dropped, links."""
+    front = {e.cid for e in search.front_of(state.entries)}
+    out = []
+    for e in state.entries:
+        c = state.confirm.get(e.cid) or {}
+        out.append({"cand": e.cid + (" ★" if e.cid in front else ""),
+                    "candidate": describe(e), "status": e.status, "questions": e.reached,
+                    "search F1": _pct(e.f1),
+                    "tokens/q": None if e.tokens is None else round(e.tokens),
+                    "s/q": None if e.seconds is None else round(e.seconds, 2),
+                    "confirm F1": _pct(c.get("f1")),
+                    "vs best written": interval(c, e.cid) if c else "",
+                    "why": e.reason, "editor": editor_link(e), "compare": compare_link(e)})
+    return out
+
+
+@dataclass
+class FrontPoint:
+    """One candidate of the front with both figures (confirm is None before confirmation)."""
+
+    entry: Entry
+    label: str
+    confirm: dict[str, Any] | None
+
+
+def front(state: state_mod.SearchState) -> list[FrontPoint]:
+    return [FrontPoint(e, describe(e), state.confirm.get(e.cid))
+            for e in search.front_of(state.entries)]
+
+
+def chart_points(state: state_mod.SearchState) -> list[dict[str, Any]]:
+    """The candidates with figures, for the F1 / tokens chart (front ones marked)."""
+    front_ids = {e.cid for e in search.front_of(state.entries)}
+    return [{"cand": e.cid, "candidate": describe(e), "status": e.status,
+             "F1 (%)": _pct(e.f1), "tokens/q": round(e.tokens or 0.0, 1),
+             "questions": e.reached, "front": e.cid in front_ids}
+            for e in state.entries if e.f1 is not None]

@@ -1,0 +1,142 @@
+"""The Search page's form: the space (a starter made from a flow, an uploaded file, or JSON typed
+in the box), the question set and knowledge base, the search and confirmation questions, the
+budget; "Check and estimate" validates it all and shows the cost, "Start the search" queues it."""
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from flowkit.errors import FlowkitError
+from service.evaluations import EvalRepo
+from service.workspace import Workspace
+from studio.common import inert
+from studio.common.jobs import JobManager
+from studio.common.state import SearchKeys as K
+from studio.compare import compare_data as cd
+from studio.compare.compare_panel import peek_dataset
+from studio.search import search_data as sd
+
+SPACE_HELP = ("A JSON search space: `flows` (templates or saved flows), `params` (a node's "
+              "param as `choices` or a range `low`/`high`/`step`), `operators` (swaps within "
+              "the same slot), `models`, `max_candidates` (at most 64) and `seed`.")
+
+
+def _take_upload() -> None:
+    up = K.SPACE_FILE.get()
+    if up is not None:
+        K.SPACE_TEXT.set(up.getvalue().decode("utf-8", errors="replace"))
+
+
+def space_section(ws: Workspace) -> str:
+    """The space's JSON text, from a starter, an upload or typing."""
+    names = [name for _, name in cd.flow_choices(ws)]
+    left, right = st.columns([3, 1], vertical_alignment="bottom")
+    flow = left.selectbox("Start from a flow", names, key=K.STARTER,
+                          help="A starter space over this flow: its retriever swapped among "
+                               "bm25 / dense / hybrid and its top_k among 2, 4, 6")
+    if (right.button("Make a starter space", key=K.STARTER_GO) or not K.SPACE_TEXT.held()) \
+            and flow:
+        try:
+            K.SPACE_TEXT.set(sd.starter_space(flow, ws.resolve_flow(flow)[0]))
+        except FlowkitError as err:
+            st.error(inert.escape(err))
+    st.file_uploader("…or upload a space file", type=["json"], key=K.SPACE_FILE,
+                     on_change=_take_upload)
+    return st.text_area("Search space (JSON)", key=K.SPACE_TEXT, height=300, help=SPACE_HELP)
+
+
+def data_section(ws: Workspace, repo: EvalRepo) -> dict[str, Any] | None:
+    """Question set, knowledge base, the two question ranges and the budget; None when the set
+    cannot be read or there is no knowledge base."""
+    names = cd.dataset_choices(repo)
+    if not names:
+        st.info("No question set found: import one with `flowkit dataset import DIR_OR_CSV`.")
+        return None
+    if K.DATASET.get() not in names:
+        K.DATASET.set("sample_questions" if "sample_questions" in names else names[0])
+    name = st.selectbox("Question set", names, key=K.DATASET)
+    ds = peek_dataset(repo, name)
+    if ds is None:
+        return None
+    n = len(ds.questions)
+    kbs = ws.resources.kb_names()
+    if not kbs:
+        st.warning("No knowledge base yet: create one on the Knowledge bases page.")
+        return None
+    if K.RANGES_FOR.get() != name or K.KB.get() not in kbs:
+        want = cd.suggested_kb(ds, kbs)
+        K.KB.set(want if want in kbs else kbs[0])
+        search_qs, confirm_qs = sd.default_ranges(n)
+        K.SEARCH_QS.set(search_qs)
+        K.CONFIRM_QS.set(confirm_qs)
+        K.RANGES_FOR.set(name)
+    kb = st.selectbox("Knowledge base", kbs, key=K.KB)
+    a, b = st.columns(2)
+    search_qs = a.text_input("Search questions", key=K.SEARCH_QS,
+                             help=f"1-based ranges of the {n} questions the race uses, e.g. 101-300")
+    confirm_qs = b.text_input("Confirmation questions", key=K.CONFIRM_QS,
+                              help="Ranges the front is confirmed on, never used by the race, "
+                                   "e.g. 1-100")
+    c, d = st.columns(2)
+    if not K.BUDGET.held():
+        K.BUDGET.set(2000)
+    budget = c.number_input("Budget (model calls)", min_value=1, step=100, key=K.BUDGET,
+                            help="Model calls the race may compute (the cache's are free); "
+                                 "confirmation calls are counted apart")
+    if not K.FIRST_BATCH.held():
+        K.FIRST_BATCH.set(10)
+    first = d.number_input("First batch (questions)", min_value=1, step=1, key=K.FIRST_BATCH,
+                           help="Every candidate answers this many first; each next batch "
+                                "doubles, and a clearly worse candidate is dropped between")
+    st.caption(f"{n} questions in {inert.escape(name)}")
+    return {"dataset": name, "kb": kb, "search_qs": search_qs, "confirm_qs": confirm_qs,
+            "budget_calls": int(budget), "first_batch": int(first)}
+
+
+def setup_form(ws: Workspace, repo: EvalRepo, jobs: JobManager) -> None:
+    """The whole form; a started search opens in the address (?search=ID)."""
+    text = space_section(ws)
+    form = data_section(ws, repo)
+    if form is None:
+        return
+    fingerprint = repr((text, sorted(form.items())))
+    if st.button("Check and estimate", key=K.CHECK):
+        try:
+            K.CHECKED.set((fingerprint, sd.check(ws, text, **form)))
+        except FlowkitError as err:
+            K.CHECKED.pop()
+            found = sd.problems(err)
+            st.error(f"The search cannot start ({len(found)} problem(s)):\n\n"
+                     + "\n".join(f"- {inert.escape(p)}" for p in found))
+    kept = K.CHECKED.get()
+    checked: sd.Checked | None = kept[1] if kept and kept[0] == fingerprint else None
+    if checked is None:
+        st.caption("Check the space to see the cost before it starts.")
+        return
+    st.info(f"**Estimate** ({checked.candidates} candidates, search {checked.search_id}"
+            f"{', resumes where it stopped' if checked.resumed else ''}): "
+            f"{inert.escape(checked.estimate)}")
+    if st.button("Start the search", type="primary", key=K.START):
+        sd.submit(jobs, ws, checked.search_id, checked.request)
+        K.CHECKED.pop()
+        st.query_params["search"] = checked.search_id
+        st.rerun()
+
+
+def open_picker(ws: Workspace) -> None:
+    """A selectbox over the searches started here; picking one opens it."""
+    found = sd.earlier(ws)
+    if not found:
+        st.caption("No search yet.")
+        return
+    labels = dict(found)
+
+    def picked() -> None:
+        sid = K.OPEN.get()
+        if sid:
+            st.query_params["search"] = sid
+
+    st.selectbox("Open a search", list(labels), index=None, key=K.OPEN,
+                 format_func=lambda s: labels.get(s, s), on_change=picked,
+                 placeholder=f"{len(found)} searches")

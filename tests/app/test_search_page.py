@@ -1,0 +1,151 @@
+"""The Search page (AppTest): a bad space is refused naming the field; a tiny search (two
+candidates of naive_rag, one with a prompt the scripted model cannot answer) is checked, started
+in the background, followed to the end and shows its front with the confirmation figures and the
+links to the Editor and Compare; a running search is cancelled and resumed. The model is a
+FakeLLM, the sample KB uses a hashing embedder (no model loads)."""
+from __future__ import annotations
+
+import json
+import re
+import threading
+
+import pytest
+from _runkit import page, texts, until, workspace
+
+from flowkit import registry
+from flowkit.testing import FakeLLM
+from studio.common.jobs import get_jobs
+from studio.common.workspace import use_workspace
+
+ANSWERS = {"In what year was the Corren Lighthouse first lit?": "1884",
+           "How many arches does the Sundby Viaduct have?": "11",
+           "Who founded the Halvard Ferry Company?": "Jorun Abbe",
+           "How high is Mount Aldra, in metres?": "1,412 metres",
+           "In which month is Lamp Night held on Tessel?": "November",
+           "What is the name of the main telescope at the Mount Aldra Observatory?":
+               "the Brisk Refractor",
+           "On which island was the engineer who designed the Sundby Viaduct born?": "Tessel",
+           "On which island was the inventor of the fog signal used at the Grey Needle "
+           "Lighthouse born?": "Vinmark",
+           "Who was the first keeper of the lighthouse that the Isle Council decided to build "
+           "after the Great Storm of 1867?": "Elias Brant",
+           "In which month is the festival held on the island where the astronomer Iselda Marr "
+           "was born?": "September",
+           "Which is taller, the Corren Lighthouse or the Grey Needle Lighthouse?":
+               "Grey Needle Lighthouse",
+           "Which was founded earlier, the University of Osterhavn or the Halvard Ferry "
+           "Company?": "University of Osterhavn"}
+VAGUE = "Reply.\n{passages}\nQ: {question}\nA:"
+PLAIN = registry.get("generation.answer").Params.model_fields["prompt"].default
+GATE = threading.Event()          # the model answers only while set (the cancel test holds it)
+
+
+def answer(prompt: str) -> str:
+    GATE.wait(60)
+    m = re.search(r"Question: (.*?)\nAnswer:", prompt, flags=re.S)
+    return ANSWERS.get(m.group(1).strip(), "no idea") if m else "no idea"
+
+
+def space(**over: object) -> str:
+    doc = {"kind": "flowkit-search-space", "version": 1, "name": "tiny", "flows": ["naive_rag"],
+           "params": [{"node": "generate", "param": "prompt", "choices": [VAGUE, PLAIN]}],
+           "max_candidates": 2, "seed": 0}
+    doc.update(over)
+    return json.dumps(doc)
+
+
+@pytest.fixture()
+def ws(tmp_path):
+    GATE.set()
+    w = workspace(tmp_path / "home")
+    w.resources.set_llm(FakeLLM([(r"Question: .*\nAnswer:", answer)], default="no idea"))
+    use_workspace(w)
+    yield w
+    GATE.set()
+    get_jobs().wait_idle(60)
+    use_workspace(None)
+
+
+def errors_of(at) -> str:
+    """The page's errors as read (Markdown escapes dropped)."""
+    return " ".join(str(e.value) for e in at.error).replace("\\", "")
+
+
+def fill(at, text: str, search_qs: str = "5-12", confirm_qs: str = "1-4"):
+    at.text_area(key="search_space_text").input(text)
+    at.selectbox(key="search_dataset").set_value("sample_questions")
+    at.run()
+    at.text_input(key="search_search_qs").input(search_qs)
+    at.text_input(key="search_confirm_qs").input(confirm_qs)
+    at.number_input(key="search_first_batch").set_value(3)
+    at.button(key="search_check").click()
+    return at.run()
+
+
+def start(at):
+    assert "Estimate" in texts(at), texts(at)
+    at.button(key="search_start").click()
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    sid = at.query_params["search"]
+    sid = sid[0] if isinstance(sid, list) else sid
+    assert re.fullmatch(r"[0-9a-f]{12}", sid)
+    return sid
+
+
+def test_the_page_offers_a_starter_space_and_a_bad_space_is_refused_naming_the_field(ws):
+    at = page("pages/search.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    starter = json.loads(at.text_area(key="search_space_text").value)
+    assert starter["kind"] == "flowkit-search-space" and starter["flows"]
+    bad = space(params=[{"node": "generate", "param": "top_kk", "choices": [1, 2]},
+                        {"node": "retrieve", "param": "top_k", "low": 8, "high": 2}])
+    fill(at, bad)
+    errors = errors_of(at)
+    assert "The search cannot start (2 problem(s))" in errors
+    assert "params[0] (node 'generate', param 'top_kk'): unknown param" in errors
+    assert "params[1] (node 'retrieve', param 'top_k'): bad range" in errors
+    assert not [b for b in at.button if b.key == "search_start"]
+    fill(at, "{ not json")
+    assert "not JSON" in errors_of(at)
+    fill(at, space(), search_qs="1-6", confirm_qs="5-8")
+    assert "must not overlap the search questions" in errors_of(at)
+
+
+def test_a_tiny_search_runs_to_the_end_and_shows_its_front(ws):
+    at = fill(page("pages/search.py").run(), space())
+    assert "2 candidates" in texts(at) and "budget 2000 calls" in texts(at)
+    sid = start(at)
+    until(at, lambda a: "phase done" in texts(a), timeout=60)
+    shown = texts(at)
+    assert "2 of 2 candidates evaluated** · 1 dropped · 1 kept" in shown
+    assert "The front" in [s.value for s in at.subheader]
+    front = next(m.value for m in at.markdown if m.value.startswith("- **c00**"))
+    assert "search F1 **100.0** on 8" in front and "confirm F1 **100.0** on 4" in front
+    assert "(reference: the best hand-written flow)" in front
+    assert "[open in the Editor](editor?flow=tiny-c00)" in front
+    assert re.search(r"\[open in Compare\]\(compare\?eval=[0-9a-f]{12}\)", front)
+    assert ws.store.get_flow("tiny-c00")[0].name == "tiny-c00"
+    dropped = " ".join(m.value for m in at.markdown if m.value.startswith("- **c01**"))
+    assert "after 3 questions: F1 -100.0" in dropped
+    # the address opens the same search after a refresh, from the request kept beside the space
+    again = page("pages/search.py", search=sid).run()
+    assert "phase done" in texts(again) and not [b for b in again.button if b.key == "search_stop"]
+    assert sid in str(again.selectbox(key="search_open").options)
+
+
+def test_a_running_search_is_cancelled_then_resumed(ws):
+    at = fill(page("pages/search.py").run(), space())
+    GATE.clear()                                    # the model waits: the search stays running
+    start(at)
+    until(at, lambda a: [b for b in a.button if b.key == "search_stop"], timeout=30)
+    at.button(key="search_stop").click()
+    at.run()
+    GATE.set()
+    until(at, lambda a: "· stopped" in texts(a), timeout=60)
+    assert "phase race" in texts(at)
+    assert [b for b in at.button if b.key == "search_resume"]
+    at.button(key="search_resume").click()
+    at.run()
+    until(at, lambda a: "phase done" in texts(a), timeout=60)
+    assert "1 dropped · 1 kept" in texts(at)
