@@ -19,7 +19,7 @@ from flowkit.trace import RunEnd, RunStart, StepEvent
 from .db import engine_for
 from .leases import LEASE_RENEW_S as LEASE_RENEW_S
 from .leases import LEASE_S, Leases
-from .models import FlowRow, FlowVersionRow, RunRow, StepRow, utcnow
+from .models import FlowRow, FlowVersionRow, RunDebugRow, RunRow, StepRow, utcnow
 
 LEGACY_LEASE = timedelta(days=1)   # runs recorded before leases existed
 
@@ -199,7 +199,8 @@ class Store:
 
     # ---- runs ----------------------------------------------------------------------------
     def mark_interrupted(self) -> int:
-        """Runs left 'running' by a process that is gone become 'interrupted'. Returns how many.
+        """Runs left 'running' by a process that is gone become 'interrupted' (a continue of a
+        paused run goes back to 'paused' at its pause instead). Returns how many.
 
         A run of this host and boot is judged by its owner's identity (pid and the process's start
         time, so a reused pid does not pass for the run's process). A run of another host (another
@@ -219,6 +220,9 @@ class Store:
                     alive = lease > now
                 if alive:
                     continue
+                if self._back_to_pause(s, r):
+                    n += 1
+                    continue
                 r.status = "interrupted"
                 r.error = "the process running it stopped before it finished"
                 r.steps = s.scalar(select(func.count()).select_from(StepRow)
@@ -226,6 +230,28 @@ class Store:
                 r.ended_at = utcnow()
                 n += 1
             return n
+
+    @staticmethod
+    def _back_to_pause(s: Session, r: RunRow) -> bool:
+        """A continue of a paused run whose process died: the run goes back to the pause it was
+        continued from (the steps that continue wrote are dropped, the totals they added taken
+        back), so it can be continued again. False when the run was not continued from a pause
+        (its first segment died: it is interrupted like any run)."""
+        dbg = s.get(RunDebugRow, r.id)
+        pause = dbg.pause if dbg is not None else None
+        if not pause:
+            return False
+        done = int(pause.get("steps_done", 0))
+        gone = s.scalars(select(StepRow).where(StepRow.run_id == r.id, StepRow.idx >= done)).all()
+        r.tokens = max(0, int(r.tokens or 0) - sum(int(x.tokens or 0) for x in gone))
+        r.llm_calls = max(0, int(r.llm_calls or 0) - sum(len(x.llm_calls or []) for x in gone))
+        for x in gone:
+            s.delete(x)
+        r.steps = done
+        r.status = "paused"
+        r.lease_until = None
+        r.error = None
+        return True
 
     def list_runs(self, limit: int = 50, flow_name: str | None = None,
                   include_eval: bool = False) -> list[RunInfo]:

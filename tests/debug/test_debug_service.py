@@ -256,3 +256,46 @@ def test_compare_and_set_on_postgresql(tmp_path: Path, pg_url: str):
     dbg.repo.unclaim(end.run_id)
     dbg.set_value(end.run_id, "documents", CORREN)
     assert Debugger(ws).resume(end.run_id).answer == "Corren"
+
+
+def test_a_continue_whose_process_dies_leaves_the_run_paused_where_it_was(tmp_path: Path):
+    """The process continuing a paused run dies after writing a step: the next process finds the
+    run back at its pause (that step dropped, its tokens and calls taken back) and continuing it
+    gives the same run as one straight through."""
+    from sqlalchemy import update
+
+    from flowkit.trace import StepEvent
+    from storage.models import RunRow, utcnow
+    ws = make_workspace(tmp_path)
+    end = Debugger(ws).start(SHAPES["loop"], Q, "test", ["gen@2"])
+    paused = ws.store.get_run(end.run_id)
+
+    class Dies:
+        """A sink after the store's: the process 'dies' once the store has the continue's step."""
+        def start(self, run: object) -> None: ...
+        def step(self, event: StepEvent) -> None:
+            raise KeyboardInterrupt
+        def end(self, result: object) -> None: ...
+
+    with pytest.raises(KeyboardInterrupt):
+        Debugger(ws).resume(end.run_id, extra_sink=Dies())  # type: ignore[arg-type]
+    half = ws.store.get_run(end.run_id)
+    assert half.status == "running" and half.steps == paused.steps + 1 and half.llm_calls > paused.llm_calls
+    ws.close()                                                 # its process is gone
+    with ws.store.engine.begin() as conn:
+        conn.execute(update(RunRow).where(RunRow.id == end.run_id).values(
+            owner=None, pid=0, host="elsewhere", lease_until=utcnow()))
+    again = make_workspace(tmp_path)                           # the next process marks it
+    back = again.store.get_run(end.run_id)
+    assert (back.status, back.steps, back.llm_calls, back.tokens) == \
+        ("paused", paused.steps, paused.llm_calls, paused.tokens)
+    assert len(again.store.steps(end.run_id)) == paused.steps
+    done = Debugger(again).resume(end.run_id)
+    straight = again.run(SHAPES["loop"], Q, "test")
+    assert done.status == "ok" and done.answer == straight.answer
+    steps, steps0 = again.store.steps(end.run_id), again.store.steps(straight.run_id)
+    assert [(s.node_id, s.visit) for s in steps] == [(s.node_id, s.visit) for s in steps0]
+    assert [s.index for s in steps] == list(range(len(steps)))
+    run = again.store.get_run(end.run_id)
+    assert (run.llm_calls, run.tokens) == (again.store.get_run(straight.run_id).llm_calls,
+                                           again.store.get_run(straight.run_id).tokens)
