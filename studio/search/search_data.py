@@ -231,11 +231,13 @@ def watch(ws: Workspace, jobs: JobManager, sid: str, req: SearchRequest) -> Watc
     status = "done" if phase == "done" else "stopped"
     message = "" if status == "done" else "stopped before the end: Resume goes on from there"
     if job is not None:
-        message = job.message
+        message = "" if status == "done" else job.message    # a finished search: no last step
         if job.status in ("queued", "running"):
             status = job.status
         elif job.status == "error":
             status, message = "error", job.error or "failed"
+        elif job.status == "cancelled" and status != "done":
+            message = "cancelled: Resume goes on from where it stopped"
     return Watch(sid, req, state, job, status, message)
 
 

@@ -139,4 +139,4 @@ def open_picker(ws: Workspace) -> None:
 
     st.selectbox("Open a search", list(labels), index=None, key=K.OPEN,
                  format_func=lambda s: labels.get(s, s), on_change=picked,
-                 placeholder=f"{len(found)} searches")
+                 placeholder=f"{len(found)} search{'es' if len(found) != 1 else ''}")

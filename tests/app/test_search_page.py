@@ -143,7 +143,7 @@ def test_a_running_search_is_cancelled_then_resumed(ws):
     at.run()
     GATE.set()
     until(at, lambda a: "· stopped" in texts(a), timeout=60)
-    assert "phase race" in texts(at)
+    assert "phase race" in texts(at) and "cancelled: Resume goes on" in texts(at)
     assert [b for b in at.button if b.key == "search_resume"]
     at.button(key="search_resume").click()
     at.run()
