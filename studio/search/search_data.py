@@ -289,7 +289,7 @@ def rows(state: state_mod.SearchState) -> list[dict[str, Any]]:
                     "s/q": None if e.seconds is None else round(e.seconds, 2),
                     "confirm F1": _pct(c.get("f1")),
                     "vs best written": interval(c, e.cid) if c else "",
-                    "why": e.reason, "editor": editor_link(e), "compare": compare_link(e)})
+                    "editor": editor_link(e), "compare": compare_link(e), "why": e.reason})
     return out
 
 

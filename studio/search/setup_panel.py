@@ -41,8 +41,8 @@ def space_section(ws: Workspace) -> str:
             K.SPACE_TEXT.set(sd.starter_space(flow, ws.resolve_flow(flow)[0]))
         except FlowkitError as err:
             st.error(inert.escape(err))
-    st.file_uploader("…or upload a space file", type=["json"], key=K.SPACE_FILE,
-                     on_change=_take_upload)
+    st.file_uploader("…or upload a space file (at most 64 KB)", type=["json"],
+                     key=K.SPACE_FILE, on_change=_take_upload, max_upload_size=1)
     return st.text_area("Search space (JSON)", key=K.SPACE_TEXT, height=300, help=SPACE_HELP)
 
 
