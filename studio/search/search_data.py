@@ -107,6 +107,7 @@ def check(ws: Workspace, text: str, dataset: str, kb: str, search_qs: str, confi
         raise FlowkitError("the search space is empty: make a starter space or paste one")
     if not kb:
         raise FlowkitError("pick a knowledge base")
+    ws.resources.kb(kb).require_ready()
     req = SearchRequest(str(save_space(ws, text)), dataset, kb, search_qs.strip(),
                         confirm_qs.strip(), int(budget_calls), first_batch=int(first_batch))
     plan = search.prepare(ws, req)

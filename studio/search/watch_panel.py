@@ -36,8 +36,10 @@ def progress_section(ws: Workspace, jobs: JobManager, w: sd.Watch) -> None:
         st.markdown(f"**{c['evaluated']} of {c['candidates']} candidates evaluated** · "
                     f"{c['dropped']} dropped · {c['kept']} kept · {c['racing']} racing · "
                     f"phase {state.phase} · {w.status}")
-        if w.message:
+        if w.message and w.status != "error":
             st.caption(inert.escape(w.message))
+    if w.status == "error":
+        st.error(f"The search failed: {inert.escape(w.message)}")
     if w.active:
         if st.button("Cancel", key=K.STOP, disabled=bool(w.job and w.job.cancel_requested),
                      help="Stops after the run in flight; Resume goes on from there"):

@@ -12,10 +12,12 @@ import threading
 import pytest
 from _runkit import page, texts, until, workspace
 
-from flowkit import registry
+from flowkit import registry, templates
+from service import search
 from flowkit.testing import FakeLLM
 from studio.common.jobs import get_jobs
 from studio.common.workspace import use_workspace
+from studio.search import search_data
 
 ANSWERS = {"In what year was the Corren Lighthouse first lit?": "1884",
            "How many arches does the Sundby Viaduct have?": "11",
@@ -149,3 +151,28 @@ def test_a_running_search_is_cancelled_then_resumed(ws):
     at.run()
     until(at, lambda a: "phase done" in texts(a), timeout=60)
     assert "1 dropped · 1 kept" in texts(at)
+
+
+@pytest.mark.parametrize("name", templates.names())
+def test_the_starter_space_of_every_template_is_valid(ws, name):
+    text = search_data.starter_space(name, templates.load_template(name))
+    space, flows = search.load(ws, str(search_data.save_space(ws, text)))
+    assert list(flows) == [name] and space.max_candidates == 4
+    spec = templates.load_template(name)
+    if any(n.operator in search_data.RETRIEVERS for n in spec.nodes):
+        assert space.operators and space.operators[0].choices == search_data.RETRIEVERS
+
+
+def test_a_search_that_fails_says_why(ws):
+    at = fill(page("pages/search.py").run(), space())
+    sid = start(at)
+    until(at, lambda a: a.error or "phase done" in texts(a), timeout=60)
+    assert not at.error
+    # the same search started again after its knowledge base is gone fails, and says so
+    req = search_data.load_request(ws, sid)
+    assert req is not None
+    req.kb = "gone"
+    job = search_data.submit(get_jobs(), ws, sid, req)
+    get_jobs().wait(job, 60)
+    again = page("pages/search.py", search=sid).run()
+    assert "The search failed" in errors_of(again) and "gone" in errors_of(again), errors_of(again)
