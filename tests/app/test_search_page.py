@@ -13,8 +13,8 @@ import pytest
 from _runkit import page, texts, until, workspace
 
 from flowkit import registry, templates
-from service import search
 from flowkit.testing import FakeLLM
+from service import search
 from studio.common.jobs import get_jobs
 from studio.common.workspace import use_workspace
 from studio.search import search_data
