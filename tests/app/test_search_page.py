@@ -128,6 +128,11 @@ def test_a_tiny_search_runs_to_the_end_and_shows_its_front(ws):
     assert "[open in the Editor](editor?flow=tiny-c00)" in front
     assert re.search(r"\[open in Compare\]\(compare\?eval=[0-9a-f]{12}\)", front)
     assert ws.store.get_flow("tiny-c00")[0].name == "tiny-c00"
+    table = at.dataframe[0].value
+    rows = {r["cand"]: r for r in table.to_dict("records")}
+    assert rows["c00 ★"]["editor"] == "editor?flow=tiny-c00" and rows["c01"]["editor"] == ""
+    assert rows["c01"]["compare"].startswith("compare?eval=") and rows["c01"]["status"] == "dropped"
+    assert len(at.get("vega_lite_chart")) == 1
     dropped = " ".join(m.value for m in at.markdown if m.value.startswith("- **c01**"))
     assert "after 3 questions: F1 -100.0" in dropped
     # the address opens the same search after a refresh, from the request kept beside the space
