@@ -14,7 +14,7 @@ def front_chart(points: list[dict[str, Any]]) -> alt.LayerChart | alt.FacetChart
     data = alt.Data(values=points)
     base = alt.Chart(data).encode(
         x=alt.X("tokens/q:Q", title="tokens per question (lower is cheaper)",
-                scale=alt.Scale(zero=False)),
+                scale=alt.Scale(zero=False), axis=alt.Axis(format=",.0f")),
         y=alt.Y("F1 (%):Q", title="search F1 (%)", scale=alt.Scale(domain=[0, 100])))
     dots = base.mark_circle(size=90).encode(
         color=alt.Color("status:N", scale=alt.Scale(domain=list(STATUS_COLOURS),

@@ -49,14 +49,19 @@ def test_a_tiny_search_from_the_browser_to_its_front(studio, page):
     page.screenshot(path=str(ART / "search_estimate.png"), full_page=True)
     page.get_by_role("button", name="Start the search").click()
     page.wait_for_url(re.compile(r"[?&]search=[0-9a-f]{12}"))
-    expect(page.get_by_text(re.compile(r"of 2 candidates evaluated"))).to_be_visible(
+    expect(page.get_by_text(re.compile(r"[12] of 2 candidates evaluated"))).to_be_visible(
         timeout=SEARCH_TIMEOUT_MS)
-    page.screenshot(path=str(ART / "search_running.png"), full_page=True)
+    main = page.locator("[data-testid='stMain']")
+    # while it runs, the chart and the table follow it (the fragment polls every second)
+    expect(main.locator("[data-testid='stVegaLiteChart']").first).to_be_visible()
+    expect(main.locator("[data-testid='stDataFrame']").first).to_be_visible()
+    running = page.get_by_role("button", name="Cancel").is_visible()
+    page.screenshot(path=str(ART / "search_running.png"))
     expect(page.get_by_text(re.compile(r"phase done"))).to_be_visible(timeout=SEARCH_TIMEOUT_MS)
     settle(page)
+    assert running, "the search had ended before the page showed it running"
     expect(page.get_by_role("heading", name="The front")).to_be_visible()
     expect(page.get_by_text("2 of 2 candidates evaluated")).to_be_visible()
-    main = page.locator("[data-testid='stMain']")
     expect(main.locator("[data-testid='stVegaLiteChart']").first).to_be_visible()
     expect(main.locator("[data-testid='stDataFrame']").first).to_be_visible()
     front = main.locator("li").filter(has_text="confirm F1")
