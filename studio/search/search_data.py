@@ -1,6 +1,6 @@
-"""What the Search page needs, without Streamlit: a starter space for a flow, checking a space
-with its question set and budget (the cost estimate), the search as a background job, and where a
-search stands (its candidates as table rows, its front with the confirmation figures).
+"""What the Search page needs to start a search, without Streamlit: a starter space for a flow,
+checking a space with its question set and budget (the cost estimate), and the search as a
+background job (where it stands is search_view's).
 
 A space typed on the page is saved under `<data dir>/searches/<name>-<hash>.json` (named by its
 content, so a search's state beside it always belongs to that text); the request that started a
@@ -15,13 +15,12 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from flowkit import registry
 from flowkit.errors import FlowkitError
 from flowkit.spec import FlowSpec
 from service import search
-from service.search import Candidate, Entry, SearchRequest, state_mod
+from service.search import Entry, SearchRequest
 from service.workspace import Workspace
 from studio.common.jobs import Job, JobManager, Reporter
 
@@ -202,116 +201,3 @@ def stop(jobs: JobManager, sid: str) -> bool:
     """Cancel the search's job; False when none is queued or running."""
     job = active_job(jobs, sid)
     return job is not None and jobs.cancel(job.id)
-
-
-# ---- where a search stands ---------------------------------------------------------------------
-@dataclass
-class Watch:
-    """A search's request, stored state (None before its first save) and job, summed up."""
-
-    sid: str
-    request: SearchRequest
-    state: state_mod.SearchState | None
-    job: Job | None
-    status: str            # queued | running | done | stopped | error
-    message: str
-
-    @property
-    def active(self) -> bool:
-        return self.status in ("queued", "running")
-
-    @property
-    def log(self) -> list[str]:
-        return list(self.job.meta.get("log") or []) if self.job else []
-
-
-def watch(ws: Workspace, jobs: JobManager, sid: str, req: SearchRequest) -> Watch:
-    state = state_mod.load(state_mod.state_path(req.space, sid))
-    job = active_job(jobs, sid) or last_job(jobs, sid)
-    phase = state.phase if state else "race"
-    status = "done" if phase == "done" else "stopped"
-    message = "" if status == "done" else "stopped before the end: Resume goes on from there"
-    if job is not None:
-        message = "" if status == "done" else job.message    # a finished search: no last step
-        if job.status in ("queued", "running"):
-            status = job.status
-        elif job.status == "error":
-            status, message = "error", job.error or "failed"
-        elif job.status == "cancelled" and status != "done":
-            message = "cancelled: Resume goes on from where it stopped"
-    return Watch(sid, req, state, job, status, message)
-
-
-def describe(e: Entry) -> str:
-    return Candidate.from_dict(e.candidate).describe()
-
-
-def editor_link(e: Entry) -> str:
-    """The Editor's address of the candidate's saved flow ('' before it is saved)."""
-    return f"editor?flow={quote(e.flow_name)}" if e.flow_name else ""
-
-
-def compare_link(e: Entry) -> str:
-    """Compare's address of the candidate's evaluation (confirmation first; '' if none)."""
-    eid = e.extra.get("confirm_eval") or e.extra.get("search_eval")
-    return f"compare?eval={eid}" if eid else ""
-
-
-def counts(state: state_mod.SearchState) -> dict[str, int]:
-    es = state.entries
-    return {"candidates": len(es), "evaluated": sum(1 for e in es if e.reached),
-            "dropped": sum(1 for e in es if e.status == "dropped"),
-            "kept": sum(1 for e in es if e.status == "kept"),
-            "racing": sum(1 for e in es if e.status == "racing")}
-
-
-def _pct(v: float | None) -> float | None:
-    return None if v is None else round(100 * v, 1)
-
-
-def interval(c: dict[str, Any], cid: str) -> str:
-    """'+3.0 [-1.0, +7.0] vs c00', or 'reference' for the best hand-written flow itself."""
-    if c.get("vs") == cid:
-        return "reference: the best hand-written flow"
-    return (f"{100 * c['delta']:+.1f} [{100 * c['low']:+.1f}, {100 * c['high']:+.1f}] "
-            f"vs {c['vs']}")
-
-
-def rows(state: state_mod.SearchState) -> list[dict[str, Any]]:
-    """One row per candidate: figures in % (F1) and per question, why dropped, links."""
-    front = {e.cid for e in search.front_of(state.entries)}
-    out = []
-    for e in state.entries:
-        c = state.confirm.get(e.cid) or {}
-        out.append({"cand": e.cid + (" ★" if e.cid in front else ""),
-                    "candidate": describe(e), "status": e.status, "questions": e.reached,
-                    "search F1": _pct(e.f1),
-                    "tokens/q": None if e.tokens is None else round(e.tokens),
-                    "s/q": None if e.seconds is None else round(e.seconds, 2),
-                    "confirm F1": _pct(c.get("f1")),
-                    "vs best written": interval(c, e.cid) if c else "",
-                    "editor": editor_link(e), "compare": compare_link(e), "why": e.reason})
-    return out
-
-
-@dataclass
-class FrontPoint:
-    """One candidate of the front with both figures (confirm is None before confirmation)."""
-
-    entry: Entry
-    label: str
-    confirm: dict[str, Any] | None
-
-
-def front(state: state_mod.SearchState) -> list[FrontPoint]:
-    return [FrontPoint(e, describe(e), state.confirm.get(e.cid))
-            for e in search.front_of(state.entries)]
-
-
-def chart_points(state: state_mod.SearchState) -> list[dict[str, Any]]:
-    """The candidates with figures, for the F1 / tokens chart (front ones marked)."""
-    front_ids = {e.cid for e in search.front_of(state.entries)}
-    return [{"cand": e.cid, "candidate": describe(e), "status": e.status,
-             "F1 (%)": _pct(e.f1), "tokens/q": round(e.tokens or 0.0, 1),
-             "questions": e.reached, "front": e.cid in front_ids}
-            for e in state.entries if e.f1 is not None]

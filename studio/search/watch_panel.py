@@ -14,6 +14,7 @@ from studio.common.jobs import JobManager
 from studio.common.state import SearchKeys as K
 from studio.search import search_chart
 from studio.search import search_data as sd
+from studio.search import search_view as sv
 
 
 def header(sid: str, req: SearchRequest) -> None:
@@ -24,12 +25,12 @@ def header(sid: str, req: SearchRequest) -> None:
                f"shell with `flowkit search` and the same arguments")
 
 
-def progress_section(ws: Workspace, jobs: JobManager, w: sd.Watch) -> None:
+def progress_section(ws: Workspace, jobs: JobManager, w: sv.Watch) -> None:
     state = w.state
     if state is None:
         st.progress(0.0, text=f"{w.status}: {w.message or 'waiting for its turn'}")
     else:
-        b, c = state.budget, sd.counts(state)
+        b, c = state.budget, sv.counts(state)
         st.progress(min(b.spent_calls / max(b.calls, 1), 1.0),
                     text=f"{b.spent_calls} of {b.calls} model calls of the budget · "
                          f"{b.cached_calls} served from the cache · {b.confirm_calls} to confirm")
@@ -56,27 +57,27 @@ def progress_section(ws: Workspace, jobs: JobManager, w: sd.Watch) -> None:
                 st.rerun()
 
 
-def dropped_section(w: sd.Watch) -> None:
+def dropped_section(w: sv.Watch) -> None:
     if w.state is None:
         return
     dropped = [e for e in w.state.entries if e.status == "dropped"]
     if dropped:
         with st.expander(f"Dropped early ({len(dropped)}) and why"):
             for e in dropped:
-                st.markdown(f"- **{e.cid}** {inert.escape(sd.describe(e))}: "
+                st.markdown(f"- **{e.cid}** {inert.escape(sv.describe(e))}: "
                             f"{inert.escape(e.reason)}")
     if w.log:
         with st.expander("Log"):
             inert.text("\n".join(w.log))
 
 
-def candidates_section(w: sd.Watch) -> None:
+def candidates_section(w: sv.Watch) -> None:
     if w.state is None:
         return
-    points = sd.chart_points(w.state)
+    points = sv.chart_points(w.state)
     if points:
         st.altair_chart(search_chart.front_chart(points), width="stretch")
-    st.dataframe(sd.rows(w.state), hide_index=True, width="stretch", key=K.TABLE_DF,
+    st.dataframe(sv.rows(w.state), hide_index=True, width="stretch", key=K.TABLE_DF,
                  column_config={
                      "editor": st.column_config.LinkColumn("editor", display_text="open flow"),
                      "compare": st.column_config.LinkColumn("compare",
@@ -85,17 +86,17 @@ def candidates_section(w: sd.Watch) -> None:
                "difference from the best hand-written flow there [95% paired interval]")
 
 
-def front_section(w: sd.Watch) -> None:
+def front_section(w: sv.Watch) -> None:
     if w.state is None or w.state.phase == "race":
         return
     st.subheader("The front")
-    for p in sd.front(w.state):
+    for p in sv.front(w.state):
         e = p.entry
         conf = (f"confirm F1 **{100 * p.confirm['f1']:.1f}** on {p.confirm['n']} "
-                f"({inert.escape(sd.interval(p.confirm, e.cid))}), "
+                f"({inert.escape(sv.interval(p.confirm, e.cid))}), "
                 f"{p.confirm['tokens']:.0f} tokens/q" if p.confirm else "not confirmed yet")
-        links = [f"[open in the Editor]({sd.editor_link(e)})" if e.flow_name else "",
-                 f"[open in Compare]({sd.compare_link(e)})" if sd.compare_link(e) else ""]
+        links = [f"[open in the Editor]({sv.editor_link(e)})" if e.flow_name else "",
+                 f"[open in Compare]({sv.compare_link(e)})" if sv.compare_link(e) else ""]
         st.markdown(f"- **{e.cid}** {inert.escape(p.label)}: search F1 "
                     f"**{100 * (e.f1 or 0):.1f}** on {e.reached}, {e.tokens or 0:.0f} tokens/q; "
                     f"{conf} · " + " · ".join(x for x in links if x))
@@ -112,12 +113,12 @@ def watch_panel(ws: Workspace, jobs: JobManager, sid: str) -> None:
         st.warning(f"No search {inert.escape(sid)} was started here.")
         return
     header(sid, req)
-    first = sd.watch(ws, jobs, sid, req)
+    first = sv.watch(ws, jobs, sid, req)
 
     @st.fragment(run_every=1 if first.active else None)
     def panel() -> None:
         try:
-            w = sd.watch(ws, jobs, sid, req)
+            w = sv.watch(ws, jobs, sid, req)
         except FlowkitError as err:
             st.error(inert.escape(err))
             return
