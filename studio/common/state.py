@@ -428,7 +428,7 @@ def take_breakpoints(state: MutableMapping[str, Any] | None = None) -> list[str]
 class SearchKeys(Keys, prefix="search"):
     """The Search page's keys (pages/search.py, studio/search)."""
 
-    STARTER: Key[str]                       # the flow a starter space is made from
+    STARTER: Key[list[str]]                 # the flows a starter space is made from
     STARTER_GO: Key[bool]
     SPACE_TEXT: Key[str]                    # the space JSON being edited
     SPACE_FILE: Key[Any]                    # an uploaded space file

@@ -35,24 +35,27 @@ def searches_dir(ws: Workspace) -> Path:
 
 
 # ---- a starter space ---------------------------------------------------------------------------
-def starter_space(flow: str, spec: FlowSpec) -> str:
-    """A small space over `flow` (JSON text to edit): the retriever swapped among bm25 / dense /
-    hybrid and its top_k among 2, 4, 6, where the flow has such a node; 4 candidates."""
+def starter_space(flows: dict[str, FlowSpec]) -> str:
+    """A small space over these flows (JSON text to edit): in each, the retriever swapped among
+    bm25 / dense / hybrid and its top_k among 2, 4, 6, where it has such a node (with several
+    flows each axis names its flow); 4 candidates a flow, at most 12."""
     params: list[dict[str, Any]] = []
     operators: list[dict[str, Any]] = []
-    for node in spec.nodes:
-        cls = registry.get(node.operator)
-        if cls is None:
-            continue
-        if node.operator in RETRIEVERS and not operators:
-            operators.append({"node": node.id, "choices": RETRIEVERS})
-        if "top_k" in cls.Params.model_fields and not params:
-            params.append({"node": node.id, "param": "top_k", "choices": [2, 4, 6]})
-    name = re.sub(r"[^A-Za-z0-9_\-]+", "_", flow).strip("_-") or "space"
-    doc = {"kind": "flowkit-search-space", "version": 1,
-           "name": (name if name[0].isalpha() else f"s_{name}")[:56] + "_space",
-           "flows": [flow], "params": params, "operators": operators,
-           "models": ["default"], "max_candidates": 4, "seed": 0}
+    scoped = len(flows) > 1
+    for flow, spec in flows.items():
+        where = {"flow": flow} if scoped else {}
+        swap = next((n for n in spec.nodes if n.operator in RETRIEVERS), None)
+        if swap is not None:
+            operators.append({"node": swap.id, **where, "choices": RETRIEVERS})
+        top_k = next((n for n in spec.nodes if (cls := registry.get(n.operator)) is not None
+                      and "top_k" in cls.Params.model_fields), None)
+        if top_k is not None:
+            params.append({"node": top_k.id, "param": "top_k", **where, "choices": [2, 4, 6]})
+    first = re.sub(r"[^A-Za-z0-9_\-]+", "_", next(iter(flows), "")).strip("_-")
+    name = (first if first[:1].isalpha() else f"s_{first}")[:50] + ("_etc" if scoped else "")
+    doc = {"kind": "flowkit-search-space", "version": 1, "name": name + "_space",
+           "flows": list(flows), "params": params, "operators": operators,
+           "models": ["default"], "max_candidates": min(12, 4 * max(1, len(flows))), "seed": 0}
     return json.dumps(doc, indent=2)
 
 

@@ -30,15 +30,18 @@ def _take_upload() -> None:
 
 def space_section(ws: Workspace) -> str:
     """The space's JSON text, from a starter, an upload or typing."""
-    names = [name for _, name in cd.flow_choices(ws)]
+    names = list(dict.fromkeys(name for _, name in cd.flow_choices(ws)))
+    if not K.STARTER.held():
+        K.STARTER.set(["naive_rag"] if "naive_rag" in names else names[:1])
     left, right = st.columns([3, 1], vertical_alignment="bottom")
-    flow = left.selectbox("Start from a flow", names, key=K.STARTER,
-                          help="A starter space over this flow: its retriever swapped among "
-                               "bm25 / dense / hybrid and its top_k among 2, 4, 6")
-    if (right.button("Make a starter space", key=K.STARTER_GO) or not K.SPACE_TEXT.held()) \
-            and flow:
+    picked = left.multiselect("Start from flows", names, key=K.STARTER, max_selections=8,
+                              help="A starter space over these flows: in each, the retriever "
+                                   "swapped among bm25 / dense / hybrid and its top_k among "
+                                   "2, 4, 6")
+    if (right.button("Make a starter space", key=K.STARTER_GO, disabled=not picked)
+            or not K.SPACE_TEXT.held()) and picked:
         try:
-            K.SPACE_TEXT.set(sd.starter_space(flow, ws.resolve_flow(flow)[0]))
+            K.SPACE_TEXT.set(sd.starter_space({f: ws.resolve_flow(f)[0] for f in picked}))
         except FlowkitError as err:
             st.error(inert.escape(err))
     st.file_uploader("…or upload a space file (at most 64 KB)", type=["json"],

@@ -160,7 +160,7 @@ def test_a_running_search_is_cancelled_then_resumed(ws):
 
 @pytest.mark.parametrize("name", templates.names())
 def test_the_starter_space_of_every_template_is_valid(ws, name):
-    text = search_data.starter_space(name, templates.load_template(name))
+    text = search_data.starter_space({name: templates.load_template(name)})
     space, flows = search.load(ws, str(search_data.save_space(ws, text)))
     assert list(flows) == [name] and space.max_candidates == 4
     spec = templates.load_template(name)
@@ -181,3 +181,16 @@ def test_a_search_that_fails_says_why(ws):
     get_jobs().wait(job, 60)
     again = page("pages/search.py", search=sid).run()
     assert "The search failed" in errors_of(again) and "gone" in errors_of(again), errors_of(again)
+
+
+def test_a_starter_space_over_several_templates_is_valid_with_each_axis_naming_its_flow(ws):
+    at = page("pages/search.py").run()
+    at.multiselect(key="search_starter").set_value(["naive_rag", "iter_retgen", "flare"])
+    at.button(key="search_starter_go").click()
+    at.run()
+    doc = json.loads(at.text_area(key="search_space_text").value)
+    assert doc["flows"] == ["naive_rag", "iter_retgen", "flare"] and doc["max_candidates"] == 12
+    assert {a["flow"] for a in doc["params"] + doc["operators"]} <= set(doc["flows"])
+    assert {a["flow"] for a in doc["params"]} == set(doc["flows"])
+    space_, flows = search.load(ws, str(search_data.save_space(ws, json.dumps(doc))))
+    assert list(flows) == doc["flows"]
