@@ -190,6 +190,20 @@ class RunKeys(Keys, prefix="run"):
     ANSWER_BOX: Key[None]
 
 
+class DebugKeys(Keys, prefix="debug"):
+    """The Run page's paused-run panel (studio/run/debug_panel.py)."""
+
+    CONTINUE: Key[bool]
+    STEP: Key[bool]
+    OVER: Key[bool]
+    ABORT: Key[bool]
+    REFUSED: Key[str]                       # why the last Continue/Abort was refused
+    NOTICE: Key[str]                        # what the last edit did
+    EDIT_KEY: Key[str]
+    EDIT_VAL: Key[str]                      # .item(run id, pause, memory key)
+    SET: Key[bool]                          # .item(run id, pause, memory key)
+
+
 class ReplayKeys(Keys, prefix="replay"):
     """The Replay page's keys (pages/replay.py, studio/replay). Its open tab is the query-bound
     `tab` (studio/replay/replay_panel.TAB_KEY)."""
@@ -246,8 +260,8 @@ class GateKeys(Keys, prefix="gate"):
 
 
 #: Every page's key class, for the checks in tests/app/test_state.py.
-KEY_CLASSES: tuple[type[Keys], ...] = (FlowsKeys, KbKeys, CompareKeys, RunKeys, ReplayKeys,
-                                       SettingsKeys, GateKeys)
+KEY_CLASSES: tuple[type[Keys], ...] = (FlowsKeys, KbKeys, CompareKeys, RunKeys, DebugKeys,
+                                       ReplayKeys, SettingsKeys, GateKeys)
 
 RUN_PAGE = "pages/run.py"
 

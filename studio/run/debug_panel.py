@@ -15,6 +15,8 @@ from service.runs import RunInfo
 from service.workspace import Workspace
 from studio.common import inert
 from studio.common.jobs import JobManager
+from studio.common.state import DebugKeys as K
+from studio.common.state import Key
 from studio.replay import memory_panel
 from studio.replay.replay import memory_text
 from studio.run import debugging
@@ -27,33 +29,33 @@ def _buttons(ws: Workspace, jobs: JobManager, run_id: str, pauses: int, busy: bo
              "step": "Run the paused node only, then pause again",
              "over": "Run on until the loop the paused node is in is left"}
     for col, (mode, label) in zip(cols, debugging.MODES.items()):
-        if col.button(label, key=f"debug_{mode}", disabled=busy, help=helps[mode],
+        if col.button(label, key={"continue": K.CONTINUE, "step": K.STEP, "over": K.OVER}[mode], disabled=busy, help=helps[mode],
                       type="primary" if mode == "continue" else "secondary", width="stretch"):
             try:
                 debugging.submit_resume(jobs, ws, run_id, mode, pauses, on_token=buffers().on_token)
             except FlowkitError as err:        # NotPausedError: another tab has it
-                st.session_state["debug_refused"] = str(err)
+                K.REFUSED.set(str(err))
             st.rerun()
-    if cols[3].button("Abort", key="debug_abort", disabled=busy, width="stretch",
+    if cols[3].button("Abort", key=K.ABORT, disabled=busy, width="stretch",
                       help="End the run here, as cancelled"):
         try:
             Debugger(ws).abort(run_id)
         except NotPausedError as err:
-            st.session_state["debug_refused"] = str(err)
+            K.REFUSED.set(str(err))
         st.rerun()
 
 
 def _edit_form(ws: Workspace, run_id: str, memory: dict[str, object], pauses: int) -> None:
     """Set one working-memory key to a JSON value (recorded in the trace as a user edit)."""
     with st.expander("Edit working memory", expanded=False):
-        key = st.selectbox("Key", OPERATOR_KEYS, key="debug_edit_key",
+        key = st.selectbox("Key", OPERATOR_KEYS, key=K.EDIT_KEY,
                            help="The working-memory key to set before the run goes on")
         field = f"{run_id}_{pauses}_{key}"
         text = st.text_area("Value (JSON)", value=memory_text(memory.get(key)), height=160,
-                            key=f"debug_edit_val_{field}",
+                            key=K.EDIT_VAL.item(field),
                             help="Text in double quotes, a list of passages "
                                  "[{\"id\": ..., \"text\": ...}], a number...")
-        if st.button("Set value", key=f"debug_set_{field}"):
+        if st.button("Set value", key=K.SET.item(field)):
             try:
                 Debugger(ws).set_value(run_id, key, json.loads(text))
             except json.JSONDecodeError as err:
@@ -61,8 +63,8 @@ def _edit_form(ws: Workspace, run_id: str, memory: dict[str, object], pauses: in
             except FlowkitError as err:      # EditError, NotPausedError
                 st.error(inert.escape(err))
             else:
-                st.session_state["debug_notice"] = f"Set {key}: the run goes on with it."
-                st.session_state.pop(f"debug_edit_val_{field}", None)
+                K.NOTICE.set(f"Set {key}: the run goes on with it.")
+                Key(K.EDIT_VAL.item(field)).pop()    # the box shows the new value
                 st.rerun()
 
 
@@ -82,9 +84,9 @@ def render(ws: Workspace, jobs: JobManager, run: RunInfo, steps: list[StepEvent]
     if pause.condition_error:
         st.warning(f"A breakpoint's condition could not be evaluated: "
                    f"{inert.escape(pause.condition_error)}")
-    if refused := st.session_state.pop("debug_refused", None):
+    if refused := K.REFUSED.pop():
         st.error(inert.escape(refused))
-    if notice := st.session_state.pop("debug_notice", None):
+    if notice := K.NOTICE.pop():
         st.success(inert.escape(notice))
     busy = debugging.active_resume(jobs, run.id)
     if busy is not None:

@@ -63,7 +63,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PREFIX = {st_state.FlowsKeys: "flows_", st_state.KbKeys: "kb_", st_state.CompareKeys: "compare_",
           st_state.RunKeys: "run_", st_state.ReplayKeys: "replay_",
           st_state.SettingsKeys: "settings_", st_state.GateKeys: "gate_",
-          st_state.EditorKeys: "editor_", st_state.SearchKeys: "search_"}
+          st_state.EditorKeys: "editor_", st_state.SearchKeys: "search_", st_state.DebugKeys: "debug_"}
 
 #: The files converted to the declared keys: no raw key text, no st.session_state.
 CONVERTED = sorted([ROOT / "pages" / "flows.py", ROOT / "pages" / "knowledge.py",
@@ -74,8 +74,7 @@ CONVERTED = sorted([ROOT / "pages" / "flows.py", ROOT / "pages" / "knowledge.py"
                     *(ROOT / "studio" / "compare").glob("*.py"),
                     ROOT / "pages" / "run.py", ROOT / "pages" / "replay.py",
                     ROOT / "pages" / "settings.py",
-                    *(p for p in (ROOT / "studio" / "run").glob("*.py")
-                      if p.name != "debug_panel.py"),   # the debugger's keys: issue 24's rework
+                    *(ROOT / "studio" / "run").glob("*.py"),
                     *(ROOT / "studio" / "replay").glob("*.py"),
                     *(ROOT / "studio" / "settings").glob("*.py"),
                     ROOT / "pages" / "editor.py", *(ROOT / "studio" / "editor").glob("*.py"),
@@ -98,7 +97,7 @@ def test_every_declared_key_is_unique_and_named_for_its_page():
                 "DELETE_NO", "DIFF_A", "DIFF_B", "RESTORE", "RESTORE_GO", "PARAMS",
                 "CHUNKS_PAGE", "GRAPH_FOCUS", "GRAPH_N", "GRAPH", "DB_FILE", "DB_TABLES",
                 "DOWNLOAD", "VARIANT_PARAM", "PARAM", "CANCEL", "QUEUE_CANCEL", "OPEN_CHILD",
-                "FORK_VAL", "FORK_PARAMS"}
+                "FORK_VAL", "FORK_PARAMS", "EDIT_VAL", "SET"}
     assert {a for _, a, _ in keys} >= per_item
 
 
