@@ -190,6 +190,8 @@ def _evaluate(ws: Workspace, plan: SearchPlan, e: Entry, n: int, which: str,
     out = evaluations.run(wsm, part, stop=stop,
                           progress=(lambda p: on_run(e, which, p)) if on_run else None)
     repo = evaluations.eval_repo(ws)
+    if out.status == "done" and n < len(qs):
+        repo.set_status(eid, "stopped")     # a batch of its split, not all of it (Compare: Resume)
     results = collect_results(part, repo.runs(eid), repo.retrievals(eid))[e.cid]
     e.extra[f"{which}_eval"] = eid
     return Batch(results, out.computed_calls, out.cached_calls, out.status == "stopped")

@@ -10,6 +10,7 @@ from flowkit.search.candidates import Candidate
 from flowkit.search.front import Point, pareto
 from flowkit.search.racing import drop_worse, rungs
 from service import search
+from service.evaluations import eval_repo
 
 from .conftest import PLAIN, VAGUE
 
@@ -38,7 +39,12 @@ def test_racing_drops_the_worse_and_keeps_the_better(world):
     assert {by_prompt[e.cid] for e in kept} == {PLAIN} and len(kept) == 2
     for e in dropped:
         assert e.reached == 3 and "after 3 questions: F1 -100.0 [-100.0, -100.0]" in e.reason
+        # its evaluation answered 3 of the split's 6 questions: stopped, not done
+        info = eval_repo(world.ws).get_eval(e.extra["search_eval"])
+        assert info.status == "stopped" and len(info.question_ids) == 6
     for e in kept:
+        info = eval_repo(world.ws).get_eval(e.extra["search_eval"])
+        assert info.status == "done"
         assert e.reached == 6 and e.f1 == 1.0
         spec, version = world.ws.store.get_flow(e.flow_name)
         assert version == e.flow_version and spec.name == f"tiny-{e.cid}"
