@@ -185,6 +185,7 @@ class RunKeys(Keys, prefix="run"):
     TEMPERATURE: Key[float]
     PARAM: Key[float]                       # .item(flow, node, param)
     BREAKPOINTS: Key[str]
+    BREAKPOINTS_HANDED: Key[str]            # the box's text as the Editor handed it
     CANCEL: Key[bool]                       # .item(job or run id)
     QUEUE_CANCEL: Key[bool]                 # .item(job id), in the queue below
     ANSWER_BOX: Key[None]

@@ -102,4 +102,11 @@ def take_handed_breakpoints(state: MutableMapping[str, Any] | None = None) -> li
     handed = take_breakpoints(state)
     if handed is not None:
         RunKeys.BREAKPOINTS.set("\n".join(handed), state)
+        RunKeys.BREAKPOINTS_HANDED.set("\n".join(handed), state)
     return handed
+
+
+def from_the_editor(state: MutableMapping[str, Any] | None = None) -> bool:
+    """Whether the breakpoints box still holds what the Editor handed over (not yet edited)."""
+    text = (RunKeys.BREAKPOINTS.get(state=state) or "").strip()
+    return bool(text) and text == (RunKeys.BREAKPOINTS_HANDED.get(state=state) or "").strip()

@@ -95,6 +95,9 @@ def breakpoints_editor(spec: FlowSpec | None) -> tuple[list[str], list[str]]:
                  "(comparisons, len, in, and/or). The run then waits on this page: look at its "
                  "memory and next prompt, edit a value, step or continue.")
         lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if debugging.from_the_editor():
+            st.caption(":material/edit: Set on the Editor's canvas (the red dots); edit them here "
+                       "for this run, or on the canvas for the flow's draft.")
         problems = breakpoint_problems(spec, lines) if spec is not None and lines else []
         for p in problems:
             st.error(inert.escape(p))

@@ -115,6 +115,7 @@ def test_the_handed_breakpoints_reach_the_run_request_and_pause_it(ws: Workspace
     at.session_state[EditorKeys.RUN_BREAKPOINTS] = ["generate"]       # what hand_over_run keeps
     at.run()
     assert at.text_area(key="run_breakpoints").value == "generate"
+    assert any("Set on the Editor's canvas" in c.value for c in at.caption)   # says where from
     assert at.button(key="run_go").label == "Run with 1 breakpoint(s) ▶"
     at.text_area(key="run_question").input(LIGHTHOUSE).run()
     at.button(key="run_go").click().run()
@@ -124,3 +125,5 @@ def test_the_handed_breakpoints_reach_the_run_request_and_pause_it(ws: Workspace
     assert "editor_run_breakpoints" not in at.session_state            # taken once
     at.run()
     assert at.text_area(key="run_breakpoints").value == "generate"     # the user's box from now on
+    at.text_area(key="run_breakpoints").input("generate\nretrieve").run()
+    assert not any("Set on the Editor's canvas" in c.value for c in at.caption)   # edited here
