@@ -115,14 +115,20 @@ class Switched(Exception):
     pass
 
 
-def test_hand_over_flow_keeps_the_flow_for_the_run_page_and_opens_it(monkeypatch):
-    went: list[tuple[str, dict]] = []
+@pytest.fixture()
+def went(monkeypatch) -> list[tuple[str, dict]]:
+    """The pages switched to (st.switch_page recorded, then stopped as Streamlit would)."""
+    out: list[tuple[str, dict]] = []
 
     def switch(page, query_params=None):
-        went.append((page, query_params))
+        out.append((page, query_params))
         raise Switched
 
     monkeypatch.setattr(st_state.st, "switch_page", switch)
+    return out
+
+
+def test_hand_over_flow_keeps_the_flow_for_the_run_page_and_opens_it(went):
     state: dict = {}
     with pytest.raises(Switched):
         st_state.hand_over_flow("my_flow", state)
@@ -159,14 +165,7 @@ def test_a_key_group_names_its_keys_from_one_declaration():
     assert st_state.RunKeys.FLOW_HANDOVER == "run_flow" and st_state.ReplayKeys.STEP == "replay_step"
 
 
-def test_hand_over_run_keeps_the_drafts_breakpoints_for_the_run_page(monkeypatch):
-    went: list[tuple[str, dict]] = []
-
-    def switch(page, query_params=None):
-        went.append((page, query_params))
-        raise Switched
-
-    monkeypatch.setattr(st_state.st, "switch_page", switch)
+def test_hand_over_run_keeps_the_drafts_breakpoints_for_the_run_page(went):
     state: dict = {}
     with pytest.raises(Switched):
         st_state.hand_over_run("my_flow", ["generate", "retrieve:after"], state)
