@@ -111,7 +111,6 @@ def flowkit(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.real
-@pytest.mark.loads_model
 def test_naive_rag_paused_before_its_answer_then_continued_and_edited(tmp_path: Path):
     q = "Who designed the Corren Lighthouse?"
     flowkit(tmp_path, "ingest", "--kb", "demo", str(ROOT / "flowkit" / "sample_kb" / "articles.jsonl"))

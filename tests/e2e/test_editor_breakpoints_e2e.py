@@ -19,7 +19,7 @@ from flowkit import templates
 from service.drafts import DraftStore
 from storage.repo import Store
 
-pytestmark = [pytest.mark.e2e, pytest.mark.real, pytest.mark.loads_model]
+pytestmark = [pytest.mark.e2e, pytest.mark.real]
 
 ROOT = Path(__file__).resolve().parents[2]
 ART = ROOT / "test-artifacts"

@@ -12,7 +12,7 @@ import re
 import pytest
 from e2ekit import ART, page_fixture, settle, studio_fixture
 
-pytestmark = [pytest.mark.e2e, pytest.mark.real, pytest.mark.loads_model]
+pytestmark = [pytest.mark.e2e, pytest.mark.real]
 SEARCH_TIMEOUT_MS = 6 * 60_000
 SPACE = {"kind": "flowkit-search-space", "version": 1, "name": "tiny", "flows": ["naive_rag"],
          "params": [{"node": "retrieve", "param": "top_k", "choices": [2, 4]}],

@@ -59,7 +59,7 @@ def test_prefix_reuse_holds_only_whole_blocks_of_the_prompt():
 def models():
     """The default model twice, in process, with small blocks so that prompts share some: prefix
     reuse on in one, off in the other."""
-    base = dict(in_process=True, n_ctx=4096, n_threads=1, n_batch=32)
+    base = dict(in_process=True, n_ctx=4096, n_threads=2, n_batch=32)
     return LlamaCppLLM(LLMSettings(**base, prefix_reuse=True)), \
         LlamaCppLLM(LLMSettings(**base, prefix_reuse=False))
 

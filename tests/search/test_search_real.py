@@ -15,7 +15,6 @@ from service import cli
 
 
 @pytest.mark.real
-@pytest.mark.loads_model
 def test_search_a_tiny_space_on_the_real_model(tmp_path: Path, capsys):
     home = tmp_path / "home"
     save_settings(home, Settings(llm=LLMSettings(model_path="smollm2-135m", n_ctx=4096)))
