@@ -24,7 +24,6 @@ them all.
 """
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -33,9 +32,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
-from .. import registry
-from ..errors import FlowkitError
-from ..spec import FlowSpec
+from .. import jsonread, registry
+from ..errors import FlowkitError, SpecError
+from ..spec import MAX_DEPTH, MAX_STRING, FlowSpec
 
 KIND = "flowkit-search-space"
 MAX_FILE_BYTES = 64 * 1024
@@ -116,9 +115,10 @@ def load_space(path: str | Path) -> SearchSpace:
         raise FlowkitError(f"cannot read search space '{p}': {err.strerror or err}") from err
     if len(raw) > MAX_FILE_BYTES:
         raise SpaceError([f"the file is {len(raw)} bytes; at most {MAX_FILE_BYTES}"], str(p))
-    try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+    try:   # the bounded reader of untrusted JSON (depth, NaN, duplicate keys, bad UTF-8)
+        data = jsonread.parse(jsonread.decode_utf8(raw, str(p)), str(p),
+                              max_depth=MAX_DEPTH, max_string=MAX_STRING)
+    except SpecError as err:
         raise SpaceError([f"not JSON: {err}"], str(p)) from err
     return parse_space(data, str(p))
 

@@ -106,3 +106,20 @@ def test_a_flow_file_is_found_beside_the_space(world, tmp_path, monkeypatch):
     world.space.write_text(json.dumps(space_doc(world.flow.name)))
     space, flows = search.load(world.ws, str(world.space))
     assert list(flows) == ["good.json"] and flows["good.json"].name == "good"
+
+
+@pytest.mark.parametrize("text, expect", [
+    ("[" * 30000 + "]" * 30000, "nested deeper than"),              # under the size cap
+    ('{"name": "a", "name": "b", "flows": ["naive_rag"]}', "more than once"),  # duplicate key
+    ('{"name": "a", "flows": ["naive_rag"], "seed": NaN}', "not valid JSON"),
+    ('{"name": "\\"); import os; os.system(\\"id\\") #", "flows": ["naive_rag"]}', "name"),
+])
+def test_a_hostile_space_file_is_one_clear_error(tmp_path, text, expect):
+    path = tmp_path / "space.json"
+    path.write_text(text)
+    with pytest.raises(SpaceError, match=expect):
+        load_space(path)
+    bad = tmp_path / "bytes.json"
+    bad.write_bytes(b'{"name": "\xff"}')
+    with pytest.raises(SpaceError, match="UTF-8"):
+        load_space(bad)
