@@ -72,7 +72,7 @@ def save_space(ws: Workspace, text: str) -> Path:
     """The space text saved under its name and content hash (never overwrites another text)."""
     try:
         name = str(json.loads(text).get("name") or "space")
-    except (json.JSONDecodeError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):   # not JSON (too deep): load_space says
         name = "space"
     name = re.sub(r"[^A-Za-z0-9_\-]+", "_", name)[:64] or "space"
     digest = hashlib.sha1(text.encode()).hexdigest()[:8]

@@ -194,3 +194,13 @@ def test_a_starter_space_over_several_templates_is_valid_with_each_axis_naming_i
     assert {a["flow"] for a in doc["params"]} == set(doc["flows"])
     space_, flows = search.load(ws, str(search_data.save_space(ws, json.dumps(doc))))
     assert list(flows) == doc["flows"]
+
+
+def test_a_space_nested_too_deep_in_the_box_is_one_clear_error(ws):
+    """Pasted into the box: saved under a plain name, then refused by the bounded reader (it used
+    to raise RecursionError out of the page)."""
+    from flowkit.search.space import SpaceError
+    path = search_data.save_space(ws, "[" * 30000 + "]" * 30000)
+    assert path.name.startswith("space-")
+    with pytest.raises(SpaceError, match="nested deeper"):
+        search.load(ws, str(path))
