@@ -95,7 +95,7 @@ def load_llama(model_path: str | Path, setting: str = "auto", *, probe: bool = F
     try:
         from llama_cpp import Llama
     except ImportError as err:  # pragma: no cover - install problem
-        raise ResourceError("llama-cpp-python is not installed; run `make install`") from err
+        raise ResourceError("llama-cpp-python is not installed; run 'make install'") from err
     llama_kwargs.setdefault("verbose", False)
     llama, decision = load_gguf(model_path, setting,
                                 lambda: Llama(model_path=str(model_path), **llama_kwargs),

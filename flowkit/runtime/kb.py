@@ -100,7 +100,7 @@ class KnowledgeBase:
         if self.incomplete:
             raise ResourceError(f"knowledge base '{self.name}' is incomplete: a change to it was "
                                 "interrupted or is still running; ingest its files again "
-                                f"(`flowkit ingest --kb {self.name} FILE...`) to complete it")
+                                f"('flowkit ingest --kb {self.name} FILE...') to complete it")
 
     @property
     def ready(self) -> bool:
@@ -112,7 +112,7 @@ class KnowledgeBase:
         """Raise a clear error if the knowledge base is missing, incomplete or empty."""
         if not self.exists:
             raise NotFoundError(f"knowledge base '{self.name}' does not exist; create it with "
-                                f"`flowkit ingest --kb {self.name} FILE...`")
+                                f"'flowkit ingest --kb {self.name} FILE...'")
         self._require_complete()
         if self.count() == 0:
             raise ResourceError(f"knowledge base '{self.name}' is empty; ingest files into it first")

@@ -64,8 +64,8 @@ def packaged_path(model_id: str) -> Path:
     try:
         module = import_module(spec.module)
     except ModuleNotFoundError as err:
-        raise ResourceError(f"the model package '{spec.package}' is not installed; run `make "
-                            "install` or give a GGUF path in settings") from err
+        raise ResourceError(f"the model package '{spec.package}' is not installed; run 'make "
+                            "install' or give a GGUF path in settings") from err
     if hasattr(module, "assemble"):
         return _assembled(module)
     root = importlib_resources.files(spec.module)
