@@ -109,3 +109,26 @@ def llama_server_url(tmp_path_factory):
     with llama_server(packaged_path("smollm2-135m"), n_ctx=4096,
                       log_dir=tmp_path_factory.mktemp("llama-server")) as url:
         yield url
+
+
+@pytest.fixture()
+def fk(world, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """`flowkit ARGS...` in-process on the `world` of the calling test's folder (its scripted
+    workspace; `--no-cache` switches that workspace's cache off as the real CLI does), wide output:
+    `fk("eval", ...)` returns (exit code, stdout, stderr)."""
+    from service import cli
+    from service.cli import common
+
+    def open_ws(args):
+        if getattr(args, "no_cache", False):
+            world.ws.set_cache(False)
+        return world.ws
+    monkeypatch.setattr(common, "open_workspace", open_ws)
+    monkeypatch.setattr(common.out, "width", 250, raising=False)
+    monkeypatch.setattr(common.err, "_width", 250)   # restored to None: the width stays dynamic
+
+    def call(*args: str) -> tuple[int, str, str]:
+        code = cli.main(["--data-dir", str(world.root / "home"), *args])
+        got = capsys.readouterr()
+        return code, got.out, got.err
+    return call

@@ -3,28 +3,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from service import cli
-from service.cli import common
-
-
-@pytest.fixture()
-def fk(world, monkeypatch, capsys):
-    def open_ws(args):
-        if getattr(args, "no_cache", False):
-            world.ws.set_cache(False)
-        return world.ws
-    monkeypatch.setattr(common, "open_workspace", open_ws)
-    monkeypatch.setattr(common.out, "width", 220, raising=False)
-    monkeypatch.setattr(common.err, "_width", 220)   # restored to None: the width stays dynamic
-
-    def call(*args: str) -> tuple[int, str, str]:
-        code = cli.main(["--data-dir", str(world.root / "home"), *args])
-        got = capsys.readouterr()
-        return code, got.out, got.err
-    return call
-
 
 def test_cache_stats_clear_and_no_cache(world, fk):
     q = "Who designed the Corren Lighthouse?"

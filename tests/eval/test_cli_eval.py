@@ -4,23 +4,6 @@ from __future__ import annotations
 import csv
 import json
 
-import pytest
-
-from service import cli
-from service.cli import common
-
-
-@pytest.fixture()
-def fk(world, monkeypatch, capsys):
-    monkeypatch.setattr(common, "open_workspace", lambda args: world.ws)
-    monkeypatch.setattr(common.out, "width", 220, raising=False)
-
-    def call(*args: str) -> tuple[int, str, str]:
-        code = cli.main(["--data-dir", str(world.root / "home"), *args])
-        got = capsys.readouterr()
-        return code, got.out, got.err
-    return call
-
 
 def test_eval_prints_tables_and_writes_reports(world, fk, tmp_path):
     code, out, err = fk("eval", "--flow", str(world.good), "--flow", str(world.vague),

@@ -5,23 +5,6 @@ from __future__ import annotations
 import json
 import re
 
-import pytest
-
-from service import cli
-from service.cli import common
-
-
-@pytest.fixture()
-def fk(world, monkeypatch, capsys):
-    monkeypatch.setattr(common, "open_workspace", lambda args: world.ws)
-    monkeypatch.setattr(common.out, "width", 250, raising=False)
-
-    def call(*args: str) -> tuple[int, str, str]:
-        code = cli.main(["--data-dir", str(world.root / "home"), *args])
-        got = capsys.readouterr()
-        return code, got.out, got.err
-    return call
-
 
 def test_search_command_estimates_races_confirms_and_resumes(world, fk):
     args = ["search", str(world.space), "--dataset", str(world.dataset), "--kb", "test",
