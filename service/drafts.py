@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from flowkit.breakpoints import BreakpointError, parse_breakpoint
+from flowkit.breakpoints import Breakpoint, BreakpointError, parse_breakpoint
+from flowkit.debug_expr import Condition, ExprError
 
 When = Literal["before", "after"]
 
@@ -97,6 +98,52 @@ def set_node_breakpoints(breakpoints: list[str], node: str, before: bool, after:
         out.append(node)
     if after and "after" not in have:
         out.append(f"{node}:after")
+    return out
+
+
+def node_visit_condition(breakpoints: list[str], node: str) -> tuple[int | None, str | None]:
+    """The visit and the condition of `node`'s breakpoints (its first one's; (None, None) without
+    one): what the editor's side panel shows in the node's "visit" and "condition" fields."""
+    for text in breakpoints:
+        try:
+            bp = parse_breakpoint(text)
+        except BreakpointError:
+            continue
+        if bp.node == node:
+            return bp.visit, bp.condition
+    return None, None
+
+
+def set_node_visit_condition(breakpoints: list[str], node: str, visit: int | None,
+                             condition: str | None) -> list[str]:
+    """The breakpoints with every side `node` pauses on pausing only on visit `visit` (None or 0:
+    every visit) and only when `condition` holds (None or blank: always), one breakpoint a side,
+    where the node's first one was; a node without breakpoints changes nothing. The condition is
+    read by the same parser as the Run page's breakpoints box (flowkit.debug_expr: memory keys and
+    counters only); a bad visit or condition raises BreakpointError naming the node and the field,
+    and nothing changes."""
+    if visit is not None and (isinstance(visit, bool) or not isinstance(visit, int) or visit < 0):
+        raise BreakpointError(f"Breakpoint on node '{node}', visit not set: a whole number from 1 "
+                              f"(0 or empty: every visit), not {visit!r}")
+    cond = (condition or "").strip() or None
+    try:
+        Condition.of(cond or "true")        # the check Breakpoint() runs too, for a plainer message
+    except ExprError as err:
+        where = f" (column {err.position})" if err.position else ""
+        shown = cond if cond is None or len(cond) <= 60 else cond[:57] + "..."
+        raise BreakpointError(f"Breakpoint on node '{node}', condition {shown!r} not set: "
+                              f"{err.detail}{where}") from None
+    marks = node_marks(breakpoints).get(node, {})
+    sides: list[When] = [s for s in ("before", "after") if s in marks]
+    out: list[str] = []
+    for text in breakpoints:
+        found = _parsed(text)
+        if found is None or found[0] != node:
+            out.append(text)
+        elif sides:
+            out.extend(Breakpoint(node=node, when=s, visit=visit or None, condition=cond).label()
+                       for s in sides)
+            sides = []
     return out
 
 

@@ -421,6 +421,9 @@ class EditorKeys(Keys, prefix="editor"):
     TIDY: Key[bool]
     BP_BEFORE: Key[bool]                    # .item(form gen, node id)
     BP_AFTER: Key[bool]                     # .item(form gen, node id)
+    BP_VISIT: Key[int]                      # .item(form gen, node id)
+    BP_CONDITION: Key[str]                  # .item(form gen, node id)
+    BP_ERROR: Key[tuple[str, str] | None]   # (node id, why its visit or condition was refused)
 
 
 KEY_CLASSES = (*KEY_CLASSES, EditorKeys)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flowkit.breakpoints import BreakpointError
 from flowkit.errors import Problem
 from studio.common import inert
 from studio.common.state import EditorKeys as K
@@ -44,6 +45,24 @@ def deselect() -> None:
 
 def toggle_breakpoint(node_id: str, side: str) -> None:
     _ed().toggle_breakpoint(node_id, side)
+
+
+def set_breakpoint_field(node_id: str, field: str, key: str) -> None:
+    """The side panel's breakpoint "visit" or "condition" field of `node_id` changed: store it with
+    the node's other one; a bad value is not stored and its error shows under the fields."""
+    ed = _ed()
+    visit, condition = ed.breakpoint_visit_condition(node_id)
+    value = Key[Any](key).get()
+    if field == "visit":
+        visit = int(value) if value else None
+    else:
+        condition = str(value or "")
+    try:
+        ed.set_breakpoint_visit_condition(node_id, visit, condition)
+    except BreakpointError as err:
+        K.BP_ERROR.set((node_id, str(err)))
+    else:
+        K.BP_ERROR.set(None)
 
 
 def set_param(node_id: str, name: str, value: Any) -> None:

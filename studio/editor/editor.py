@@ -25,7 +25,9 @@ from service.drafts import (
     drop_node_breakpoints,
     new_draft_id,
     node_marks,
+    node_visit_condition,
     set_node_breakpoints,
+    set_node_visit_condition,
 )
 from service.workspace import Workspace
 from studio.common.state import EditorKeys as K
@@ -186,12 +188,35 @@ class Editor:
 
     def set_breakpoints(self, node_id: str, before: bool, after: bool) -> None:
         """Make `node_id` pause the run before and/or after it (service.drafts says how the
-        breakpoints with a visit or a condition fare); unknown nodes change nothing."""
+        breakpoints with a visit or a condition fare; a side turned on takes the node's visit and
+        condition); unknown nodes change nothing."""
         d = self.draft
         if d is None or node_id not in {n.id for n in self.spec.nodes}:
             return
+        visit, condition = node_visit_condition(d.breakpoints, node_id)
         new = set_node_breakpoints(d.breakpoints, node_id, bool(before), bool(after))
-        if new != d.breakpoints:
+        if visit is not None or condition is not None:
+            new = set_node_visit_condition(new, node_id, visit, condition)
+        self._store_breakpoints(new)
+
+    def breakpoint_visit_condition(self, node_id: str) -> tuple[int | None, str | None]:
+        """The visit and the condition `node_id`'s breakpoints pause on (None: every visit,
+        always)."""
+        return node_visit_condition(self.breakpoints, node_id)
+
+    def set_breakpoint_visit_condition(self, node_id: str, visit: int | None,
+                                       condition: str | None) -> None:
+        """Make `node_id`'s breakpoints pause only on `visit` (None or 0: every visit) and only when
+        `condition` holds (None or blank: always); BreakpointError naming the node and the field
+        when either is bad (nothing is stored then). Unknown nodes change nothing."""
+        d = self.draft
+        if d is None or node_id not in {n.id for n in self.spec.nodes}:
+            return
+        self._store_breakpoints(set_node_visit_condition(d.breakpoints, node_id, visit, condition))
+
+    def _store_breakpoints(self, new: list[str]) -> None:
+        d = self.draft
+        if d is not None and new != d.breakpoints:
             d.breakpoints = new
             self._keep()
             self.redraw()

@@ -7,7 +7,7 @@ from functools import partial
 
 import streamlit as st
 
-from flowkit import registry
+from flowkit import debug_expr, registry
 from flowkit.errors import Problem
 from flowkit.spec import FlowSpec, Limits
 from studio.common import forms_panel, inert
@@ -24,14 +24,8 @@ def _head(text: str) -> None:
                  help="Close")
 
 
-def _node(ed: Editor, spec: FlowSpec, sel: str, gen: int, problems: list[Problem]) -> None:
-    node = spec.node(sel)
-    cls = registry.get(node.operator)
-    _head(f"**Node {inert.code(node.id)}**")
-    st.caption(inert.code(node.operator))
-    label_key = K.LABEL.item(gen, sel)
-    st.text_input("Label", value=node.label, key=label_key, on_change=actions.set_label,
-                  args=(sel, label_key))
+def _breakpoints(ed: Editor, sel: str, gen: int) -> None:
+    """The node's breakpoints: pause before / after it, on which visit and under what condition."""
     sides = ed.breakpoint_sides(sel)
     before, after = st.columns(2)
     for col, side, key, text in ((before, "before", K.BP_BEFORE, "Pause before"),
@@ -40,6 +34,36 @@ def _node(ed: Editor, spec: FlowSpec, sel: str, gen: int, problems: list[Problem
                      on_change=actions.toggle_breakpoint, args=(sel, side),
                      help=f"A breakpoint {side} this node (the red dot on the canvas): Run from "
                           "here pauses there. It belongs to this draft, never to the saved flow.")
+    visit, condition = ed.breakpoint_visit_condition(sel)
+    off = "" if sides else " Tick pause before or after first."
+    v_col, c_col = st.columns([1, 2])
+    v_key, c_key = K.BP_VISIT.item(gen, sel), K.BP_CONDITION.item(gen, sel)
+    v_col.number_input("Visit", min_value=0, step=1, value=visit or 0, key=v_key,
+                       disabled=not sides, on_change=actions.set_breakpoint_field,
+                       args=(sel, "visit", v_key),
+                       help="Pause only the n-th time the run reaches this node (3: the third "
+                            "time a loop comes back to it); 0: every visit." + off)
+    c_col.text_input("Condition", value=condition or "", key=c_key, disabled=not sides,
+                     on_change=actions.set_breakpoint_field, args=(sel, "condition", c_key),
+                     placeholder="len(documents) < 3", max_chars=debug_expr.MAX_LENGTH,
+                     help="Pause only when this holds over working memory: memory keys (question, "
+                          "documents, answer, judgement, ...), the counters visit, steps, "
+                          "llm_calls, tokens, comparisons, len(...), in, and/or/not. Empty: "
+                          "always." + off)
+    refused = K.BP_ERROR.get()
+    if refused and refused[0] == sel:
+        st.error(inert.escape(refused[1]))
+
+
+def _node(ed: Editor, spec: FlowSpec, sel: str, gen: int, problems: list[Problem]) -> None:
+    node = spec.node(sel)
+    cls = registry.get(node.operator)
+    _head(f"**Node {inert.code(node.id)}**")
+    st.caption(inert.code(node.operator))
+    label_key = K.LABEL.item(gen, sel)
+    st.text_input("Label", value=node.label, key=label_key, on_change=actions.set_label,
+                  args=(sel, label_key))
+    _breakpoints(ed, sel, gen)
     if cls is None:
         st.error(f"Unknown operator {inert.code(node.operator, limit=80)}: delete this node.")
     else:

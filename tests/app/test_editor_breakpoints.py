@@ -12,7 +12,15 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from flowkit import templates
-from service.drafts import Draft, DraftStore, node_marks, set_node_breakpoints
+from flowkit.breakpoints import BreakpointError
+from service.drafts import (
+    Draft,
+    DraftStore,
+    node_marks,
+    node_visit_condition,
+    set_node_breakpoints,
+    set_node_visit_condition,
+)
 from service.workspace import Workspace
 from studio.common.jobs import get_jobs
 from studio.common.state import EditorKeys
@@ -127,3 +135,90 @@ def test_the_handed_breakpoints_reach_the_run_request_and_pause_it(ws: Workspace
     assert at.text_area(key="run_breakpoints").value == "generate"     # the user's box from now on
     at.text_area(key="run_breakpoints").input("generate\nretrieve").run()
     assert not any("Set on the Editor's canvas" in c.value for c in at.caption)   # edited here
+
+
+def test_a_nodes_visit_and_condition_apply_to_each_side_it_pauses_on():
+    bps = ["generate@2?len(documents) < 3", "retrieve:after", "x y", "generate:after", "generate@5"]
+    assert node_visit_condition(bps, "generate") == (2, "len(documents) < 3")   # its first one's
+    assert node_visit_condition(bps, "retrieve") == (None, None)
+    assert node_visit_condition(bps, "judge") == (None, None)
+    assert set_node_visit_condition(bps, "generate", 3, " answer == '' ") == [
+        "generate@3?answer == ''", "generate@3:after?answer == ''", "retrieve:after", "x y"]
+    assert set_node_visit_condition(bps, "retrieve", 0, "") == bps            # 0, blank: plain
+    assert set_node_visit_condition(bps, "retrieve", None, "steps > 4") == [
+        bps[0], "retrieve:after?steps > 4", *bps[2:]]
+    assert set_node_visit_condition(bps, "judge", 2, "true") == bps           # no side: nothing
+
+
+@pytest.mark.parametrize(("visit", "condition", "says"), [
+    (1, "foo > 1", "condition 'foo > 1' not set: unknown key 'foo'"),
+    (1, "len(documents <", "not set: expected a value, found the end of the condition (column 16)"),
+    (1, "__import__('os')", "not set: unknown key '__import__'"),
+    (-1, "", "visit not set: a whole number from 1"),
+])
+def test_a_bad_visit_or_condition_is_refused_naming_the_node_and_field(visit, condition, says):
+    with pytest.raises(BreakpointError) as err:
+        set_node_visit_condition(["generate"], "generate", visit, condition)
+    assert str(err.value).startswith("Breakpoint on node 'generate', ") and says in str(err.value)
+
+
+def test_a_side_turned_on_takes_the_nodes_visit_and_condition(ws: Workspace):
+    ed = Editor({}, ws, tab="tab1", is_open=lambda _: False)
+    draft = ed.open("lh")
+    ed.toggle_breakpoint("generate", "before")
+    ed.set_breakpoint_visit_condition("generate", 2, "len(documents) < 3")
+    ed.toggle_breakpoint("generate", "after")
+    assert ed.breakpoints == ["generate@2?len(documents) < 3", "generate@2:after?len(documents) < 3"]
+    assert ed.breakpoint_sides("generate") == {"before", "after"}             # both dots set
+    with pytest.raises(BreakpointError):
+        ed.set_breakpoint_visit_condition("generate", 2, "nosuch == 1")
+    assert DraftStore(ws.data_dir).load("lh", draft.draft_id).breakpoints == ed.breakpoints
+    ed.toggle_breakpoint("generate", "before")
+    ed.toggle_breakpoint("generate", "after")
+    assert ed.breakpoints == [] and ed.breakpoint_visit_condition("generate") == (None, None)
+
+
+def _editor_on(node: str) -> tuple[AppTest, int]:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["flow"] = "lh"
+    at.switch_page("pages/editor.py")
+    at.run()
+    at.session_state["editor_selected"] = node
+    at.run()
+    return at, at.session_state["editor_form_gen"]
+
+
+def test_the_side_panels_visit_and_condition_reach_the_run_pages_box(ws: Workspace):
+    at, gen = _editor_on("generate")
+    visit, cond = (at.number_input(key=EditorKeys.BP_VISIT.item(gen, "generate")),
+                   at.text_input(key=EditorKeys.BP_CONDITION.item(gen, "generate")))
+    assert visit.disabled and cond.disabled                                   # no side ticked yet
+    at.checkbox(key=EditorKeys.BP_BEFORE.item(gen, "generate")).check().run()
+    at.number_input(key=EditorKeys.BP_VISIT.item(gen, "generate")).set_value(3).run()
+    at.text_input(key=EditorKeys.BP_CONDITION.item(gen, "generate")).input(
+        "len(documents) < 3").run()
+    assert not at.exception and not at.error
+    assert at.session_state["editor_draft"].breakpoints == ["generate@3?len(documents) < 3"]
+    assert next(n for n in at.session_state["editor_canvas"]["nodes"]
+                if n["id"] == "generate")["bp"] == "before"                   # the dot as before
+    at.button(key="editor_run").click().run()
+    assert at.title[0].value == "Run"
+    assert at.text_area(key="run_breakpoints").value == "generate@3?len(documents) < 3"
+    assert not any("line 1" in e.value for e in at.error)                     # the Run page agrees
+    assert at.button(key="run_go").label == "Run with 1 breakpoint(s) ▶"
+
+
+def test_a_bad_condition_in_the_side_panel_shows_an_error_and_stores_nothing(ws: Workspace):
+    at, gen = _editor_on("generate")
+    at.checkbox(key=EditorKeys.BP_AFTER.item(gen, "generate")).check().run()
+    at.text_input(key=EditorKeys.BP_CONDITION.item(gen, "generate")).input("answr == ''").run()
+    assert not at.exception
+    [shown] = [e.value for e in at.error if "answr" in e.value]               # one error, clear
+    assert shown.startswith("Breakpoint on node 'generate', condition \"answr == ''\" not set: "
+                            "unknown key 'answr'; known: question"), shown
+    assert at.session_state["editor_draft"].breakpoints == ["generate:after"]
+    assert DraftStore(ws.data_dir).load("lh", at.session_state["editor_draft"].draft_id
+                                        ).breakpoints == ["generate:after"]
+    at.text_input(key=EditorKeys.BP_CONDITION.item(gen, "generate")).input("answer == ''").run()
+    assert not any("answr" in e.value for e in at.error)                      # fixed: gone
+    assert at.session_state["editor_draft"].breakpoints == ["generate:after?answer == ''"]
