@@ -2,10 +2,14 @@
 
     req = SearchRequest("space.json", dataset="hotpotqa_dev_500_ircotfmt", kb="hotpot",
                         search_questions="101-300", confirm_questions="1-100", budget_calls=20000)
-    plan = prepare(ws, req)          # validates the space, samples the candidates (or resumes)
+    plan = prepare(ws, req)          # validates the space, asks the first wave (or resumes)
     print(estimate(plan).describe()) # the cost before it starts
     result = run(ws, plan, log=print)
 
+The candidates come in waves (`flowkit.search.study`): the hand-written flows and a first wave
+race; each candidate is told to Optuna (search F1 up, tokens per question down), and the next wave
+is asked knowing them while candidates and budget remain; the candidates of earlier waves still
+kept race again beside it (their stored runs are not redone), so the drop rule compares them.
 Each candidate answers through the evaluation runner, one evaluation per candidate and split
 (its id derived from the search and the candidate, so a rerun skips every finished run and the
 completion cache serves what candidates share). Candidates kept by the race are saved as flows
@@ -29,10 +33,11 @@ from flowkit.eval.datasets import resolve
 from flowkit.eval.metrics import QuestionResult, paired_bootstrap
 from flowkit.eval.runner import EvalPlan, FlowEntry, collect_results
 from flowkit.search import state as state_mod
-from flowkit.search.candidates import Candidate, base_candidates, build_spec, identity, sample
+from flowkit.search import study
+from flowkit.search.candidates import Candidate, base_candidates, build_spec, identity
 from flowkit.search.front import Point, pareto
-from flowkit.search.racing import KEPT, Batch, Entry, Race, rungs
-from flowkit.search.space import SearchSpace, load_space, validate_space
+from flowkit.search.racing import KEPT, RACING, Batch, Entry, Race, rungs
+from flowkit.search.space import SearchSpace, load_space, size, validate_space
 from flowkit.search.splits import split
 from flowkit.spec import FlowSpec, fingerprint
 
@@ -108,16 +113,44 @@ def _prior_calls(spec: FlowSpec) -> float:
 
 def _new_entries(space: SearchSpace, flows: dict[str, FlowSpec]) -> list[Entry]:
     out: list[Entry] = []
-    seen: set[str] = set()
     for cand in base_candidates(space):
         spec = build_spec(space, flows[cand.flow], cand)
-        seen.add(identity(spec, cand.model))
         out.append(Entry(f"c{len(out):02d}", cand.to_dict(), identity(spec, cand.model),
                          prior_calls_q=_prior_calls(spec), extra={"hand_written": True}))
-    for cand, spec in sample(space, flows, space.max_candidates - len(out), seen):
-        out.append(Entry(f"c{len(out):02d}", cand.to_dict(), identity(spec, cand.model),
-                         prior_calls_q=_prior_calls(spec)))
     return out
+
+
+def next_wave(space: SearchSpace, flows: dict[str, FlowSpec], st: state_mod.SearchState) -> int:
+    """Ask Optuna the next wave of candidates (up to a wave's size, within max_candidates) and
+    add them and their trials to the state; returns how many (0: none left to ask)."""
+    n = min(study.wave_size(space), space.max_candidates - len(st.entries))
+    if n <= 0:
+        return 0
+    taken = {e.key: e.cid for e in st.entries}
+    figures = _figures(st)
+    known = {e.cid: v for e in st.entries if (v := figures(e.cid)) is not None}
+    new, asked = study.ask_wave(space, flows, st.trials, taken, known, n, len(st.entries))
+    if not new:                     # every point asked is taken: the space is exhausted
+        return 0
+    wave = asked[0].wave
+    for cid, cand, spec in new:
+        st.entries.append(Entry(cid, cand.to_dict(), identity(spec, cand.model),
+                                prior_calls_q=_prior_calls(spec), extra={"wave": wave}))
+    st.trials += asked
+    return len(new)
+
+
+def _figures(st: state_mod.SearchState) -> Callable[[str], list[float] | None]:
+    """What Optuna is told of a candidate: [search F1, tokens per question] once its race is
+    over (a dropped one: on the questions it reached), else None."""
+    by_cid = {e.cid: e for e in st.entries}
+
+    def figures(cid: str) -> list[float] | None:
+        e = by_cid[cid]
+        if e.status == RACING or e.f1 is None:
+            return None
+        return [e.f1, e.tokens or 0.0]
+    return figures
 
 
 def prepare(ws: Workspace, req: SearchRequest) -> SearchPlan:
@@ -134,6 +167,7 @@ def prepare(ws: Workspace, req: SearchRequest) -> SearchPlan:
     resumed = st is not None
     if st is None:
         st = state_mod.SearchState(sid, entries=_new_entries(space, flows))
+        next_wave(space, flows, st)
     st.budget.calls, st.budget.hours = req.budget_calls, req.budget_hours
     return SearchPlan(req, space, flows, ds.name, search_qs, confirm_qs, path, st, resumed)
 
@@ -165,7 +199,10 @@ def estimate(plan: SearchPlan) -> Estimate:
     per_q = [e.calls_per_q if e.calls_per_q is not None else e.prior_calls_q for e in entries]
     front_guess = sum(sorted(per_q)[:3]) + sum(p for e, p in zip(entries, per_q, strict=True)
                                                if e.extra.get("hand_written"))
-    return Estimate(len(entries), sizes, math.ceil(sum(per_q) * sizes[0]),
+    # the waves not asked yet: as many as max_candidates (and the space) leave, at the mean cost
+    later = max(0, min(plan.space.max_candidates, size(plan.space, plan.flows)) - len(entries))
+    per_q += [sum(per_q) / max(1, len(per_q))] * later
+    return Estimate(len(per_q), sizes, math.ceil(sum(per_q) * sizes[0]),
                     math.ceil(sum(per_q) * sizes[-1]),
                     math.ceil(front_guess * len(plan.confirm_qs)), r.budget_calls)
 
@@ -190,10 +227,12 @@ def _evaluate(ws: Workspace, plan: SearchPlan, e: Entry, n: int, which: str,
     out = evaluations.run(wsm, part, stop=stop,
                           progress=(lambda p: on_run(e, which, p)) if on_run else None)
     repo = evaluations.eval_repo(ws)
-    if out.status == "done" and n < len(qs):
+    if out.status == "done" and n < len(qs) and e.reached < len(qs):
         repo.set_status(eid, "stopped")     # a batch of its split, not all of it (Compare: Resume)
     results = collect_results(part, repo.runs(eid), repo.retrievals(eid))[e.cid]
     e.extra[f"{which}_eval"] = eid
+    if results and (which == "confirm" or len(results) >= e.reached):   # to open in Replay
+        e.extra[f"{which}_best_run"] = max(results, key=lambda q: (q.f1, -q.tokens)).run_id
     return Batch(results, out.computed_calls, out.cached_calls, out.status == "stopped")
 
 
@@ -244,21 +283,56 @@ def _confirm(ws: Workspace, plan: SearchPlan, stop: threading.Event | None,
     return True
 
 
+def _race_waves(ws: Workspace, plan: SearchPlan, stop: threading.Event | None,
+                on_run: Callable[[Entry, str, Any], None] | None,
+                log: Callable[[str], None]) -> bool:
+    """Race wave after wave (see the module's docstring); False when stopped. A wave's race
+    status is saved before its candidates are told and the next wave asked, so a resumed search
+    takes up exactly there."""
+    st, r = plan.state, plan.request
+
+    def save() -> None:
+        state_mod.save(plan.state_file, st)
+    while True:
+        if not st.race_status or any(e.status == RACING for e in st.entries):
+            race = Race(st.entries, len(plan.search_qs),
+                        lambda e, n: _evaluate(ws, plan, e, n, "search", stop, on_run),
+                        st.budget, first=r.first_batch, growth=r.growth, halving=r.halving,
+                        save=save, log=log)
+            st.race_status = race.run()
+            save()
+            if st.race_status == "stopped":
+                return False
+        study.tell(st.trials, _figures(st))
+        b = st.budget
+        if (st.race_status == "budget" or b.calls_left() <= 0
+                or (b.hours is not None and b.elapsed_s >= b.hours * 3600)):
+            save()
+            return True
+        told = sum(t.values is not None for t in st.trials)
+        asked = next_wave(plan.space, plan.flows, st)
+        if not asked:
+            save()
+            return True
+        log(f"wave {st.trials[-1].wave}: {asked} new candidate(s) asked of Optuna, which was "
+            f"told the {told} result(s) of the waves before")
+        for e in st.entries:            # the kept of earlier waves race beside the new ones
+            if e.status == KEPT and e.f1 is not None:
+                e.status, e.reason = RACING, ""
+        st.race_status = ""
+        save()
+
+
 def run(ws: Workspace, plan: SearchPlan, *, log: Callable[[str], None] = lambda m: None,
         on_run: Callable[[Entry, str, Any], None] | None = None,
         stop: threading.Event | None = None) -> state_mod.SearchState:
     """Race, save the kept candidates as flows, confirm the front; resumable at every step.
     `on_run(entry, 'search' | 'confirm', progress)` follows each question; `stop` ends it
     cleanly after the run in flight. Returns the state (phase 'done', or where it stopped)."""
-    st, r = plan.state, plan.request
+    st = plan.state
     try:
         if st.phase == "race":
-            race = Race(st.entries, len(plan.search_qs),
-                        lambda e, n: _evaluate(ws, plan, e, n, "search", stop, on_run),
-                        st.budget, first=r.first_batch, growth=r.growth, halving=r.halving,
-                        save=lambda: state_mod.save(plan.state_file, st), log=log)
-            st.race_status = race.run()
-            if st.race_status == "stopped":
+            if not _race_waves(ws, plan, stop, on_run, log):
                 return st
             for e in st.entries:
                 if e.status == KEPT:

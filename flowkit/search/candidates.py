@@ -1,8 +1,8 @@
 """Candidates: points of a search space turned into flow specs.
 
 A `Candidate` names a base flow, a model and the changes (operator swaps, param values). The
-hand-written flows themselves come first (`base_candidates`), then Optuna samples the rest
-(`sample`; its TPE sampler, seeded by the space's seed, so the same space gives the same list).
+hand-written flows themselves come first (`base_candidates`), then Optuna samples the rest in
+waves (`study`), each point turned into a candidate by `normalise`.
 `build_spec` applies a candidate to its base flow and validates the result like any flow; a swap
 keeps the params the new operator knows and drops the others.
 """
@@ -101,7 +101,7 @@ def base_candidates(space: SearchSpace) -> list[Candidate]:
     return [Candidate(f, space.models[0]) for f in space.flows]
 
 
-def _normalise(space: SearchSpace, flows: Mapping[str, FlowSpec], flow: str, model: str,
+def normalise(space: SearchSpace, flows: Mapping[str, FlowSpec], flow: str, model: str,
                picks: Mapping[str, Any]) -> Candidate:
     """Keep only the picks that apply to `flow` (its nodes, its operators after the swaps)."""
     spec = flows[flow]
@@ -118,39 +118,3 @@ def _normalise(space: SearchSpace, flows: Mapping[str, FlowSpec], flow: str, mod
             if op is not None and pax.param in op.Params.model_fields:
                 params[f"{pax.node}.{pax.param}"] = axis_values(pax)[int(picks[f"p{i}"])]
     return Candidate(flow, model, ops, params)
-
-
-def sample(space: SearchSpace, flows: Mapping[str, FlowSpec], n: int,
-           taken: set[str] | None = None) -> list[tuple[Candidate, FlowSpec]]:
-    """Up to `n` new candidates with their specs, sampled by Optuna (seeded); points that build
-    a flow already `taken` (identity keys) are skipped, so the list holds distinct flows."""
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    dists: dict[str, Any] = {
-        "flow": optuna.distributions.CategoricalDistribution(space.flows),
-        "model": optuna.distributions.CategoricalDistribution(space.models)}
-    for i, ax in enumerate(space.operators):
-        dists[f"o{i}"] = optuna.distributions.CategoricalDistribution(ax.choices)
-    for i, pax in enumerate(space.params):
-        dists[f"p{i}"] = optuna.distributions.CategoricalDistribution(
-            list(range(len(axis_values(pax)))))
-    study = optuna.create_study(direction="maximize",
-                                sampler=optuna.samplers.TPESampler(seed=space.seed))
-    seen = set(taken or ())
-    out: list[tuple[Candidate, FlowSpec]] = []
-    for _ in range(max(50, 20 * n)):
-        if len(out) >= n:
-            break
-        trial = study.ask(dists)
-        flow = str(trial.params["flow"])
-        cand = _normalise(space, flows, flow, str(trial.params["model"]), trial.params)
-        study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-        spec = build_spec(space, flows[flow], cand)
-        key = identity(spec, cand.model)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append((cand, spec))
-    return out
-

@@ -51,8 +51,11 @@ class Entry:
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
     def absorb(self, results: Sequence[QuestionResult]) -> None:
-        """Take the figures of the questions answered so far."""
+        """Take the figures of the questions answered so far (kept when fewer: a candidate
+        of an earlier wave raced again keeps its figures on all the questions it answered)."""
         n = len(results)
+        if n < self.reached:
+            return
         self.reached = n
         if n:
             self.f1 = sum(r.f1 for r in results) / n

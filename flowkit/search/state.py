@@ -1,7 +1,8 @@
 """Where a search stands, kept in a JSON file beside the space so a killed search resumes.
 
 `<space>.search-<id>.json` holds the candidates (what each is, raced how far, dropped why, the
-saved flow version), the budget spent and the phase (race, confirm, done). The answers themselves
+saved flow version), Optuna's trials (what each wave asked and was told, see `study`), the budget
+spent and the phase (race, confirm, done). The answers themselves
 are the evaluations' runs in the workspace database: a resumed search finds them there and runs
 only what is missing. The id is derived from the space's content, the dataset, the knowledge base
 and the two splits and the data directory, so another command starts another file.
@@ -17,6 +18,7 @@ from typing import Any
 
 from ..errors import FlowkitError
 from .racing import Budget, Entry
+from .study import Trial
 
 
 def search_id(space_text: str, dataset: str, kb: str, search: str, confirm: str,
@@ -35,7 +37,7 @@ def state_path(space_path: str | Path, sid: str) -> Path:
 
 @dataclass
 class SearchState:
-    """A search's progress: candidates, budget, phase and the confirmation figures."""
+    """A search's progress: candidates, trials, budget, phase and the confirmation figures."""
 
     search_id: str
     phase: str = "race"                 # race | confirm | done
@@ -43,19 +45,22 @@ class SearchState:
     entries: list[Entry] = field(default_factory=list)
     budget: Budget = field(default_factory=lambda: Budget(0))
     confirm: dict[str, Any] = field(default_factory=dict)
+    trials: list[Trial] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"search_id": self.search_id, "phase": self.phase,
                 "race_status": self.race_status,
                 "entries": [e.to_dict() for e in self.entries],
-                "budget": vars(self.budget), "confirm": self.confirm}
+                "budget": vars(self.budget), "confirm": self.confirm,
+                "trials": [t.to_dict() for t in self.trials]}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SearchState:
         return cls(str(d["search_id"]), str(d.get("phase", "race")),
                    str(d.get("race_status", "")),
                    [Entry.from_dict(e) for e in d.get("entries", [])],
-                   Budget(**d.get("budget", {"calls": 0})), dict(d.get("confirm") or {}))
+                   Budget(**d.get("budget", {"calls": 0})), dict(d.get("confirm") or {}),
+                   [Trial.from_dict(t) for t in d.get("trials", [])])
 
 
 def load(path: Path) -> SearchState | None:

@@ -27,11 +27,14 @@ def prompt_of(e):
 
 def test_racing_drops_the_worse_and_keeps_the_better(world):
     plan = search.prepare(world.ws, request(world))
-    assert not plan.resumed and len(plan.state.entries) == 4       # all distinct points
+    # the hand-written flow and a first wave of one (3 to sample in 3 waves); all 4 estimated
+    assert not plan.resumed and len(plan.state.entries) == 2
     assert plan.state.entries[0].extra == {"hand_written": True}
     assert "first batch" in search.estimate(plan).describe()
+    assert search.estimate(plan).candidates == 4
     st = search.run(world.ws, plan)
     assert (st.phase, st.race_status) == ("done", "done")
+    assert len(st.entries) == 4 and len({e.key for e in st.entries}) == 4   # all distinct points
     by_prompt = {e.cid: prompt_of(e) for e in st.entries}
     dropped = [e for e in st.entries if e.status == "dropped"]
     kept = [e for e in st.entries if e.status == "kept"]
