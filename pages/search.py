@@ -5,7 +5,8 @@ set and knowledge base, the search and confirmation questions and a budget in mo
 it to see the cost, then start it. The search runs in the background (it survives a refresh: its
 id stays in the address, ?search=...), the candidates race on growing batches and the clearly
 worse are dropped; the front is confirmed on questions the race never saw. Any candidate opens
-in the Editor (its saved flow) or in Compare (its evaluation).
+in the Editor (its saved flow), in Compare (its evaluation) or in Replay (its best answer, to
+step through and fork).
 """
 from __future__ import annotations
 

@@ -457,6 +457,8 @@ class SearchKeys(Keys, prefix="search"):
     RANGES_FOR: Key[str]                    # the question set the ranges were filled for
     BUDGET: Key[int]
     FIRST_BATCH: Key[int]
+    BUDGET_HOURS: Key[float]                # 0: no limit in hours
+    HALVING: Key[float]                     # 0: the interval rule alone
     CHECK: Key[bool]
     CHECKED: Key[Any]                       # (form fingerprint, studio.search.search_data.Checked)
     START: Key[bool]

@@ -1,5 +1,6 @@
 """Where a search stands, as plain data for the Search page: its request, stored state and job
-summed up (`watch`), its candidates as table rows with their Editor and Compare addresses, its
+summed up (`watch`), its candidates as table rows with their Editor, Compare and Replay
+addresses, its
 front with the confirmation figures, and the points of its chart. No Streamlit here."""
 from __future__ import annotations
 
@@ -66,6 +67,13 @@ def compare_link(e: Entry) -> str:
     return f"compare?eval={eid}" if eid else ""
 
 
+def replay_link(e: Entry) -> str:
+    """The Replay page's address of the candidate's best answer (its highest F1, fewest tokens;
+    on the confirmation questions first), to step through and fork; '' before it has one."""
+    run_id = e.extra.get("confirm_best_run") or e.extra.get("search_best_run")
+    return f"replay?run={quote(str(run_id))}" if run_id else ""
+
+
 def counts(state: state_mod.SearchState) -> dict[str, int]:
     es = state.entries
     return {"candidates": len(es), "evaluated": sum(1 for e in es if e.reached),
@@ -99,7 +107,8 @@ def rows(state: state_mod.SearchState) -> list[dict[str, Any]]:
                     "s/q": None if e.seconds is None else round(e.seconds, 2),
                     "confirm F1": _pct(c.get("f1")),
                     "vs best written": interval(c, e.cid) if c else "",
-                    "editor": editor_link(e), "compare": compare_link(e), "why": e.reason})
+                    "editor": editor_link(e), "compare": compare_link(e),
+                    "replay": replay_link(e), "why": e.reason})
     return out
 
 

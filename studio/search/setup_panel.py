@@ -92,9 +92,29 @@ def data_section(ws: Workspace, repo: EvalRepo) -> dict[str, Any] | None:
     first = d.number_input("First batch (questions)", min_value=1, step=1, key=K.FIRST_BATCH,
                            help="Every candidate answers this many first; each next batch "
                                 "doubles, and a clearly worse candidate is dropped between")
+    hours, halving = _limits_row()
     st.caption(f"{n} questions in {inert.escape(name)}")
     return {"dataset": name, "kb": kb, "search_qs": search_qs, "confirm_qs": confirm_qs,
-            "budget_calls": int(budget), "first_batch": int(first)}
+            "budget_calls": int(budget), "first_batch": int(first), "budget_hours": hours,
+            "halving": halving}
+
+
+def _limits_row() -> tuple[float | None, float]:
+    """The budget in hours (None: no limit) and the halving factor (0: off), as the CLI's
+    --budget-hours and --halving."""
+    e, f = st.columns(2)
+    if not K.BUDGET_HOURS.held():
+        K.BUDGET_HOURS.set(0.0)
+    hours = e.number_input("Budget (hours)", min_value=0.0, step=0.5, key=K.BUDGET_HOURS,
+                           help="Hours the race may take (0: no limit); a race past it ends "
+                                "and keeps who is still racing")
+    if not K.HALVING.held():
+        K.HALVING.set(0.0)
+    halving = f.number_input("Halving", min_value=0.0, step=1.0, key=K.HALVING,
+                             help="After each batch also keep only the top 1/H of the "
+                                  "candidates (successive halving; 0: only the interval rule "
+                                  "drops, 2: the top half stays)")
+    return (float(hours) or None), float(halving)
 
 
 def setup_form(ws: Workspace, repo: EvalRepo, jobs: JobManager) -> None:

@@ -1,7 +1,8 @@
 """The Search page's view of one search (?search=ID): progress (candidates evaluated, dropped and
 why, model calls against the budget), the live chart of the front, the candidates' table, and
 when it is done the front with its search and confirmation figures, each candidate linked to the
-Editor (its saved flow) and to Compare (its evaluation). Polled every second while it runs."""
+Editor (its saved flow), to Compare (its evaluation) and to Replay (its best answer, to step
+through and fork). Polled every second while it runs."""
 from __future__ import annotations
 
 import streamlit as st
@@ -81,7 +82,9 @@ def candidates_section(w: sv.Watch) -> None:
                  column_config={
                      "editor": st.column_config.LinkColumn("editor", display_text="open flow"),
                      "compare": st.column_config.LinkColumn("compare",
-                                                            display_text="open evaluation")})
+                                                            display_text="open evaluation"),
+                     "replay": st.column_config.LinkColumn("replay",
+                                                           display_text="replay best answer")})
     st.caption("★ on the front · F1 in % · confirm F1: on the confirmation questions, with the "
                "difference from the best hand-written flow there [95% paired interval]")
 
@@ -96,7 +99,8 @@ def front_section(w: sv.Watch) -> None:
                 f"({inert.escape(sv.interval(p.confirm, e.cid))}), "
                 f"{p.confirm['tokens']:.0f} tokens/q" if p.confirm else "not confirmed yet")
         links = [f"[open in the Editor]({sv.editor_link(e)})" if e.flow_name else "",
-                 f"[open in Compare]({sv.compare_link(e)})" if sv.compare_link(e) else ""]
+                 f"[open in Compare]({sv.compare_link(e)})" if sv.compare_link(e) else "",
+                 f"[replay its best answer]({sv.replay_link(e)})" if sv.replay_link(e) else ""]
         st.markdown(f"- **{e.cid}** {inert.escape(p.label)}: search F1 "
                     f"**{100 * (e.f1 or 0):.1f}** on {e.reached}, {e.tokens or 0:.0f} tokens/q; "
                     f"{conf} · " + " · ".join(x for x in links if x))

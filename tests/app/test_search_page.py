@@ -1,7 +1,8 @@
 """The Search page (AppTest): a bad space is refused naming the field; a tiny search (two
 candidates of naive_rag, one with a prompt the scripted model cannot answer) is checked, started
 in the background, followed to the end and shows its front with the confirmation figures and the
-links to the Editor and Compare; a running search is cancelled and resumed. The model is a
+links to the Editor, Compare and Replay (its best answer, a stored run); the budget in hours and
+the halving factor reach the search as the CLI's flags do; a running search is cancelled and resumed. The model is a
 FakeLLM, the sample KB uses a hashing embedder (no model loads)."""
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from _runkit import page, texts, until, workspace
 from flowkit import registry, templates
 from flowkit.testing import FakeLLM
 from service import search
+from service.runs import get_run
 from studio.common.jobs import get_jobs
 from studio.common.workspace import use_workspace
 from studio.search import search_data
@@ -128,9 +130,18 @@ def test_a_tiny_search_runs_to_the_end_and_shows_its_front(ws):
     assert "[open in the Editor](editor?flow=tiny-c00)" in front
     assert re.search(r"\[open in Compare\]\(compare\?eval=[0-9a-f]{12}\)", front)
     assert ws.store.get_flow("tiny-c00")[0].name == "tiny-c00"
+    # Replay opens the front candidate's best answer: a stored run of its confirmation
+    found = re.search(r"\[replay its best answer\]\(replay\?run=([0-9A-Za-z_-]+)\)", front)
+    assert found, front
+    run = get_run(ws, found.group(1))
+    evaluation = re.search(r"compare\?eval=([0-9a-f]{12})", front)
+    assert evaluation and run.eval_id == evaluation.group(1)      # of its confirmation
+    assert run.flow_name == "tiny-c00" and run.status == "ok"
     table = at.dataframe[0].value
     rows = {r["cand"]: r for r in table.to_dict("records")}
     assert rows["c00 ★"]["editor"] == "editor?flow=tiny-c00" and rows["c01"]["editor"] == ""
+    assert rows["c00 ★"]["replay"] == f"replay?run={run.id}"
+    assert get_run(ws, rows["c01"]["replay"].removeprefix("replay?run=")).flow_name == "tiny-c01"
     assert rows["c01"]["compare"].startswith("compare?eval=") and rows["c01"]["status"] == "dropped"
     assert len(at.get("vega_lite_chart")) == 1
     dropped = " ".join(m.value for m in at.markdown if m.value.startswith("- **c01**"))
@@ -139,6 +150,26 @@ def test_a_tiny_search_runs_to_the_end_and_shows_its_front(ws):
     again = page("pages/search.py", search=sid).run()
     assert "phase done" in texts(again) and not [b for b in again.button if b.key == "search_stop"]
     assert sid in str(again.selectbox(key="search_open").options)
+
+
+def test_the_budget_in_hours_and_the_halving_reach_the_search(ws):
+    at = page("pages/search.py").run()
+    at.number_input(key="search_halving").set_value(1.0)
+    fill(at, space())
+    assert "halving must be 0 (off) or more than 1" in errors_of(at)
+    at.number_input(key="search_budget_hours").set_value(0.5)
+    at.number_input(key="search_halving").set_value(2.0)
+    at.button(key="search_check").click()
+    sid = start(at.run())
+    req = search_data.load_request(ws, sid)
+    assert req is not None and (req.budget_hours, req.halving) == (0.5, 2.0)
+    until(at, lambda a: "phase done" in texts(a), timeout=60)
+    state = search.state_mod.load(search.state_mod.state_path(req.space, sid))
+    assert state is not None and state.budget.hours == 0.5
+    # left at 0: no limit in hours, no halving (as the CLI without the flags)
+    at = fill(page("pages/search.py").run(), space(seed=1))
+    req = search_data.load_request(ws, start(at))
+    assert req is not None and (req.budget_hours, req.halving) == (None, 0.0)
 
 
 def test_a_running_search_is_cancelled_then_resumed(ws):

@@ -2,7 +2,8 @@
 embedder, the sample knowledge base): a tiny space typed in the box (naive_rag with top_k 2 or 4,
 two candidates) on the sample questions, two to race on and two to confirm on; checked (the
 estimate shows), started, followed to the end (the chart, the table, the front with both
-figures), then a front candidate opened in the Editor and in Compare from its links.
+figures), then a front candidate opened in the Editor, in Compare and in Replay (its best answer,
+ready to step through and fork) from its links.
 Screenshots: test-artifacts/search_*.png."""
 from __future__ import annotations
 
@@ -43,6 +44,8 @@ def test_a_tiny_search_from_the_browser_to_its_front(studio, page):
     fill_input(page, "Search questions", "3-4")
     fill_input(page, "Confirmation questions", "1-2")
     fill_input(page, "First batch (questions)", "2")
+    expect(page.locator("input[aria-label='Budget (hours)']")).to_have_value("0.00")
+    expect(page.locator("input[aria-label='Halving']")).to_have_value("0.00")
     page.get_by_role("button", name="Check and estimate").click()
     settle(page)
     expect(page.get_by_text(re.compile(r"Estimate.*2 candidates"))).to_be_visible()
@@ -75,6 +78,9 @@ def test_a_tiny_search_from_the_browser_to_its_front(studio, page):
     assert re.search(r"editor\?flow=tiny-c0\d$", href), href
     compare = front.first.get_by_role("link", name="open in Compare").get_attribute("href") or ""
     assert re.search(r"compare\?eval=[0-9a-f]{12}$", compare), compare
+    replay = (front.first.get_by_role("link", name="replay its best answer")
+              .get_attribute("href") or "")
+    assert re.search(r"replay\?run=[0-9a-f]{12}-0-\d+$", replay), replay
     flow = href.rsplit("=", 1)[1]
     page.goto(f"{studio.url}/{href}")
     expect(page.get_by_text(flow).first).to_be_visible(timeout=60_000)
@@ -84,3 +90,9 @@ def test_a_tiny_search_from_the_browser_to_its_front(studio, page):
     expect(page.get_by_role("heading", name="Compare", exact=True)).to_be_visible()
     expect(page.get_by_role("heading", name="Metrics")).to_be_visible(timeout=60_000)
     page.screenshot(path=str(ART / "search_open_compare.png"))
+    page.goto(f"{studio.url}/{replay}")
+    expect(page.get_by_role("heading", name="Replay", exact=True)).to_be_visible()
+    expect(page.get_by_text(re.compile(r"Step 0 of \d+"))).to_be_visible(timeout=60_000)
+    expect(page.get_by_role("tab", name="Fork from this step")).to_be_visible()
+    assert replay.rsplit("=", 1)[1] in page.url
+    page.screenshot(path=str(ART / "search_open_replay.png"))
