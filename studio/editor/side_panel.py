@@ -36,20 +36,19 @@ def _breakpoints(ed: Editor, sel: str, gen: int) -> None:
                           "here pauses there. It belongs to this draft, never to the saved flow.")
     visit, condition = ed.breakpoint_visit_condition(sel)
     off = "" if sides else " Tick pause before or after first."
-    v_col, c_col = st.columns([1, 2])
     v_key, c_key = K.BP_VISIT.item(gen, sel), K.BP_CONDITION.item(gen, sel)
-    v_col.number_input("Visit", min_value=0, step=1, value=visit or 0, key=v_key,
-                       disabled=not sides, on_change=actions.set_breakpoint_field,
-                       args=(sel, "visit", v_key),
-                       help="Pause only the n-th time the run reaches this node (3: the third "
-                            "time a loop comes back to it); 0: every visit." + off)
-    c_col.text_input("Condition", value=condition or "", key=c_key, disabled=not sides,
-                     on_change=actions.set_breakpoint_field, args=(sel, "condition", c_key),
-                     placeholder="len(documents) < 3", max_chars=debug_expr.MAX_LENGTH,
-                     help="Pause only when this holds over working memory: memory keys (question, "
-                          "documents, answer, judgement, ...), the counters visit, steps, "
-                          "llm_calls, tokens, comparisons, len(...), in, and/or/not. Empty: "
-                          "always." + off)
+    st.number_input("Visit", min_value=0, step=1, value=visit or 0, key=v_key,
+                    disabled=not sides, on_change=actions.set_breakpoint_field,
+                    args=(sel, "visit", v_key),
+                    help="Pause only the n-th time the run reaches this node (3: the third "
+                         "time a loop comes back to it); 0: every visit." + off)
+    st.text_input("Condition", value=condition or "", key=c_key, disabled=not sides,
+                  on_change=actions.set_breakpoint_field, args=(sel, "condition", c_key),
+                  placeholder="len(documents) < 3", max_chars=debug_expr.MAX_LENGTH,
+                  help="Pause only when this holds over working memory: memory keys (question, "
+                       "documents, answer, judgement, ...), the counters visit, steps, "
+                       "llm_calls, tokens, comparisons, len(...), in, and/or/not. Empty: "
+                       "always." + off)
     refused = K.BP_ERROR.get()
     if refused and refused[0] == sel:
         st.error(inert.escape(refused[1]))

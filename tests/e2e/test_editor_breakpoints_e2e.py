@@ -1,6 +1,6 @@
 """Issue 24 in Chromium (1366x800) with the real default model: a breakpoint set on the editor's
 canvas (the dot at a node's top right turns red, the draft keeps it, the saved flow does not),
-Run takes it to the Run page's breakpoints box, the run pauses before that node with its memory
+the side panel gives it a visit and a condition (a bad condition refused), Run takes it to the Run page's breakpoints box, the run pauses before that node with its memory
 and next prompt shown, Continue gives the answer. Screenshots go to test-artifacts/."""
 from __future__ import annotations
 
@@ -86,13 +86,38 @@ def test_a_canvas_breakpoint_pauses_the_run_started_from_the_editor(studio, page
     drafts = DraftStore(home).for_flow(FLOW)
     assert [d.breakpoints for d in drafts] == [["generate"]]         # the draft keeps it
     settle(page)
+
+    # the side panel: a visit and a condition for it; a bad condition is refused, naming the field
+    canvas(page).locator('.react-flow__node[data-id="generate"]').click()
+    page.get_by_text("Node generate").wait_for()
+    settle(page)
+    cond = page.locator("input[aria-label='Condition']")
+    cond.fill("len(docs) > 0")
+    cond.press("Enter")
+    expect(page.get_by_text(re.compile(r"Breakpoint on node 'generate', condition 'len\(docs\) > 0' "
+                                       r"not set: unknown key 'docs'"))).to_be_visible()
+    assert [d.breakpoints for d in DraftStore(home).for_flow(FLOW)] == [["generate"]]
+    settle(page)
+    cond = page.locator("input[aria-label='Condition']")
+    cond.fill("len(documents) > 0")
+    cond.press("Enter")
+    settle(page)
+    visit = page.locator("input[aria-label='Visit']")
+    visit.fill("1")
+    visit.press("Enter")
+    want = "generate@1?len(documents) > 0"
+    eventually(lambda: [d.breakpoints for d in DraftStore(home).for_flow(FLOW)] == [[want]],
+               timeout=30, what="the draft's breakpoint with its visit and condition")
+    expect(page.get_by_text("unknown key 'docs'")).to_have_count(0)
+    assert _dot_on(page, "before", "generate")
+    settle(page)
     page.screenshot(path=str(ART / "editor_canvas_breakpoint.png"), full_page=True)
 
     page.get_by_role("button", name="Run ▶").click()
     expect(page.get_by_role("heading", name="Run", exact=True)).to_be_visible(timeout=120_000)
     settle(page)
     bps = page.locator("textarea[aria-label='One a line']")
-    expect(bps).to_have_value("generate")                            # the draft's breakpoints
+    expect(bps).to_have_value(want)                                  # the draft's breakpoints
     spec, _ = store.get_flow(FLOW)
     assert "breakpoint" not in spec.model_dump_json()                # the saved flow runs straight
     box = page.locator("textarea[aria-label='Question']")
