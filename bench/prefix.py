@@ -65,8 +65,11 @@ def main() -> None:
                 same += 1
             else:
                 differ.append((name, q["id"]))
+        on_so_far = models["on"].prefix.stats()["prompt_tokens_evaluated"]
+        off_so_far = models["off"].prefix.stats()["prompt_tokens_evaluated"]
         print(f"question {qi + 1}/{len(questions)}: {same} runs identical so far, "
-              f"{len(differ)} differ", flush=True)
+              f"{len(differ)} differ; prompt tokens evaluated on / off {on_so_far} / "
+              f"{off_so_far} = {on_so_far / max(1, off_so_far):.3f}", flush=True)
     on, off = models["on"].prefix.stats(), models["off"].prefix.stats()
     print(f"n_batch {args.n_batch}, {len(names)} templates x {len(questions)} questions")
     print(f"identical token for token: {same}/{same + len(differ)} {differ[:5]}")
