@@ -12,6 +12,7 @@ import streamlit as st
 from flowkit.trace import StepEvent
 from service.runs import RunInfo, grade_answer
 from studio.common import inert
+from studio.common.pending import user_waiting
 from studio.common.state import RunKeys as K
 from studio.run import runview
 from studio.run.stream import buffers
@@ -19,16 +20,21 @@ from studio.run.stream import buffers
 LOADING = "Loading the model (first run: about 15 s)..."
 #: marks the answer while it is being written
 CURSOR = "▌"
-#: how often the stream looks for new pieces; how long it waits for one before the page polls
-#: again; the longest one stream lasts (seconds)
+#: how often the stream looks for new pieces; how long it waits for more once words came (or,
+#: where it cannot tell a click is waiting, for any); the longest one stream lasts (seconds)
 STREAM_TICK_S, IDLE_S, MAX_STREAM_S = 0.05, 1.0, 30.0
 
 
-def _pieces(run_id: str, still_running: Callable[[], bool], caption: Any) -> Iterator[str]:
+def _pieces(run_id: str, going_on: Callable[[], bool], caption: Any,
+            interrupted: Callable[[], bool | None] = user_waiting) -> Iterator[str]:
     """The answer's text as the model writes it, escaped (it is the model's, never Markdown):
-    what is there, then each new piece as it arrives. Ends when the run ends, another model call
-    starts, nothing new came for IDLE_S (the page then polls again, so a click never waits
-    long), or after MAX_STREAM_S."""
+    what is there, then each new piece as it arrives. Until the first words the stream stays
+    open while the model reads its prompt, so they show the moment they come; after them it
+    ends when nothing new came for IDLE_S (the page then polls again). It also ends when the
+    run ends or finishes a step (`going_on` turns False: the page then shows how far it got),
+    another model call starts, the user clicked something (`interrupted`: Streamlit holds a
+    click on Cancel until the stream ends), or after MAX_STREAM_S. Where a click cannot be seen
+    (`interrupted` says None) it never waits more than IDLE_S for words."""
     sent, started, last = 0, time.monotonic(), time.monotonic()
     call = None
     while True:
@@ -42,15 +48,18 @@ def _pieces(run_id: str, still_running: Callable[[], bool], caption: Any) -> Ite
             if len(now.text) > sent:
                 yield inert.escape(now.text[sent:])
                 sent, last = len(now.text), time.monotonic()
-        tick = time.monotonic()
-        if tick - last > IDLE_S or tick - started > MAX_STREAM_S or not still_running():
+        tick, user = time.monotonic(), interrupted()
+        if user or tick - started > MAX_STREAM_S or not going_on():
+            return
+        if (sent or user is None) and tick - last > IDLE_S:
             return
         time.sleep(STREAM_TICK_S)
 
 
-def live_answer(run_id: str, loaded: bool, still_running: Callable[[], bool]) -> None:
+def live_answer(run_id: str, loaded: bool, going_on: Callable[[], bool]) -> None:
     """The answer box while the run goes on: the model's text streamed as it comes
-    (st.write_stream), else why it waits (the model loading on the first run)."""
+    (st.write_stream) while `going_on` (the run at the same step), else why it waits (the model
+    loading on the first run)."""
     st.subheader("Answer")
     with st.container(border=True, key=K.ANSWER_BOX):
         if not loaded and buffers().get(run_id) is None:
@@ -58,7 +67,7 @@ def live_answer(run_id: str, loaded: bool, still_running: Callable[[], bool]) ->
             return
         caption = st.empty()
         caption.caption("Waiting for the model's first words...")
-        st.write_stream(_pieces(run_id, still_running, caption))
+        st.write_stream(_pieces(run_id, going_on, caption))
 
 
 def final_answer(run: RunInfo, expected: Sequence[str] | None) -> None:

@@ -5,7 +5,7 @@ how it ended, also after the studio restarted. The panel asks both on every poll
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
@@ -48,6 +48,20 @@ def _still_running(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
         return not job.finished
     run = _run(ws, run_id)
     return run is not None and run.status == "running"
+
+
+def at_this_step(ws: Workspace, jobs: JobManager, run_id: str) -> Callable[[], bool]:
+    """A check that stays True while the run goes on at the step it is at now (its job
+    unfinished, no further step finished; the database as the fallback without a job)."""
+    job = jobs.find_run(run_id)
+    if job is None:
+        return lambda: _still_running(ws, jobs, run_id)
+    steps = job.steps
+
+    def same() -> bool:
+        now = jobs.find_run(run_id)
+        return now is not None and not now.finished and now.steps == steps
+    return same
 
 
 def replay_link(run_id: str, label: str = "Open the replay", key: str | None = None,
@@ -146,8 +160,7 @@ def render(ws: Workspace, jobs: JobManager, run_id: str,
         nxt = runview.next_nodes(run.spec, steps)
         now = ", ".join(inert.code(n) for n in nxt) if nxt else "finishing"
         st.markdown(f":material/progress_activity: Running now: {now}")
-        answer_panel.live_answer(run.id, model_loaded(ws),
-                                 lambda: _still_running(ws, jobs, run.id))
+        answer_box = st.container()   # filled last: Cancel is taken before the stream waits
         cols = st.columns(3)
         cols[0].metric("Steps finished", len(steps))
         cols[1].metric("Tokens so far", job.tokens if job else sum(s.tokens for s in steps))
@@ -156,6 +169,8 @@ def render(ws: Workspace, jobs: JobManager, run_id: str,
         if job is not None and job.cancel_requested:
             st.caption("Cancelling: the run stops at its next step.")
         answer_panel.steps_table(steps)
+        with answer_box:
+            answer_panel.live_answer(run.id, model_loaded(ws), at_this_step(ws, jobs, run.id))
         return True
 
     if run.status == "paused":

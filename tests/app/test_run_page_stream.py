@@ -166,3 +166,77 @@ def test_the_streamed_text_is_escaped_and_the_stream_ends_with_the_run():
     out = list(answer_panel._pieces("escaped-run", lambda: False, box))
     assert out == [r"!\[x\](http://h/p.png?q=SECRET) \<b\>"]
     assert box.said == ["Writing: `generate` (visit 1) ▌"]
+
+
+class _Said:
+    def __init__(self) -> None:
+        self.said: list[str] = []
+
+    def caption(self, text: str) -> None:
+        self.said.append(text)
+
+
+def test_the_stream_stays_open_until_the_first_words_while_the_prompt_is_read():
+    """The model reads its prompt for longer than IDLE_S: the stream still waits and writes the
+    first words (it once gave up after IDLE_S, and the page polled for them instead)."""
+    from studio.run import answer_panel
+    from studio.run.stream import buffers
+
+    add = buffers().on_token("slow-prompt-run")
+    done = threading.Event()
+
+    def model() -> None:
+        if not done.wait(answer_panel.IDLE_S * 2):      # still "reading the prompt"
+            add("generate", 1, "Mara Velt")
+            done.wait(0.3)
+            done.set()
+    threading.Thread(target=model, daemon=True).start()
+    out = list(answer_panel._pieces("slow-prompt-run", lambda: not done.is_set(), _Said(),
+                                    interrupted=lambda: False))
+    done.set()
+    assert out == ["Mara Velt"]
+
+
+def test_a_click_waiting_ends_the_stream_before_the_first_words():
+    """Cancel still works while the stream waits: Streamlit holds a click in the panel until the
+    stream ends, so the stream ends as soon as one waits."""
+    from studio.run import answer_panel
+
+    asked: list[bool] = []
+
+    def clicked() -> bool:
+        asked.append(True)
+        return len(asked) >= 3
+    out = list(answer_panel._pieces("never-writes-run", lambda: True, _Said(),
+                                    interrupted=clicked))
+    assert out == [] and len(asked) == 3
+
+
+def test_the_stream_ends_when_the_run_finishes_a_step():
+    """The page then draws the step (the stream no longer waits on a run that moved on)."""
+    from studio.common.jobs import JobManager
+    from studio.run.run_panel import at_this_step
+
+    jobs = JobManager()
+    started, step, stop = threading.Event(), threading.Event(), threading.Event()
+
+    def work(report: Any) -> None:
+        started.set()
+        step.wait(30)
+        report.update(steps=1)
+        stop.wait(30)
+    jobs.submit("run", "r", work, run_id="steprun0001")
+    try:
+        assert started.wait(30)
+        same = at_this_step(None, jobs, "steprun0001")     # type: ignore[arg-type]
+        assert same()
+        step.set()
+        for _ in range(600):                                  # the job reports its step
+            if not same():
+                break
+            threading.Event().wait(0.05)
+        assert not same()
+    finally:
+        step.set()
+        stop.set()
+        jobs.wait_idle(30)
