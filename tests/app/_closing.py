@@ -1,0 +1,71 @@
+"""Closing the workspaces a page test opened, so their files do not stay open for the whole run.
+
+A Workspace keeps its data directory's SQLite connections (pooled by the process-wide engine) and
+its embedded Chroma client (the Chroma database, the HNSW index files and a runtime) open until the
+process ends; `Workspace.close()` stops only the model worker. Every AppTest module opened a few
+workspaces, about 1,100 descriptors were open after tests/app. `track(mp)` records each Workspace
+built (by a test, a fixture or the page code under test); `closing_opened()` releases, when its
+block ends, those built inside it: the model worker, the Chroma client (Chroma's own reference
+count keeps a system open while another client of the same folder uses it) and the database
+connections (the engine stays usable and reconnects on demand).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.workspace import Workspace
+
+_opened: list[Workspace] = []   # every Workspace built since track(), in order
+
+
+def track(mp: pytest.MonkeyPatch) -> None:
+    """Record every Workspace built from now on (until `mp` is undone)."""
+    init = Workspace.__init__
+
+    def tracked(self: Workspace, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        _opened.append(self)
+    mp.setattr(Workspace, "__init__", tracked)
+
+
+def release(ws: Workspace) -> None:
+    """Stop the model worker, close the Chroma client and the pooled database connections of `ws`
+    (each safe to do twice)."""
+    ws.close()
+    chroma = ws.resources._store            # not `.store`: that would open a client to close it
+    if chroma is not None and chroma._client is not None:
+        chroma._client.close()
+    ws.store.engine.dispose()
+
+
+@contextmanager
+def closing_opened() -> Iterator[None]:
+    """Release the workspaces built inside the block when it ends."""
+    start = len(_opened)
+    try:
+        yield
+    finally:
+        mine = _opened[start:]
+        del _opened[start:]
+        for ws in mine:
+            release(ws)
+
+
+def open_files_under(folder: Path) -> list[str]:
+    """The files under `folder` this process has open now."""
+    root = str(folder.resolve())
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:      # closed meanwhile (the listing's own descriptor)
+            continue
+        if target.startswith(root + os.sep):
+            out.append(target)
+    return out
