@@ -12,6 +12,7 @@ from service.evaluations import EvalRepo
 from service.workspace import Workspace
 from studio.common import inert
 from studio.common.jobs import JobManager
+from studio.common.state import Key
 from studio.common.state import SearchKeys as K
 from studio.compare import compare_data as cd
 from studio.compare.compare_panel import peek_dataset
@@ -82,39 +83,32 @@ def data_section(ws: Workspace, repo: EvalRepo) -> dict[str, Any] | None:
                               help="Ranges the front is confirmed on, never used by the race, "
                                    "e.g. 1-100")
     c, d = st.columns(2)
-    if not K.BUDGET.held():
-        K.BUDGET.set(2000)
-    budget = c.number_input("Budget (model calls)", min_value=1, step=100, key=K.BUDGET,
-                            help="Model calls the race may compute (the cache's are free); "
-                                 "confirmation calls are counted apart")
-    if not K.FIRST_BATCH.held():
-        K.FIRST_BATCH.set(10)
-    first = d.number_input("First batch (questions)", min_value=1, step=1, key=K.FIRST_BATCH,
-                           help="Every candidate answers this many first; each next batch "
-                                "doubles, and a clearly worse candidate is dropped between")
-    hours, halving = _limits_row()
+    budget = _number(c, "Budget (model calls)", K.BUDGET, 2000, 1, 100,
+                     "Model calls the race may compute (the cache's are free); confirmation "
+                     "calls are counted apart")
+    first = _number(d, "First batch (questions)", K.FIRST_BATCH, 10, 1, 1,
+                    "Every candidate answers this many first; each next batch doubles, and a "
+                    "clearly worse candidate is dropped between")
+    e, f = st.columns(2)          # the CLI's --budget-hours and --halving
+    hours = _number(e, "Budget (hours)", K.BUDGET_HOURS, 0.0, 0.0, 0.5,
+                    "Hours the race may take (0: no limit); a race past it ends and keeps who "
+                    "is still racing")
+    halving = _number(f, "Halving", K.HALVING, 0.0, 0.0, 1.0,
+                      "After each batch also keep only the top 1/H of the candidates "
+                      "(successive halving; 0: only the interval rule drops, 2: the top half "
+                      "stays)")
     st.caption(f"{n} questions in {inert.escape(name)}")
     return {"dataset": name, "kb": kb, "search_qs": search_qs, "confirm_qs": confirm_qs,
-            "budget_calls": int(budget), "first_batch": int(first), "budget_hours": hours,
-            "halving": halving}
+            "budget_calls": int(budget), "first_batch": int(first),
+            "budget_hours": float(hours) or None, "halving": float(halving)}
 
 
-def _limits_row() -> tuple[float | None, float]:
-    """The budget in hours (None: no limit) and the halving factor (0: off), as the CLI's
-    --budget-hours and --halving."""
-    e, f = st.columns(2)
-    if not K.BUDGET_HOURS.held():
-        K.BUDGET_HOURS.set(0.0)
-    hours = e.number_input("Budget (hours)", min_value=0.0, step=0.5, key=K.BUDGET_HOURS,
-                           help="Hours the race may take (0: no limit); a race past it ends "
-                                "and keeps who is still racing")
-    if not K.HALVING.held():
-        K.HALVING.set(0.0)
-    halving = f.number_input("Halving", min_value=0.0, step=1.0, key=K.HALVING,
-                             help="After each batch also keep only the top 1/H of the "
-                                  "candidates (successive halving; 0: only the interval rule "
-                                  "drops, 2: the top half stays)")
-    return (float(hours) or None), float(halving)
+def _number(col: Any, label: str, key: Key[Any], default: float, low: float, step: float,
+            help: str) -> float:
+    """A number field in `col` holding `default` until edited."""
+    if not key.held():
+        key.set(default)
+    return float(col.number_input(label, min_value=low, step=step, key=key, help=help))
 
 
 def setup_form(ws: Workspace, repo: EvalRepo, jobs: JobManager) -> None:
