@@ -25,7 +25,8 @@ them all.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -135,8 +136,16 @@ def axis_values(axis: ParamAxis) -> list[Any]:
     return [int(v) for v in vals] if integral else [round(v, 10) for v in vals]
 
 
+def _operator_where(i: int, ax: OperatorAxis) -> str:
+    return f"operators[{i}] (node '{ax.node}')"
+
+
+def _param_where(i: int, ax: ParamAxis) -> str:
+    return f"params[{i}] (node '{ax.node}', param '{ax.param}')"
+
+
 def _axis_shape(i: int, axis: ParamAxis) -> list[str]:
-    where = f"params[{i}] (node '{axis.node}', param '{axis.param}')"
+    where = _param_where(i, axis)
     if axis.choices is not None:
         if any(v is not None for v in (axis.low, axis.high, axis.step)):
             return [f"{where}: give choices or a range (low, high, step), not both"]
@@ -170,64 +179,85 @@ def node_operators(space: SearchSpace, flow: str, spec: FlowSpec, node: str) -> 
     return out
 
 
-def _operator_problems(space: SearchSpace, flows: Mapping[str, FlowSpec]) -> list[str]:
+def _operator_choice_problems(space: SearchSpace, flows: Mapping[str, FlowSpec], where: str,
+                              ax: OperatorAxis, targets: list[str]) -> list[str]:
+    """Each choice is a known operator of the same module and kind as the node's own."""
     out = []
-    for i, ax in enumerate(space.operators):
-        where = f"operators[{i}] (node '{ax.node}')"
-        targets = _targets(ax, flows)
-        if ax.flow and ax.flow not in flows:
-            out.append(f"{where}: unknown flow '{ax.flow}' (flows: {', '.join(flows)})")
+    for choice in ax.choices:
+        cls = registry.get(choice)
+        if cls is None:
+            out.append(f"{where}: unknown operator '{choice}'")
             continue
-        if not targets:
-            out.append(f"{where}: unknown node: no listed flow has a node '{ax.node}'")
-            continue
-        for choice in ax.choices:
-            cls = registry.get(choice)
-            if cls is None:
-                out.append(f"{where}: unknown operator '{choice}'")
-                continue
-            for f in targets:
-                own = registry.get(flows[f].node(ax.node).operator)
-                if own is not None and (cls.module, cls.kind) != (own.module, own.kind):
-                    out.append(f"{where}: '{choice}' is a {cls.module} {cls.kind}, not in the "
-                               f"slot of '{own.key}' ({own.module} {own.kind}) in flow '{f}'")
+        for f in targets:
+            own = registry.get(flows[f].node(ax.node).operator)
+            if own is not None and (cls.module, cls.kind) != (own.module, own.kind):
+                out.append(f"{where}: '{choice}' is a {cls.module} {cls.kind}, not in the "
+                           f"slot of '{own.key}' ({own.module} {own.kind}) in flow '{f}'")
     return out
 
 
-def _param_problems(space: SearchSpace, flows: Mapping[str, FlowSpec]) -> list[str]:
+def _param_value_problems(space: SearchSpace, flows: Mapping[str, FlowSpec], where: str,
+                          ax: ParamAxis, targets: list[str]) -> list[str]:
+    """The param is one of the node's operators' (own or swapped in), and each value is valid."""
     out = []
-    for i, ax in enumerate(space.params):
-        where = f"params[{i}] (node '{ax.node}', param '{ax.param}')"
-        shape = _axis_shape(i, ax)
-        if shape:
-            out += shape
+    values = axis_values(ax)
+    for f in targets:
+        node = flows[f].node(ax.node)
+        classes = [c for c in (registry.get(k) for k in
+                               node_operators(space, f, flows[f], ax.node)) if c is not None]
+        knowing = [c for c in classes if ax.param in c.Params.model_fields]
+        if not knowing:
+            known = sorted({p for c in classes for p in c.Params.model_fields})
+            out.append(f"{where}: unknown param for {node.operator} in flow '{f}' "
+                       f"(params: {', '.join(known)})")
             continue
-        if ax.flow and ax.flow not in flows:
-            out.append(f"{where}: unknown flow '{ax.flow}' (flows: {', '.join(flows)})")
-            continue
-        targets = _targets(ax, flows)
-        if not targets:
-            out.append(f"{where}: unknown node: no listed flow has a node '{ax.node}'")
-            continue
-        values = axis_values(ax)
-        for f in targets:
-            node = flows[f].node(ax.node)
-            classes = [c for c in (registry.get(k) for k in
-                                   node_operators(space, f, flows[f], ax.node)) if c is not None]
-            knowing = [c for c in classes if ax.param in c.Params.model_fields]
-            if not knowing:
-                known = sorted({p for c in classes for p in c.Params.model_fields})
-                out.append(f"{where}: unknown param for {node.operator} in flow '{f}' "
-                           f"(params: {', '.join(known)})")
+        for cls in knowing:
+            for v in values:
+                try:
+                    cls.Params.model_validate({**node.params, ax.param: v})
+                except PydanticValidationError as err:
+                    msg = "; ".join(e["msg"] for e in err.errors())
+                    out.append(f"{where}: value {v!r} is not valid for {cls.key}: {msg}")
+                    break
+    return out
+
+
+@dataclass(frozen=True)
+class _AxisKind:
+    """How one list of axes is checked: where each is named, its own shape, then its choices."""
+
+    axes: Callable[[SearchSpace], Sequence[Any]]
+    where: Callable[[int, Any], str]
+    shape: Callable[[int, Any], list[str]]
+    choices: Callable[[SearchSpace, Mapping[str, FlowSpec], str, Any, list[str]], list[str]]
+
+
+_AXIS_KINDS = (
+    _AxisKind(lambda s: s.operators, _operator_where, lambda i, ax: [],
+              _operator_choice_problems),
+    _AxisKind(lambda s: s.params, _param_where, _axis_shape, _param_value_problems),
+)
+
+
+def _axes_problems(space: SearchSpace, flows: Mapping[str, FlowSpec]) -> list[str]:
+    """Every axis (operators, then params): its shape, its flow, the flows that have its node,
+    then its choices in each of them."""
+    out = []
+    for kind in _AXIS_KINDS:
+        for i, ax in enumerate(kind.axes(space)):
+            where = kind.where(i, ax)
+            shape = kind.shape(i, ax)
+            if shape:
+                out += shape
                 continue
-            for cls in knowing:
-                for v in values:
-                    try:
-                        cls.Params.model_validate({**node.params, ax.param: v})
-                    except PydanticValidationError as err:
-                        msg = "; ".join(e["msg"] for e in err.errors())
-                        out.append(f"{where}: value {v!r} is not valid for {cls.key}: {msg}")
-                        break
+            if ax.flow and ax.flow not in flows:
+                out.append(f"{where}: unknown flow '{ax.flow}' (flows: {', '.join(flows)})")
+                continue
+            targets = _targets(ax, flows)
+            if not targets:
+                out.append(f"{where}: unknown node: no listed flow has a node '{ax.node}'")
+                continue
+            out += kind.choices(space, flows, where, ax, targets)
     return out
 
 
@@ -253,7 +283,7 @@ def check_space(space: SearchSpace, flows: Mapping[str, FlowSpec],
     """Every problem of a parsed space against its resolved flows (ref -> spec). `model_ok`
     returns None for a usable model name, else why not."""
     out = [f"flows: '{f}' is listed twice" for f in set(space.flows) if space.flows.count(f) > 1]
-    out += _operator_problems(space, flows) + _param_problems(space, flows)
+    out += _axes_problems(space, flows)
     for i, m in enumerate(space.models):
         why = model_ok(m) if model_ok else None
         if why:
