@@ -32,6 +32,7 @@ def fill_input(page, label: str, value: str) -> None:
 
 def test_a_tiny_search_from_the_browser_to_its_front(studio, page):
     from playwright.sync_api import expect
+    expect.set_options(timeout=60_000)   # a rerun under load takes longer than expect's 5 s
     page.goto(f"{studio.url}/search")
     expect(page.get_by_role("heading", name="Search", exact=True)).to_be_visible(timeout=180_000)
     settle(page)
