@@ -4,7 +4,8 @@ Python hands it a *picture* (studio/canvas.py builds it: nodes, edges, a revisio
 browser redraws only when the revision changes, and only the nodes and edges whose picture
 changed. Each user action comes back as one small event (select, move, connect; see
 frontend/src/FlowCanvas.jsx), not as the whole canvas state, so an edit on a 150-node flow costs
-about what it costs on a 2-node one.
+about what it costs on a 2-node one. The canvas also reports its own size in px (a "view" event,
+when first measured and on every resize): the editor lays out the flows it opens for it.
 
 `make install` builds the frontend (`npm ci && npm run build` in frontend/; Node.js and npm).
 """

@@ -383,6 +383,8 @@ class EditorKeys(Keys, prefix="editor"):
     CANVAS_PUSH: Key[bool]                  # hand the browser a new revision even if unchanged
     CANVAS_SEEN: Key[dict[str, int]]        # {canvas token: number of its last event taken in}
     CANVAS_FIT: Key[int]                    # fit-view request number (opening, tidying)
+    CANVAS_VIEW: Key[Any]                   # (width, height) px the canvas last reported
+    LAYOUT_VIEW: Key[Any]                   # (width, height) px the open draft is laid out for
     FLOW_CANVAS: Key[Any]                   # the component itself: .item(hash of the flow)
     SELECTED: Key[str | None]               # the selection (node id or canvas edge id)
     CONFLICT: Key[dict[str, Any] | None]    # {"expected", "actual", "deleted"} after a stale save

@@ -93,9 +93,13 @@ def edge_ids(spec: FlowSpec) -> list[str]:
     return out
 
 
-def auto_layout(spec: FlowSpec) -> dict[str, Position]:
-    """Every node's position: the layout's (where the user put it), else studio/layout.py's."""
-    return flow_layout.layout(spec, spec.layout).positions
+View = tuple[float, float] | None   # the canvas's (width, height) in px; None: not known yet
+
+
+def auto_layout(spec: FlowSpec, view: View = None) -> dict[str, Position]:
+    """Every node's position: the layout's (where the user put it), else studio/layout.py's
+    for a canvas of `view` px."""
+    return flow_layout.layout(spec, spec.layout, view=view).positions
 
 
 def _bp(sides: dict[str, list[str]]) -> str:
@@ -129,16 +133,17 @@ def _edge_problem_index(problems: list[Problem]) -> set[int]:
 
 
 def picture(spec: FlowSpec, problems: list[Problem], selected: str | None = None,
-            rev: int = 0, breakpoints: list[str] | None = None) -> Picture:
-    """The canvas picture of a spec: nodes where the layout puts them (or the user did), edges
-    whose node is gone left out (GUIDE rule 3), loops and skips routed along lanes; the nodes
-    that hold one of `breakpoints` (the draft's) carry its red dot."""
+            rev: int = 0, breakpoints: list[str] | None = None, view: View = None) -> Picture:
+    """The canvas picture of a spec: nodes where the layout puts them (or the user did) in a
+    canvas of `view` px, edges whose node is gone left out (GUIDE rule 3), loops and skips
+    routed along lanes; the nodes that hold one of `breakpoints` (the draft's) carry its red
+    dot."""
     bps = node_marks(breakpoints or [])
     by_node: dict[str, list[Problem]] = {}
     for p in problems:
         if p.node:
             by_node.setdefault(p.node, []).append(p)
-    plan = flow_layout.layout(spec, spec.layout)
+    plan = flow_layout.layout(spec, spec.layout, view=view)
     nodes = [_node_picture(n, plan.positions[n.id], by_node.get(n.id, []), {str(k): v for k, v in bps.get(n.id, {}).items()})
              for n in spec.nodes]
     ids = {n.id for n in spec.nodes}
@@ -171,6 +176,12 @@ def _unused_route(node: NodeSpec, edges: list[EdgeSpec]) -> str | None:
     labels = route_labels(node)
     used = {e.label for e in edges if e.source == node.id}
     return next((lb for lb in labels if lb not in used), labels[0] if labels else None)
+
+
+def size_of(value: Any) -> float | None:
+    """A size the browser reported, in px (between 1 and 10,000), else None."""
+    n = _number(value)
+    return n if n is not None and 1 <= n <= 10_000 else None
 
 
 def _number(value: Any) -> float | None:

@@ -104,6 +104,7 @@ class Editor:
         K.CONFLICT.set(None, self.state)
         K.CANVAS_PUSH.set(True, self.state)
         K.CANVAS_FIT.set(int(K.CANVAS_FIT.get(state=self.state) or 0) + 1, self.state)
+        K.LAYOUT_VIEW.set(K.CANVAS_VIEW.get(state=self.state), self.state)   # None: not known yet
         K.FORM_GEN.set(int(K.FORM_GEN.get(state=self.state) or 0) + 1, self.state)
         K.UNDO_STACK.set((draft.draft_id, []), self.state)
         K.REDO_STACK.set((draft.draft_id, []), self.state)
@@ -299,16 +300,38 @@ class Editor:
         return current
 
     def _desired(self, spec: FlowSpec) -> canvas.Picture:
-        """The canvas picture of `spec` with the current selection; built once per spec and
-        selection (a rerun that changes neither reuses the last one)."""
-        sel = self.selected
+        """The canvas picture of `spec` with the current selection; built once per spec,
+        selection and view (a rerun that changes none of them reuses the last one)."""
+        sel, view = self.selected, self.view
         kept = K.DESIRED.get(state=self.state)
         bps = self.breakpoints
-        if kept and kept[0] is spec and kept[1] == sel and kept[3] == bps:
+        if kept and kept[0] is spec and kept[1] == sel and kept[3] == bps and kept[4] == view:
             return kept[2]
-        desired = canvas.picture(spec, self.problems(spec), sel, breakpoints=bps)
-        K.DESIRED.set((spec, sel, desired, bps), self.state)
+        desired = canvas.picture(spec, self.problems(spec), sel, breakpoints=bps, view=view)
+        K.DESIRED.set((spec, sel, desired, bps, view), self.state)
         return desired
+
+    @property
+    def view(self) -> canvas.View:
+        """The canvas size (px) the open flow is laid out for: the one the canvas reported
+        before the flow was opened, else its first report after (None until then: the
+        layout's default). Kept while the flow stays open, so a resize never turns it."""
+        return K.LAYOUT_VIEW.get(state=self.state)
+
+    def _take_view(self, event: dict[str, Any]) -> None:
+        """The canvas reported its size: remembered for the flows opened next; the open flow
+        takes it too if it had none yet (laid out again, and fitted, if that changes it)."""
+        w, h = canvas.size_of(event.get("width")), canvas.size_of(event.get("height"))
+        if w is None or h is None:
+            return
+        K.CANVAS_VIEW.set((w, h), self.state)
+        if self.view is not None or self.draft is None:
+            return
+        spec = self.spec
+        K.LAYOUT_VIEW.set((w, h), self.state)
+        if canvas.auto_layout(spec, None) != canvas.auto_layout(spec, (w, h)):
+            K.CANVAS_FIT.set(self.fit_request + 1, self.state)
+            self.redraw()
 
     @property
     def fit_request(self) -> int:
@@ -352,10 +375,12 @@ class Editor:
             self.redraw()       # lanes follow the nodes
         elif kind == "connect":
             new, eid = canvas.apply_connect(spec, event.get("source"), event.get("target"))
-            self.update(placing.keep_places(spec, new))   # what the user arranged stays
+            self.update(placing.keep_places(spec, new, self.view))   # what the user arranged stays
             if eid:
                 self.select(eid)
             self.redraw()       # the browser drew the edge itself: replace it with ours (or drop it)
+        elif kind == "view":
+            self._take_view(event)
         elif kind == "breakpoint" and isinstance(event.get("id"), str):
             self.set_breakpoints(event["id"], event.get("before") is True,
                                  event.get("after") is True)
@@ -379,9 +404,9 @@ class Editor:
             i += 1
             nid = f"{base}_{i}"
         node = NodeSpec(id=nid, operator=operator, params={}, label="")
-        anchor = canvas.auto_layout(spec).get(self.selected or "")   # below the selection
+        anchor = canvas.auto_layout(spec, self.view).get(self.selected or "")   # below the selection
         placed, _ = placing.free_spot(spec.model_copy(update={"nodes": [*spec.nodes, node]}),
-                                      nid, anchor)
+                                      nid, anchor, self.view)
         self.update(placed)
         self.select(nid)
         self.redraw()
@@ -402,20 +427,22 @@ class Editor:
             if d is not None:
                 d.breakpoints = drop_node_breakpoints(d.breakpoints, sel)
             self.update(placing.keep_places(spec, spec.model_copy(update={
-                "nodes": nodes, "edges": edges, "layout": layout, "entry": entry})))
+                "nodes": nodes, "edges": edges, "layout": layout, "entry": entry}), self.view))
         else:
             found = canvas.find_edge(spec, sel)
             if found is None:
                 self.select(None)
                 return None
             edges = [e for i, e in enumerate(spec.edges) if i != found[0]]
-            self.update(placing.keep_places(spec, spec.model_copy(update={"edges": edges})))
+            self.update(placing.keep_places(spec, spec.model_copy(update={"edges": edges}), self.view))
         self.select(None)
         self.redraw()
         return sel
 
     def tidy(self) -> None:
-        """Forget where the user put the nodes: studio/layout.py places them all again."""
+        """Forget where the user put the nodes: studio/layout.py places them all again, for the
+        canvas's size now."""
+        K.LAYOUT_VIEW.set(K.CANVAS_VIEW.get(state=self.state) or self.view, self.state)
         spec = self.spec
         if spec.layout:
             self.update(spec.model_copy(update={"layout": {}}))
@@ -463,7 +490,7 @@ class Editor:
             changes["description"] = description
         if entry != "":
             changes["entry"] = entry
-        self.update(placing.keep_places(spec, spec.model_copy(update=changes)))
+        self.update(placing.keep_places(spec, spec.model_copy(update=changes), self.view))
 
     # ---- save, conflicts, discard --------------------------------------------------------
     @property

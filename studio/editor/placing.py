@@ -70,12 +70,14 @@ def candidates(anchor: Position, boxes: list[Box]) -> list[Position]:
     return out
 
 
-def free_spot(spec: FlowSpec, new_id: str, anchor: Position | None) -> tuple[FlowSpec, Position]:
+def free_spot(spec: FlowSpec, new_id: str, anchor: Position | None,
+              view: tuple[float, float] | None = None) -> tuple[FlowSpec, Position]:
     """`spec` with a node `new_id` (already in spec.nodes, not yet placed) put where its box
-    overlaps no node and no edge of the drawing, near below `anchor`; the other nodes keep
-    their places. Returns the new spec and the new node's place."""
+    overlaps no node and no edge of the drawing (laid out for a canvas of `view` px), near
+    below `anchor`; the other nodes keep their places. Returns the new spec and the new node's
+    place."""
     old = spec.model_copy(update={"nodes": [n for n in spec.nodes if n.id != new_id]})
-    before = flow_layout.layout(old, old.layout)
+    before = flow_layout.layout(old, old.layout, view=view)
     if anchor is None:
         anchor = max(before.positions.values(), key=lambda p: (p.x, -p.y), default=None)
     if anchor is None:
@@ -86,19 +88,22 @@ def free_spot(spec: FlowSpec, new_id: str, anchor: Position | None) -> tuple[Flo
     for at in candidates(anchor, boxes):
         if not _clear(at, boxes):
             continue
-        placed = keep_places(old, spec.model_copy(update={"layout": {**spec.layout, new_id: at}}))
-        after = flow_layout.layout(placed, placed.layout)   # lanes may move for the new node
+        placed = keep_places(old, spec.model_copy(update={"layout": {**spec.layout, new_id: at}}),
+                             view)
+        after = flow_layout.layout(placed, placed.layout, view=view)   # lanes may move for the new node
         others = occupied(after, placed)[len(after.positions):]   # the edges only
         if _clear(at, others):
             return placed, at
     return placed, placed.layout[new_id]
 
 
-def keep_places(old: FlowSpec, new: FlowSpec) -> FlowSpec:
-    """`new` with every node of `old` that the layout would move pinned where `old` showed it
-    (nodes placed by hand stay as they are); unchanged when nothing would move."""
-    before = flow_layout.layout(old, old.layout)
-    after = flow_layout.layout(new, new.layout)
+def keep_places(old: FlowSpec, new: FlowSpec,
+                view: tuple[float, float] | None = None) -> FlowSpec:
+    """`new` with every node of `old` that the layout (for a canvas of `view` px) would move
+    pinned where `old` showed it (nodes placed by hand stay as they are); unchanged when
+    nothing would move."""
+    before = flow_layout.layout(old, old.layout, view=view)
+    after = flow_layout.layout(new, new.layout, view=view)
     ids = {n.id for n in new.nodes}
     turned = after.direction != before.direction
     pins = {nid: p for nid, p in before.positions.items()

@@ -265,3 +265,26 @@ def test_palette_labels_break_only_between_words(studio: Any, browser: Any) -> N
     page.screenshot(path=str(ARTIFACTS / "palette_1366.png"))
     page.context.close()
 
+
+
+def test_a_flow_is_laid_out_for_the_canvas_it_is_drawn_in(studio: Any, browser: Any) -> None:
+    """The canvas reports its size; the flow opened is laid out for it (ircot, four nodes in a
+    row and a loop back, runs left to right in the wide, low canvas of a 1920x800 window, where
+    the 540 x 620 px fallback would turn it top to bottom)."""
+    from studio.common.layout import VIEW_H, VIEW_W, layout
+    url, _, store = studio
+    spec = templates.load_template("ircot").model_copy(update={"name": "sized", "layout": {}})
+    store.save_flow(spec, None)                  # as the studio creates it: laid out afresh
+    flow = spec.name
+    page = browser.new_context(viewport={"width": 1920, "height": 800}).new_page()
+    page.set_default_timeout(WAIT_MS)
+    open_editor(page, url, flow, len(spec.nodes))
+    settle(page)
+    frame = page.locator(CANVAS_FRAME).bounding_box()
+    view = (round(frame["width"]), round(frame["height"]))
+    fitted = layout(spec, view=view)
+    assert fitted.direction != layout(spec, view=(VIEW_W, VIEW_H)).direction, view
+    want = {k: (round(p.x, 1), round(p.y, 1)) for k, p in fitted.positions.items()}
+    eventually(lambda: places(page) == want, what=f"the layout for a {view} canvas")
+    page.screenshot(path=str(ARTIFACTS / "canvas_sized_1920x800.png"))
+    page.context.close()

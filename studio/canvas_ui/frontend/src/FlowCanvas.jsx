@@ -6,6 +6,9 @@
 //   {n, kind: "connect", source, target}     an edge drawn from a node's handle to another's
 //   {n, kind: "breakpoint", id, before, after}  a node's breakpoint dot clicked (StepNode.jsx):
 //                                            the node's new sides (the draft keeps them)
+//   {n, kind: "view", width, height}         the canvas's size in px, when first measured and
+//                                            whenever it changes (the layout of a flow opened
+//                                            next fits it: studio/common/layout.py's `view`)
 // How they travel: src/events.js. Deletion stays in Python (the page's button and the Delete
 // key), as does every other change to the flow.
 // The view: opening fits the flow, but never below LEGIBLE_ZOOM (a long flow then shows its start;
@@ -21,7 +24,7 @@ import LaneEdge from "./LaneEdge.jsx";
 import StepNode from "./StepNode.jsx";
 import { emit } from "./events.js";
 import { mergeEdges, mergeNodes } from "./merge.js";
-import { inView, legibleView } from "./view.js";
+import { inView, legibleView, viewReport } from "./view.js";
 
 const nodeTypes = { step: StepNode };
 const edgeTypes = { lane: LaneEdge };
@@ -58,6 +61,22 @@ export default function FlowCanvas({ args }) {
     setNodes((prev) => mergeNodes(prev, picture));
     setEdges((prev) => mergeEdges(prev, picture));
   }, [picture]);
+
+  // Report the canvas's size to Python: once measured, and again on every change (a resize).
+  const reported = useRef(null);
+  useEffect(() => {
+    const el = pane.current;
+    if (!el) return undefined;
+    const report = () => {
+      const size = viewReport(el.getBoundingClientRect(), reported.current);
+      if (size) { reported.current = size; emit("view", size); }
+    };
+    report();
+    if (typeof ResizeObserver === "undefined") return undefined;
+    const watch = new ResizeObserver(report);
+    watch.observe(el);
+    return () => watch.disconnect();
+  }, []);
 
   // Fit the nodes and the lanes of routed edges (React Flow's own fit sees only nodes, and would
   // cut a loop's way back off below the flow).

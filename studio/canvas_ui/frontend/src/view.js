@@ -33,3 +33,13 @@ export function inView(box, viewport, width, height) {
   const y0 = box.y * zoom + y;
   return x0 >= 0 && y0 >= 0 && x0 + box.width * zoom <= width && y0 + box.height * zoom <= height;
 }
+
+// The canvas's size to report to Python ({width, height}, whole px) when its pane measures
+// `box` and `last` was reported before: null while nothing is measured yet or the size is the
+// one reported (a change under one px is none), so Python hears of each size once.
+export function viewReport(box, last) {
+  if (!box || !(box.width > 0) || !(box.height > 0)) return null;
+  const size = { width: Math.round(box.width), height: Math.round(box.height) };
+  if (last && last.width === size.width && last.height === size.height) return null;
+  return size;
+}

@@ -1,7 +1,7 @@
 // node --test: the canvas's height on a screen, the legible fit and the in-view check (src/view.js).
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { BELOW, MAX_HEIGHT, MIN_HEIGHT, fitHeight, inView, legibleView } from "../src/view.js";
+import { BELOW, MAX_HEIGHT, MIN_HEIGHT, fitHeight, inView, legibleView, viewReport } from "../src/view.js";
 
 test("the canvas takes the window's height below its top, within limits", () => {
   assert.equal(fitHeight(800, 300), 800 - 300 - BELOW);
@@ -28,4 +28,13 @@ test("a node is in view only when all of it is", () => {
   assert.equal(inView({ x: 0, y: 0, width: 220, height: 100 }, vp, 540, 480), true);
   assert.equal(inView({ x: 1000, y: 0, width: 220, height: 100 }, vp, 540, 480), false);
   assert.equal(inView({ x: 0, y: -100, width: 220, height: 100 }, vp, 540, 480), false);
+});
+
+test("the canvas reports its size once per size, in whole px, once it is measured", () => {
+  assert.deepEqual(viewReport({ width: 540.4, height: 480.6 }, null), { width: 540, height: 481 });
+  assert.equal(viewReport({ width: 540.2, height: 480.9 }, { width: 540, height: 481 }), null);
+  assert.deepEqual(viewReport({ width: 700, height: 481 }, { width: 540, height: 481 }),
+    { width: 700, height: 481 });
+  assert.equal(viewReport({ width: 0, height: 480 }, null), null);      // not laid out yet
+  assert.equal(viewReport(null, null), null);
 });
