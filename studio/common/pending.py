@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamlit.runtime.scriptrunner_utils.script_requests import RerunData, ScriptRequestType
+try:   # not a public API: another Streamlit may keep it elsewhere (then: unknown, see below)
+    from streamlit.runtime.scriptrunner_utils.script_requests import RerunData, ScriptRequestType
+except ImportError:   # pragma: no cover - depends on the Streamlit installed
+    RerunData = ScriptRequestType = None  # type: ignore[assignment,misc]
 
 #: the kinds of widget value that a click sets for one run (a button, a chat input)
 TRIGGERS = frozenset({"trigger_value", "string_trigger_value", "chat_input_value",
@@ -47,7 +50,7 @@ def user_waiting() -> bool | None:
     while its run goes on, so waiting for a click would only hold the run up)."""
     from streamlit import runtime
     from streamlit.runtime.scriptrunner import get_script_run_ctx
-    if not runtime.exists() or type(runtime.get_instance()) is not runtime.Runtime:
+    if RerunData is None or not runtime.exists() or type(runtime.get_instance()) is not runtime.Runtime:
         return None
     ctx = get_script_run_ctx(suppress_warning=True)
     requests = getattr(ctx, "script_requests", None)
