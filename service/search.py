@@ -12,7 +12,9 @@ is asked knowing them while candidates and budget remain; the candidates of earl
 kept race again beside it (their stored runs are not redone), so the drop rule compares them.
 Each candidate answers through the evaluation runner, one evaluation per candidate and split
 (its id derived from the search and the candidate, so a rerun skips every finished run and the
-completion cache serves what candidates share). Candidates kept by the race are saved as flows
+completion cache serves what candidates share); with `workers` > 1 each evaluation's questions
+go to that many Ray workers (one Ray session for the whole search), the same runs under the same
+ids. Candidates kept by the race are saved as flows
 (`<space name>-c03`, a new version only when changed), so they open, replay and fork like any
 flow. The front (F1 vs tokens and seconds per question) and the hand-written flows are then
 evaluated on the confirmation questions, each with its paired 95% interval of F1 against the best
@@ -24,6 +26,7 @@ import hashlib
 import math
 import threading
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,7 @@ from typing import Any
 from flowkit.errors import FlowkitError, NotFoundError
 from flowkit.eval.datasets import resolve
 from flowkit.eval.metrics import QuestionResult, paired_bootstrap
+from flowkit.eval.parallel import check_engines, ray_session
 from flowkit.eval.runner import EvalPlan, FlowEntry, collect_results
 from flowkit.search import state as state_mod
 from flowkit.search import study
@@ -43,7 +47,7 @@ from flowkit.spec import FlowSpec, fingerprint
 
 from . import evaluations
 from .modelchoice import ModelWorkspaces, model_problem
-from .workspace import Workspace
+from .workspace import Workspace, worker_factory
 
 _LLM_KEYS = ("flare_judge", "agent_plan", "evidence_reflector", "weighted_ensemble",
              "hierarchical", "knowledge_graph", "hybrid_router")
@@ -63,6 +67,11 @@ class SearchRequest:
     first_batch: int = 10
     growth: float = 2.0
     halving: float = 0.0
+    #: questions x flows of each evaluation on this many Ray workers, each loading its own model
+    #: (as `flowkit eval --workers`); the runs and the state are the same as with 1
+    workers: int = 1
+    #: an existing Ray cluster (default: a local one); several machines need server engines
+    ray_address: str = ""
 
 
 @dataclass
@@ -79,6 +88,8 @@ class SearchPlan:
     state: state_mod.SearchState
     resumed: bool
     workspaces: ModelWorkspaces | None = None
+    #: how a Ray worker makes its workspace like a given one (with workers > 1; tests script it)
+    worker_factory: Callable[[Workspace], Callable[[], Any]] = worker_factory
 
     def spec_of(self, e: Entry) -> FlowSpec:
         cand = Candidate.from_dict(e.candidate)
@@ -157,6 +168,10 @@ def prepare(ws: Workspace, req: SearchRequest) -> SearchPlan:
     """Validate the space, read the dataset and the splits, and load or start the search state."""
     if req.budget_calls < 1:
         raise FlowkitError("--budget-calls must be at least 1")
+    if req.workers < 1:
+        raise FlowkitError("--workers must be at least 1")
+    if req.workers > 1:
+        check_engines(req.ray_address, ws.resources.settings)
     space, flows = load(ws, req.space)
     ds = resolve(evaluations.eval_repo(ws), req.dataset)
     search_qs, confirm_qs = split(ds.questions, req.search_questions, req.confirm_questions)
@@ -182,13 +197,15 @@ class Estimate:
     all_calls: int
     confirm_calls: int
     budget: int
+    workers: int = 1
 
     def describe(self) -> str:
         return (f"{self.candidates} candidates raced on batches of {self.rungs} questions: about "
                 f"{self.first_rung_calls} model calls for the first batch, {self.all_calls} if "
                 f"none were dropped, plus about {self.confirm_calls} to confirm (estimated from "
                 f"the flows' model-calling nodes; the cache serves what candidates share); "
-                f"budget {self.budget} calls")
+                f"budget {self.budget} calls"
+                + (f"; on {self.workers} Ray workers" if self.workers > 1 else ""))
 
 
 def estimate(plan: SearchPlan) -> Estimate:
@@ -204,7 +221,7 @@ def estimate(plan: SearchPlan) -> Estimate:
     per_q += [sum(per_q) / max(1, len(per_q))] * later
     return Estimate(len(per_q), sizes, math.ceil(sum(per_q) * sizes[0]),
                     math.ceil(sum(per_q) * sizes[-1]),
-                    math.ceil(front_guess * len(plan.confirm_qs)), r.budget_calls)
+                    math.ceil(front_guess * len(plan.confirm_qs)), r.budget_calls, r.workers)
 
 
 def _workspace(ws: Workspace, plan: SearchPlan, model: str) -> Workspace:
@@ -224,8 +241,11 @@ def _evaluate(ws: Workspace, plan: SearchPlan, e: Entry, n: int, which: str,
     wsm = _workspace(ws, plan, str(e.candidate.get("model", "default")))
     evaluations.record(wsm, full)
     part = EvalPlan(eid, name, plan.dataset, plan.request.kb, [entry], qs[:n])
+    workers = plan.request.workers
     out = evaluations.run(wsm, part, stop=stop,
-                          progress=(lambda p: on_run(e, which, p)) if on_run else None)
+                          progress=(lambda p: on_run(e, which, p)) if on_run else None,
+                          workers=workers, ray_address=plan.request.ray_address,
+                          make_workspace=plan.worker_factory(wsm) if workers > 1 else None)
     repo = evaluations.eval_repo(ws)
     if out.status == "done" and n < len(qs) and e.reached < len(qs):
         repo.set_status(eid, "stopped")     # a batch of its split, not all of it (Compare: Resume)
@@ -328,23 +348,33 @@ def run(ws: Workspace, plan: SearchPlan, *, log: Callable[[str], None] = lambda 
         stop: threading.Event | None = None) -> state_mod.SearchState:
     """Race, save the kept candidates as flows, confirm the front; resumable at every step.
     `on_run(entry, 'search' | 'confirm', progress)` follows each question; `stop` ends it
-    cleanly after the run in flight. Returns the state (phase 'done', or where it stopped)."""
-    st = plan.state
+    cleanly after the run in flight. Returns the state (phase 'done', or where it stopped).
+    With `workers` > 1 one Ray session serves all its evaluations."""
+    r = plan.request
     try:
-        if st.phase == "race":
-            if not _race_waves(ws, plan, stop, on_run, log):
-                return st
-            for e in st.entries:
-                if e.status == KEPT:
-                    _save_flow(ws, plan, e)
-            st.phase = "confirm"
-            state_mod.save(plan.state_file, st)
-        if st.phase == "confirm":
-            if not _confirm(ws, plan, stop, on_run, log):
-                return st
-            st.phase = "done"
-            state_mod.save(plan.state_file, st)
-        return st
+        with ray_session(r.ray_address, r.workers) if r.workers > 1 else nullcontext():
+            return _phases(ws, plan, stop, on_run, log)
     finally:
         if plan.workspaces is not None:
             plan.workspaces.close()
+
+
+def _phases(ws: Workspace, plan: SearchPlan, stop: threading.Event | None,
+            on_run: Callable[[Entry, str, Any], None] | None,
+            log: Callable[[str], None]) -> state_mod.SearchState:
+    """The race, the kept saved as flows, the confirmation: each phase resumes where it stopped."""
+    st = plan.state
+    if st.phase == "race":
+        if not _race_waves(ws, plan, stop, on_run, log):
+            return st
+        for e in st.entries:
+            if e.status == KEPT:
+                _save_flow(ws, plan, e)
+        st.phase = "confirm"
+        state_mod.save(plan.state_file, st)
+    if st.phase == "confirm":
+        if not _confirm(ws, plan, stop, on_run, log):
+            return st
+        st.phase = "done"
+        state_mod.save(plan.state_file, st)
+    return st

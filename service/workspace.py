@@ -6,6 +6,7 @@ storage (it writes to the sink it is handed) and storage never runs a flow.
 """
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from dataclasses import replace
@@ -137,3 +138,10 @@ class Workspace:
                         extra_sink=extra_sink, start_at=step.node_id, memory=memory,
                         counters=counters, parent_run_id=parent.id, parent_step=step_index,
                         cancel=cancel)
+
+
+def worker_factory(ws: Workspace) -> functools.partial[Workspace]:
+    """What a Ray evaluation worker calls to make its own workspace like `ws` (the same data
+    directory and settings, model included; picklable), for `--workers N`: each worker loads its
+    own model."""
+    return functools.partial(Workspace, ws.data_dir, ws.resources.settings)

@@ -14,7 +14,8 @@ since embedded ones live in one machine's data directory: `check_engines` refuse
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +80,34 @@ class _Worker:
     def pid(self) -> int:
         return os.getpid()
 
+    def close(self) -> None:
+        self.ws.close()
+
+
+@contextmanager
+def ray_session(address: str, workers: int) -> Iterator[Any]:
+    """Ray for the block (the module `ray`): a local cluster of `workers` CPUs, or the cluster at
+    `address`; left running and not shut down when it was already started (a search starts it
+    once for all its evaluations), else shut down after."""
+    try:
+        import ray
+    except ImportError as err:
+        raise FlowkitError("--workers needs Ray: pip install ray (make install brings it)") from err
+    if ray.is_initialized():
+        yield ray
+        return
+    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                              "configure_logging": False}
+    if address in LOCAL_ADDRESSES:
+        kwargs["num_cpus"] = max(workers, 1)
+    else:
+        kwargs["address"] = address
+    ray.init(**kwargs)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
 
 def run_parallel(tasks: Sequence[Task], make_workspace: Callable[[], Any], specs: list[Any],
                  versions: list[int | None], kb: str, eval_id: str, workers: int,
@@ -89,46 +118,43 @@ def run_parallel(tasks: Sequence[Task], make_workspace: Callable[[], Any], specs
 
     Tasks go out in order, at most one in flight per actor; `should_stop()` is asked before each
     new task goes out (runs in flight finish)."""
-    try:
-        import ray
-    except ImportError as err:
-        raise FlowkitError("--workers needs Ray: pip install ray (make install brings it)") from err
-    started_here = False
-    if not ray.is_initialized():
-        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                                  "configure_logging": False}
-        if address in LOCAL_ADDRESSES:
-            kwargs["num_cpus"] = max(workers, 1)
-        else:
-            kwargs["address"] = address
-        ray.init(**kwargs)
-        started_here = True
-    try:
+    with ray_session(address, workers) as ray:
         actor_cls: Any = ray.remote(num_cpus=1)(_Worker)
         threads = max(1, (os.cpu_count() or 1) // max(1, workers)) \
             if address in LOCAL_ADDRESSES else 0
         actors: list[Any] = [actor_cls.remote(make_workspace, specs, kb, eval_id, versions, threads)
                   for _ in range(max(1, workers))]
-        pending = list(tasks)
-        in_flight: dict[Any, Any] = {}
-        ran = 0
-        for actor in actors:
-            if pending and not (should_stop and should_stop()):
-                in_flight[actor.run.remote(pending.pop(0))] = actor
-        while in_flight:
-            ready, _ = ray.wait(list(in_flight), num_returns=1)
-            ref = ready[0]
-            actor = in_flight.pop(ref)
-            try:
-                task, status, cost = ray.get(ref)
-            except ray.exceptions.RayError as err:
-                raise FlowkitError(f"an evaluation worker failed: {err}") from err
-            ran += 1
-            if on_done:
-                on_done(task, status, cost)
-            if pending and not (should_stop and should_stop()):
-                in_flight[actor.run.remote(pending.pop(0))] = actor
-        return ran
-    finally:
-        if started_here:
-            ray.shutdown()
+        try:
+            pending = list(tasks)
+            in_flight: dict[Any, Any] = {}
+            ran = 0
+            for actor in actors:
+                if pending and not (should_stop and should_stop()):
+                    in_flight[actor.run.remote(pending.pop(0))] = actor
+            while in_flight:
+                ready, _ = ray.wait(list(in_flight), num_returns=1)
+                ref = ready[0]
+                actor = in_flight.pop(ref)
+                try:
+                    task, status, cost = ray.get(ref)
+                except ray.exceptions.RayError as err:
+                    raise FlowkitError(f"an evaluation worker failed: {err}") from err
+                ran += 1
+                if on_done:
+                    on_done(task, status, cost)
+                if pending and not (should_stop and should_stop()):
+                    in_flight[actor.run.remote(pending.pop(0))] = actor
+            return ran
+        finally:
+            _release(ray, actors)
+
+
+def _release(ray: Any, actors: list[Any]) -> None:
+    """End the actors, their workspaces closed first (no model worker left behind), so a Ray
+    session kept for further evaluations gets their CPUs back."""
+    for actor in actors:
+        try:
+            ray.get(actor.close.remote(), timeout=60)
+        except ray.exceptions.RayError:
+            pass                    # a dead actor has nothing left to close
+        ray.kill(actor)

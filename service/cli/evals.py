@@ -99,13 +99,9 @@ def _run(plan: Any, ws: Any, repo: Any, workers: int = 1, ray_address: str = "")
             prog.update(tasks[p.flow_index], advance=1, last=p.status)
             prog.update(overall, completed=p.done, last=p.describe())
 
-        factory = None
-        if workers > 1:
-            import functools
-
-            from service.workspace import Workspace
-            factory = functools.partial(Workspace, ws.data_dir, ws.resources.settings)
         from service.modelchoice import ModelWorkspaces
+        from service.workspace import worker_factory
+        factory = worker_factory(ws) if workers > 1 else None
         models = ModelWorkspaces(ws)
         try:
             return run_evaluation(ws, repo, plan, progress=on_progress, workers=workers,
@@ -203,6 +199,15 @@ def cmd_evals(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_worker_args(s: argparse.ArgumentParser) -> None:
+    """--workers and --ray-address, as `flowkit eval` and `flowkit search` take them."""
+    s.add_argument("--workers", type=int, default=1,
+                   help="run questions x flows on this many Ray workers (each loads its own model)")
+    s.add_argument("--ray-address", default="",
+                   help="an existing Ray cluster (default: a local one); several machines need "
+                        "server engines in settings")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the eval, evals and dataset subcommands."""
     s = sub.add_parser("eval", help="compare flows on a question set (resumable)")
@@ -227,11 +232,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--k", type=int, default=5, help="recall@k cut-off (0: every retrieved passage)")
     s.add_argument("--name", help="a title for the evaluation")
     s.add_argument("--no-cache", action="store_true", help=common.NO_CACHE_HELP)
-    s.add_argument("--workers", type=int, default=1,
-                   help="run questions x flows on this many Ray workers (each loads its own model)")
-    s.add_argument("--ray-address", default="",
-                   help="an existing Ray cluster (default: a local one); several machines need "
-                        "server engines in settings")
+    add_worker_args(s)
     s.set_defaults(fn=cmd_eval)
 
     s = sub.add_parser("diverge", help="where two columns of an evaluation part, per question "

@@ -2,7 +2,8 @@
 
     flowkit search SPACE.json --dataset D --kb K --search-questions 101-300
                    --confirm-questions 1-100 --budget-calls N [--budget-hours H]
-                   [--first-batch 10] [--halving 2] [--check | --estimate]
+                   [--first-batch 10] [--halving 2] [--workers N [--ray-address A]]
+                   [--check | --estimate]
 
 It prints the cost estimate first, then races the candidates (progress on stderr; who is
 dropped and why), saves the kept ones as flows, and prints the front with its search and
@@ -18,6 +19,7 @@ from typing import Any
 from rich.table import Table
 
 from . import common
+from .evals import add_worker_args
 
 
 def _table(plan: Any) -> Table:
@@ -60,7 +62,8 @@ def cmd_search(args: argparse.Namespace) -> int:
                            "--confirm-questions and --budget-calls")
     req = search.SearchRequest(args.space, args.dataset, args.kb, args.search_questions,
                                args.confirm_questions, args.budget_calls, args.budget_hours,
-                               args.first_batch, 2.0, args.halving)
+                               args.first_batch, 2.0, args.halving, args.workers,
+                               args.ray_address or "")
     plan = search.prepare(ws, req)
     est = search.estimate(plan)
     common.err.print(f"[bold]search {plan.state.search_id}[/bold] "
@@ -118,6 +121,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(each next batch doubles)")
     s.add_argument("--halving", type=float, default=0.0, help="also keep only the top 1/H after "
                    "each batch (successive halving; 0: the interval rule alone)")
+    add_worker_args(s)
     s.add_argument("--check", action="store_true", help="only validate the space file")
     s.add_argument("--estimate", action="store_true", help="print the estimate and stop")
     s.set_defaults(fn=cmd_search)

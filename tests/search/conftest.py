@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from flowkit import registry
+from flowkit.runtime.resources import Settings
 from flowkit.spec import dump
 from flowkit.testing import FakeLLM, MemoryKB, flow
 from service.workspace import Workspace
@@ -39,8 +40,8 @@ def fake_llm() -> FakeLLM:
     return FakeLLM([(r"Question: .*\nAnswer:", answer_for)], default="I do not know")
 
 
-def make_workspace(data_dir: Path) -> Workspace:
-    ws = Workspace(data_dir)
+def make_workspace(data_dir: Path, settings: Settings | None = None) -> Workspace:
+    ws = Workspace(data_dir, settings)
     ws.resources.set_llm(fake_llm())
     ws.resources._kbs["test"] = MemoryKB("test", CORPUS)
     return ws
