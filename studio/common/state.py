@@ -461,6 +461,7 @@ class SearchKeys(Keys, prefix="search"):
     FIRST_BATCH: Key[int]
     BUDGET_HOURS: Key[float]                # 0: no limit in hours
     HALVING: Key[float]                     # 0: the interval rule alone
+    WORKERS: Key[int]                       # Ray workers (1: in the studio's own thread)
     CHECK: Key[bool]
     CHECKED: Key[Any]                       # (form fingerprint, studio.search.search_data.Checked)
     START: Key[bool]

@@ -103,7 +103,7 @@ class Checked:
 
 def check(ws: Workspace, text: str, dataset: str, kb: str, search_qs: str, confirm_qs: str,
           budget_calls: int, first_batch: int = 10, budget_hours: float | None = None,
-          halving: float = 0.0) -> Checked:
+          halving: float = 0.0, workers: int = 1) -> Checked:
     """Validate the space against its flows and the question ranges against the set, sample the
     candidates and estimate the cost; FlowkitError (a SpaceError lists each field) otherwise."""
     if not text.strip():
@@ -115,7 +115,8 @@ def check(ws: Workspace, text: str, dataset: str, kb: str, search_qs: str, confi
         raise FlowkitError("halving must be 0 (off) or more than 1 (2 keeps the top half)")
     req = SearchRequest(str(save_space(ws, text)), dataset, kb, search_qs.strip(),
                         confirm_qs.strip(), int(budget_calls), budget_hours or None,
-                        first_batch=int(first_batch), halving=float(halving))
+                        first_batch=int(first_batch), halving=float(halving),
+                        workers=int(workers))
     plan = search.prepare(ws, req)
     return Checked(req, plan.state.search_id, len(plan.state.entries),
                    search.estimate(plan).describe(), plan.resumed)

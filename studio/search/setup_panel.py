@@ -97,10 +97,15 @@ def data_section(ws: Workspace, repo: EvalRepo) -> dict[str, Any] | None:
                       "After each batch also keep only the top 1/H of the candidates "
                       "(successive halving; 0: only the interval rule drops, 2: the top half "
                       "stays)")
+    g, _ = st.columns(2)          # the CLI's --workers (on this machine)
+    workers = _number(g, "Workers", K.WORKERS, 1, 1, 1,
+                      "Run each candidate's questions on this many Ray workers on this machine, "
+                      "each loading its own model (1: no Ray); the figures are the same")
     st.caption(f"{n} questions in {inert.escape(name)}")
     return {"dataset": name, "kb": kb, "search_qs": search_qs, "confirm_qs": confirm_qs,
             "budget_calls": int(budget), "first_batch": int(first),
-            "budget_hours": float(hours) or None, "halving": float(halving)}
+            "budget_hours": float(hours) or None, "halving": float(halving),
+            "workers": int(workers)}
 
 
 def _number(col: Any, label: str, key: Key[Any], default: float, low: float, step: float,

@@ -169,7 +169,14 @@ def test_the_budget_in_hours_and_the_halving_reach_the_search(ws):
     # left at 0: no limit in hours, no halving (as the CLI without the flags)
     at = fill(page("pages/search.py").run(), space(seed=1))
     req = search_data.load_request(ws, start(at))
-    assert req is not None and (req.budget_hours, req.halving) == (None, 0.0)
+    assert req is not None and (req.budget_hours, req.halving, req.workers) == (None, 0.0, 1)
+
+
+def test_the_workers_reach_the_estimate(ws):
+    at = page("pages/search.py").run()
+    at.number_input(key="search_workers").set_value(2)
+    at = fill(at, space())
+    assert "on 2 Ray workers" in texts(at) and not at.exception
 
 
 def test_a_running_search_is_cancelled_then_resumed(ws):
