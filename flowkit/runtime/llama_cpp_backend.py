@@ -23,7 +23,7 @@ from .prefix import PrefixReuse
 from .prompt_formats import _chat_formatter, base_prompt
 from .streaming import PieceStream
 
-__all__ = ["LlamaCppLLM", "default_model_path", "file_hash", "resolve_model_path"]
+__all__ = ["GGUFModel", "LlamaCppLLM", "default_model_path", "file_hash", "resolve_model_path"]
 
 
 def default_model_path() -> Path:
@@ -42,20 +42,14 @@ def resolve_model_path(settings: LLMSettings) -> Path:
     return path
 
 
-class LlamaCppLLM:
-    """llama.cpp in-process through llama-cpp-python. Loads lazily, on the first call."""
+class GGUFModel:
+    """What both llama.cpp backends (in this process, in a supervised worker) know before loading:
+    the settings, the GGUF file they name (checked here), its id, its hash and the context size."""
 
     def __init__(self, settings: LLMSettings) -> None:
         self.settings = settings
         self.path = resolve_model_path(settings)
         self.model_id = self.path.name
-        self._llama: Any = None
-        self._formatter: Any = None
-        self._lock = threading.Lock()
-        #: whether the model was loaded with llama.cpp's extra buffer types, and why (after load)
-        self.extra_bufts: amx.Decision | None = None
-        #: whole n_batch blocks of the last prompt kept in the KV cache (runtime/prefix.py)
-        self.prefix = PrefixReuse(settings.n_batch, settings.prefix_reuse)
 
     @property
     def model_hash(self) -> str:
@@ -64,6 +58,20 @@ class LlamaCppLLM:
     @property
     def n_ctx(self) -> int:
         return self.settings.n_ctx
+
+
+class LlamaCppLLM(GGUFModel):
+    """llama.cpp in-process through llama-cpp-python. Loads lazily, on the first call."""
+
+    def __init__(self, settings: LLMSettings) -> None:
+        super().__init__(settings)
+        self._llama: Any = None
+        self._formatter: Any = None
+        self._lock = threading.Lock()
+        #: whether the model was loaded with llama.cpp's extra buffer types, and why (after load)
+        self.extra_bufts: amx.Decision | None = None
+        #: whole n_batch blocks of the last prompt kept in the KV cache (runtime/prefix.py)
+        self.prefix = PrefixReuse(settings.n_batch, settings.prefix_reuse)
 
     @property
     def loaded(self) -> bool:

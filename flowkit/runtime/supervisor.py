@@ -32,8 +32,7 @@ from typing import Any, TypeVar
 
 from ..errors import LLMTimeout, LLMUnreachable, ModelProcessError
 from .amx import signal_name
-from .gguf import file_hash
-from .llama_cpp_backend import resolve_model_path
+from .llama_cpp_backend import GGUFModel
 from .llm_contract import Completion, LLMSettings, OnToken
 from .openai_client import OpenAICompatibleLLM
 
@@ -61,13 +60,11 @@ def _build_supports_gpu_offload() -> bool:
     return out.returncode == 0 and out.stdout.strip() == "1"
 
 
-class WorkerLLM:
+class WorkerLLM(GGUFModel):
     """llama.cpp behind a supervised worker process; the `LLM` protocol, like LlamaCppLLM."""
 
     def __init__(self, settings: LLMSettings, log_dir: Path | None = None) -> None:
-        self.settings = settings
-        self.path = resolve_model_path(settings)
-        self.model_id = self.path.name
+        super().__init__(settings)
         self.log_path = Path(log_dir or tempfile.gettempdir()) / "model-worker.log"
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -80,15 +77,7 @@ class WorkerLLM:
         self._started_once = False
         self._released = False
 
-    # ---- the LLM protocol ----------------------------------------------------------------
-    @property
-    def model_hash(self) -> str:
-        return file_hash(self.path)
-
-    @property
-    def n_ctx(self) -> int:
-        return self.settings.n_ctx
-
+    # ---- the LLM protocol (model_id, model_hash, n_ctx: GGUFModel) -------------------------
     @property
     def loaded(self) -> bool:
         """Whether a worker is up with the model loaded."""
