@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from flowkit.breakpoints import Breakpoint, BreakpointError, parse_breakpoint
-from flowkit.debug_expr import Condition, ExprError
+from flowkit.debug_expr import MAX_LENGTH, Condition, ExprError
 
 When = Literal["before", "after"]
+#: the longest breakpoint condition the expression checker reads (the side panel's field limit)
+CONDITION_MAX_CHARS = MAX_LENGTH
 
 @dataclass
 class Draft:

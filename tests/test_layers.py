@@ -93,7 +93,7 @@ def test_app_entry_point_is_fenced_too():
 
 
 #: studio.common's plumbing around Streamlit itself (not panels, but they call Streamlit).
-COMMON_PLUMBING = {"inert", "jobs", "shell", "state", "workspace"}
+COMMON_PLUMBING = {"inert", "jobs", "pending", "shell", "state", "workspace"}
 
 
 def _draws(path: Path) -> bool:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowkit.breakpoints import BreakpointError
 from flowkit.errors import Problem
+from service.debug import BreakpointError
 from studio.common import inert
 from studio.common.state import EditorKeys as K
 from studio.common.state import Key

@@ -7,9 +7,10 @@ from functools import partial
 
 import streamlit as st
 
-from flowkit import debug_expr, registry
+from flowkit import registry
 from flowkit.errors import Problem
 from flowkit.spec import FlowSpec, Limits
+from service import drafts
 from studio.common import forms_panel, inert
 from studio.common.state import EditorKeys as K
 from studio.editor import actions_panel as actions
@@ -44,7 +45,7 @@ def _breakpoints(ed: Editor, sel: str, gen: int) -> None:
                          "time a loop comes back to it); 0: every visit." + off)
     st.text_input("Condition", value=condition or "", key=c_key, disabled=not sides,
                   on_change=actions.set_breakpoint_field, args=(sel, "condition", c_key),
-                  placeholder="len(documents) < 3", max_chars=debug_expr.MAX_LENGTH,
+                  placeholder="len(documents) < 3", max_chars=drafts.CONDITION_MAX_CHARS,
                   help="Pause only when this holds over working memory: memory keys (question, "
                        "documents, answer, judgement, ...), the counters visit, steps, "
                        "llm_calls, tokens, comparisons, len(...), in, and/or/not. Empty: "
