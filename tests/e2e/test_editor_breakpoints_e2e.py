@@ -143,6 +143,11 @@ def test_a_canvas_breakpoint_pauses_the_run_started_from_the_editor(studio, page
                what="the continued run to end in the store")   # the answer box shows while it streams
     run = store.get_run(run_id)
     assert run.answer.strip()
-    expect(page.locator(".st-key-run_answer_box")).to_contain_text(run.answer.strip()[:20])
+    box = page.locator(".st-key-run_answer_box")
+    # a live box of the continued run can show for a moment beside the page's own: wait for it to
+    # go (its cursor) and one answer box to stay
+    expect(box.get_by_text("\u258c")).to_have_count(0)
+    expect(box).to_have_count(1)
+    expect(box).to_contain_text(run.answer.strip()[:20])
     settle(page)
     page.screenshot(path=str(ART / "editor_breakpoint_answer.png"), full_page=True)
