@@ -118,7 +118,7 @@ def test_the_answer_streams_is_marked_and_the_page_keeps_its_place(studio, page)
     page.wait_for_url(re.compile(r"[?&]run=(?!" + first_run + r")\w+"))
 
     def answer_words() -> bool:       # streamed or already the stored answer: the first word
-        text = _answer_box(page).inner_text() if _answer_box(page).count() else ""
+        text = _answer_box(page).first.inner_text() if _answer_box(page).count() else ""
         body = re.sub(r"Writing:.*?\)|Waiting for the model's first words\.\.\.|▌", "", text)
         return bool(re.search(r"\w", body))
     eventually(answer_words, timeout=RUN_TIMEOUT_MS / 1000, what="the first answer word",
@@ -200,6 +200,6 @@ def test_a_long_answer_is_seen_while_it_is_written(studio, page):
     expect(_answer_box(page).get_by_text(CURSOR)).to_be_visible(timeout=RUN_TIMEOUT_MS)
     page.screenshot(path=str(ART / "run_page_streaming.png"))
     assert page.get_by_role("link", name="Open the replay").count() == 0   # not ended yet
-    assert re.search(r"\w", _answer_box(page).inner_text().replace("Writing:", ""))
+    assert re.search(r"\w", _answer_box(page).first.inner_text().replace("Writing:", ""))
     # and the stream ends with the run: the cursor goes, the stored answer stays
     expect(_answer_box(page).get_by_text(CURSOR)).to_have_count(0, timeout=RUN_TIMEOUT_MS)
