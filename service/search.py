@@ -74,6 +74,19 @@ class SearchRequest:
     ray_address: str = ""
 
 
+#: the values successive halving accepts (the Search page's Halving field, the CLI's --halving)
+HALVING_RANGE = "0 (off) or more than 1 (2 keeps the top half)"
+
+
+def check_halving(halving: float, name: str = "halving") -> float:
+    """`halving` when it is 0 (off) or more than 1; FlowkitError naming the field `name` (the
+    page's 'halving', the CLI's '--halving') otherwise: between 0 and 1 it would keep everyone
+    (top 1/H with H <= 1), which the race ignores, so it is refused rather than run as 0."""
+    if not (halving == 0 or halving > 1):        # NaN too
+        raise FlowkitError(f"{name} must be {HALVING_RANGE}; got {halving:g}")
+    return halving
+
+
 @dataclass
 class SearchPlan:
     """A prepared search: the space, its flows and splits, and its state (new or resumed)."""

@@ -48,6 +48,7 @@ def _table(plan: Any) -> Table:
 
 def cmd_search(args: argparse.Namespace) -> int:
     from service import search
+    search.check_halving(args.halving, "--halving")     # as the Search page, before anything runs
     ws = common.open_workspace(args)
     if args.check:
         space, flows = search.load(ws, args.space)
@@ -120,7 +121,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--first-batch", type=int, default=10, help="questions in the first batch "
                    "(each next batch doubles)")
     s.add_argument("--halving", type=float, default=0.0, help="also keep only the top 1/H after "
-                   "each batch (successive halving; 0: the interval rule alone)")
+                   "each batch (successive halving; 0: the interval rule alone; H must be 0 "
+                   "or more than 1)")
     add_worker_args(s)
     s.add_argument("--check", action="store_true", help="only validate the space file")
     s.add_argument("--estimate", action="store_true", help="print the estimate and stop")

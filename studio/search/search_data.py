@@ -111,8 +111,7 @@ def check(ws: Workspace, text: str, dataset: str, kb: str, search_qs: str, confi
     if not kb:
         raise FlowkitError("pick a knowledge base")
     ws.resources.kb(kb).require_ready()
-    if halving and halving <= 1:
-        raise FlowkitError("halving must be 0 (off) or more than 1 (2 keeps the top half)")
+    search.check_halving(halving)
     req = SearchRequest(str(save_space(ws, text)), dataset, kb, search_qs.strip(),
                         confirm_qs.strip(), int(budget_calls), budget_hours or None,
                         first_batch=int(first_batch), halving=float(halving),

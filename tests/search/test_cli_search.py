@@ -36,3 +36,19 @@ def test_search_command_refusals(world, fk):
     assert code == 2 and "params[0] (node 'retrieve', param 'top_kk'): unknown param" in err
     code, _, err = fk("search", str(world.space), "--dataset", str(world.dataset))
     assert code == 2 and "search needs --dataset, --kb" in err
+
+
+def test_search_command_refuses_a_halving_the_search_page_refuses(world, fk):
+    """Between 0 and 1 (or negative) the race would ignore --halving: refused as on the page,
+    naming the option and its range, before the workspace is opened or a state file written."""
+    args = ["search", str(world.space), "--dataset", str(world.dataset), "--kb", "test",
+            "--search-questions", "4-9", "--confirm-questions", "1-3", "--budget-calls", "500"]
+    for bad in ("0.5", "1", "-2", "nan"):
+        code, out, err = fk(*args, "--halving", bad, "--estimate")
+        assert code == 2, (bad, err)
+        assert "--halving must be 0 (off) or more than 1 (2 keeps the top half)" in err, err
+        assert "estimate" not in err and out == ""
+    assert not list(world.space.parent.glob("space.search-*.json"))     # nothing ran
+    for good in ("0", "2", "1.5"):
+        code, _, err = fk(*args, "--halving", good, "--estimate")
+        assert code == 0 and "estimate: " in err, (good, err)
