@@ -320,8 +320,9 @@ def _race_waves(ws: Workspace, plan: SearchPlan, stop: threading.Event | None,
                 on_run: Callable[[Entry, str, Any], None] | None,
                 log: Callable[[str], None]) -> bool:
     """Race wave after wave (see the module's docstring); False when stopped. A wave's race
-    status is saved before its candidates are told and the next wave asked, so a resumed search
-    takes up exactly there."""
+    status is saved with its kept entries (in one write), before its candidates are told and the
+    next wave asked, so a resumed search takes up exactly there: a kill just after a race ended
+    on the budget resumes as 'budget', not as a finished race that asks one more wave."""
     st, r = plan.state, plan.request
 
     def save() -> None:
@@ -331,7 +332,8 @@ def _race_waves(ws: Workspace, plan: SearchPlan, stop: threading.Event | None,
             race = Race(st.entries, len(plan.search_qs),
                         lambda e, n: _evaluate(ws, plan, e, n, "search", stop, on_run),
                         st.budget, first=r.first_batch, growth=r.growth, halving=r.halving,
-                        save=save, log=log)
+                        save=save, ended=lambda status: setattr(st, "race_status", status),
+                        log=log)
             st.race_status = race.run()
             save()
             if st.race_status == "stopped":

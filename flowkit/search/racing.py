@@ -9,7 +9,10 @@ is checked: in model calls (estimated from the candidate's calls per question so
 given, in hours; a race that would pass it ends there and keeps who is still racing.
 
 `Race.run` is resumable: the evaluation callback skips the runs already stored, so running the
-same race again redoes nothing and comes to the same decisions.
+same race again redoes nothing and comes to the same decisions. Its end ('done' or 'budget') is
+handed to `ended` before the save that marks the survivors kept, so a saved state never holds the
+kept entries without the reason the race ended (a resumed race would otherwise see nobody racing
+and call it 'done').
 """
 from __future__ import annotations
 
@@ -124,11 +127,12 @@ class Race:
     def __init__(self, entries: list[Entry], total: int, evaluate: Evaluate, budget: Budget, *,
                  first: int = 10, growth: float = 2.0, halving: float = 0.0,
                  save: Callable[[], None] = lambda: None,
+                 ended: Callable[[str], None] = lambda status: None,
                  log: Callable[[str], None] = lambda msg: None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.entries, self.total, self.evaluate = entries, total, evaluate
         self.budget, self.first, self.growth, self.halving = budget, first, growth, halving
-        self.save, self.log, self.clock = save, log, clock
+        self.save, self.ended, self.log, self.clock = save, ended, log, clock
 
     def alive(self) -> list[Entry]:
         return [e for e in self.entries if e.status == RACING]
@@ -194,5 +198,6 @@ class Race:
         for e in self.alive():
             e.status = KEPT
             e.reason = why and f"kept when the race ended: {why}"
+        self.ended(status)
         self.save()
         return status

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from flowkit.eval.metrics import QuestionResult
 from flowkit.search.candidates import Candidate
 from flowkit.search.front import Point, pareto
@@ -110,3 +112,34 @@ def test_drop_rule_and_front_and_rungs():
     assert [p.cid for p in pareto(pts)] == ["a", "b"]
     twin = Point("a2", 0.5, 100, 0.9)              # the same answers as a, faster by noise
     assert [p.cid for p in pareto([*pts, twin])] == ["a", "b"]
+
+
+def test_a_search_killed_as_its_race_ends_on_the_budget_resumes_without_a_new_wave(world,
+                                                                               monkeypatch):
+    """Killed between the race's end on the budget and the search's own status write: the saved
+    state already says 'budget', so the resumed search asks no new wave (it used to see nobody
+    racing, call the race 'done' and ask Optuna for one more, which the budget stopped again)."""
+    whole = search.run(world.ws, search.prepare(world.ws, request(world, budget_calls=8)))
+    assert whole.race_status == "budget" and len(whole.entries) == 2      # 2 of 8 calls left
+    for f in world.space.parent.glob("space.search-*.json"):
+        f.unlink()
+    from .conftest import make_workspace
+    ws2 = make_workspace(world.root / "home2")
+    real = search.Race.run
+
+    def killed(self):
+        real(self)
+        raise KeyboardInterrupt          # the process dies before `st.race_status = ...`
+    monkeypatch.setattr(search.Race, "run", killed)
+    with pytest.raises(KeyboardInterrupt):
+        search.run(ws2, search.prepare(ws2, request(world, budget_calls=8)))
+    monkeypatch.undo()
+    plan = search.prepare(ws2, request(world, budget_calls=8))
+    assert plan.resumed and plan.state.race_status == "budget"
+    logged: list[str] = []
+    st = search.run(ws2, plan, log=logged.append)
+    assert not [m for m in logged if m.startswith("wave ")], logged
+    assert st.phase == "done" and st.race_status == "budget"
+    assert [(e.cid, e.status, e.reason) for e in st.entries] == \
+        [(e.cid, e.status, e.reason) for e in whole.entries]
+    assert len(st.trials) == len(whole.trials) and st.budget.spent_calls == whole.budget.spent_calls
