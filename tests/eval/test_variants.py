@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from flowkit.spec import dump
 from flowkit.testing import flow
-from service import cli
-from service.cli import common
 from service.evaluations import where_flows_part
 
 
@@ -18,19 +14,6 @@ def chain(name: str, gen_prompt: str | None = None):
     gen = {"prompt": gen_prompt} if gen_prompt else {}
     return flow(name, [("rewrite", "pre_retrieval.rewrite"), ("ret", "retrieval.bm25", {"top_k": 2}),
                        ("gen", "generation.answer", gen)], ["rewrite>ret", "ret>gen"])
-
-
-@pytest.fixture()
-def fk(world, monkeypatch, capsys):
-    monkeypatch.setattr(common, "open_workspace", lambda args: world.ws)
-    monkeypatch.setattr(common.out, "width", 220, raising=False)
-    monkeypatch.setattr(common.err, "_width", 220)   # restored to None: the width stays dynamic
-
-    def call(*args: str) -> tuple[int, str, str]:
-        code = cli.main(["--data-dir", str(world.root / "home"), *args])
-        got = capsys.readouterr()
-        return code, got.out, got.err
-    return call
 
 
 def test_a_variant_column_reuses_the_parent_runs_and_its_shared_calls(world, fk, tmp_path):
