@@ -1,8 +1,11 @@
-"""Shared fixtures. `real` tests use the real default model, embedder and Chroma on the sample KB."""
+"""Shared fixtures. `real` tests use the real default model, embedder and Chroma on the sample KB;
+every Workspace a test or a module opened is closed after it (tests/_closing)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,6 +40,45 @@ def _simulate_amx_fault() -> None:
 
 if os.environ.get("FLOWKIT_SIMULATE_AMX_FAULT") == "1":
     _simulate_amx_fault()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _track_workspaces() -> Iterator[None]:
+    """Every Workspace built in the run is recorded (tests/_closing) and closed after the test or
+    module that opened it; those of session fixtures at the end of the run."""
+    import _closing
+    with pytest.MonkeyPatch.context() as mp:
+        _closing.track(mp)
+        yield
+    _closing.release_session()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_module_workspaces() -> Iterator[None]:
+    """Workspaces of module-scoped fixtures are closed after the module."""
+    import _closing
+    with _closing.closing_opened():
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _close_test_workspaces() -> Iterator[None]:
+    """Workspaces a test (its fixtures, the code it runs) opened are closed after it."""
+    import _closing
+    with _closing.closing_opened():
+        yield
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any],
+                         request: pytest.FixtureRequest) -> Generator[None, Any, Any]:
+    """A session fixture first asked for in the middle of a module (inside that module's and that
+    test's closing blocks) keeps its workspaces until the end of the run."""
+    if fixturedef.scope != "session":
+        return (yield)
+    import _closing
+    with _closing.for_the_session():
+        return (yield)
 
 
 @pytest.fixture(scope="session")

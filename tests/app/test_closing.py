@@ -1,4 +1,4 @@
-"""Page tests leave no workspace open (tests/app/_closing, used by this folder's conftest): the
+"""Page tests leave no workspace open (tests/_closing, applied to every test by tests/conftest): the
 database and Chroma files a page opened are closed when the test's block ends, and another
 workspace on the same folder keeps working."""
 from __future__ import annotations

@@ -1,13 +1,15 @@
-"""Closing the workspaces a page test opened, so their files do not stay open for the whole run.
+"""Closing the workspaces a test opened, so their files do not stay open for the whole run
+(tests/conftest.py applies it to every test).
 
 A Workspace keeps its data directory's SQLite connections (pooled by the process-wide engine) and
 its embedded Chroma client (the Chroma database, the HNSW index files and a runtime) open until the
 process ends; `Workspace.close()` stops only the model worker. Every AppTest module opened a few
-workspaces, about 1,100 descriptors were open after tests/app. `track(mp)` records each Workspace
-built (by a test, a fixture or the page code under test); `closing_opened()` releases, when its
-block ends, those built inside it: the model worker, the Chroma client (Chroma's own reference
-count keeps a system open while another client of the same folder uses it) and the database
-connections (the engine stays usable and reconnects on demand).
+workspaces, about 1,100 descriptors were open after tests/app (tests/debug with tests/eval: 255).
+`track(mp)` records each Workspace built (by a test, a fixture or the code under test);
+`closing_opened()` releases, when its block ends, those built inside it: the model worker, the
+Chroma client (Chroma's own reference count keeps a system open while another client of the same
+folder uses it) and the database connections (the engine stays usable and reconnects on demand).
+Those a session-scoped fixture builds (`for_the_session()`) are kept until `release_session()`.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import pytest
 from service.workspace import Workspace
 
 _opened: list[Workspace] = []   # every Workspace built since track(), in order
+_session: list[Workspace] = []  # those of session-scoped fixtures, released at the session's end
 
 
 def track(mp: pytest.MonkeyPatch) -> None:
@@ -38,10 +41,12 @@ def release(ws: Workspace) -> None:
     """Stop the model worker, close the Chroma client and the pooled database connections of `ws`
     (each safe to do twice)."""
     ws.close()
-    chroma = ws.resources._store            # not `.store`: that would open a client to close it
+    chroma = getattr(ws.resources, "_store", None)   # not `.store`: that would open a client
     if chroma is not None and chroma._client is not None:
         chroma._client.close()
-    ws.store.engine.dispose()
+    store = getattr(ws, "store", None)               # a test may have swapped it for a fake
+    if store is not None and hasattr(store, "engine"):
+        store.engine.dispose()
 
 
 @contextmanager
@@ -55,6 +60,26 @@ def closing_opened() -> Iterator[None]:
         del _opened[start:]
         for ws in mine:
             release(ws)
+
+
+@contextmanager
+def for_the_session() -> Iterator[None]:
+    """Keep the workspaces built inside the block (a session-scoped fixture's, which may first be
+    asked for in the middle of a module) out of the module's and the test's closing."""
+    start = len(_opened)
+    try:
+        yield
+    finally:
+        _session.extend(_opened[start:])
+        del _opened[start:]
+
+
+def release_session() -> None:
+    """Release the session fixtures' workspaces (and any still recorded) at the session's end."""
+    for ws in [*_session, *_opened]:
+        release(ws)
+    _session.clear()
+    _opened.clear()
 
 
 def open_files_under(folder: Path) -> list[str]:
