@@ -155,11 +155,11 @@ def model_identity(llm: Any) -> dict[str, Any] | None:
     if path is None:
         return None
     from .gguf import file_hash
-    from .llm_contract import default_threads
+    from .llm_contract import LLMSettings, default_threads
     return {"backend": "llama_cpp", "model_sha256": file_hash(path), "n_ctx": int(settings.n_ctx),
             "seed": int(settings.seed), "n_gpu_layers": int(settings.n_gpu_layers),
             "threads": int(settings.n_threads or default_threads()),
-            "n_batch": int(getattr(settings, "n_batch", 512)),
+            "n_batch": int(getattr(settings, "n_batch", LLMSettings.n_batch)),
             "extra_bufts": str(settings.extra_bufts), "platform": _platform(),
             "prompt_format": prompt_format(), "examples": bool(settings.prompt_examples)}
 

@@ -70,8 +70,9 @@ class LlamaCppLLM(GGUFModel):
         self._lock = threading.Lock()
         #: whether the model was loaded with llama.cpp's extra buffer types, and why (after load)
         self.extra_bufts: amx.Decision | None = None
-        #: whole n_batch blocks of the last prompt kept in the KV cache (runtime/prefix.py)
-        self.prefix = PrefixReuse(settings.n_batch, settings.prefix_reuse)
+        #: whole n_batch blocks of recent prompts kept for reuse (runtime/prefix.py)
+        self.prefix = PrefixReuse(settings.n_batch, settings.prefix_reuse, settings.prefix_slots,
+                                  settings.prefix_cache_mb << 20)
 
     @property
     def loaded(self) -> bool:
@@ -85,6 +86,7 @@ class LlamaCppLLM(GGUFModel):
                                 n_gpu_layers=self.settings.n_gpu_layers, seed=self.settings.seed,
                                 n_batch=self.settings.n_batch)
             self._llama, self.extra_bufts = loaded.llama, loaded.decision
+            self.prefix.window(_sliding_window(self._llama))
             self._formatter = _chat_formatter(self._llama)
         return self._llama
 
@@ -191,7 +193,7 @@ class LlamaCppLLM(GGUFModel):
                 except BaseException:
                     self.prefix.forget()
                     raise
-                self.prefix.done(prompt_ids)
+                self.prefix.done(llama, prompt_ids)
                 choice = res["choices"][0]
                 out_text, lp = choice["text"], None
                 n_gen = res["usage"]["completion_tokens"]
@@ -203,6 +205,16 @@ class LlamaCppLLM(GGUFModel):
             pieces.finish(out_text.strip())
         return Completion(prompt=text, text=out_text.strip(), prompt_tokens=n_prompt,
                           completion_tokens=n_gen, ms=ms, finish_reason=reason, logprobs=lp)
+
+
+def _sliding_window(llama: Any) -> int:
+    """The model's sliding attention window in positions (0 when it has none)."""
+    import llama_cpp
+    try:
+        return int(llama_cpp.llama_model_n_swa(llama._model.model))
+    except (AttributeError, TypeError):      # an older llama.cpp without the call: the GGUF's key
+        keys = [k for k in llama.metadata if k.endswith(".attention.sliding_window")]
+        return int(llama.metadata[keys[0]]) if keys else 0
 
 
 def _prompt_logprobs(llama: Any, text: str) -> list[tuple[str, float]]:

@@ -87,8 +87,10 @@ class LLMSettings:
     in_process: bool = False              # llama_cpp: load in this process instead of a worker
     prompt_examples: bool = True          # base models: in-context examples before an "Answer:" cue
     request_timeout_s: float = 600.0      # the longest one call may take when the flow sets none
-    n_batch: int = 512                    # llama.cpp prompt batch (and the prefix-reuse block)
-    prefix_reuse: bool = True             # keep the KV of whole prompt blocks shared with the last call
+    n_batch: int = 64                     # llama.cpp prompt batch (and the prefix-reuse block)
+    prefix_reuse: bool = True             # reuse the KV of whole prompt blocks of recent calls
+    prefix_slots: int = 16                # earlier prompt prefixes kept as KV snapshots (0: none)
+    prefix_cache_mb: int = 256            # the most memory those snapshots may take
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "api_key"}
