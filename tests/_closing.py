@@ -33,6 +33,7 @@ def track(mp: pytest.MonkeyPatch) -> None:
 
     def tracked(self: Workspace, *args: Any, **kwargs: Any) -> None:
         init(self, *args, **kwargs)
+        self._built_resources = self.resources   # type: ignore[attr-defined]
         _opened.append(self)
     mp.setattr(Workspace, "__init__", tracked)
 
@@ -40,8 +41,12 @@ def track(mp: pytest.MonkeyPatch) -> None:
 def release(ws: Workspace) -> None:
     """Stop the model worker, close the Chroma client and the pooled database connections of `ws`
     (each safe to do twice)."""
-    ws.close()
-    chroma = getattr(ws.resources, "_store", None)   # not `.store`: that would open a client
+    # a test may hand a workspace resources it shares with others (a session fixture's): those
+    # are left as they are (their model and Chroma client), only the workspace's own are closed
+    own = ws.resources is getattr(ws, "_built_resources", None)
+    if own:
+        ws.close()
+    chroma = getattr(ws.resources, "_store", None) if own else None  # `.store` would open one
     if chroma is not None and chroma._client is not None:
         chroma._client.close()
     store = getattr(ws, "store", None)               # a test may have swapped it for a fake
