@@ -1,27 +1,27 @@
-"""LangGraph's own pause (a checkpointer + `interrupt_before`) against flowkit's paused-run
-checkpoint, measured side by side on every template with the scripted model (issue 24, item 4).
+"""What pausing on LangGraph's own mechanism costs (issue 24, item 4): a debugged run (its graph
+compiled with `SqliteSaver`, `durability="exit"`, a dynamic `interrupt()` at the breakpoint)
+against a plain run (no checkpointer), with the scripted model on every template.
 
-For each template, the same compiled graph is run four ways on one question:
+For each template, on one question:
 
-1. straight: flowkit's graph as every run uses it (no checkpointer);
-2. checkpointed: the same graph compiled with LangGraph's `SqliteSaver` on a file, straight
-   through (what every run would pay if any run may be paused: a checkpoint per super-step);
-3. LangGraph pause: `interrupt_before` the first node that calls the model, the process's graph
-   and saver dropped, a new saver opened on the same file (a studio restart) and `invoke(None)`
-   going on from the checkpoint;
-4. flowkit pause: a breakpoint before the same node (flowkit.debug), continued from the stored
-   checkpoint, as the studio and `flowkit resume` do.
+1. plain: `run_flow` as every run without breakpoints does (no checkpointer);
+2. debug, no pause: the same run with a breakpoint that never hits (`flowkit.debug`, the
+   SqliteSaver a workspace opens on its database file, storage.checkpoints): what being
+   debuggable costs when nothing stops;
+3. debug, paused: a breakpoint before the first node that calls the model, the saver closed, a
+   new one opened on the same file (a studio restart), continued to the end.
 
-It prints per template whether 3 and 4 give the answer, the (node, visit) sequence and the
-prompts of 1, the time of 2 / 1, and the bytes the checkpointer wrote against the bytes of the
-run's own trace (the one record flowkit keeps). Not a test: figures for the closing note.
+It prints per template whether 3 gives the answer, the (node, visit) sequence and the prompts of
+1, the engine's time of 1, 2 and 3 per run (3: both segments, not opening the savers), the bytes the
+checkpointer holds for the paused run's thread and the bytes of the run's own trace (the record
+flowkit keeps of every run), and checks that the thread is gone once the run ended. Not a test:
+figures for flowkit/debug.py's help.
 
 Usage: python bench/checkpointer.py [--repeat 20]
 """
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sqlite3
 import sys
@@ -31,16 +31,15 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "debug"))
-
-from langgraph.checkpoint.sqlite import SqliteSaver
 
 from flowkit import ListSink, compile_flow, run_flow
-from flowkit.breakpoints import Breakpoint
+from flowkit.breakpoints import Breakpoint, check_breakpoints
+from flowkit.debug import hook_for, read_pause
 from flowkit.judges import save_classifier
 from flowkit.templates import load_template, names
 from flowkit.testing import HashEmbedder, fake_resources
 from flowkit.testing.fakes import template_script
+from storage.checkpoints import open_checkpointer
 
 Q = "On which island was the designer of the Corren Lighthouse born?"
 
@@ -51,19 +50,9 @@ def resources(data_dir: Path) -> Any:
     return r
 
 
-class _Graph:
-    """A compiled graph whose invoke runs under a checkpointer thread (and may go on from one)."""
-
-    def __init__(self, inner: Any, thread: str, resume: bool = False) -> None:
-        self.inner, self.thread, self.resume = inner, thread, resume
-
-    def invoke(self, state: Any, config: dict[str, Any]) -> Any:
-        cfg = {**config, "configurable": {**config["configurable"], "thread_id": self.thread}}
-        return self.inner.invoke(None if self.resume else state, config=cfg)
-
-
-def with_graph(flow: Any, graph: Any) -> Any:
-    return dataclasses.replace(flow, graph=graph)
+def saver(db: Path) -> Any:
+    """The checkpointer a workspace on database file `db` uses (storage.checkpoints)."""
+    return open_checkpointer(f"sqlite:///{db}")
 
 
 def prompts(sink: ListSink) -> list[str]:
@@ -73,6 +62,41 @@ def prompts(sink: ListSink) -> list[str]:
 def trace_bytes(sink: ListSink) -> int:
     return sum(len(json.dumps(s.to_dict() if hasattr(s, "to_dict") else vars(s), default=str))
                for s in sink.steps)
+
+
+def thread_bytes(db: Path, thread: str) -> int:
+    """Bytes the checkpointer holds for `thread` (checkpoints with metadata, and writes)."""
+    with sqlite3.connect(db) as conn:
+        a = conn.execute("SELECT COALESCE(SUM(LENGTH(checkpoint) + LENGTH(metadata)), 0) FROM "
+                         "checkpoints WHERE thread_id = ?", (thread,)).fetchone()[0]
+        b = conn.execute("SELECT COALESCE(SUM(LENGTH(value)), 0) FROM writes WHERE thread_id = ?",
+                         (thread,)).fetchone()[0]
+    return int(a) + int(b)
+
+
+def paused_run(flow: Any, bps: Any, db: Path, tmp: Path
+               ) -> tuple[Any, ListSink, float, int, int]:
+    """One run paused at `bps`, each continue from a new saver on `db` (a restart): how it
+    ended, its trace, the engine's seconds (all segments), the thread's bytes at the first pause
+    and how many times it paused."""
+    sink, res, spent, pauses = ListSink(), resources(tmp), 0.0, 0
+    with saver(db) as cp:
+        t0 = time.perf_counter()
+        end = run_flow(flow, Q, res, kb="test", sink=sink,
+                       debug=hook_for(flow, bps, checkpointer=cp))
+        spent += time.perf_counter() - t0
+    ckpt = thread_bytes(db, end.run_id)
+    while end.status == "paused":           # a loop pauses at the node every round
+        pauses += 1
+        with saver(db) as cp:
+            pause = read_pause(flow, cp, end.run_id)
+            assert pause is not None
+            t0 = time.perf_counter()
+            end = run_flow(flow, Q, res, kb="test", sink=sink, run_id=end.run_id,
+                           debug=hook_for(flow, bps, resume=pause, checkpointer=cp))
+            spent += time.perf_counter() - t0
+    assert thread_bytes(db, end.run_id) == 0, "an ended run left its checkpoint"
+    return end, sink, spent, ckpt, pauses
 
 
 def first_llm_node(flow: Any, sink: ListSink) -> str | None:
@@ -88,71 +112,55 @@ def main() -> None:
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="flowkit-ckpt-"))
     save_classifier(tmp / "judges" / "sufficiency.json", [0.0] * HashEmbedder.dim, -3.0)
-    print(f"{'template':26} {'LG same (pauses)':>16} {'fk same':>7} {'ms straight':>11} "
-          f"{'ms ckpt':>8} {'ckpt bytes':>10} {'trace bytes':>11}")
-    totals: dict[str, float] = {"lg_same": 0, "fk_same": 0, "n": 0, "plain": 0.0, "ckpt": 0.0}
+    print(f"{'template':26} {'same':>5} {'ms plain':>8} {'ms dbg':>7} {'ms paused':>9} "
+          f"{'pauses':>6} "
+          f"{'ckpt bytes':>10} {'trace bytes':>11}")
+    tot = {"n": 0, "same": 0, "plain": 0.0, "debug": 0.0, "paused": 0.0, "ckpt": 0, "trace": 0,
+           "pauses": 0, "extra": 0.0}
     for name in names():
         flow = compile_flow(load_template(name))
         sink0 = ListSink()
         end0 = run_flow(flow, Q, resources(tmp), kb="test", sink=sink0)
         want = (end0.answer, sink0.sequence(), prompts(sink0))
         node = first_llm_node(flow, sink0)
-        builder = flow.graph.builder
-        # 1 vs 2: straight through, without and with a checkpointer
         t0 = time.perf_counter()
         for _ in range(args.repeat):
             run_flow(flow, Q, resources(tmp), kb="test")
-        plain = time.perf_counter() - t0
+        plain = (time.perf_counter() - t0) / args.repeat
         db = tmp / f"{name}.sqlite"
-        with sqlite3.connect(db, check_same_thread=False) as conn:
-            saver = SqliteSaver(conn)
-            graph = builder.compile(checkpointer=saver)
+        never = check_breakpoints(flow, [Breakpoint(node or flow.spec.entry, "before",
+                                                    condition="steps > 100000")])
+        with saver(db) as cp:
             t0 = time.perf_counter()
-            for i in range(args.repeat):
-                run_flow(with_graph(flow, _Graph(graph, f"s{i}")), Q, resources(tmp), kb="test")
-            checkpointed = time.perf_counter() - t0
-        ckpt_bytes = sum(p.stat().st_size for p in tmp.glob(f"{name}.sqlite*")) // args.repeat
-        # 3: LangGraph's pause; each time a new saver on the same file goes on (a restart).
-        # interrupt_before holds at every visit of the node (a loop pauses each round), so it
-        # goes on until the checkpoint has nothing next
-        lg_same, lg_pauses = False, 0
+            for _ in range(args.repeat):
+                run_flow(flow, Q, resources(tmp), kb="test", debug=hook_for(flow, never,
+                                                                            checkpointer=cp))
+            debug = (time.perf_counter() - t0) / args.repeat
+        same, paused_ms, ckpt, pauses = False, 0.0, 0, 0
         if node is not None:
-            db3 = tmp / f"{name}-pause.sqlite"
-            sink3 = ListSink()
-            res3 = resources(tmp)
-            cfg = {"configurable": {"thread_id": "t"}}
-            try:
-                end3 = None
-                for i in range(60):
-                    with sqlite3.connect(db3, check_same_thread=False) as conn:
-                        g = builder.compile(checkpointer=SqliteSaver(conn), interrupt_before=[node])
-                        if i and not g.get_state(cfg).next:
-                            break
-                        end3 = run_flow(with_graph(flow, _Graph(g, "t", resume=i > 0)), Q, res3,
-                                        kb="test", sink=sink3)
-                        lg_pauses += bool(g.get_state(cfg).next)
-                assert end3 is not None
-                got = (end3.answer, sink3.sequence(), prompts(sink3))
-                lg_same = got == want
-            except Exception as err:  # noqa: BLE001 - a bench reports what broke and goes on
-                print(f"  {name}: LangGraph pause failed: {type(err).__name__}: {err}")
-        # 4: flowkit's pause before the same node, continued from its checkpoint
-        from debugkit import drive
-        fk_same = False
-        if node is not None:
-            end4, sink4, pauses = drive(flow, resources(tmp), [Breakpoint(node, "before")], None, Q)
-            fk_same = bool(pauses) and (end4.answer, sink4.sequence(), prompts(sink4)) == want
-        totals["n"] += 1
-        totals["lg_same"] += lg_same
-        totals["fk_same"] += fk_same
-        totals["plain"] += plain
-        totals["ckpt"] += checkpointed
-        print(f"{name:26} {f'{lg_same} ({lg_pauses})':>16} {str(fk_same):>7} "
-              f"{1000 * plain / args.repeat:11.1f} {1000 * checkpointed / args.repeat:8.1f} "
-              f"{ckpt_bytes:10d} {trace_bytes(sink0):11d}", flush=True)
-    print(f"same as straight after a pause: LangGraph {totals['lg_same']}/{totals['n']}, "
-          f"flowkit {totals['fk_same']}/{totals['n']}; a checkpointer on every run: "
-          f"{totals['ckpt'] / totals['plain']:.1f}x the engine's own time with the scripted model")
+            bps = check_breakpoints(flow, [Breakpoint(node, "before")])
+            for _ in range(args.repeat):
+                end, sink, spent, ckpt, pauses = paused_run(flow, bps, db, tmp)
+                paused_ms += spent / args.repeat
+            same = (end.answer, sink.sequence(), prompts(sink)) == want
+        tb = trace_bytes(sink0)
+        tot["n"] += 1
+        tot["same"] += same
+        tot["plain"] += plain
+        tot["debug"] += debug
+        tot["paused"] += paused_ms if node else plain
+        tot["ckpt"] += ckpt
+        if pauses:
+            tot["pauses"] += pauses
+            tot["extra"] += paused_ms - plain
+        tot["trace"] += tb
+        print(f"{name:26} {str(same):>5} {1000 * plain:8.1f} {1000 * debug:7.1f} "
+              f"{1000 * paused_ms:9.1f} {pauses:6d} {ckpt:10d} {tb:11d}", flush=True)
+    print(f"same as a plain run after pause + restart + continue: {tot['same']}/{tot['n']}; "
+          f"engine time: debug run without a pause {tot['debug'] / tot['plain']:.2f}x a plain run, "
+          f"paused and continued {tot['paused'] / tot['plain']:.2f}x "
+          f"({1000 * tot['extra'] / max(tot['pauses'], 1):.1f} ms more per pause); checkpoint "
+          f"of a paused run {tot['ckpt'] / max(tot['trace'], 1):.2f}x the run's trace bytes")
 
 
 if __name__ == "__main__":

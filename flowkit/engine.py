@@ -17,7 +17,7 @@ from langgraph.errors import GraphRecursionError
 
 from .compile import CompiledFlow
 from .context import Resources, count_tokens
-from .debug import DebugHook, Paused
+from .debug import DebugHook, checkpointed, drop_thread, restore_thread, saved_thread
 from .errors import FlowkitError, NodeError, ResourceError
 from .memory import initial_memory, visible
 from .nodes import CANCELLED, _Run, bind_run, make_finish, make_node
@@ -43,8 +43,11 @@ def run_flow(flow: CompiledFlow, question: str, resources: Resources, *, kb: str
     `cache`, deterministic model calls are served from it (and stored in it when computed).
     `on_token(node_id, visit, piece)` gets the text of every model call as it is generated (a
     call served from the cache: its whole text as one piece); the trace is the same without it.
-    With a `debug` hook (flowkit.debug) breakpoints can pause the run: it ends with status
-    `paused` and `debug.paused` holds the checkpoint to continue from."""
+    With a `debug` hook (flowkit.debug) breakpoints can pause the run: the graph is compiled with
+    the hook's checkpointer (thread = `run_id`, durability "exit"), a breakpoint interrupts it, the
+    run ends with status `paused` and `debug.paused` holds the pause; a hook that resumes a pause
+    goes on from the thread's checkpoint (`Command(resume=..., update=edits)`; `start_at`,
+    `memory` and `counters` are not used then). Without a hook nothing is checkpointed."""
     if not isinstance(question, str) or not question.strip():
         raise FlowkitError("the question is empty")
     sink = sink if sink is not None else ListSink()
@@ -54,6 +57,9 @@ def run_flow(flow: CompiledFlow, question: str, resources: Resources, *, kb: str
     if start_at is not None and start_at in flow.topology.branch_of:
         raise FlowkitError(f"cannot fork inside the parallel branch at '{start_at}'; fork from "
                            "the node before the fan-out or from the merge")
+    cp = debug.checkpointer if debug is not None else None
+    if debug is not None and cp is None:
+        raise FlowkitError("a run with breakpoints needs a checkpointer (flowkit.debug)")
     if kb:
         resources.kb(kb).require_ready()
     llm = resources.llm
@@ -76,22 +82,40 @@ def run_flow(flow: CompiledFlow, question: str, resources: Resources, *, kb: str
                         settings=settings or {}, operator_versions=flow.operator_versions(),
                         flow_version=flow_version, parent_run_id=parent_run_id,
                         parent_step=parent_step, started_at=time.time()))
-    config = {"configurable": {"flowkit_run": run, "flowkit_start": start_at},
-              "recursion_limit": flow.spec.limits.max_steps * 2 + 20}
+    configurable: dict[str, Any] = {"flowkit_run": run, "flowkit_start": start_at}
+    config: Any = {"configurable": configurable,
+                   "recursion_limit": flow.spec.limits.max_steps * 2 + 20}
+    graph: Any = flow.graph
+    given: Any = state
+    extra: dict[str, Any] = {}
+    saved = None
+    if cp is not None and debug is not None:
+        graph = checkpointed(flow, cp)
+        configurable["thread_id"] = run_id
+        extra = {"durability": "exit"}
+        if debug.resume is not None:
+            given = debug.command()
+            saved = saved_thread(cp, run_id)
     final: dict[str, Any] = dict(state)
     status, error = "ok", None
     try:
-        final = flow.graph.invoke(state, config=config)
-        if final.get("halt"):
+        final = graph.invoke(given, config=config, **extra)
+        if debug is not None and "__interrupt__" in final and debug.paused is not None:
+            status, final = "paused", dict(debug.paused.state)
+        elif final.get("halt"):
             status = CANCELLED if final["halt"] == CANCELLED else "budget_exceeded"
-    except Paused as p:
-        status, final = "paused", dict(p.pause.state)
     except NodeError as err:
         status, error = "error", str(err)
     except GraphRecursionError:
         status, error = "budget_exceeded", "the graph passed its recursion limit"
     except FlowkitError as err:
         status, error = "error", str(err)
+    except BaseException:
+        if cp is not None:             # the segment did not end: the thread goes back
+            restore_thread(cp, run_id, saved)
+        raise
+    if cp is not None and status != "paused":
+        drop_thread(cp, run_id)        # the checkpointer keeps paused runs only
     wall_ms = (time.perf_counter() - run.started) * 1000
     result = RunEnd(run_id=run_id, status=status, answer=str(final.get("answer") or ""),
                     citations=list(final.get("citations") or []), steps=run.index,

@@ -122,7 +122,7 @@ def make_node(op: Operator[Any], branch: str | None, merge_inputs: tuple[str, ..
         if reason:
             return {"halt": reason}
         visit = (state.get("visits") or {}).get(op.node_id, 0) + 1
-        if run.debugger is not None:     # may raise flowkit.debug.Paused: stop before this node
+        if run.debugger is not None:     # may interrupt the graph (flowkit.debug): stop before this node
             run.debugger.before(run, op.node_id, visit, branch, state)
         view = dict(state)
         if branch:

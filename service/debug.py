@@ -1,7 +1,9 @@
 """Debugging a run: start it with breakpoints, look at a pause, edit memory, continue, step, abort.
 
-The one door the CLI and the studio use (`Debugger(workspace)`). A paused run is a stored
-checkpoint (storage.debug), not a waiting thread: every call here is short except `start` and
+The one door the CLI and the studio use (`Debugger(workspace)`). A paused run is a LangGraph
+checkpoint (its thread in the workspace database's checkpointer, storage.checkpoints; see
+flowkit.debug for what is kept where) plus its trace-side record (storage.debug), not a waiting
+thread: every call here is short except `start` and
 `resume`, which run the flow in the calling thread until it pauses again or ends (the studio calls
 them from its background run thread, as it does `Workspace.run`). Any process on the same data
 directory can continue a paused run, also after a restart; of two that try at once, one gets it
@@ -26,20 +28,29 @@ from typing import Any
 
 from flowkit.breakpoints import Breakpoint, BreakpointError, as_breakpoints, check_breakpoints
 from flowkit.compile import CompiledFlow, compile_flow
-from flowkit.debug import COUNTER_KEYS, MODES, Mode, Pause, hook_for
+from flowkit.debug import (
+    MODES,
+    CheckpointMissing,
+    Mode,
+    Pause,
+    drop_thread,
+    hook_for,
+    read_pause,
+)
 from flowkit.debug_preview import NextPrompt, next_prompt
 from flowkit.engine import run_flow
 from flowkit.errors import FlowkitError, short
 from flowkit.memory import OPERATOR_KEYS, Memory
 from flowkit.spec import FlowSpec
 from flowkit.trace import MultiSink, RunEnd, RunStart, StepEvent, TraceSink
+from storage.checkpoints import open_checkpointer
 from storage.debug import DebugRepo, NotPausedError
 from storage.repo import TraceStore
 
 from .workspace import Workspace
 
-__all__ = ["BreakpointError", "Debugger", "EditError", "NotPausedError", "PausedRun",
-           "breakpoint_problems", "check_value", "paused_memory"]
+__all__ = ["BreakpointError", "CheckpointMissing", "Debugger", "EditError", "NotPausedError",
+           "PausedRun", "breakpoint_problems", "check_value", "paused_memory"]
 
 #: run_flow's on_token: (node id, visit, piece)
 OnToken = Callable[[str, int, str], None]
@@ -143,8 +154,9 @@ class PausedRun:
 
 
 class _DebugSink:
-    """The run's trace store, except that a segment ending `paused` stores its checkpoint, and a
-    continue's start does not insert the run again (it was claimed)."""
+    """The run's trace store, except that a segment ending `paused` is recorded as a pause (its
+    state is in LangGraph's checkpointer), and a continue's start does not insert the run again
+    (it was claimed)."""
 
     def __init__(self, trace: TraceStore, repo: DebugRepo, breakpoints: list[Breakpoint],
                  hook: Any, resuming: bool) -> None:
@@ -163,7 +175,7 @@ class _DebugSink:
 
     def end(self, result: RunEnd) -> None:
         if result.status == "paused" and self.hook.paused is not None:
-            self.repo.save_pause(result, self.hook.paused.to_dict())
+            self.repo.save_pause(result)
         else:
             self.trace.end(result)
 
@@ -185,30 +197,56 @@ class Debugger:
         `on_token(node, visit, piece)`: the model's text as it is generated (run_flow's)."""
         compiled = flow if isinstance(flow, CompiledFlow) else compile_flow(flow)
         bps = check_breakpoints(compiled, breakpoints)
-        hook = hook_for(compiled, bps)
-        sink = _DebugSink(self.ws.store.sink(), self.repo, bps, hook, resuming=False)
-        return run_flow(compiled, question, self.ws.resources, kb=kb,
-                        sink=MultiSink(sink, *([extra_sink] if extra_sink else [])),
-                        run_id=run_id, flow_version=flow_version,
-                        settings=self.ws.resources.settings.to_dict(), cancel=cancel,
-                        cache=self.ws.completion_cache, debug=hook, on_token=on_token)
+        with open_checkpointer(self.ws.store.url) as cp:
+            hook = hook_for(compiled, bps, checkpointer=cp)
+            sink = _DebugSink(self.ws.store.sink(), self.repo, bps, hook, resuming=False)
+            return run_flow(compiled, question, self.ws.resources, kb=kb,
+                            sink=MultiSink(sink, *([extra_sink] if extra_sink else [])),
+                            run_id=run_id, flow_version=flow_version,
+                            settings=self.ws.resources.settings.to_dict(), cancel=cancel,
+                            cache=self.ws.completion_cache, debug=hook, on_token=on_token)
 
     def _compiled(self, spec: dict[str, Any]) -> CompiledFlow:
         return compile_flow(FlowSpec.model_validate({**spec, "layout": {}}))
 
+    def _pause(self, spec: dict[str, Any], run_id: str, held: Mapping[str, Any] | None
+               ) -> Pause:
+        """The pause of a paused run: LangGraph's checkpoint of its thread, with the edits made
+        since (`held`, the trace side: not yet sent) on top. CheckpointMissing when the
+        checkpointer holds no pause for it."""
+        with open_checkpointer(self.ws.store.url) as cp:
+            pause = read_pause(self._compiled(spec), cp, run_id)
+        if pause is None:
+            raise CheckpointMissing(
+                f"run '{run_id}' is paused but LangGraph's checkpointer holds no pause for it "
+                f"(thread '{run_id}' in {self.ws.store.engine.url.render_as_string()}): it cannot "
+                "be continued; abort it")
+        for key, value in (held or {}).get("edits") or []:
+            pause.state[key] = value
+        pause.steps_done = int((held or {}).get("steps_done", pause.steps_done))
+        return pause
+
     def show(self, run_id: str) -> PausedRun:
-        """The debug state of a run: its breakpoints, edits and, while paused, the checkpoint."""
+        """The debug state of a run: its breakpoints, edits and, while paused, the pause (None
+        also when the checkpointer lost it: `require_paused` says so)."""
         run = self.ws.store.get_run(run_id)
         st = self.repo.get(run.id)
+        pause = None
+        if st.pause is not None:
+            try:
+                pause = self._pause(run.spec, run.id, st.pause)
+            except CheckpointMissing:
+                pause = None
         return PausedRun(run_id=run.id, flow_name=run.flow_name, question=run.question,
                          status=run.status, breakpoints=as_breakpoints(st.breakpoints),
-                         edits=st.edits, pauses=st.pauses,
-                         pause=Pause.from_dict(st.pause) if st.pause else None,
+                         edits=st.edits, pauses=st.pauses, pause=pause,
                          steps=run.steps, answer=run.answer)
 
     def require_paused(self, run_id: str, doing: str = "use") -> tuple[PausedRun, Pause]:
         view = self.show(run_id)
         if view.pause is None:
+            if view.status == "paused":
+                self._pause(self.ws.store.get_run(view.run_id).spec, view.run_id, None)
             raise NotPausedError(f"cannot {doing} run '{view.run_id}': it is not paused "
                                  f"(status {view.status})")
         return view, view.pause
@@ -240,32 +278,35 @@ class Debugger:
         compiled = self._compiled(run.spec)
         new_bps = None if breakpoints is None else [
             b.to_dict() for b in check_breakpoints(compiled, breakpoints)]
-        raw, stored = self.repo.claim(run.id, new_bps)
+        held, stored = self.repo.claim(run.id, new_bps)
         sink: _DebugSink | None = None
         try:
-            pause = Pause.from_dict(raw)
+            pause = self._pause(run.spec, run.id, held)
             bps = as_breakpoints(stored)
-            hook = hook_for(compiled, bps, mode, resume=pause)
-            sink = _DebugSink(self.ws.store.sink(run.eval_id), self.repo, bps, hook, resuming=True)
-            state = pause.state
-            memory = {k: state[k] for k in OPERATOR_KEYS if k in state}
-            question = str(memory.pop("question", run.question))
-            return run_flow(compiled, question, self.ws.resources, kb=run.kb,
-                            sink=MultiSink(sink, *([extra_sink] if extra_sink else [])),
-                            run_id=run.id, flow_version=run.flow_version, start_at=pause.node,
-                            memory=memory,
-                            counters={k: state[k] for k in COUNTER_KEYS if k in state},
-                            parent_run_id=run.parent_run_id, parent_step=run.parent_step,
-                            settings=self.ws.resources.settings.to_dict(), cancel=cancel,
-                            cache=self.ws.completion_cache, debug=hook, on_token=on_token)
+            question = str(pause.state.get("question") or run.question)
+            with open_checkpointer(self.ws.store.url) as cp:
+                hook = hook_for(compiled, bps, mode, resume=pause, checkpointer=cp,
+                                edits=[(k, v) for k, v in held.get("edits") or []])
+                sink = _DebugSink(self.ws.store.sink(run.eval_id), self.repo, bps, hook,
+                                  resuming=True)
+                return run_flow(compiled, question, self.ws.resources, kb=run.kb,
+                                sink=MultiSink(sink, *([extra_sink] if extra_sink else [])),
+                                run_id=run.id, flow_version=run.flow_version,
+                                parent_run_id=run.parent_run_id, parent_step=run.parent_step,
+                                settings=self.ws.resources.settings.to_dict(), cancel=cancel,
+                                cache=self.ws.completion_cache, debug=hook, on_token=on_token)
         except BaseException:
             if sink is None or not sink.started:
                 self.repo.unclaim(run.id)      # nothing ran: the run stays paused where it was
             raise
 
     def abort(self, run_id: str, who: str = "") -> None:
-        """End a paused run as cancelled."""
-        self.repo.abort(self.ws.store.get_run(run_id).id, who)
+        """End a paused run as cancelled (its LangGraph thread is dropped)."""
+        run = self.ws.store.get_run(run_id)
+        view = self.show(run.id)
+        self.repo.abort(run.id, who, view.pause.node if view.pause else None)
+        with open_checkpointer(self.ws.store.url) as cp:
+            drop_thread(cp, run.id)
 
     def set_value(self, run_id: str, key: str, value: Any, who: str | None = None) -> PausedRun:
         """Set working-memory `key` of a paused run, validated against the key's type; recorded in
@@ -274,7 +315,14 @@ class Debugger:
         checked = check_value(key, value)
         if key == "question" and not (isinstance(checked, str) and checked.strip()):
             raise EditError("cannot set 'question' to empty text")
-        self.repo.edit(run.id, key, checked, who or _user())
+        view = self.show(run.id)
+        pause = view.pause
+        if pause is None and view.status == "paused":
+            pause = self._pause(run.spec, run.id, None)       # CheckpointMissing: says why
+        # not paused: the repository refuses it (running, ended) with the reason
+        self.repo.edit(run.id, key, checked, who or _user(),
+                       memory=paused_memory(pause) if pause else {},
+                       node=pause.node if pause else None)
         return self.show(run.id)
 
     def set_breakpoints(self, run_id: str, breakpoints: Sequence[Breakpoint | str | Mapping[str, Any]]

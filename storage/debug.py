@@ -1,10 +1,14 @@
-"""Paused runs in the database: the checkpoint, the compare-and-set that lets one continuer in,
-aborting, and memory edits recorded as steps of the run.
+"""Paused runs in the trace store: what LangGraph's checkpointer does not keep, the
+compare-and-set that lets one continuer in, aborting, and memory edits recorded as steps of the run.
 
-A paused run is its `runs` row with status ``paused`` plus its `run_debug` row, whose `pause` holds
-the checkpoint (flowkit.debug.Pause as JSON). Everything is in the database, so a paused run
-survives a restart of the process that paused it. Status changes are compare-and-set updates
-(``WHERE status = 'paused'``), so of two continuers exactly one gets the run.
+A paused run is its `runs` row with status ``paused``, its thread in LangGraph's checkpointer
+(storage.checkpoints: the paused state and where it paused, see flowkit.debug) and its `run_debug`
+row: the breakpoints, the pause count, the edits' record (who, when, key, step) and, while
+paused, `pause` = ``{"steps_done": n, "edits": [[key, value], ...]}``: the trace's step count at
+the pause (a continue whose process died goes back there) and the edits made during this pause,
+which the next continue sends to LangGraph as its update. Everything is in the database, so a
+paused run survives a restart of the process that paused it. Status changes are compare-and-set
+updates (``WHERE status = 'paused'``), so of two continuers exactly one gets the run.
 """
 from __future__ import annotations
 
@@ -35,7 +39,8 @@ class NotPausedError(FlowkitError):
 
 @dataclass
 class DebugState:
-    """A debugged run's breakpoints, current pause (None unless paused) and memory edits."""
+    """A debugged run's breakpoints, the trace side of its current pause (None unless paused:
+    steps_done and the edits not yet sent) and its memory edits."""
 
     run_id: str
     status: str
@@ -94,15 +99,15 @@ class DebugRepo:
                               dict(row.pause) if row.pause and run.status == PAUSED else None,
                               int(row.pauses or 0), list(row.edits or []))
 
-    def save_pause(self, result: RunEnd, pause: dict[str, Any]) -> None:
-        """End a run segment as paused: the checkpoint and the run's totals so far, in one
-        transaction (a continuer never sees `paused` without its checkpoint)."""
+    def save_pause(self, result: RunEnd) -> None:
+        """End a run segment as paused (LangGraph's checkpointer already holds its state): the
+        run's totals so far and the pause's step count, in one transaction."""
         with Session(self.store.engine) as s, s.begin():
             row = s.get(RunDebugRow, result.run_id)
             if row is None:
                 row = RunDebugRow(run_id=result.run_id, breakpoints=[], pauses=0, edits=[])
                 s.add(row)
-            row.pause = pause
+            row.pause = {"steps_done": result.steps, "edits": []}
             row.pauses = int(row.pauses or 0) + 1
             row.updated_at = utcnow()
             s.execute(update(RunRow).where(RunRow.id == result.run_id).values(
@@ -116,8 +121,8 @@ class DebugRepo:
     def claim(self, run_id: str, breakpoints: list[dict[str, Any]] | None = None
               ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """Take a paused run to continue it: compare-and-set paused -> running (owned by this
-        process, its lease held). Returns the checkpoint and the breakpoints (replaced by
-        `breakpoints` when given). NotPausedError when it is not paused, e.g. another continue
+        process, its lease held). Returns the pause's trace side (steps_done, the edits to send)
+        and the breakpoints (replaced by `breakpoints` when given). NotPausedError when it is not paused, e.g. another continue
         took it first."""
         with Session(self.store.engine) as s, s.begin():
             res = s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == PAUSED)
@@ -128,7 +133,7 @@ class DebugRepo:
                 raise self._not_paused(s, run_id, "continue")
             row = s.get(RunDebugRow, run_id)
             if row is None or not row.pause:
-                raise NotPausedError(f"run '{run_id}' is paused but has no checkpoint")
+                raise NotPausedError(f"run '{run_id}' is paused but has no pause record")
             if breakpoints is not None:
                 row.breakpoints = breakpoints
             pause, bps = dict(row.pause), list(row.breakpoints or [])
@@ -143,11 +148,10 @@ class DebugRepo:
                       .values(status=PAUSED, lease_until=None))
         self.store._release(run_id)
 
-    def abort(self, run_id: str, who: str = "") -> None:
-        """Stop a paused run for good: status cancelled (compare-and-set from paused)."""
+    def abort(self, run_id: str, who: str = "", where: str | None = None) -> None:
+        """Stop a paused run for good (paused before node `where`): status cancelled
+        (compare-and-set from paused)."""
         with Session(self.store.engine) as s, s.begin():
-            row = s.get(RunDebugRow, run_id)
-            where = (row.pause or {}).get("node") if row is not None else None
             res = s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == PAUSED)
                             .values(status="cancelled", halt_reason="cancelled", ended_at=utcnow(),
                                     error=f"aborted while paused before '{where}'"
@@ -155,10 +159,13 @@ class DebugRepo:
             if _cas(res) != 1:
                 raise self._not_paused(s, run_id, "abort")
 
-    def edit(self, run_id: str, key: str, value: Any, who: str) -> dict[str, Any]:
-        """Set memory `key` of a paused run's checkpoint to `value` (already validated) and record
-        it as a step of the run (operator `user.edit`, memory before/after) and in its edits list
-        (who, when, key, step). Returns the new checkpoint."""
+    def edit(self, run_id: str, key: str, value: Any, who: str, memory: dict[str, Any],
+             node: str | None) -> dict[str, Any]:
+        """Set memory `key` of a paused run (paused before `node` with working memory `memory`)
+        to `value` (already validated): kept with the pause's edits (the next continue sends
+        them to LangGraph), recorded as a step of the run (operator `user.edit`, memory
+        before/after) and in its edits list (who, when, key, step). Returns the pause's trace
+        side."""
         with Session(self.store.engine) as s, s.begin():
             # touch the row first: it locks it, so a continue cannot take the run meanwhile
             res = s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == PAUSED)
@@ -168,12 +175,9 @@ class DebugRepo:
             row = s.get(RunDebugRow, run_id)
             run = s.get(RunRow, run_id)
             if row is None or not row.pause or run is None:
-                raise NotPausedError(f"run '{run_id}' is paused but has no checkpoint")
+                raise NotPausedError(f"run '{run_id}' is paused but has no pause record")
             pause = dict(row.pause)
-            state = dict(pause["state"])
-            before = {k: v for k, v in state.items() if k not in ("branches", "visits", "steps",
-                                                                  "llm_calls", "tokens")}
-            state[key] = value
+            before = dict(memory)
             after = {**before, key: value}
             idx = int(run.steps or 0)
             edit_no = len(row.edits or []) + 1
@@ -185,11 +189,11 @@ class DebugRepo:
             if key in ("answer", "citations"):
                 setattr(run, key, value)
             run.memory = {**(run.memory or {}), key: value}
-            pause["state"] = state
+            pause["edits"] = [*(pause.get("edits") or []), [key, value]]
             pause["steps_done"] = idx + 1
             row.pause = pause
             row.edits = [*(row.edits or []), {"who": who, "at": time.time(), "key": key,
-                                              "step": idx, "node": pause.get("node")}]
+                                              "step": idx, "node": node}]
             row.updated_at = utcnow()
             return pause
 

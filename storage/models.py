@@ -145,8 +145,9 @@ class CompletionCacheRow(Base):
 
 
 class RunDebugRow(Base):
-    """A debugged run's breakpoints, its current pause (the checkpoint a continue starts from; set
-    while the run's status is `paused`) and the edits a user made to its memory while paused."""
+    """A debugged run's breakpoints, the trace side of its current pause (set while the run's
+    status is `paused`: the step count and the memory edits not yet sent; the paused state is in
+    LangGraph's checkpointer, see storage.debug) and the edits a user made to its memory."""
 
     __tablename__ = "run_debug"
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from langgraph.checkpoint.memory import InMemorySaver
+
 from flowkit import ListSink, compile_flow, run_flow
 from flowkit.breakpoints import check_breakpoints
-from flowkit.debug import COUNTER_KEYS, Pause, hook_for
-from flowkit.memory import OPERATOR_KEYS
+from flowkit.debug import Pause, hook_for, read_pause
 from flowkit.testing import FakeLLM, MemoryKB, flow
 from flowkit.trace import RunEnd
 from service.workspace import Workspace
@@ -56,29 +57,28 @@ SHAPES = {
 }
 
 
-def resume_args(pause: Pause) -> dict[str, Any]:
-    st = pause.state
-    return {"start_at": pause.node, "memory": {k: st[k] for k in OPERATOR_KEYS if k in st},
-            "counters": {k: st[k] for k in COUNTER_KEYS if k in st}}
-
-
 def drive(compiled: Any, res: Any, bps: list[Any], modes: list[str] | None = None,
           question: str = Q, kb: str = "test") -> tuple[RunEnd, ListSink, list[Pause]]:
     """Run with breakpoints and go on from every pause (with `modes` in turn, then continue)
-    until the run ends; every segment writes to one sink, as the store does."""
+    until the run ends; every segment writes to one sink, as the store does. Each continue goes
+    on from the pause LangGraph's checkpointer holds (which must be the one the hook saw)."""
     checked = check_breakpoints(compiled, bps)
     sink = ListSink()
-    hook = hook_for(compiled, checked)
+    saver = InMemorySaver()
+    hook = hook_for(compiled, checked, checkpointer=saver)
     end = run_flow(compiled, question, res, kb=kb, sink=sink, debug=hook)
     pauses: list[Pause] = []
     todo = list(modes or [])
     while end.status == "paused":
         assert hook.paused is not None
-        pauses.append(hook.paused)
-        hook = hook_for(compiled, checked, todo.pop(0) if todo else "continue", resume=pauses[-1])
-        end = run_flow(compiled, question, res, kb=kb, sink=sink, debug=hook,
-                       run_id=end.run_id, **resume_args(pauses[-1]))
+        stored = read_pause(compiled, saver, end.run_id)
+        assert stored is not None and stored.to_dict() == hook.paused.to_dict()
+        pauses.append(stored)
+        hook = hook_for(compiled, checked, todo.pop(0) if todo else "continue", resume=stored,
+                        checkpointer=saver)
+        end = run_flow(compiled, question, res, kb=kb, sink=sink, debug=hook, run_id=end.run_id)
         assert len(pauses) < 100
+    assert read_pause(compiled, saver, end.run_id) is None and not list(saver.list(None))
     return end, sink, pauses
 
 
