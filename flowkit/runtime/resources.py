@@ -48,6 +48,13 @@ class Settings:
         unknown = [k for k in (data.get("llm") or {}) if k not in llm_fields]
         if unknown:
             raise ResourceError(f"settings: unknown llm field(s) {unknown}")
+        for key, value in (data.get("llm") or {}).items():
+            want = type(getattr(LLMSettings, key))
+            fits = isinstance(value, want) and not (want is int and isinstance(value, bool)) \
+                or (want is float and isinstance(value, int) and not isinstance(value, bool))
+            if not fits:
+                raise ResourceError(f"settings: llm.{key} must be {want.__name__}, not "
+                                    f"{type(value).__name__} ({str(value)[:40]!r})")
         llm = LLMSettings(**(data.get("llm") or {}))
         top = {k: v for k, v in data.items() if k != "llm"}
         bad = [k for k in top if k not in cls.__dataclass_fields__]
