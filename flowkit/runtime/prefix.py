@@ -91,16 +91,14 @@ class PrefixReuse:
                 if k > keep:
                     keep, source = k, snap
             if source is not None:       # most recently used, so the stash never evicts it
-                self._saved.remove(source)
-                self._saved.append(source)
+                self._touch(source)
             if source is not None or keep < len(self._held):
                 # the context is about to lose blocks it holds; `keep` of them stay in use
                 self._stash(llama, 0 if source is not None else keep)
         if source is not None:
             if self._restore(llama, source, keep):
                 self.restored += 1
-                self._saved.remove(source)
-                self._saved.append(source)
+                self._touch(source)      # the stash may have put a newer one after it
             else:
                 keep = 0
         elif keep and llama._ctx.kv_cache_seq_rm(-1, keep, -1):
@@ -143,6 +141,11 @@ class PrefixReuse:
         """The model attends over a sliding window of `n_swa` positions in some layers (0: none):
         snapshots hold only whole blocks inside it."""
         self.cap = ((n_swa - 1) // self.block) * self.block if n_swa > 0 else None
+
+    def _touch(self, snap: Snapshot) -> None:
+        """Make `snap` the most recently used snapshot."""
+        self._saved.remove(snap)
+        self._saved.append(snap)
 
     def _stash(self, llama: Any, in_use: int) -> None:
         """Copy the blocks the context holds into a snapshot (unless one covers them already);
