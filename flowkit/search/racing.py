@@ -4,7 +4,10 @@ Every candidate still racing answers the first n search questions, for n in `run
 ... up to the whole split). After each rung the best candidate (highest mean F1) is the reference:
 a candidate whose paired 95% bootstrap interval of F1 minus the best's lies entirely below 0 is
 dropped, and the reason (figures, interval, questions) is kept. With `halving` > 1 the rung also
-keeps only the top 1/halving of the rest (successive halving). Before each evaluation the budget
+keeps only the top 1/halving of the rest (successive halving), ranked as the search is judged:
+by quality / cost front layer (F1 up, tokens per question down; `front_layers`), best F1 first
+within a layer, so a cheap candidate that no other beats on both survives beside the best F1
+(ranked on F1 alone, the halving emptied the front of every cheap point). Before each evaluation the budget
 is checked: in model calls (estimated from the candidate's calls per question so far) and, if
 given, in hours; a race that would pass it ends there and keeps who is still racing.
 
@@ -23,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..eval.metrics import QuestionResult, paired_bootstrap
+from .front import Point
 
 RACING, DROPPED, KEPT = "racing", "dropped", "kept"
 
@@ -121,6 +125,22 @@ def drop_worse(results: dict[str, list[QuestionResult]], best: str, n_resamples:
     return out
 
 
+def front_layers(entries: Sequence[Entry]) -> list[list[Entry]]:
+    """Non-dominated sorting on (F1 up, tokens per question down): the first layer is the
+    entries no other beats on both, the next layer the same among the rest, and so on; within
+    a layer best F1 first (then fewer tokens, then the id, so the order is reproducible)."""
+    left, layers = list(entries), []
+    while left:
+        pts = {e.cid: Point(e.cid, e.f1 or 0.0, e.tokens or 0.0, 0.0) for e in left}
+        layer = [e for e in left
+                 if not any(pts[o.cid].dominates(pts[e.cid]) for o in left if o is not e)]
+        layer.sort(key=lambda e: (-(e.f1 or 0.0), e.tokens or 0.0, e.cid))
+        layers.append(layer)
+        taken = {e.cid for e in layer}
+        left = [e for e in left if e.cid not in taken]
+    return layers
+
+
 class Race:
     """Race entries on growing batches of `total` questions (see the module's docstring)."""
 
@@ -167,12 +187,16 @@ class Race:
             e.status, e.reason = DROPPED, f"after {n} questions: {reason}"
             self.log(f"dropped {cid}: {e.reason}")
         if self.halving > 1 and n < self.total:
-            rest = sorted(self.alive(), key=lambda e: -(e.f1 or 0.0))
+            layers = front_layers(self.alive())
+            rest = [e for layer in layers for e in layer]
+            layer_of = {e.cid: i for i, layer in enumerate(layers, start=1) for e in layer}
             keep = max(2, math.ceil(len(rest) / self.halving))
             for rank, e in enumerate(rest[keep:], start=keep + 1):
                 e.status = DROPPED
                 e.reason = (f"after {n} questions: successive halving kept the top {keep}; "
-                            f"ranked {rank} of {len(rest)} on F1 ({100 * (e.f1 or 0):.1f})")
+                            f"ranked {rank} of {len(rest)} on F1 and tokens "
+                            f"({100 * (e.f1 or 0):.1f}, {e.tokens or 0:.0f} tokens/q; front "
+                            f"layer {layer_of[e.cid]})")
                 self.log(f"dropped {e.cid}: {e.reason}")
 
     def run(self) -> str:

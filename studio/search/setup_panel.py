@@ -94,7 +94,8 @@ def data_section(ws: Workspace, repo: EvalRepo) -> dict[str, Any] | None:
                     "Hours the race may take (0: no limit); a race past it ends and keeps who "
                     "is still racing")
     halving = _number(f, "Halving", K.HALVING, 0.0, 0.0, 1.0,
-                      "After each batch also keep only the top 1/H of the candidates "
+                      "After each batch also keep only the top 1/H of the candidates, "
+                      "ranked by quality / cost front layer (F1 and tokens), best F1 first "
                       "(successive halving; 0: only the interval rule drops, 2: the top half "
                       "stays)")
     g, _ = st.columns(2)          # the CLI's --workers (on this machine)

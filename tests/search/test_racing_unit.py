@@ -33,11 +33,44 @@ def test_halving_keeps_the_top_half():
     reasons = {e.cid: e.reason for e in es}
     # on 2 questions the interval rule does not act yet (it wants 3 pairs): halving does
     assert "after 2 questions: successive halving kept the top 2; ranked 3 of 4" in reasons["c"]
-    assert "ranked 4 of 4 on F1 (0.0)" in reasons["d"]
+    assert "ranked 4 of 4 on F1 and tokens (0.0, 10 tokens/q; front layer 3)" in reasons["d"]
     # the same race again (its evaluations skip what is stored) makes the same decisions
     again = entries()
     Race(again, 8, evaluate([]), Budget(1000), first=2, halving=2).run()
     assert [(e.status, e.reason) for e in again] == [(e.status, e.reason) for e in es]
+
+
+def test_halving_keeps_a_cheap_candidate_on_the_front():
+    """Halving ranks by front layer (F1 up, tokens down), not F1 alone: 'lean' scores below two
+    others but at a third of their tokens, so nobody beats it on both and it stays; 'heavy' is
+    beaten on both by 'best' and goes, though its F1 is above lean's."""
+    f1 = {"best": 0.9, "heavy": 0.8, "lean": 0.5, "worst": 0.4}
+    tokens = {"best": 300, "heavy": 400, "lean": 100, "worst": 500}
+
+    def run(e: Entry, n: int) -> Batch:
+        res = [QuestionResult(e.cid, f"q{i}", "", [], "", "ok", f1=f1[e.cid], llm_calls=1,
+                              tokens=tokens[e.cid]) for i in range(n)]
+        return Batch(res, computed_calls=max(0, n - e.reached))
+    es = [Entry(cid, {}, cid) for cid in f1]
+    # a budget of the first batch's 8 calls: the race ends after halving there (the interval
+    # rule, which wants 3 questions, would otherwise judge the constant scores next)
+    assert Race(es, 8, run, Budget(8), first=2, halving=2).run() == "budget"
+    got = {e.cid: e.status for e in es}
+    assert got == {"best": "kept", "lean": "kept", "heavy": "dropped", "worst": "dropped"}
+    heavy = next(e for e in es if e.cid == "heavy")
+    assert "ranked 3 of 4 on F1 and tokens (80.0, 400 tokens/q; front layer 2)" in heavy.reason
+
+
+def test_front_layers_sort_by_dominance_then_f1():
+    from flowkit.search.racing import front_layers
+
+    def entry(cid: str, f1: float, tokens: float) -> Entry:
+        return Entry(cid, {}, cid, f1=f1, tokens=tokens)
+    es = [entry("a", 0.2, 100), entry("b", 0.5, 300), entry("c", 0.4, 400), entry("d", 0.5, 300),
+          entry("e", 0.1, 900)]
+    layers = [[e.cid for e in layer] for layer in front_layers(es)]
+    # b and d tie (neither beats the other), so both are on the first layer with a
+    assert layers == [["b", "d", "a"], ["c"], ["e"]]
 
 
 def test_without_halving_only_the_interval_drops():
