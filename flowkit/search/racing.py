@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -125,20 +125,29 @@ def drop_worse(results: dict[str, list[QuestionResult]], best: str, n_resamples:
     return out
 
 
-def front_layers(entries: Sequence[Entry]) -> list[list[Entry]]:
+def front_layers(entries: Sequence[Entry],
+                 figures: Mapping[str, tuple[float, float]] | None = None) -> list[list[Entry]]:
     """Non-dominated sorting on (F1 up, tokens per question down): the first layer is the
     entries no other beats on both, the next layer the same among the rest, and so on; within
-    a layer best F1 first (then fewer tokens, then the id, so the order is reproducible)."""
+    a layer best F1 first (then fewer tokens, then the id, so the order is reproducible).
+    `figures` (cid -> (F1, tokens)) replaces the entries' own, e.g. with those on one batch."""
+    def fig(e: Entry) -> tuple[float, float]:
+        return figures[e.cid] if figures is not None else (e.f1 or 0.0, e.tokens or 0.0)
     left, layers = list(entries), []
     while left:
-        pts = {e.cid: Point(e.cid, e.f1 or 0.0, e.tokens or 0.0, 0.0) for e in left}
+        pts = {e.cid: Point(e.cid, *fig(e), 0.0) for e in left}
         layer = [e for e in left
                  if not any(pts[o.cid].dominates(pts[e.cid]) for o in left if o is not e)]
-        layer.sort(key=lambda e: (-(e.f1 or 0.0), e.tokens or 0.0, e.cid))
+        layer.sort(key=lambda e: (-fig(e)[0], fig(e)[1], e.cid))
         layers.append(layer)
         taken = {e.cid for e in layer}
         left = [e for e in left if e.cid not in taken]
     return layers
+
+
+def _means(results: Sequence[QuestionResult]) -> tuple[float, float]:
+    n = max(1, len(results))
+    return sum(r.f1 for r in results) / n, sum(r.tokens for r in results) / n
 
 
 class Race:
@@ -187,16 +196,21 @@ class Race:
             e.status, e.reason = DROPPED, f"after {n} questions: {reason}"
             self.log(f"dropped {cid}: {e.reason}")
         if self.halving > 1 and n < self.total:
-            layers = front_layers(self.alive())
+            # every candidate judged on the same n questions (one of an earlier wave raced
+            # again has figures on more: a small batch's luck must not beat them)
+            judged = [e for e in self.alive() if e.cid in results]
+            on_n = {e.cid: _means(results[e.cid]) for e in judged}
+            layers = front_layers(judged, on_n)
             rest = [e for layer in layers for e in layer]
             layer_of = {e.cid: i for i, layer in enumerate(layers, start=1) for e in layer}
             keep = max(2, math.ceil(len(rest) / self.halving))
             for rank, e in enumerate(rest[keep:], start=keep + 1):
+                f1, tokens = on_n[e.cid]
                 e.status = DROPPED
                 e.reason = (f"after {n} questions: successive halving kept the top {keep}; "
-                            f"ranked {rank} of {len(rest)} on F1 and tokens "
-                            f"({100 * (e.f1 or 0):.1f}, {e.tokens or 0:.0f} tokens/q; front "
-                            f"layer {layer_of[e.cid]})")
+                            f"ranked {rank} of {len(rest)} on F1 and tokens on those questions "
+                            f"({100 * f1:.1f}, {tokens:.0f} tokens/q; front layer "
+                            f"{layer_of[e.cid]})")
                 self.log(f"dropped {e.cid}: {e.reason}")
 
     def run(self) -> str:

@@ -33,7 +33,7 @@ def test_halving_keeps_the_top_half():
     reasons = {e.cid: e.reason for e in es}
     # on 2 questions the interval rule does not act yet (it wants 3 pairs): halving does
     assert "after 2 questions: successive halving kept the top 2; ranked 3 of 4" in reasons["c"]
-    assert "ranked 4 of 4 on F1 and tokens (0.0, 10 tokens/q; front layer 3)" in reasons["d"]
+    assert "ranked 4 of 4 on F1 and tokens on those questions (0.0, 10 tokens/q; front layer 3)" in reasons["d"]
     # the same race again (its evaluations skip what is stored) makes the same decisions
     again = entries()
     Race(again, 8, evaluate([]), Budget(1000), first=2, halving=2).run()
@@ -58,7 +58,24 @@ def test_halving_keeps_a_cheap_candidate_on_the_front():
     got = {e.cid: e.status for e in es}
     assert got == {"best": "kept", "lean": "kept", "heavy": "dropped", "worst": "dropped"}
     heavy = next(e for e in es if e.cid == "heavy")
-    assert "ranked 3 of 4 on F1 and tokens (80.0, 400 tokens/q; front layer 2)" in heavy.reason
+    assert "ranked 3 of 4 on F1 and tokens on those questions (80.0, 400 tokens/q; front layer 2)" in heavy.reason
+
+
+def test_halving_judges_everyone_on_the_same_questions():
+    """A candidate of an earlier wave raced again keeps its figures on all it answered (F1 0.3
+    on 8 questions here), but halving on 2 questions compares its F1 on those 2 (0.9), where
+    it leads; ranked by its 8-question figure it would have gone."""
+    f1 = {"old": 0.9, "x": 0.6, "y": 0.5, "z": 0.4}
+
+    def run(e: Entry, n: int) -> Batch:
+        res = [QuestionResult(e.cid, f"q{i}", "", [], "", "ok", f1=f1[e.cid], llm_calls=1,
+                              tokens=100) for i in range(n)]
+        return Batch(res, computed_calls=max(0, n - e.reached))
+    old = Entry("old", {}, "old", reached=8, f1=0.3, tokens=100.0, calls_per_q=1.0)
+    es = [old] + [Entry(cid, {}, cid) for cid in ("x", "y", "z")]
+    assert Race(es, 8, run, Budget(6), first=2, halving=2).run() == "budget"
+    assert {e.cid: e.status for e in es} == {"old": "kept", "x": "kept", "y": "dropped",
+                                             "z": "dropped"}
 
 
 def test_front_layers_sort_by_dominance_then_f1():
