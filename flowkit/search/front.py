@@ -34,3 +34,20 @@ def pareto(points: Sequence[Point]) -> list[Point]:
     points = list(firsts.values())
     front = [p for p in points if not any(q.dominates(p) for q in points if q is not p)]
     return sorted(front, key=lambda p: (-p.f1, p.tokens, p.seconds, p.cid))
+
+
+def front_layers(points: Sequence[Point]) -> list[list[Point]]:
+    """Non-dominated sorting on F1 (up) and tokens (down), seconds left out (the race ranks
+    on its two objectives): the first layer is the points no other beats on both, the next the
+    same among the rest, and so on. Equal points share a layer (unlike `pareto`, which keeps
+    one); within a layer best F1 first, then fewer tokens, then the id."""
+    left, layers = list(points), []
+    while left:
+        flat = {p.cid: Point(p.cid, p.f1, p.tokens, 0.0) for p in left}
+        layer = [p for p in left
+                 if not any(flat[o.cid].dominates(flat[p.cid]) for o in left if o is not p)]
+        layer.sort(key=lambda p: (-p.f1, p.tokens, p.cid))
+        layers.append(layer)
+        taken = {p.cid for p in layer}
+        left = [p for p in left if p.cid not in taken]
+    return layers

@@ -5,11 +5,11 @@ Every candidate still racing answers the first n search questions, for n in `run
 a candidate whose paired 95% bootstrap interval of F1 minus the best's lies entirely below 0 is
 dropped, and the reason (figures, interval, questions) is kept. With `halving` > 1 the rung also
 keeps only the top 1/halving of the rest (successive halving), ranked as the search is judged:
-by quality / cost front layer (F1 up, tokens per question down; `front_layers`), best F1 first
-within a layer, so a cheap candidate that no other beats on both survives beside the best F1
-(ranked on F1 alone, the halving emptied the front of every cheap point). Before each evaluation the budget
-is checked: in model calls (estimated from the candidate's calls per question so far) and, if
-given, in hours; a race that would pass it ends there and keeps who is still racing.
+by quality / cost front layer on the rung's questions (F1 up, tokens per question down;
+`front.front_layers`), best F1 first within a layer, so a cheap candidate that no other beats on
+both survives beside the best F1 (ranked on F1 alone, the halving emptied the front of every
+cheap point). Before each evaluation the budget is checked: in model calls (estimated from the
+candidate's calls per question so far) and, if given, in hours; a race that would pass it ends there and keeps who is still racing.
 
 `Race.run` is resumable: the evaluation callback skips the runs already stored, so running the
 same race again redoes nothing and comes to the same decisions. Its end ('done' or 'budget') is
@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..eval.metrics import QuestionResult, paired_bootstrap
-from .front import Point
+from .front import Point, front_layers
 
 RACING, DROPPED, KEPT = "racing", "dropped", "kept"
 
@@ -125,26 +125,6 @@ def drop_worse(results: dict[str, list[QuestionResult]], best: str, n_resamples:
     return out
 
 
-def front_layers(entries: Sequence[Entry],
-                 figures: Mapping[str, tuple[float, float]] | None = None) -> list[list[Entry]]:
-    """Non-dominated sorting on (F1 up, tokens per question down): the first layer is the
-    entries no other beats on both, the next layer the same among the rest, and so on; within
-    a layer best F1 first (then fewer tokens, then the id, so the order is reproducible).
-    `figures` (cid -> (F1, tokens)) replaces the entries' own, e.g. with those on one batch."""
-    def fig(e: Entry) -> tuple[float, float]:
-        return figures[e.cid] if figures is not None else (e.f1 or 0.0, e.tokens or 0.0)
-    left, layers = list(entries), []
-    while left:
-        pts = {e.cid: Point(e.cid, *fig(e), 0.0) for e in left}
-        layer = [e for e in left
-                 if not any(pts[o.cid].dominates(pts[e.cid]) for o in left if o is not e)]
-        layer.sort(key=lambda e: (-fig(e)[0], fig(e)[1], e.cid))
-        layers.append(layer)
-        taken = {e.cid for e in layer}
-        left = [e for e in left if e.cid not in taken]
-    return layers
-
-
 def _means(results: Sequence[QuestionResult]) -> tuple[float, float]:
     n = max(1, len(results))
     return sum(r.f1 for r in results) / n, sum(r.tokens for r in results) / n
@@ -198,14 +178,13 @@ class Race:
         if self.halving > 1 and n < self.total:
             # every candidate judged on the same n questions (one of an earlier wave raced
             # again has figures on more: a small batch's luck must not beat them)
-            judged = [e for e in self.alive() if e.cid in results]
-            on_n = {e.cid: _means(results[e.cid]) for e in judged}
-            layers = front_layers(judged, on_n)
-            rest = [e for layer in layers for e in layer]
-            layer_of = {e.cid: i for i, layer in enumerate(layers, start=1) for e in layer}
+            judged = {e.cid: e for e in self.alive() if e.cid in results}
+            ranked = front_layers([Point(c, *_means(results[c]), 0.0) for c in judged])
+            rest = [p for layer in ranked for p in layer]
+            layer_of = {p.cid: i for i, layer in enumerate(ranked, start=1) for p in layer}
             keep = max(2, math.ceil(len(rest) / self.halving))
-            for rank, e in enumerate(rest[keep:], start=keep + 1):
-                f1, tokens = on_n[e.cid]
+            for rank, p in enumerate(rest[keep:], start=keep + 1):
+                e, f1, tokens = judged[p.cid], p.f1, p.tokens
                 e.status = DROPPED
                 e.reason = (f"after {n} questions: successive halving kept the top {keep}; "
                             f"ranked {rank} of {len(rest)} on F1 and tokens on those questions "

@@ -79,10 +79,10 @@ def test_halving_judges_everyone_on_the_same_questions():
 
 
 def test_front_layers_sort_by_dominance_then_f1():
-    from flowkit.search.racing import front_layers
+    from flowkit.search.front import Point, front_layers
 
-    def entry(cid: str, f1: float, tokens: float) -> Entry:
-        return Entry(cid, {}, cid, f1=f1, tokens=tokens)
+    def entry(cid: str, f1: float, tokens: float) -> Point:
+        return Point(cid, f1, tokens, seconds=float(ord(cid)))     # seconds do not count
     es = [entry("a", 0.2, 100), entry("b", 0.5, 300), entry("c", 0.4, 400), entry("d", 0.5, 300),
           entry("e", 0.1, 900)]
     layers = [[e.cid for e in layer] for layer in front_layers(es)]
