@@ -9,7 +9,8 @@ by quality / cost front layer on the rung's questions (F1 up, tokens per questio
 `front.front_layers`), best F1 first within a layer, so a cheap candidate that no other beats on
 both survives beside the best F1 (ranked on F1 alone, the halving emptied the front of every
 cheap point). Before each evaluation the budget is checked: in model calls (estimated from the
-candidate's calls per question so far) and, if given, in hours; a race that would pass it ends there and keeps who is still racing.
+candidate's calls per question so far) and, if given, in hours; a race that would pass it ends
+there and keeps who is still racing.
 
 `Race.run` is resumable: the evaluation callback skips the runs already stored, so running the
 same race again redoes nothing and comes to the same decisions. Its end ('done' or 'budget') is
