@@ -120,6 +120,16 @@ def eventually(check: Callable[[], Any], timeout: float = 30.0, what: str = "con
         time.sleep(every)
 
 
+def stored_status(store: Any, run_id: str) -> str | None:
+    """The run's status in the store, or None while it is only queued: the address shows a run's
+    id when it is submitted, the store has its row once its job starts (after the run ahead)."""
+    from flowkit.errors import NotFoundError
+    try:
+        return str(store.get_run(run_id).status)
+    except NotFoundError:
+        return None
+
+
 @contextmanager
 def chromium() -> Iterator[Any]:
     """Debian's Chromium, headless with this machine's flags, through Playwright; closed after."""

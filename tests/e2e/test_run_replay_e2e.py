@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from e2ekit import ART, ask, eventually, page_fixture, settle, studio_fixture
+from e2ekit import ART, ask, eventually, page_fixture, settle, stored_status, studio_fixture
 
 from storage.repo import Store
 
@@ -185,7 +185,7 @@ def test_a_model_worker_killed_mid_run_fails_that_run_and_the_studio_goes_on(stu
     # wait for the run to be stored as answered
     new_run = re.search(r"[?&]run=(\w+)", page.url).group(1)
     store = Store(f"sqlite:///{studio.home / 'flowkit.db'}")
-    eventually(lambda: store.get_run(new_run).status == "ok", timeout=RUN_TIMEOUT_MS / 1000,
+    eventually(lambda: stored_status(store, new_run) == "ok", timeout=RUN_TIMEOUT_MS / 1000,
                what="the next run to answer")
     workers = _model_workers(studio.home)
     assert workers and killed not in workers
