@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2ekit import CHROMIUM, CHROMIUM_ARGS, StudioServer, canvas, eventually, settle
+from e2ekit import CHROMIUM, CHROMIUM_ARGS, StudioServer, canvas, eventually, settle, stored_status
 
 from flowkit import templates
 from service.drafts import DraftStore
@@ -139,7 +139,7 @@ def test_a_canvas_breakpoint_pauses_the_run_started_from_the_editor(studio, page
     page.get_by_role("button", name="Continue", exact=True).click()
     expect(page.get_by_role("link", name="Open the replay")).to_be_visible(timeout=RUN_TIMEOUT_MS)
     expect(page.get_by_text(re.compile(r"Paused before"))).to_have_count(0)
-    eventually(lambda: store.get_run(run_id).status == "ok", timeout=RUN_TIMEOUT_MS / 1000,
+    eventually(lambda: stored_status(store, run_id) == "ok", timeout=RUN_TIMEOUT_MS / 1000,
                what="the continued run to end in the store")   # the answer box shows while it streams
     run = store.get_run(run_id)
     assert run.answer.strip()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2ekit import ART, ask, eventually, page_fixture, settle, studio_fixture
+from e2ekit import ART, ask, eventually, page_fixture, settle, stored_status, studio_fixture
 
 from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec
 from storage.repo import Store
@@ -93,7 +93,7 @@ def test_a_repeated_submit_queues_one_run(studio: Any, page: Any) -> None:
     expect(page.get_by_role("heading", name="Answer")).to_be_visible(timeout=RUN_TIMEOUT_MS)
     assert _run_param(page) == run_id
     # the answer box shows while the answer streams: wait for the run to end
-    eventually(lambda: store.get_run(run_id).status not in ("queued", "running"), timeout=180,
+    eventually(lambda: stored_status(store, run_id) not in (None, "queued", "running"), timeout=180,
                what="the run to end", every=1.0)
     # a second copy would have been queued behind the first: wait until nothing is left to run
     page.reload()
@@ -118,18 +118,18 @@ def test_a_running_run_is_cancelled_at_its_next_step(studio: Any, page: Any) -> 
     cancel = page.locator(f".st-key-run_cancel_{run_id} button").first
     asked = page.get_by_text("Cancelling: the run stops at its next step.")
     for _ in range(5):           # the panel redraws every second: a click can meet a redraw
-        if asked.count() or store.get_run(run_id).status != "running":
+        if asked.count() or stored_status(store, run_id) not in (None, "running"):
             break
         try:
             cancel.click(timeout=5_000)
         except PlaywrightTimeout:      # the button was redrawn under the click
             continue
         try:
-            eventually(lambda: asked.count() or store.get_run(run_id).status != "running",
+            eventually(lambda: asked.count() or stored_status(store, run_id) not in (None, "running"),
                        timeout=4, what="the cancel taken")
         except AssertionError:
             continue
-    eventually(lambda: store.get_run(run_id).status == "cancelled", timeout=180,
+    eventually(lambda: stored_status(store, run_id) == "cancelled", timeout=180,
                what="the run stored as cancelled", every=1.0)
     expect(page.get_by_text("cancelled", exact=True).first).to_be_visible(timeout=30_000)  # badge
     expect(page.get_by_role("heading", name="Answer")).to_be_visible()     # the run's end state
