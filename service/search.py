@@ -33,7 +33,7 @@ from typing import Any
 
 from flowkit.errors import FlowkitError, NotFoundError
 from flowkit.eval.datasets import resolve
-from flowkit.eval.metrics import QuestionResult, paired_bootstrap
+from flowkit.eval.metrics import QuestionResult, paired_bootstrap, summarize
 from flowkit.eval.parallel import check_engines, ray_session
 from flowkit.eval.runner import EvalPlan, FlowEntry, collect_results
 from flowkit.search import state as state_mod
@@ -305,13 +305,12 @@ def _confirm(ws: Workspace, plan: SearchPlan, stop: threading.Event | None,
             return False
         results[e.cid] = batch.results
     hand = [e.cid for e in chosen if e.extra.get("hand_written")]
-    ref = max(hand, key=lambda c: sum(r.f1 for r in results[c]) / max(1, len(results[c])))
+    means = {cid: summarize(cid, res) for cid, res in results.items()}
+    ref = max(hand, key=lambda c: means[c].f1)
     for cid, res in results.items():
         d = paired_bootstrap(res, results[ref], "f1")
-        n = max(1, len(res))
-        st.confirm[cid] = {"f1": sum(r.f1 for r in res) / n, "n": len(res),
-                           "tokens": sum(r.tokens for r in res) / n,
-                           "seconds": sum(r.seconds for r in res) / n,
+        m = means[cid]
+        st.confirm[cid] = {"f1": m.f1, "n": m.n, "tokens": m.tokens, "seconds": m.seconds,
                            "vs": ref, "delta": d.mean, "low": d.low, "high": d.high}
     return True
 

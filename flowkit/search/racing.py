@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..eval.metrics import QuestionResult, paired_bootstrap
+from ..eval.metrics import QuestionResult, paired_bootstrap, summarize
 from .front import Point, front_layers
 
 RACING, DROPPED, KEPT = "racing", "dropped", "kept"
@@ -66,10 +66,9 @@ class Entry:
             return
         self.reached = n
         if n:
-            self.f1 = sum(r.f1 for r in results) / n
-            self.tokens = sum(r.tokens for r in results) / n
-            self.seconds = sum(r.seconds for r in results) / n
-            self.calls_per_q = sum(r.llm_calls for r in results) / n
+            m = summarize(self.cid, results)
+            self.f1, self.tokens, self.seconds, self.calls_per_q = (m.f1, m.tokens, m.seconds,
+                                                                    m.llm_calls)
 
 
 @dataclass
@@ -126,11 +125,6 @@ def drop_worse(results: dict[str, list[QuestionResult]], best: str, n_resamples:
     return out
 
 
-def _means(results: Sequence[QuestionResult]) -> tuple[float, float]:
-    n = max(1, len(results))
-    return sum(r.f1 for r in results) / n, sum(r.tokens for r in results) / n
-
-
 class Race:
     """Race entries on growing batches of `total` questions (see the module's docstring)."""
 
@@ -180,7 +174,8 @@ class Race:
             # every candidate judged on the same n questions (one of an earlier wave raced
             # again has figures on more: a small batch's luck must not beat them)
             judged = {e.cid: e for e in self.alive() if e.cid in results}
-            ranked = front_layers([Point(c, *_means(results[c]), 0.0) for c in judged])
+            means = {c: summarize(c, results[c]) for c in judged}
+            ranked = front_layers([Point(c, m.f1, m.tokens, 0.0) for c, m in means.items()])
             rest = [p for layer in ranked for p in layer]
             layer_of = {p.cid: i for i, layer in enumerate(ranked, start=1) for p in layer}
             keep = max(2, math.ceil(len(rest) / self.halving))
