@@ -72,6 +72,8 @@ class SearchRequest:
     workers: int = 1
     #: an existing Ray cluster (default: a local one); several machines need server engines
     ray_address: str = ""
+    #: successive halving acts only on batches of at least this many questions (0: from the first)
+    halving_from: int = 0
 
 
 #: the values successive halving accepts (the Search page's Halving field, the CLI's --halving)
@@ -85,6 +87,15 @@ def check_halving(halving: float, name: str = "halving") -> float:
     if not (halving == 0 or halving > 1):        # NaN too
         raise FlowkitError(f"{name} must be {HALVING_RANGE}; got {halving:g}")
     return halving
+
+
+def check_halving_from(questions: int, name: str = "halving from") -> int:
+    """`questions` when it is 0 (halve from the first batch) or more; FlowkitError naming the
+    field `name` otherwise."""
+    if questions < 0:
+        raise FlowkitError(f"{name} must be 0 (from the first batch) or a number of questions; "
+                           f"got {questions}")
+    return questions
 
 
 @dataclass
@@ -331,6 +342,7 @@ def _race_waves(ws: Workspace, plan: SearchPlan, stop: threading.Event | None,
             race = Race(st.entries, len(plan.search_qs),
                         lambda e, n: _evaluate(ws, plan, e, n, "search", stop, on_run),
                         st.budget, first=r.first_batch, growth=r.growth, halving=r.halving,
+                        halving_from=r.halving_from,
                         save=save, ended=lambda status: setattr(st, "race_status", status),
                         log=log)
             st.race_status = race.run()

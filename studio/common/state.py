@@ -461,6 +461,7 @@ class SearchKeys(Keys, prefix="search"):
     FIRST_BATCH: Key[int]
     BUDGET_HOURS: Key[float]                # 0: no limit in hours
     HALVING: Key[float]                     # 0: the interval rule alone
+    HALVING_FROM: Key[int]                  # questions a batch needs before halving acts
     WORKERS: Key[int]                       # Ray workers (1: in the studio's own thread)
     CHECK: Key[bool]
     CHECKED: Key[Any]                       # (form fingerprint, studio.search.search_data.Checked)

@@ -103,7 +103,7 @@ class Checked:
 
 def check(ws: Workspace, text: str, dataset: str, kb: str, search_qs: str, confirm_qs: str,
           budget_calls: int, first_batch: int = 10, budget_hours: float | None = None,
-          halving: float = 0.0, workers: int = 1) -> Checked:
+          halving: float = 0.0, workers: int = 1, halving_from: int = 0) -> Checked:
     """Validate the space against its flows and the question ranges against the set, sample the
     candidates and estimate the cost; FlowkitError (a SpaceError lists each field) otherwise."""
     if not text.strip():
@@ -112,10 +112,11 @@ def check(ws: Workspace, text: str, dataset: str, kb: str, search_qs: str, confi
         raise FlowkitError("pick a knowledge base")
     ws.resources.kb(kb).require_ready()
     search.check_halving(halving)
+    search.check_halving_from(int(halving_from))
     req = SearchRequest(str(save_space(ws, text)), dataset, kb, search_qs.strip(),
                         confirm_qs.strip(), int(budget_calls), budget_hours or None,
                         first_batch=int(first_batch), halving=float(halving),
-                        workers=int(workers))
+                        workers=int(workers), halving_from=int(halving_from))
     plan = search.prepare(ws, req)
     return Checked(req, plan.state.search_id, len(plan.state.entries),
                    search.estimate(plan).describe(), plan.resumed)

@@ -159,17 +159,19 @@ def test_the_budget_in_hours_and_the_halving_reach_the_search(ws):
     assert "halving must be 0 (off) or more than 1" in errors_of(at)
     at.number_input(key="search_budget_hours").set_value(0.5)
     at.number_input(key="search_halving").set_value(2.0)
+    at.number_input(key="search_halving_from").set_value(40)
     at.button(key="search_check").click()
     sid = start(at.run())
     req = search_data.load_request(ws, sid)
-    assert req is not None and (req.budget_hours, req.halving) == (0.5, 2.0)
+    assert req is not None and (req.budget_hours, req.halving, req.halving_from) == (0.5, 2.0, 40)
     until(at, lambda a: "phase done" in texts(a), timeout=60)
     state = search.state_mod.load(search.state_mod.state_path(req.space, sid))
     assert state is not None and state.budget.hours == 0.5
     # left at 0: no limit in hours, no halving (as the CLI without the flags)
     at = fill(page("pages/search.py").run(), space(seed=1))
     req = search_data.load_request(ws, start(at))
-    assert req is not None and (req.budget_hours, req.halving, req.workers) == (None, 0.0, 1)
+    assert req is not None and (req.budget_hours, req.halving, req.workers,
+                                req.halving_from) == (None, 0.0, 1, 0)
 
 
 def test_the_workers_reach_the_estimate(ws):

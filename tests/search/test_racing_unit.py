@@ -40,6 +40,21 @@ def test_halving_keeps_the_top_half():
     assert [(e.status, e.reason) for e in again] == [(e.status, e.reason) for e in es]
 
 
+def test_halving_from_holds_the_halving_back_until_a_batch_is_that_large():
+    """With halving_from 4 the 2-question batch halves nobody (the interval rule wants 3 pairs,
+    so nobody goes there); on 4 questions the interval drops d and halving ranks the rest."""
+    calls: list[tuple[str, int]] = []
+    es = entries()
+    assert Race(es, 8, evaluate(calls), Budget(1000), first=2, halving=2,
+                halving_from=4).run() == "done"
+    assert sorted(c for c, n in calls if n == 4) == ["a", "b", "c", "d"]   # all four reached 4
+    reasons = {e.cid: e.reason for e in es}
+    assert {e.cid: e.status for e in es} == {"a": "kept", "b": "kept", "c": "dropped",
+                                             "d": "dropped"}
+    assert reasons["d"].startswith("after 4 questions: F1 -100.0")
+    assert "after 4 questions: successive halving kept the top 2; ranked 3 of 3" in reasons["c"]
+
+
 def test_halving_keeps_a_cheap_candidate_on_the_front():
     """Halving ranks by front layer (F1 up, tokens down), not F1 alone: 'lean' scores below two
     others but at a third of their tokens, so nobody beats it on both and it stays; 'heavy' is
