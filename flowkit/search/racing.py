@@ -127,6 +127,33 @@ def drop_worse(results: dict[str, list[QuestionResult]], best: str, n_resamples:
     return out
 
 
+@dataclass(frozen=True)
+class Halved:
+    """A candidate successive halving drops: its rank of `of`, its front layer, its figures."""
+
+    cid: str
+    rank: int
+    of: int
+    layer: int
+    f1: float
+    tokens: float
+
+
+def halve(results: dict[str, Sequence[QuestionResult]],
+          halving: float) -> tuple[int, list[Halved]]:
+    """(how many stay, those dropped) when successive halving by `halving` judges candidates on
+    their results (the same questions for each): ranked by front layer of mean F1 (up) and
+    tokens per question (down), best F1 first within a layer, the top ceil(k / halving) stay
+    (at least 2)."""
+    means = {c: summarize(c, res) for c, res in results.items()}
+    ranked = front_layers([Point(c, m.f1, m.tokens, 0.0) for c, m in means.items()])
+    order = [p for layer in ranked for p in layer]
+    layer_of = {p.cid: i for i, layer in enumerate(ranked, start=1) for p in layer}
+    keep = max(2, math.ceil(len(order) / halving))
+    return keep, [Halved(p.cid, rank, len(order), layer_of[p.cid], p.f1, p.tokens)
+                  for rank, p in enumerate(order[keep:], start=keep + 1)]
+
+
 class Race:
     """Race entries on growing batches of `total` questions (see the module's docstring)."""
 
@@ -177,18 +204,13 @@ class Race:
             # every candidate judged on the same n questions (one of an earlier wave raced
             # again has figures on more: a small batch's luck must not beat them)
             judged = {e.cid: e for e in self.alive() if e.cid in results}
-            means = {c: summarize(c, results[c]) for c in judged}
-            ranked = front_layers([Point(c, m.f1, m.tokens, 0.0) for c, m in means.items()])
-            rest = [p for layer in ranked for p in layer]
-            layer_of = {p.cid: i for i, layer in enumerate(ranked, start=1) for p in layer}
-            keep = max(2, math.ceil(len(rest) / self.halving))
-            for rank, p in enumerate(rest[keep:], start=keep + 1):
-                e, f1, tokens = judged[p.cid], p.f1, p.tokens
+            keep, dropped = halve({c: results[c] for c in judged}, self.halving)
+            for h in dropped:
+                e = judged[h.cid]
                 e.status = DROPPED
                 e.reason = (f"after {n} questions: successive halving kept the top {keep}; "
-                            f"ranked {rank} of {len(rest)} on F1 and tokens on those questions "
-                            f"({100 * f1:.1f}, {tokens:.0f} tokens/q; front layer "
-                            f"{layer_of[e.cid]})")
+                            f"ranked {h.rank} of {h.of} on F1 and tokens on those questions "
+                            f"({100 * h.f1:.1f}, {h.tokens:.0f} tokens/q; front layer {h.layer})")
                 self.log(f"dropped {e.cid}: {e.reason}")
 
     def run(self) -> str:

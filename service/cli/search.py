@@ -126,7 +126,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "or more than 1)")
     s.add_argument("--halving-from", type=int, default=0, metavar="N", help="halve only after "
                    "batches of at least N questions (0: from the first; the interval rule "
-                   "acts from the first either way); 40 is steadier than 20 on HotpotQA")
+                   "acts from the first either way); larger batches judge more steadily")
     add_worker_args(s)
     s.add_argument("--check", action="store_true", help="only validate the space file")
     s.add_argument("--estimate", action="store_true", help="print the estimate and stop")

@@ -106,7 +106,7 @@ def data_section(ws: Workspace, repo: EvalRepo) -> dict[str, Any] | None:
                            "Halve only after batches of at least this many questions (0: from "
                            "the first); the interval rule drops from the first batch either "
                            "way. F1 on 20 questions moves by about 10 points between samples: "
-                           "40 is steadier")
+                           "larger batches judge more steadily (bench/halving_noise.py)")
     st.caption(f"{n} questions in {inert.escape(name)}")
     return {"dataset": name, "kb": kb, "search_qs": search_qs, "confirm_qs": confirm_qs,
             "budget_calls": int(budget), "first_batch": int(first),
