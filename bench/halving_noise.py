@@ -1,5 +1,5 @@
-"""Halving noise: how often successive halving on a small batch drops a flow that the same rule keeps
-on all the questions (not a test). Reads stored evaluations; makes no model call.
+"""Halving noise: how often successive halving on a small batch drops a flow that the same rule
+keeps on all the questions (not a test). Reads stored evaluations; makes no model call.
 
 The columns of the given evaluations are judged on the questions every one of them answered (N).
 The verdict to match is `racing.halve` (the rule the flow search's race applies after a batch:

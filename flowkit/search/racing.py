@@ -10,7 +10,8 @@ by quality / cost front layer on the rung's questions (F1 up, tokens per questio
 both survives beside the best F1 (ranked on F1 alone, the halving emptied the front of every
 cheap point). `halving_from` holds the halving back until a batch has that many questions (the
 interval rule acts from the first): F1 on 20 questions moves by about 10 points between samples
-of HotpotQA, enough to halve a good candidate away on luck. Before each evaluation the budget is checked: in model calls (estimated from the
+of HotpotQA, enough to halve a good candidate away on luck (bench/halving_noise.py measures how
+often). Before each evaluation the budget is checked: in model calls (estimated from the
 candidate's calls per question so far) and, if given, in hours; a race that would pass it ends
 there and keeps who is still racing.
 

@@ -2,7 +2,8 @@
 
     flowkit search SPACE.json --dataset D --kb K --search-questions 101-300
                    --confirm-questions 1-100 --budget-calls N [--budget-hours H]
-                   [--first-batch 10] [--halving 2 [--halving-from 40]] [--workers N [--ray-address A]]
+                   [--first-batch 10] [--halving 2 [--halving-from 40]]
+                   [--workers N [--ray-address A]]
                    [--check | --estimate]
 
 It prints the cost estimate first, then races the candidates (progress on stderr; who is
