@@ -30,7 +30,7 @@ def _table(plan: Any) -> Table:
     table = Table(title=f"search {st.search_id}: {st.race_status or 'racing'}, phase {st.phase} "
                         f"(F1 in %; confirmation F1 minus the best hand-written flow, 95% CI)")
     for col in ("cand", "candidate", "status", "n", "search F1", "tokens/q", "s/q",
-                "confirm F1", "vs best written", "flow", "why"):
+                "confirm F1", "vs best written", "flow"):
         table.add_column(col, overflow="fold")
     for e in st.entries:
         c = st.confirm.get(e.cid, {})
@@ -43,8 +43,17 @@ def _table(plan: Any) -> Table:
                       "" if e.f1 is None else f"{100 * e.f1:.1f}",
                       "" if e.tokens is None else f"{e.tokens:.0f}",
                       "" if e.seconds is None else f"{e.seconds:.2f}", conf, delta,
-                      f"{e.flow_name} v{e.flow_version}" if e.flow_name else "", e.reason)
+                      f"{e.flow_name} v{e.flow_version}" if e.flow_name else "")
     return table
+
+
+def _print_reasons(plan: Any) -> None:
+    """Why each candidate was dropped or kept, a plain line each (too long for a table column:
+    off a terminal the table is 80 characters wide)."""
+    for e in plan.state.entries:
+        if e.reason:
+            common.out.print(f"why {e.cid} ({e.status}): {e.reason}", highlight=False,
+                             soft_wrap=True)
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -89,6 +98,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                      f"{b.confirm_calls} to confirm, {b.cached_calls} served from the cache; {sum(e.status == 'dropped' for e in st.entries)} "
                      f"of {len(st.entries)} candidates dropped early")
     common.out.print(_table(plan))
+    _print_reasons(plan)
     _print_front(plan)
     return 0 if st.phase == "done" else 3
 

@@ -18,6 +18,9 @@ def test_search_command_estimates_races_confirms_and_resumes(world, fk):
     assert "the interval is below 0" in err and "2 of 4 candidates dropped early" in err
     assert re.search(r"c0\d \*", out) and "reference" in out and "tiny-c00 v1" in out
     assert "good · gen.prompt=Reply briefly." in out and "files/good.json" not in out
+    # each drop's reason on a line of its own, whole (not folded into a table column)
+    assert re.search(r"^why c0\d \(dropped\): after 3 questions: F1 .* the interval is below 0$",
+                     out, re.M), out
     assert re.search(r"front c0\d \(good · .*\): search F1 100\.0 on 6, \d+ tokens/q; "
                      r"confirm F1 100\.0 on 3 \(\+0\.0 \[\+0\.0, \+0\.0\] vs c00\)", out), out
     state = json.loads(next(world.space.parent.glob("space.search-*.json")).read_text())
