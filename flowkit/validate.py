@@ -39,7 +39,10 @@ CODES: dict[str, str] = {
     "fan_in_without_merge": "parallel branches meet at a node that is not a merge",
     "nested_fanout": "a fan-out inside a parallel branch (not supported yet)",
     "merge_from_router": "a merge's input comes from a router or judge edge",
-    "no_answer_path": "no path from the entry to an end passes a node that writes 'answer'",
+    "no_answer_path": "no path from the entry to an end passes a node that writes 'answer' (or "
+                      "no edge leads from the entry to the node that writes it)",
+    "dead_end": "a branch leads to no answer: nothing at or after it writes 'answer', so what it "
+                "writes is never used",
     # reading the file (flowkit.spec.read_document; bounds in flowkit/spec.py)
     "unreadable": "the file cannot be opened",
     "file_too_large": "the file is larger than flowkit.spec.MAX_FILE_BYTES",
@@ -182,6 +185,8 @@ def check(spec: FlowSpec) -> list[Problem]:
     topo = analyse(spec, kinds)
     g = topo.graph
     entry = topo.entry
+    if entry is None and not spec.entry:
+        entry = _likely_entry(g, classes)   # an answer node cut off: say so, not "no entry"
     if entry is None or entry not in g:
         roots = [n for n in g.nodes if g.in_degree(n) == 0]
         problems.append(_p("no_entry", "cannot tell where the flow starts" +
@@ -275,8 +280,32 @@ def check(spec: FlowSpec) -> list[Problem]:
                                        f"'{pred}' inside a branch", node, "edges",
                                        hint="end each branch with a plain node"))
     if entry is not None and entry in g and len(classes) == len(spec.nodes):
-        problems += _answer_path_problems(spec, g, entry, classes, instances)
+        path_problems = _answer_path_problems(spec, g, entry, classes, instances)
+        problems += path_problems or _dead_end_problems(spec, g, entry, classes)
     return problems
+
+
+def _likely_entry(g: nx.MultiDiGraph, classes: dict[str, type[registry.Operator]]) -> str | None:
+    """Where a flow with several nodes without inputs evidently starts, when an edge on the way to
+    its answer was deleted: the one such node that can start (it reads only the question) and
+    leads to no answer, when every other one cannot start the flow (it writes the answer itself
+    or reads what nothing before it writes). None when that is not clear (then no_entry). The
+    other roots are unreachable from it, so the flow still has errors."""
+    roots = [n for n in g.nodes if g.in_degree(n) == 0]
+    if len(roots) < 2 or any(r not in classes for r in roots):
+        return None
+
+    def answers(n: str) -> bool:
+        return any("answer" in classes[m].writes for m in nx.descendants(g, n) | {n})
+
+    def can_start(n: str) -> bool:
+        return set(classes[n].reads) <= set(INPUT_KEYS)
+
+    starts = [r for r in roots if can_start(r) and not answers(r)]
+    rest = [r for r in roots if r not in starts]
+    if len(starts) != 1 or any(can_start(r) and "answer" not in classes[r].writes for r in rest):
+        return None
+    return starts[0]
 
 
 def _exits(g: nx.MultiDiGraph, classes: dict[str, type[registry.Operator]],
@@ -304,11 +333,59 @@ def _answer_path_problems(spec: FlowSpec, g: nx.MultiDiGraph, entry: str,
     for nid in reach:
         if "answer" in classes[nid].writes and ((nx.descendants(g, nid) | {nid}) & ends):
             return []
+    ending = sorted(ends & reach)
+    cut_off = sorted(n for n in g.nodes if n not in reach and "answer" in classes[n].writes)
+    if cut_off:                                    # an answer node that no edge leads to
+        writer = cut_off[0]
+        heads = sorted(n for n in nx.ancestors(g, writer) | {writer} if g.in_degree(n) == 0)
+        head = heads[0] if heads else writer
+        src = ending[0] if ending else entry
+        via = f" (through '{head}')" if head != writer else ""
+        return [_p("no_answer_path", f"flow '{short(spec.name)}': no path from the entry "
+                   f"'{entry}' to an answer: no edge leads to '{writer}', which writes "
+                   f"'answer'{via}", writer, "edges",
+                   hint=f"draw an edge from '{src}' to '{head}'")]
     writers = _suggest_writers("answer")
-    ending = ", ".join(sorted(ends & reach)[:5]) or "-"
     return [_p("no_answer_path", f"flow '{short(spec.name)}': no path from '{entry}' to an end "
-               f"({ending}) passes a node that writes 'answer'", None, "nodes",
-               hint=f"add an answer operator before the end, e.g. {', '.join(writers)}")]
+               f"({', '.join(ending[:5]) or '-'}) passes a node that writes 'answer'", None,
+               "nodes", hint=f"add an answer operator before the end, e.g. {', '.join(writers)}")]
+
+
+def _dead_end_problems(spec: FlowSpec, g: nx.MultiDiGraph, entry: str,
+                       classes: dict[str, type[registry.Operator]]) -> list[Problem]:
+    """dead_end warnings: a reachable node with no node that writes 'answer' at or after it does
+    work that no answer uses (an `mmr` beside `retrieve -> generate`, or a step after the answer
+    is written). One warning per dead branch, on the node where it leaves the answer's path,
+    naming the edge into it and the nodes of the branch."""
+    reach = {entry} | nx.descendants(g, entry)
+    writers = {n for n in reach if "answer" in classes[n].writes}
+    alive = set(writers)
+    for w in writers:
+        alive |= nx.ancestors(g, w)
+    dead = reach - alive
+    out: list[Problem] = []
+    for node in sorted(dead):
+        preds = [p for p in dict.fromkeys(g.predecessors(node)) if p not in dead]
+        if not preds and node != entry:
+            continue                               # inside a dead branch: its head says it
+        branch = sorted((nx.descendants(g, node) & dead) - {node})
+        keys = ", ".join(f"'{k}'" for k in classes[node].writes)
+        rest = f" (nor do {', '.join(repr(b) for b in branch)} after it)" if branch else ""
+        pred = preds[0] if preds else None
+        field = next((f"edges[{i}]" for i, e in enumerate(spec.edges)
+                      if e.source == pred and e.target == node), "edges")
+        onward = [s for s in dict.fromkeys(g.successors(pred)) if s in alive] if pred else []
+        if onward:
+            hint = (f"put '{node}' between '{pred}' and '{onward[0]}' if its output should "
+                    f"reach the answer, or delete it")
+        elif pred in writers:
+            hint = f"it runs after '{pred}' wrote the answer: move it before '{pred}' or delete it"
+        else:
+            hint = "lead it on to a node that writes 'answer', or delete it"
+        out.append(_p("dead_end", f"'{node}' leads to no answer: no node at or after it writes "
+                      f"'answer', so what it writes ({keys}) is never used{rest}", node, field,
+                      hint=hint, severity="warning"))
+    return out
 
 
 def errors(problems: list[Problem]) -> list[Problem]:

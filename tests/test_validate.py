@@ -184,6 +184,72 @@ def test_every_template_has_an_answer_path():
         assert not [p for p in check(spec) if p.severity == "error"], name
 
 
+MMR = "post_retrieval.mmr"
+
+
+def test_dead_end_beside_the_answer_path_is_a_warning_naming_the_node():
+    spec = flow("side", [("retrieve", R), ("generate", G), ("mmr", MMR)],
+                ["retrieve>generate", "retrieve>mmr"])
+    (p,) = problems(spec, "dead_end")
+    assert p.severity == "warning" and p.node == "mmr" and p.field == "edges[1]"
+    assert "'mmr' leads to no answer" in p.message and "'documents'" in p.message
+    assert "between 'retrieve' and 'generate'" in p.hint
+    assert not [q for q in check(spec) if q.severity == "error"]
+
+
+def test_dead_end_names_the_whole_branch_once():
+    spec = flow("side", [("retrieve", R), ("generate", G), ("mmr", MMR),
+                         ("order", "post_retrieval.reorder")],
+                ["retrieve>generate", "retrieve>mmr", "mmr>order"])
+    (p,) = problems(spec, "dead_end")
+    assert p.node == "mmr" and "'order'" in p.message
+
+
+def test_dead_end_after_the_answer_is_written():
+    spec = flow("late", [("retrieve", R), ("generate", G), ("mmr", MMR)],
+                ["retrieve>generate", "generate>mmr"])
+    (p,) = problems(spec, "dead_end")
+    assert p.node == "mmr" and "after 'generate' wrote the answer" in p.hint
+
+
+def test_a_loop_back_to_the_answer_is_no_dead_end():
+    spec = flow("loop", [("a", R), ("g", G), ("j", J)], ["a>g", "g>j", "j>a:continue"], entry="a")
+    assert "dead_end" not in {p.code for p in check(spec)}
+
+
+def test_deleting_the_edge_into_the_answer_node_names_the_missing_path():
+    spec = _without_edges("naive_rag", ("retrieve", "generate"))
+    found = check(spec)
+    assert "no_entry" not in {p.code for p in found}, [str(p) for p in found]
+    (p,) = [p for p in found if p.code == "no_answer_path"]
+    assert p.severity == "error" and p.node == "generate" and p.field == "edges"
+    assert "no path from the entry 'retrieve' to an answer" in p.message
+    assert "no edge leads to 'generate'" in p.message
+    assert p.hint == "draw an edge from 'retrieve' to 'generate'"
+
+
+def test_a_cut_off_answer_chain_names_its_head_and_the_last_reached_node():
+    spec = flow("cut", [("a", R), ("m", MMR), ("o", "post_retrieval.reorder"), ("g", G)],
+                ["a>m", "o>g"])
+    (p,) = problems(spec, "no_answer_path")
+    assert "no edge leads to 'g', which writes 'answer' (through 'o')" in p.message
+    assert p.hint == "draw an edge from 'm' to 'o'"
+    assert {q.node for q in check(spec) if q.code == "unreachable"} == {"o", "g"}
+
+
+def test_every_template_is_free_of_dead_ends():
+    from flowkit.templates import all_templates
+    for name, spec in all_templates().items():
+        assert [str(p) for p in check(spec) if p.code == "dead_end"] == [], name
+
+
+def _without_edges(name: str, *pairs: tuple[str, str]):
+    from flowkit.templates import load_template
+    spec = load_template(name)
+    return spec.model_copy(update={"edges": [e for e in spec.edges
+                                             if (e.source, e.target) not in pairs]})
+
+
 # ---- reading a flow file: every refusal has a code and a field, and quotes little -------------
 def _template_doc() -> dict:
     import json
