@@ -87,6 +87,26 @@ def metrics_table(rep: EvalReport) -> list[dict[str, Any]]:
     return rows
 
 
+def answered(rep: EvalReport) -> tuple[int, int]:
+    """(answers in, answers planned) over every column of the evaluation."""
+    done = sum(len(rs) for rs in rep.results.values())
+    return done, max(rep.planned * len(rep.flows), done)
+
+
+def zero_note(rep: EvalReport, title: str) -> str:
+    """What the page says instead of a chart on which every flow scored 0. While answers are still
+    to come it gives no verdict (1 answer of 12 says nothing about a flow); once all are in, it
+    says what scoring 0 means: no answer matched (EM, F1, Acc), or no gold passage was found
+    (recall, which judges the searches, not the answers)."""
+    done, total = answered(rep)
+    if done < total:
+        return f"**{title}**: nothing to chart yet ({done} of {total} answers in)."
+    if title == rep.recall_title:
+        return (f"**{title}**: every flow scored 0 (no search put a gold passage in its top "
+                f"{rep.k or 'all'}).")
+    return f"**{title}**: every flow scored 0 (no answer matched a gold answer this way)."
+
+
 def delta_table(rep: EvalReport) -> list[dict[str, str]]:
     """Per flow, each metric's difference from the baseline with its 95% bootstrap interval."""
     titles = {m: (rep.recall_title if m == "recall" else t) for m, t, _ in METRICS}

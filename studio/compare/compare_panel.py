@@ -194,7 +194,9 @@ def metrics_section(rep: EvalReport) -> None:
     st.subheader("Metrics")
     st.dataframe(cd.metrics_table(rep), hide_index=True, width="stretch",
                  key=K.METRICS_DF)
-    st.caption(f"EM, F1, Acc and {rep.recall_title} in %; tokens = prompt + completion per "
+    done, total = cd.answered(rep)
+    so_far = f"{done} of {total} answers in so far; " if done < total else ""
+    st.caption(f"{so_far}EM, F1, Acc and {rep.recall_title} in %; tokens = prompt + completion per "
                f"question; {rep.recall_title}: share of gold passages in the top "
                f"{rep.k or 'all'} of any search of the run.")
     deltas = cd.delta_table(rep)
@@ -212,8 +214,7 @@ def charts_section(rep: EvalReport) -> None:
         cols = st.columns(4)
         for col, (title, chart) in zip(cols, bars[i:i + 4]):
             if chart is None:     # every flow scored 0: an empty chart would say nothing
-                col.info(f"**{title}**: every flow scored 0 (no answer matched a gold answer "
-                         "this way).", icon=":material/info:")
+                col.info(cd.zero_note(rep, title), icon=":material/info:")
             else:
                 col.altair_chart(chart, width="stretch")
     st.altair_chart(charts.frontier(rep), width="stretch")

@@ -183,3 +183,38 @@ def test_add_a_variant_column_and_see_where_it_parts(ws):
     rows = at.dataframe(key="compare_part_df").value
     assert list(rows["node"]) == ["generate", "generate"]
     assert rows.iloc[0]["parent replay"].startswith(f"/replay?run={plan.eval_id}-0-0&step=")
+
+
+def test_an_unfinished_evaluation_gives_no_zero_verdict(ws):
+    """Issue 38 item 3: after 1 answer of 6 the page said "every flow scored 0 (no answer matched
+    a gold answer)"; it now says how many answers are in and charts nothing yet."""
+    ws.resources.set_llm(FakeLLM([], default="no idea"))          # EM/F1/Acc 0 on every answer
+    plan = evaluated(ws, limit=3, stop_after=1)
+    at = page("pages/compare.py", eval=plan.eval_id)
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    body = texts(at)
+    assert "every flow scored 0" not in body and "matched" not in body
+    assert "**EM**: nothing to chart yet (1 of 6 answers in)." in body
+    assert "1 of 6 answers in so far; EM, F1, Acc and R@5 in %" in body
+
+
+def test_a_finished_evaluation_says_what_a_zero_means_per_metric():
+    """A zero recall is about the searches (no gold passage in the top k), never an answer match;
+    a zero EM once every answer is in is said as before."""
+    from flowkit.eval.metrics import QuestionResult
+    from flowkit.eval.report import build_report
+    from studio.compare import compare_data as cd
+
+    def res(flow, qid):
+        return QuestionResult(flow=flow, question_id=qid, question="q?", answers=["gold"],
+                              prediction="x", status="ok", type="t", em=0, f1=0, acc=0, recall=0.0,
+                              tokens=1, llm_calls=1, seconds=1.0, run_id=f"r-{flow}-{qid}")
+    done = build_report({"a": [res("a", "q1"), res("a", "q2")], "b": [res("b", "q1"),
+                                                                      res("b", "q2")]},
+                        k=5, planned=2)
+    assert cd.zero_note(done, "R@5") == ("**R@5**: every flow scored 0 (no search put a gold "
+                                         "passage in its top 5).")
+    assert "no answer matched a gold answer" in cd.zero_note(done, "EM")
+    half = build_report({"a": [res("a", "q1")], "b": [res("b", "q1")]}, k=5, planned=2)
+    assert cd.zero_note(half, "R@5") == "**R@5**: nothing to chart yet (2 of 4 answers in)."
