@@ -6,6 +6,7 @@
     flowkit evals                      list evaluations
     flowkit dataset import PATH [--name NAME] [--kb KB [--ingest]]
     flowkit dataset list
+    flowkit dataset generate --kb KB --n N [--kinds ...] [--seed S] (see cli.questiongen)
     flowkit models [GGUF ...] [--assemble] [--json]
 """
 from __future__ import annotations
@@ -18,10 +19,12 @@ from rich.table import Table
 from flowkit.errors import FlowkitError
 from service.evaluations import eval_repo
 
-from . import common, models
+from . import common, models, questiongen
 
 
 def cmd_dataset(args: argparse.Namespace) -> int:
+    if args.action == "generate":
+        return questiongen.cmd_generate(args)
     ws = common.open_workspace(args)
     repo = eval_repo(ws)
     if args.action == "list":
@@ -246,12 +249,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("evals", help="list evaluations")
     s.set_defaults(fn=cmd_evals)
 
-    s = sub.add_parser("dataset", help="question sets: import PATH | list")
-    s.add_argument("action", choices=["import", "list"])
+    s = sub.add_parser("dataset", help="question sets: import PATH | list | generate --kb KB "
+                       "--n N")
+    s.add_argument("action", choices=["import", "list", "generate"])
     s.add_argument("path", nargs="?")
     s.add_argument("--name", help="import under this name")
     s.add_argument("--kb", help="the knowledge base for its corpus")
     s.add_argument("--ingest", action="store_true", help="ingest its corpus.jsonl into --kb")
+    questiongen.add_arguments(s)
     s.set_defaults(fn=cmd_dataset)
 
     s = sub.add_parser("models", help="the packaged models and any GGUF by path: kind, size, "

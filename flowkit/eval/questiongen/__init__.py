@@ -1,0 +1,6 @@
+"""Question sets generated from a knowledge base (evaluation without gold answers).
+
+`facts` reads facts off a passage by rule, `candidates` builds single-hop, bridge and comparison
+questions from them, `checks` has the model read each one back, and `generate` runs the whole in a
+seeded, cached, resumable loop. The CLI and the studio reach it through `service.questiongen`.
+"""

@@ -1,0 +1,244 @@
+"""Generate a question set from a knowledge base: candidates by rule, kept only when the model's
+reading passes every check (`checks`), with supporting passage ids so that R@k works.
+
+Deterministic for a seed: passages are visited in a seeded order and every model call goes through
+the completion cache, so the same command gives the same set, and a generation that was killed
+resumes by running it again (what it computed is served from the cache). Nothing is written until
+the set is complete; each passage supports at most one kept question, so any split of the set
+(search and confirmation questions) shares no passage.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...context import Resources, RunContext
+from ...errors import FlowkitError
+from ..metrics import doc_id_of
+from .candidates import KINDS, MULTI_HOP, Candidate, Passage, bridges, comparisons, order, singles
+from .checks import PROMPT_VERSION, REASONS, Checker
+
+#: model calls a candidate of each kind costs when it passes every check
+CALLS_IF_KEPT = {"single": 2, "bridge": 4, "comparison": 4}
+#: the share of candidates kept, a prior for the estimate (measured on HotpotQA, Gemma 3 270M)
+KEEP_PRIOR = {"single": 0.35, "bridge": 0.2, "comparison": 0.15}
+PAGE = 500
+
+
+@dataclass(frozen=True)
+class Request:
+    """What to generate: how many questions, of which kinds, from which seed."""
+
+    n: int
+    kinds: tuple[str, ...] = KINDS
+    seed: int = 0
+    #: stop after this many candidates tried (0: 25 per question asked for)
+    max_tries: int = 0
+
+    def problems(self) -> list[str]:
+        """What is wrong with the request, each naming the field."""
+        out = []
+        if self.n <= 0:
+            out.append(f"n: the number of questions must be at least 1; got {self.n}")
+        if not self.kinds:
+            out.append("kinds: name at least one of " + ", ".join(KINDS))
+        for k in self.kinds:
+            if k not in KINDS:
+                out.append(f"kinds: unknown kind '{k}' (use {', '.join(KINDS)})")
+        if self.max_tries < 0:
+            out.append(f"max_tries: must be >= 0; got {self.max_tries}")
+        return out
+
+    @property
+    def tries(self) -> int:
+        return self.max_tries or 25 * self.n
+
+    def quotas(self) -> dict[str, int]:
+        """How many of each kind to keep: the kinds share n evenly, multi-hop kinds first."""
+        kinds = [k for k in KINDS if k in self.kinds]
+        base, extra = divmod(self.n, len(kinds))
+        ranked = sorted(kinds, key=lambda k: k not in MULTI_HOP)
+        return {k: base + (1 if i < extra else 0) for i, k in enumerate(ranked)}
+
+
+@dataclass
+class Progress:
+    """Where a generation stands: kept / tried, calls computed / served from the cache."""
+
+    target: int
+    kept: int = 0
+    tried: int = 0
+    computed: int = 0
+    cached: int = 0
+    seconds: float = 0.0
+    dropped: Counter[str] = field(default_factory=Counter)
+    kept_by_kind: Counter[str] = field(default_factory=Counter)
+    tried_by_kind: Counter[str] = field(default_factory=Counter)
+
+    def line(self) -> str:
+        drops = ", ".join(f"{r} {self.dropped[r]}" for r in REASONS if self.dropped[r])
+        return (f"kept {self.kept}/{self.target} of {self.tried} tried; calls computed "
+                f"{self.computed}, cached {self.cached}" + (f"; dropped: {drops}" if drops else ""))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "kept": self.kept, "tried": self.tried,
+                "computed": self.computed, "cached": self.cached,
+                "seconds": round(self.seconds, 1), "dropped": dict(self.dropped),
+                "kept_by_kind": dict(self.kept_by_kind), "tried_by_kind": dict(self.tried_by_kind)}
+
+
+@dataclass
+class Estimate:
+    """Before a generation starts: the passages there are and the model calls it should take."""
+
+    passages: int
+    calls: int
+    calls_max: int
+
+    def line(self) -> str:
+        return (f"{self.passages} passages; about {self.calls} model calls expected "
+                f"(at most {self.calls_max}), fewer where the cache has them")
+
+
+@dataclass
+class Generated:
+    """A generated set: questions in dataset form, how it went, and where it came from."""
+
+    questions: list[dict[str, Any]]
+    progress: Progress
+    meta: dict[str, Any]
+    #: each kept question's candidate and what the model answered in its checks (for review)
+    reviewed: list[dict[str, Any]] = field(default_factory=list)
+
+
+def read_passages(kb: Any) -> list[Passage]:
+    """Every chunk of a knowledge base as a Passage (paged, so a large one is read in pieces)."""
+    out: list[Passage] = []
+    total = int(kb.count())
+    for offset in range(0, total, PAGE):
+        for d in kb.chunks(limit=PAGE, offset=offset):
+            meta = d.get("meta") or {}
+            doc = str(meta.get("doc_id") or doc_id_of(d["id"]))
+            out.append(Passage(d["id"], doc, str(d.get("title") or meta.get("title") or ""),
+                               d.get("text") or ""))
+    return out
+
+
+def estimate(request: Request, n_passages: int) -> Estimate:
+    """The model calls a request should take (from the keep priors) and at most."""
+    quotas = request.quotas()
+    calls = sum(q / KEEP_PRIOR[k] * (1 + KEEP_PRIOR[k] * (CALLS_IF_KEPT[k] - 1))
+                for k, q in quotas.items())
+    return Estimate(n_passages, int(calls), request.tries * max(CALLS_IF_KEPT[k]
+                                                                for k in request.kinds))
+
+
+def _streams(passages: list[Passage], request: Request) -> dict[str, Iterator[Candidate]]:
+    ordered = order(passages, request.seed)
+    made = {"single": lambda: singles(ordered), "bridge": lambda: bridges(ordered, request.seed),
+            "comparison": lambda: comparisons(ordered, request.seed)}
+    return {k: made[k]() for k in KINDS if k in request.kinds}
+
+
+def check_kb(passages: list[Passage], request: Request, kb_name: str) -> None:
+    """Refuse a knowledge base that cannot give what is asked, naming what is missing."""
+    if not passages:
+        raise FlowkitError(f"knowledge base '{kb_name}' has no passages; ingest documents first")
+    docs = {p.doc_id for p in passages}
+    multi = [k for k in request.kinds if k in MULTI_HOP]
+    if multi and len(docs) < 2:
+        raise FlowkitError(f"kinds: {', '.join(multi)} questions need two passages from different "
+                           f"documents; knowledge base '{kb_name}' has {len(docs)} document")
+
+
+def generate(resources: Resources, kb_name: str, request: Request, *, cache: Any = None,
+             model_label: str = "", on_progress: Callable[[Progress], None] | None = None,
+             should_stop: Callable[[], bool] | None = None) -> Generated:
+    """Generate `request.n` questions from knowledge base `kb_name` (fewer when the candidates
+    or `request.max_tries` run out; `progress` says why). Model calls go through `cache`."""
+    problems = request.problems()
+    if problems:
+        raise FlowkitError("; ".join(problems))
+    t0 = time.perf_counter()
+    passages = read_passages(resources.kb(kb_name))
+    check_kb(passages, request, kb_name)
+    ctx = RunContext(resources, kb_name, "questiongen", 1, cache=cache,
+                     run_id=f"questiongen:{kb_name}:{request.seed}")
+    progress = Progress(target=request.n)
+
+    def ask(prompt: str) -> str:
+        out = ctx.llm.complete(prompt, max_tokens=24)
+        call = ctx.llm_calls[-1]
+        if call.cached_from is not None:
+            progress.cached += 1
+        else:
+            progress.computed += 1
+        del ctx.llm_calls[:]               # nothing accumulates over a long generation
+        return out.text
+
+    embedder = _embedder(resources)
+    checker = Checker(ask, embedder.embed if embedder is not None else None)
+    quotas = request.quotas()
+    streams = _streams(passages, request)
+    used: set[str] = set()
+    kept: list[tuple[Candidate, dict[str, str]]] = []
+    while progress.kept < request.n and progress.tried < request.tries and streams:
+        if should_stop is not None and should_stop():
+            raise FlowkitError("question generation stopped; run it again to resume "
+                               "(what was computed is in the completion cache)")
+        kind = _next_kind(streams, quotas, progress)
+        c = next(streams[kind], None)
+        if c is None:
+            del streams[kind]
+            continue
+        if any(p.doc_id in used for p in c.passages):
+            continue                       # each passage supports at most one kept question
+        progress.tried += 1
+        progress.tried_by_kind[kind] += 1
+        reason = checker.check(c)
+        if reason is None:
+            kept.append((c, dict(checker.last_answers)))
+            used.update(p.doc_id for p in c.passages)
+            progress.kept += 1
+            progress.kept_by_kind[kind] += 1
+        else:
+            progress.dropped[reason] += 1
+        progress.seconds = time.perf_counter() - t0
+        if on_progress is not None:
+            on_progress(progress)
+    progress.seconds = time.perf_counter() - t0
+    origin = {"model": model_label or getattr(resources.llm, "model_id", "llm"),
+              "prompt_version": PROMPT_VERSION, "seed": request.seed, "kb": kb_name}
+    questions = [_question(i, c, origin) for i, (c, _) in enumerate(kept, 1)]
+    reviewed = [{"id": q["id"], "passages": [{"id": p.doc_id, "title": p.title, "text": p.text}
+                                             for p in c.passages], "model_answers": answers}
+                for q, (c, answers) in zip(questions, kept)]
+    meta = {**origin, "kinds": list(request.kinds), "n": request.n,
+            "progress": progress.to_dict()}
+    return Generated(questions, progress, meta, reviewed)
+
+
+def _next_kind(streams: dict[str, Iterator[Candidate]], quotas: dict[str, int],
+               progress: Progress) -> str:
+    """The kind furthest below its quota (by share kept), among kinds with candidates left; once
+    every quota is met or its candidates are gone, any kind that has some."""
+    open_kinds = [k for k in streams if progress.kept_by_kind[k] < quotas.get(k, 0)]
+    pool = open_kinds or list(streams)
+    return min(pool, key=lambda k: (progress.kept_by_kind[k] / max(quotas.get(k, 1), 1),
+                                    progress.tried_by_kind[k], KINDS.index(k)))
+
+
+def _embedder(resources: Resources) -> Any:
+    try:
+        return resources.embedder
+    except RuntimeError:                   # a test's resource set without an embedder
+        return None
+
+
+def _question(i: int, c: Candidate, origin: dict[str, Any]) -> dict[str, Any]:
+    return {"id": f"gen-{origin['seed']}-{i:04d}", "question": c.question, "answers": [c.answer],
+            "type": c.kind, "supporting_doc_ids": c.doc_ids,
+            "origin": {**origin, "relation": c.relation, **c.extra}}
