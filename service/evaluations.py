@@ -15,7 +15,14 @@ from typing import Any
 from flowkit import templates
 from flowkit.errors import FlowkitError
 from flowkit.eval.datasets import Dataset, known_sets, resolve
-from flowkit.eval.divergence import Parting, PartingGroup, first_parting, group_partings
+from flowkit.eval.divergence import (
+    Parting,
+    PartingGroup,
+    first_parting,
+    group_partings,
+    parent_label,
+    unrelated,
+)
 from flowkit.eval.report import EvalReport
 from flowkit.eval.runner import (
     EvalPlan,
@@ -139,6 +146,16 @@ def _column(plan: EvalPlan, name: str) -> int:
                        f"(columns: {', '.join(f.label for f in plan.flows)})")
 
 
+def recorded_parent(plan: EvalPlan, label: str) -> str | None:
+    """The label of the column that column `label` was made from (a variant added on the Compare
+    page records it), or None."""
+    labels = [f.label for f in plan.flows]
+    for f in plan.flows:
+        if f.label == label:
+            return parent_label(f.label, f.parent, f.ref, labels)
+    return None
+
+
 def where_flows_part(ws: Workspace, eval_id: str, parent: str, variant: str) -> PartingReport:
     """For each question both columns answered, the first step where their runs differ; and the
     questions grouped by the node where they part, with the paired F1 delta per group."""
@@ -147,10 +164,10 @@ def where_flows_part(ws: Workspace, eval_id: str, parent: str, variant: str) -> 
     pi, vi = _column(plan, parent), _column(plan, variant)
     if pi == vi:
         raise FlowkitError("name two different columns")
-    shared = {n.id for n in plan.flows[pi].spec.nodes} & {n.id for n in plan.flows[vi].spec.nodes}
-    if not shared:
-        raise FlowkitError(f"'{plan.flows[pi].label}' and '{plan.flows[vi].label}' share no node "
-                           "ids: compare a variant with the flow it was made from")
+    why = unrelated(plan.flows[pi].label, plan.flows[pi].spec, plan.flows[vi].label,
+                    plan.flows[vi].spec)
+    if why:
+        raise FlowkitError(why)
     results = collect_results(plan, repo.runs(plan.eval_id), repo.retrievals(plan.eval_id))
     by_q = {lbl: {r.question_id: r for r in rs} for lbl, rs in results.items()}
     p_res, v_res = by_q[plan.flows[pi].label], by_q[plan.flows[vi].label]

@@ -1,5 +1,5 @@
 """Where two flows part: for two columns of an evaluation (a variant and its parent, flows that
-share node ids), the first step at which their runs differ on each question, and a summary grouped
+share node ids; a pair that shares none is refused, see `unrelated`), the first step at which their runs differ on each question, and a summary grouped
 by that node.
 
 Two runs of the same question are walked step by step in order. They stay together while both
@@ -15,11 +15,32 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..spec import FlowSpec
 from ..trace import StepEvent
 from .metrics import QuestionResult, bootstrap_ci
 
 #: The group of questions whose runs never part.
 SAME = "(never part)"
+
+
+def parent_label(label: str, recorded: str, ref: str, labels: Sequence[str]) -> str | None:
+    """The column a column was made from: its recorded parent, or (an evaluation stored before
+    parents were recorded) the label a studio variant's ref starts with ('iter_retgen~answer.3f2a'
+    is a variant of 'iter_retgen'); None when neither names another column."""
+    for name in (recorded, ref.split("~", 1)[0] if "~" in ref else ""):
+        if name and name != label and name in labels:
+            return name
+    return None
+
+
+def unrelated(parent: str, parent_spec: FlowSpec, variant: str,
+              variant_spec: FlowSpec) -> str | None:
+    """Why two columns cannot be walked side by side (they share no node id, so every question
+    would read "another node ran" at the first step), or None when they can."""
+    if {n.id for n in parent_spec.nodes} & {n.id for n in variant_spec.nodes}:
+        return None
+    return (f"'{parent}' and '{variant}' share no node ids, so there is no step where they could "
+            "run the same node: pick a variant and the column it was made from.")
 
 
 @dataclass

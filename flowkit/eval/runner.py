@@ -58,16 +58,23 @@ class FlowEntry:
     label: str = ""
     #: the model this column runs on ('': the workspace's; `--flow naive_rag@smollm2-135m`)
     model: str = ""
+    #: the label of the column this one is a variant of ('': none recorded)
+    parent: str = ""
 
     def record(self) -> dict[str, Any]:
         rec = {"ref": self.ref, "label": self.label or self.ref, "name": self.spec.name,
                "version": self.version, "spec": to_dict(self.spec)}
-        return {**rec, "model": self.model} if self.model else rec
+        if self.model:
+            rec["model"] = self.model
+        if self.parent:
+            rec["parent"] = self.parent
+        return rec
 
     @classmethod
     def from_record(cls, rec: dict[str, Any]) -> FlowEntry:
         return cls(ref=str(rec["ref"]), spec=from_dict(rec["spec"]), version=rec.get("version"),
-                   label=str(rec.get("label") or rec["ref"]), model=str(rec.get("model") or ""))
+                   label=str(rec.get("label") or rec["ref"]), model=str(rec.get("model") or ""),
+                   parent=str(rec.get("parent") or ""))
 
 
 def label_flows(entries: list[FlowEntry]) -> list[FlowEntry]:

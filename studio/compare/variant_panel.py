@@ -20,7 +20,12 @@ from flowkit.errors import FlowkitError
 from flowkit.eval.runner import EvalPlan, FlowEntry
 from flowkit.spec import FlowSpec
 from flowkit.validate import ensure_valid
-from service.evaluations import PartingReport, add_variant_columns, where_flows_part
+from service.evaluations import (
+    PartingReport,
+    add_variant_columns,
+    recorded_parent,
+    where_flows_part,
+)
 from service.flows import get_flow
 from service.workspace import Workspace
 from studio.common import inert, tasks
@@ -96,7 +101,7 @@ def _entries(ws: Workspace, base: FlowEntry, node_id: str, params: dict[str, Any
     out: list[FlowEntry] = []
     if params != node.params:
         out.append(FlowEntry(ref=variant_ref(base.label, node_id, params),
-                             spec=variant_spec(base.spec, node_id, params)))
+                             spec=variant_spec(base.spec, node_id, params), parent=base.label))
     for kind, name in others:
         if kind == "saved":
             spec, version = get_flow(ws, name)
@@ -114,16 +119,29 @@ def partings_panel(ws: Workspace, plan: EvalPlan) -> None:
         return
     st.subheader("Where two flows part")
     labels = [f.label for f in plan.flows]
+    picked = K.PART_VARIANT.get()
+    shown = picked if picked in labels else labels[-1]
+    start = recorded_parent(plan, shown)
+
+    def follow() -> None:           # another variant: its recorded parent becomes the parent
+        made_from = recorded_parent(plan, K.PART_VARIANT.get() or "")
+        if made_from:
+            K.PART_PARENT.set(made_from)
+
     c1, c2 = st.columns(2)
-    parent = c1.selectbox("Parent", labels, index=0, key=K.PART_PARENT)
-    variant = c2.selectbox("Variant", labels, index=len(labels) - 1, key=K.PART_VARIANT)
+    parent = c1.selectbox("Parent", labels, key=K.PART_PARENT,
+                          index=labels.index(start) if start and K.PART_PARENT.get() is None
+                          else 0,
+                          help="The column the variant was made from, where one is recorded")
+    variant = c2.selectbox("Variant", labels, index=len(labels) - 1, key=K.PART_VARIANT,
+                           on_change=follow)
     if parent == variant:
         st.caption("Pick two different columns.")
         return
     try:
         rep = where_flows_part(ws, plan.eval_id, parent, variant)
     except FlowkitError as err:
-        st.caption(inert.escape(err))
+        st.info(inert.escape(err), icon=":material/info:")
         return
     if not rep.partings:
         st.caption("No question has an answer from both yet.")

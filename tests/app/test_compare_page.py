@@ -218,3 +218,57 @@ def test_a_finished_evaluation_says_what_a_zero_means_per_metric():
     assert "no answer matched a gold answer" in cd.zero_note(done, "EM")
     half = build_report({"a": [res("a", "q1")], "b": [res("b", "q1")]}, k=5, planned=2)
     assert cd.zero_note(half, "R@5") == "**R@5**: nothing to chart yet (2 of 4 answers in)."
+
+
+def test_where_two_flows_part_defaults_to_the_recorded_parent(ws):
+    """Issue 38 item 3: an evaluation opened again defaulted Parent to the baseline, so a variant
+    of the second column read "another node ran" on every question. The variant records the
+    column it was made from, and the page starts on that pair; a pair with no node id in common
+    is refused in a sentence that says so."""
+    from flowkit.eval.runner import FlowEntry
+    from flowkit.testing import flow
+    from service.evaluations import add_variant_columns
+    from studio.compare.variant_panel import variant_ref, variant_spec
+
+    plan = evaluated(ws, limit=2)
+    vague = next(f for f in plan.flows if f.label == "vague")
+    params = {**next(n for n in vague.spec.nodes if n.id == "generate").params,
+              "prompt": "Answer.\n{passages}\nQuestion: {question}\nAnswer:"}
+    variant = FlowEntry(ref=variant_ref("vague", "generate", params),
+                        spec=variant_spec(vague.spec, "generate", params), parent="vague")
+    other = FlowEntry(ref="other", spec=flow("other", [("r", "retrieval.bm25"),
+                                                       ("g", "generation.answer")], ["r>g"]))
+    full = add_variant_columns(ws, plan.eval_id, [variant, other])
+    run_evaluation(ws, EvalRepo(ws.store), full, stop=threading.Event())
+    at = page("pages/compare.py", eval=plan.eval_id)
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.selectbox(key="compare_part_variant").value == "other"
+    at.selectbox(key="compare_part_variant").set_value(variant.label)
+    at.run()
+    assert at.selectbox(key="compare_part_parent").value == "vague"
+    (groups,) = [d.value for d in at.dataframe if "first differs at" in d.value.columns]
+    assert list(groups["first differs at"]) == ["generate"]        # not at the first step
+    assert list(groups["questions"]) == [2] and list(groups["better"]) == [2]
+    at.selectbox(key="compare_part_parent").set_value("naive_rag")
+    at.selectbox(key="compare_part_variant").set_value("other")
+    at.run()
+    assert ("'naive_rag' and 'other' share no node ids, so there is no step where they could run "
+            "the same node: pick a variant and the column it was made from.") in \
+        [i.value for i in at.info]
+
+
+def test_an_evaluation_opened_again_starts_on_the_variant_and_its_parent(ws):
+    from flowkit.eval.runner import FlowEntry
+    from service.evaluations import add_variant_columns
+
+    plan = evaluated(ws, limit=1)
+    vague = next(f for f in plan.flows if f.label == "vague")
+    spec = vague.spec.model_copy(update={"description": "another"})
+    full = add_variant_columns(ws, plan.eval_id, [FlowEntry(ref="vague~generate.abcd", spec=spec)])
+    run_evaluation(ws, EvalRepo(ws.store), full, stop=threading.Event())   # no parent recorded:
+    at = page("pages/compare.py", eval=plan.eval_id)                       # the ref names it
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.selectbox(key="compare_part_variant").value == "vague~generate.abcd"
+    assert at.selectbox(key="compare_part_parent").value == "vague"
