@@ -170,7 +170,8 @@ def question_rows(rep: PartingReport) -> list[dict[str, Any]]:
         a, b = rep.runs[p.question_id]
         step = p.step_a if p.step_a is not None else 0
         out.append({"id": p.question_id, "node": p.node_id or "(never part)",
-                    "step": p.step_a, "differs in": ", ".join(p.keys),
+                    "step": "—" if p.step_a is None else str(p.step_a),
+                    "differs in": ", ".join(p.keys) or "—",
                     "parent replay": f"/replay?run={a}&step={step}",
                     "variant replay": f"/replay?run={b}&step={step}"})
     return out

@@ -250,6 +250,13 @@ def test_where_two_flows_part_defaults_to_the_recorded_parent(ws):
     (groups,) = [d.value for d in at.dataframe if "first differs at" in d.value.columns]
     assert list(groups["first differs at"]) == ["generate"]        # not at the first step
     assert list(groups["questions"]) == [2] and list(groups["better"]) == [2]
+    # issue 38 item 6: a pair that never parts shows no step "None"
+    at.selectbox(key="compare_part_parent").set_value("naive_rag")
+    at.selectbox(key="compare_part_variant").set_value(variant.label)   # same answers
+    at.run()
+    rows = at.dataframe(key="compare_part_df").value
+    assert list(rows["node"]) == ["(never part)"] * 2
+    assert list(rows["step"]) == ["—"] * 2 and list(rows["differs in"]) == ["—"] * 2
     at.selectbox(key="compare_part_parent").set_value("naive_rag")
     at.selectbox(key="compare_part_variant").set_value("other")
     at.run()
