@@ -222,9 +222,15 @@ class Estimate:
     confirm_calls: int
     budget: int
     workers: int = 1
+    #: how many of the candidates are sampled now (the rest are asked in later waves)
+    sampled: int = 0
 
     def describe(self) -> str:
-        return (f"{self.candidates} candidates raced on batches of {self.rungs} questions: about "
+        later = self.candidates - self.sampled if 0 < self.sampled < self.candidates else 0
+        waves = (f" ({self.sampled} sampled now, {later} more asked in later waves)" if later
+                 else "")
+        return (f"{self.candidates} candidates raced on batches of {self.rungs} questions{waves}: "
+                f"about "
                 f"{self.first_rung_calls} model calls for the first batch, {self.all_calls} if "
                 f"none were dropped, plus about {self.confirm_calls} to confirm (estimated from "
                 f"the flows' model-calling nodes; the cache serves what candidates share); "
@@ -245,7 +251,8 @@ def estimate(plan: SearchPlan) -> Estimate:
     per_q += [sum(per_q) / max(1, len(per_q))] * later
     return Estimate(len(per_q), sizes, math.ceil(sum(per_q) * sizes[0]),
                     math.ceil(sum(per_q) * sizes[-1]),
-                    math.ceil(front_guess * len(plan.confirm_qs)), r.budget_calls, r.workers)
+                    math.ceil(front_guess * len(plan.confirm_qs)), r.budget_calls, r.workers,
+                    sampled=len(entries))
 
 
 def _workspace(ws: Workspace, plan: SearchPlan, model: str) -> Workspace:

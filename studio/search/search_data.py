@@ -96,7 +96,7 @@ class Checked:
 
     request: SearchRequest
     search_id: str
-    candidates: int
+    candidates: int            # all the search will race (later waves included), as estimated
     estimate: str
     resumed: bool
 
@@ -118,8 +118,8 @@ def check(ws: Workspace, text: str, dataset: str, kb: str, search_qs: str, confi
                         first_batch=int(first_batch), halving=float(halving),
                         workers=int(workers), halving_from=int(halving_from))
     plan = search.prepare(ws, req)
-    return Checked(req, plan.state.search_id, len(plan.state.entries),
-                   search.estimate(plan).describe(), plan.resumed)
+    est = search.estimate(plan)
+    return Checked(req, plan.state.search_id, est.candidates, est.describe(), plan.resumed)
 
 
 # ---- the request of a search, kept for its address ---------------------------------------------

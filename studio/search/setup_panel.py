@@ -142,7 +142,7 @@ def setup_form(ws: Workspace, repo: EvalRepo, jobs: JobManager) -> None:
     if checked is None:
         st.caption("Check the space to see the cost before it starts.")
         return
-    st.info(f"**Estimate** ({checked.candidates} candidates, search {checked.search_id}"
+    st.info(f"**Estimate** (search {checked.search_id}"
             f"{', resumes where it stopped' if checked.resumed else ''}): "
             f"{inert.escape(checked.estimate)}")
     if st.button("Start the search", type="primary", key=K.START):
@@ -167,4 +167,5 @@ def open_picker(ws: Workspace) -> None:
 
     st.selectbox("Open a search", list(labels), index=None, key=K.OPEN,
                  format_func=lambda s: labels.get(s, s), on_change=picked,
-                 placeholder=f"{len(found)} search{'es' if len(found) != 1 else ''}")
+                 placeholder="Pick the search started here" if len(found) == 1 else
+                 f"Pick one of the {len(found)} searches started here")

@@ -150,6 +150,8 @@ def test_a_tiny_search_runs_to_the_end_and_shows_its_front(ws):
     again = page("pages/search.py", search=sid).run()
     assert "phase done" in texts(again) and not [b for b in again.button if b.key == "search_stop"]
     assert sid in str(again.selectbox(key="search_open").options)
+    # issue 38 item 6: the picker's placeholder was "1 search"
+    assert again.selectbox(key="search_open").proto.placeholder == "Pick the search started here"
 
 
 def test_the_budget_in_hours_and_the_halving_reach_the_search(ws):
@@ -244,3 +246,17 @@ def test_a_space_nested_too_deep_in_the_box_is_one_clear_error(ws):
     assert path.name.startswith("space-")
     with pytest.raises(SpaceError, match="nested deeper"):
         search.load(ws, str(path))
+
+
+def test_the_estimate_counts_the_candidates_one_way(ws):
+    """Issue 38 item 3: the estimate said "2 candidates" and "4 candidates raced" in one sentence
+    (the first wave against all the waves); it now gives the race's count once, with how many are
+    sampled now."""
+    two = [{"node": "generate", "param": "prompt", "choices": [VAGUE, PLAIN]},
+           {"node": "retrieve", "param": "top_k", "choices": [2, 3, 4]}]
+    at = fill(page("pages/search.py").run(), space(params=two, max_candidates=6))
+    assert not at.exception, [e.message for e in at.exception]
+    (note,) = [str(i.value) for i in at.info if "Estimate" in str(i.value)]
+    assert re.findall(r"(\d+) candidates", note) == ["6"], note
+    assert "6 candidates raced on batches of" in note
+    assert "(3 sampled now, 3 more asked in later waves)" in note
