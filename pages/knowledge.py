@@ -1,7 +1,7 @@
 """Knowledge bases: create one, ingest files in the background, browse its chunks, compare BM25,
 dense and hybrid search side by side, see its knowledge graph, attach a SQLite database. The
 boxes are drawn by studio/knowledge (ingest_panel: the list, new, add files, progress; kb_panel:
-one knowledge base's tabs)."""
+one knowledge base's tabs; questions_panel: a question set generated from it, reviewed, saved)."""
 from __future__ import annotations
 
 import streamlit as st
@@ -11,7 +11,7 @@ from studio.common.jobs import get_jobs
 from studio.common.shell import route_through_app
 from studio.common.state import KbKeys, query_select, show_flash, sync_from_query
 from studio.common.workspace import get_workspace
-from studio.knowledge import ingest_panel, kb_panel
+from studio.knowledge import ingest_panel, kb_panel, questions_panel
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
@@ -47,7 +47,9 @@ if not names:
 st.divider()
 pick = query_select("Knowledge base", names, key=KbKeys.PICK, param="kb")
 kb = ws.resources.kb(pick)
-t_search, t_chunks, t_graph, t_db = st.tabs(["Search", "Chunks", "Knowledge graph", "Database"])
+t_search, t_chunks, t_graph, t_db, t_questions = st.tabs(
+    ["Search", "Chunks", "Knowledge graph", "Database", questions_panel.TAB],
+    default=questions_panel.TAB if questions_panel.wanted() else None)
 
 with t_search:
     kb_panel.search_panel(kb)
@@ -57,3 +59,5 @@ with t_graph:
     kb_panel.graph_panel(kb, pick)
 with t_db:
     kb_panel.database_panel(ws, kb, pick)
+with t_questions:
+    questions_panel.panel(ws, jobs, pick)

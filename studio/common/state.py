@@ -136,6 +136,18 @@ class KbKeys(Keys, prefix="kb"):
     DB_FILE: Key[Any]                       # .item(kb)
     DB_TABLES: Key[list[str]]               # .item(kb, upload)
     DB_ATTACH: Key[bool]
+    # "Generate questions from this knowledge base" (studio/knowledge/questions_panel.py)
+    QGEN_N: Key[int]
+    QGEN_KINDS: Key[list[str]]
+    QGEN_SEED: Key[int]
+    QGEN_NAME: Key[str]
+    QGEN_NAME_FOR: Key[str]                 # the default the name box was last given
+    QGEN_GO: Key[bool]
+    QGEN_STOP: Key[bool]                    # .item(job)
+    QGEN_TABLE: Key[Any]                    # .item(job): the review table's edits
+    QGEN_SAVE_NAME: Key[str]                # .item(job)
+    QGEN_SAVE: Key[bool]                    # .item(job)
+    QGEN_SAVED: Key[tuple[str, int]]        # .item(job): (dataset, questions) once saved
 
 
 class CompareKeys(Keys, prefix="compare"):

@@ -1,4 +1,5 @@
-"""Every background job the studio submits, in one place: a run, a fork, an ingest, an evaluation.
+"""Every background job the studio submits, in one place: a run, a fork, an ingest, an evaluation,
+a question set generated from a knowledge base.
 
 Each goes to the process-wide job manager (studio.common.jobs), which runs them one after the other and
 can cancel each one: a queued job never starts, a running run or evaluation stops at its next
@@ -23,11 +24,12 @@ from typing import Any
 
 from flowkit.errors import FlowkitError
 from flowkit.eval.datasets import Dataset
+from flowkit.eval.questiongen.generate import Progress
 from flowkit.eval.runner import EvalPlan
 from flowkit.spec import FlowSpec, to_dict
 from flowkit.trace import RunEnd, RunStart, StepEvent
 from flowkit.validate import check
-from service import evaluations, knowledge
+from service import evaluations, knowledge, questiongen
 from service.uploads import save_uploads
 from service.workspace import Workspace
 from studio.common.jobs import Job, JobManager, Reporter
@@ -317,3 +319,40 @@ def progress(ws: Workspace, jobs: JobManager, eval_id: str) -> EvalProgress:
                    else "stopped before it finished; resume it here or with the CLI")
     return EvalProgress(info.id, finished, info.total, failed, status, message,
                         job.id if job else None)
+
+
+# ---- question sets generated from a knowledge base ---------------------------------------------
+QGEN = "questiongen"
+
+
+def submit_questiongen(jobs: JobManager, ws: Workspace, plan: questiongen.Plan) -> str:
+    """Queue the generation of a checked plan (`service.questiongen.plan`), or return the job
+    already queued or running for the same plan.
+
+    While it runs, the job's `progress` is kept / asked for, its `message` the progress line and
+    `meta["progress"]` the counts (kept, tried, calls computed / cached, drops). Its result holds
+    the generated set, not saved: {"plan", "questions", "reviewed", "meta", "progress", "line"};
+    the job lives in the process, so a refresh of the page finds the set again. Cancelling stops
+    it at the next candidate (what it computed stays in the completion cache)."""
+    base = {"kb": plan.kb, "name": plan.name, "target": plan.request.n,
+            "estimate": plan.estimate.line()}
+
+    def work(report: Reporter) -> dict[str, Any]:
+        report.update(progress=0.0, message="starting (the model loads on the first call)")
+
+        def on_progress(p: Progress) -> None:
+            report.update(progress=min(p.kept / max(p.target, 1), 1.0), message=p.line(),
+                          meta={**base, "progress": p.to_dict()})
+
+        out = questiongen.run(ws, plan, on_progress=on_progress,
+                              should_stop=report.cancel.is_set)
+        report.update(progress=1.0, message=out.progress.line(),
+                      meta={**base, "progress": out.progress.to_dict()})
+        return {"plan": plan, "questions": out.questions, "reviewed": out.reviewed,
+                "meta": out.meta, "progress": out.progress.to_dict(),
+                "line": out.progress.line()}
+
+    return jobs.submit(QGEN, f"questions from '{plan.kb}' into '{plan.name}'", work,
+                       dedupe_key=_key(QGEN, plan.kb, plan.name, asdict(plan.request),
+                                       plan.model),
+                       meta=base)

@@ -1,0 +1,230 @@
+"""The Knowledge page's "Generate questions" tab: a question set generated from the knowledge base
+in the background (service.questiongen through studio.common.tasks), its live progress, then a
+review table where the user edits, deletes or adds questions before saving the set.
+
+The job's id is in the address (?qgen=<job>): the job lives in the process with the generated,
+unsaved set as its result, so a refresh finds the set again. The table's edits are this session's
+(the table's widget state); `review` turns them back into questions.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+from streamlit.errors import StreamlitAPIException
+
+from flowkit.errors import FlowkitError
+from flowkit.eval.questiongen.candidates import KINDS
+from flowkit.eval.questiongen.checks import REASONS
+from flowkit.eval.questiongen.generate import Request
+from flowkit.names import flaw
+from service import questiongen
+from service.workspace import Workspace
+from studio.common import inert, tasks
+from studio.common.jobs import Job, JobManager
+from studio.common.state import KbKeys as K
+from studio.common.state import Key
+from studio.knowledge import review
+
+PARAM = "qgen"                    # the address holds the generation's job id
+TAB = "Generate questions"
+COMPARE_PAGE = "pages/compare.py"
+KIND_HELP = {"single": "single: one passage",
+             "bridge": "bridge: two passages linked by an entity (the answer needs both)",
+             "comparison": "comparison: two entities of one type compared on one property"}
+
+
+def wanted() -> bool:
+    """Whether the address asks for this tab (a generation in it, or a link to it)."""
+    return PARAM in st.query_params or st.query_params.get("tab") == "generate"
+
+
+def panel(ws: Workspace, jobs: JobManager, kb: str) -> None:
+    """The form, then the generation in the address (its progress, then its review)."""
+    st.subheader("Generate questions from this knowledge base")
+    st.caption("Questions are built from the passages and kept only when the model reads them "
+               "back: it answers each from its passages, not without them, a two-passage "
+               "question not from one alone, and the answer is not written in the question. "
+               "Review them, then save the set: it opens in Compare like any other.")
+    form(ws, jobs, kb)
+    job_id = st.query_params.get(PARAM)
+    job = jobs.get(job_id) if job_id else None
+    if job is None or job_id is None or job.meta.get("kb") != kb:
+        return
+    progress(jobs, job_id)
+    if job.status == "done" and job.result is not None:
+        st.divider()
+        review_panel(ws, job)
+
+
+def form(ws: Workspace, jobs: JobManager, kb: str) -> None:
+    """How many, which kinds, seed, name; Generate checks the request and queues the job."""
+    if not K.QGEN_N.held():
+        K.QGEN_N.set(10)
+    if not K.QGEN_KINDS.held():
+        K.QGEN_KINDS.set(list(KINDS))
+    if not K.QGEN_SEED.held():
+        K.QGEN_SEED.set(0)
+    n_col, kinds_col, seed_col = st.columns([1, 3, 1])
+    n = n_col.number_input("How many questions", step=1, key=K.QGEN_N,
+                           help="Questions to keep; fewer when the candidates run out")
+    kinds = kinds_col.multiselect("Kinds", list(KINDS), key=K.QGEN_KINDS,
+                                  format_func=lambda k: KIND_HELP.get(k, k))
+    seed = seed_col.number_input("Seed", step=1, key=K.QGEN_SEED,
+                                 help="The same seed gives the same set (the calls are cached)")
+    default = questiongen.default_name(kb, int(seed))
+    if K.QGEN_NAME.get() in (None, "", K.QGEN_NAME_FOR.get()):
+        K.QGEN_NAME.set(default)            # the name follows the default until the user types
+    K.QGEN_NAME_FOR.set(default)
+    name = st.text_input("Question set name", key=K.QGEN_NAME)
+    if st.button("Generate", type="primary", key=K.QGEN_GO):
+        try:
+            plan = questiongen.plan(ws, kb, Request(int(n), tuple(kinds), int(seed)),
+                                    name=name.strip())
+            job_id = tasks.submit_questiongen(jobs, ws, plan)
+        except FlowkitError as err:
+            st.error(f"Nothing generated: {inert.escape(err)}")
+        else:
+            st.query_params[PARAM] = job_id
+
+
+def progress_text(job: Job) -> str:
+    """Kept / asked for, tried, model calls computed / cached (from the job's counts)."""
+    p: dict[str, Any] = job.meta.get("progress") or {}
+    return (f"kept {p.get('kept', 0)} of {job.meta.get('target', '?')} · tried "
+            f"{p.get('tried', 0)} · model calls computed {p.get('computed', 0)}, cached "
+            f"{p.get('cached', 0)}")
+
+
+def dropped_text(job: Job) -> str:
+    dropped: dict[str, int] = (job.meta.get("progress") or {}).get("dropped") or {}
+    parts = [f"{r.replace('_', ' ')} {dropped[r]}" for r in REASONS if dropped.get(r)]
+    return "dropped by the checks: " + ", ".join(parts) if parts else ""
+
+
+def progress(jobs: JobManager, job_id: str) -> None:
+    """The generation followed live (once a second) until it ends; Stop while it runs."""
+    first = jobs.get(job_id)
+    running = first is not None and not first.finished
+
+    @st.fragment(run_every=1.0 if running else None)
+    def _panel() -> None:
+        job = jobs.get(job_id)
+        if job is None:
+            return
+        if job.status == "queued":
+            st.progress(0.0, text=f"Queued: {jobs.ahead_of(job.id)} job(s) ahead")
+        elif job.status == "running":
+            st.progress(min(max(job.progress or 0.0, 0.0), 1.0), text=progress_text(job))
+            st.caption(" · ".join(x for x in (dropped_text(job), job.meta.get("estimate", ""))
+                                  if x))
+            if st.button("Stop", key=K.QGEN_STOP.item(job_id), disabled=job.cancel_requested):
+                tasks.cancel(jobs, job_id)
+        elif job.status == "error":
+            if job.cancel_requested:
+                st.warning("Stopped. Generate again with the same settings to resume: what was "
+                           "computed is in the completion cache.")
+            else:
+                st.error(f"Generating questions failed: {inert.escape(job.error)}")
+        elif job.status == "cancelled":
+            st.warning("Stopped before it started.")
+        else:
+            st.progress(1.0, text=progress_text(job))
+            dropped = dropped_text(job)
+            if dropped:
+                st.caption(dropped)
+        if running and job.finished:
+            st.rerun()
+
+    _panel()
+
+
+def review_panel(ws: Workspace, job: Job) -> None:
+    """Each kept question with its answer, kind, passages and the model's answers; edit, delete
+    or add rows, then save the set."""
+    result = job.result or {}
+    plan: questiongen.Plan = result["plan"]
+    questions: list[dict[str, Any]] = result["questions"]
+    st.markdown(f"**Review** · {len(questions)} question(s) kept for "
+                f"{inert.code(plan.name)}")
+    if not questions:
+        st.warning("No question passed the checks. Try more questions, other kinds or another "
+                   "seed.")
+        return
+    if len(questions) < plan.request.n:
+        st.info(f"Only {len(questions)} of {plan.request.n} questions passed the checks before "
+                "the candidates ran out.")
+    st.caption("Edit a question or its answer in place; select rows and delete them; add a row "
+               "at the bottom for a question of your own (it needs a question and an answer).")
+    frame = pd.DataFrame(review.rows(questions, result.get("reviewed") or []),
+                         columns=list(review.COLUMNS))
+    edited = st.data_editor(
+        frame, key=K.QGEN_TABLE.item(job.id), num_rows="dynamic", hide_index=True,
+        width="stretch", disabled=[c for c in review.COLUMNS if c not in review.EDITABLE],
+        column_config={
+            "id": st.column_config.TextColumn("id", width="small"),
+            "question": st.column_config.TextColumn("question", width="large"),
+            "answer": st.column_config.TextColumn("answer", width="medium"),
+            "kind": st.column_config.TextColumn("kind", width="small"),
+            "model answered": st.column_config.TextColumn(
+                "model answered", help="What the model answered in each check"),
+            "passages": st.column_config.TextColumn("passages", help="The supporting passages "
+                                                    "(read them below)")})
+    passages_list(questions, result.get("reviewed") or [])
+    save_panel(ws, job, plan, questions, edited, result.get("meta") or {})
+
+
+def passages_list(questions: list[dict[str, Any]], reviewed: list[dict[str, Any]]) -> None:
+    """One expander a question: its passages in full and what the model answered."""
+    st.markdown("**Passages**, question by question")
+    by_id = {r["id"]: r for r in reviewed}
+    with st.container(height=320):
+        for q in questions:
+            r = by_id.get(q["id"], {})
+            with st.expander(f"{q['id']} · {q['question'][:90]}"):
+                st.markdown(f"Answer: {inert.code((q.get('answers') or [''])[0])} · kind "
+                            f"{inert.code(q.get('type') or '')}")
+                answered = review.model_answered(r.get("model_answers") or {})
+                if answered:
+                    st.caption("The model answered: " + inert.escape(answered))
+                for p in r.get("passages") or []:
+                    st.markdown(f"{inert.code(p['id'])} **{inert.escape(p.get('title') or '')}**")
+                    inert.text(p.get("text") or "")
+
+
+def save_panel(ws: Workspace, job: Job, plan: questiongen.Plan, questions: list[dict[str, Any]],
+               edited: Any, meta: dict[str, Any]) -> None:
+    """The name and "Save question set"; the outcome (or why not) beside the button."""
+    saved_key: Key[tuple[str, int]] = Key(K.QGEN_SAVED.item(job.id))
+    name_col, go_col = st.columns([2, 3], vertical_alignment="bottom")
+    name = name_col.text_input("Save as", value=plan.name, key=K.QGEN_SAVE_NAME.item(job.id))
+    with go_col:
+        if st.button("Save question set", type="primary", key=K.QGEN_SAVE.item(job.id)):
+            try:
+                name = name.strip()
+                why = flaw(name)
+                if why:
+                    raise FlowkitError(f"name: the question set name {why}")
+                records = edited.to_dict("records") if hasattr(edited, "to_dict") else edited
+                chosen = review.to_questions(records, questions, plan.kb)
+                info = questiongen.save(ws, replace(plan, name=name), chosen, meta)
+            except FlowkitError as err:
+                st.error(f"Not saved: {inert.escape(err)}")
+            else:
+                saved_key.set((info.name, info.size))
+    saved = saved_key.get()
+    if saved:
+        st.success(f"Saved dataset '{inert.escape(saved[0])}' with {saved[1]} questions: open "
+                   "it in Compare.")
+        compare_link()
+
+
+def compare_link() -> None:
+    """A link to the Compare page (a plain link when this page is run on its own)."""
+    label = "Open Compare"
+    try:
+        st.page_link(COMPARE_PAGE, label=label, icon=":material/compare_arrows:")
+    except (StreamlitAPIException, KeyError):
+        st.markdown(f"[{label}](/compare)")
