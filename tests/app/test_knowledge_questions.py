@@ -168,3 +168,31 @@ def test_review_rows_and_questions_round_trip():
     with pytest.raises(Exception, match=r"row 1 \(g1\): write a question and an answer"):
         review.to_questions([{**rows[0], "question": " ", "answer": float("nan")}], questions,
                             "kb")
+
+
+# ---- the Compare page points here when no question set fits its knowledge base ----------------
+def _pointers(at) -> list[str]:
+    """The pointer as a page link, or as the plain link it falls back to under AppTest."""
+    links = [str(e.proto.label) for e in at.get("page_link")]
+    return links + [m.value for m in at.markdown if "Generate questions" in m.value]
+
+
+def test_compare_points_to_generation_when_no_set_fits_the_knowledge_base(ws):
+    from service import knowledge as kbview
+    from studio.compare.generate_pointer import fitting_sets
+
+    if "notes_qgen" not in ws.resources.kb_names():
+        kbview.create(ws.resources, "notes_qgen", "")
+    at = kit.page("pages/compare.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.selectbox(key="compare_dataset").value == "sample_questions"
+    assert at.selectbox(key="compare_kb").value == "sample"
+    assert not _pointers(at)                           # the sample questions fit 'sample'
+    at.selectbox(key="compare_kb").set_value("notes_qgen").run()
+    assert not at.exception, [e.message for e in at.exception]
+    shown = _pointers(at)
+    assert shown and "Generate questions from this knowledge base" in shown[0]
+    assert "No question set belongs to knowledge base 'notes_qgen'" in kit.texts(at)
+    assert fitting_sets(["a", "b", "sample_questions"], {"a": "x"}, "x") == ["a"]
+    assert fitting_sets(["a", "sample_questions"], {}, "sample") == ["sample_questions"]
+    assert fitting_sets(["my set"], {}, "my_set") == ["my set"]     # its corpus, named like it
