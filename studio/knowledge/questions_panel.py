@@ -183,7 +183,8 @@ def passages_list(questions: list[dict[str, Any]], reviewed: list[dict[str, Any]
     with st.container(height=320):
         for q in questions:
             r = by_id.get(q["id"], {})
-            with st.expander(f"{q['id']} · {q['question'][:90]}"):
+            text = q["question"]
+            with st.expander(f"{q['id']} · {text[:100]}{'…' if len(text) > 100 else ''}"):
                 st.markdown(f"Answer: {inert.code((q.get('answers') or [''])[0])} · kind "
                             f"{inert.code(q.get('type') or '')}")
                 answered = review.model_answered(r.get("model_answers") or {})

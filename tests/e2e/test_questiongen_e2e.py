@@ -1,0 +1,75 @@
+"""Issue 36 in a real Chromium with the real default model and embedder: on the Knowledge page's
+"Generate questions" tab for the sample knowledge base, generate three single-passage questions in
+the background (the progress bar moves, then the review table), save the set, and find it in
+Compare's question-set picker with its gold passages. Screenshots: test-artifacts/qgen_*.png."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from e2ekit import ART, eventually, page_fixture, settle, studio_fixture
+
+pytestmark = [pytest.mark.e2e, pytest.mark.real]
+NAME = "sample-e2e-generated"
+GENERATE_TIMEOUT_S = 240      # three questions: ~15 s of model time, the model loading first
+
+studio = studio_fixture("questiongen")
+page = page_fixture(1500, 1100)
+
+
+def test_generate_review_save_then_compare_offers_the_set(studio, page):
+    from playwright.sync_api import expect
+    expect.set_options(timeout=60_000)   # a rerun under load takes longer than expect's 5 s
+    page.goto(f"{studio.url}/knowledge?kb=sample&tab=generate")
+    expect(page.get_by_role("heading", name="Generate questions from this knowledge base")
+           ).to_be_visible(timeout=180_000)
+    settle(page)
+    n = page.locator("input[aria-label='How many questions']")
+    n.fill("3")
+    n.press("Enter")
+    settle(page)
+    kinds = page.locator("[data-testid='stMultiSelect']").filter(has_text="Kinds")
+    kinds.locator("input").click()
+    for _ in range(2):                   # single, bridge, comparison: drop the last two
+        kinds.locator("input").press("Backspace")
+        settle(page)
+    page.keyboard.press("Escape")
+    expect(kinds).not_to_contain_text("bridge")
+    expect(kinds).to_contain_text("single")
+    name = page.locator("input[aria-label='Question set name']")
+    name.fill(NAME)
+    name.press("Enter")
+    settle(page)
+    page.get_by_role("button", name="Generate", exact=True).click()
+    page.wait_for_url(re.compile(r"[?&]qgen=[0-9a-f]{10}"))
+    bar = page.locator("[data-testid='stProgress']")
+    eventually(lambda: "kept 3 of 3" in (bar.first.inner_text() if bar.count() else ""),
+               timeout=GENERATE_TIMEOUT_S, what="three questions kept", every=0.5)
+    assert "model calls computed" in bar.first.inner_text()
+    review = page.get_by_text(re.compile(r"Review · 3 question\(s\) kept"))
+    expect(review).to_be_visible()
+    settle(page)
+    main = page.locator("[data-testid='stMain']")
+    expect(main.locator("[data-testid='stDataFrame']").first).to_be_visible()
+    rows = main.locator("[data-testid='stExpander']").filter(has_text="gen-0-")
+    eventually(lambda: rows.count() == 3, what="a passages box for each of the 3 questions")
+    questions = [rows.nth(i).locator("summary").inner_text() for i in range(3)]
+    assert all(re.search(r"gen-0-000\d · \w+", q) for q in questions), questions
+    rows.first.locator("summary").click()
+    expect(rows.first.get_by_text("The model answered:")).to_be_visible()
+    review.scroll_into_view_if_needed()
+    page.screenshot(path=str(ART / "qgen_review.png"), full_page=True)
+    page.get_by_role("button", name="Save question set").click()
+    expect(page.get_by_text(f"Saved dataset '{NAME}' with 3 questions")).to_be_visible()
+    page.screenshot(path=str(ART / "qgen_saved.png"), full_page=True)
+    page.get_by_role("link", name="Open Compare").click()
+    expect(page.get_by_role("heading", name="Compare", exact=True)).to_be_visible()
+    settle(page)
+    box = page.locator("[data-testid='stSelectbox']").filter(has_text="Question set")
+    box.click()
+    page.get_by_role("option", name=NAME, exact=True).click()
+    settle(page)
+    expect(page.get_by_text("3 questions · gold passages named")).to_be_visible()
+    kb_box = page.locator("[data-testid='stSelectbox']").filter(has_text="Knowledge base")
+    assert kb_box.locator("input").input_value() == "sample"
+    page.screenshot(path=str(ART / "qgen_compare.png"), full_page=True)
