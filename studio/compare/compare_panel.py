@@ -21,7 +21,7 @@ from studio.common.state import CompareKeys as K
 from studio.common.state import query_select
 from studio.compare import compare_charts as charts
 from studio.compare import compare_data as cd
-from studio.compare import generate_pointer, variant_panel
+from studio.compare import generate_link_panel, variant_panel
 
 NEW_KB = "__new__"
 
@@ -65,7 +65,7 @@ def setup_form(ws: Workspace, repo: EvalRepo, jobs: JobManager) -> None:
     names = cd.dataset_choices(repo)
     if not names:
         st.info("No question set found: import one with `flowkit dataset import DIR_OR_CSV`.")
-        generate_pointer.pointer(repo, names)
+        generate_link_panel.pointer(repo, names)
         return
     if K.DATASET.get() not in names:
         K.DATASET.set("sample_questions" if "sample_questions" in names else names[0])
@@ -89,7 +89,7 @@ def setup_form(ws: Workspace, repo: EvalRepo, jobs: JobManager) -> None:
     kb = st.selectbox("Knowledge base", kb_options, key=K.KB,
                       format_func=lambda k: "new: ingest this set's corpus" if k == NEW_KB else k)
     if kb != NEW_KB:
-        generate_pointer.pointer(repo, names, kb)
+        generate_link_panel.pointer(repo, names, kb)
     ingest_first = kb == NEW_KB
     if ingest_first:
         kb = st.text_input("Name of the new knowledge base", value=cd.kb_slug(ds.name),

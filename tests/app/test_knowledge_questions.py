@@ -179,7 +179,7 @@ def _pointers(at) -> list[str]:
 
 def test_compare_points_to_generation_when_no_set_fits_the_knowledge_base(ws):
     from service import knowledge as kbview
-    from studio.compare.generate_pointer import fitting_sets
+    from studio.compare.generate_link_panel import fitting_sets
 
     if "notes_qgen" not in ws.resources.kb_names():
         kbview.create(ws.resources, "notes_qgen", "")
