@@ -1,7 +1,8 @@
 """Issue 29, the editor's canvas in a real Chromium at 1366x800: a new node lands clear of every
 node and edge and in view, a new edge moves no node; the canvas fits the window and the wheel
 scrolls the page; self_rag opens legible; an empty click clears the selection (Delete then
-deletes nothing); palette labels break only between words. Screenshots go to test-artifacts/.
+deletes nothing); palette labels break only between words. Issue 38: a drag from the centre of
+a node's output handle draws an edge. Screenshots go to test-artifacts/.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from test_editor_e2e import (
 )
 
 from flowkit import templates
+from flowkit.testing import flow as make_flow
 from storage.repo import Store
 
 pytestmark = pytest.mark.e2e
@@ -288,3 +290,56 @@ def test_a_flow_is_laid_out_for_the_canvas_it_is_drawn_in(studio: Any, browser: 
     eventually(lambda: places(page) == want, what=f"the layout for a {view} canvas")
     page.screenshot(path=str(ARTIFACTS / "canvas_sized_1920x800.png"))
     page.context.close()
+
+
+_HIT = """(h, d) => { const r = h.getBoundingClientRect(), x = r.x + r.width / 2, y = r.y + r.height / 2;
+  return [[0, 0], [-d, 0], [d, 0], [0, -d], [0, d]].map(([dx, dy]) =>
+    document.elementFromPoint(x + dx, y + dy) === h); }"""
+
+
+def test_a_drag_from_the_output_handles_centre_draws_an_edge(studio: Any, browser: Any) -> None:
+    """Issue 38: the node no longer clips its handles: the output handle's visible centre (its
+    box's centre, on the node's border) and 7 px around it start an edge, the dot grows on hover,
+    and a drop anywhere on another node connects to it; no node moves."""
+    url, data_dir, store = studio
+    spec = make_flow("handles", [("retrieve", "retrieval.bm25"), ("dense", "retrieval.dense"),
+                                 ("answer", "generation.answer")], ["retrieve>answer"])
+    store.save_flow(spec, None)
+    page = page_1366(browser)
+    open_editor(page, url, "handles", 3)
+    settle(page)
+    page.locator(CANVAS_FRAME).scroll_into_view_if_needed()
+    page.mouse.move(1, 1)
+    handle = node(page, "dense").locator(".react-flow__handle.source")
+    box = handle.bounding_box()
+    assert box["width"] >= 16 and box["height"] >= 16, box           # the hit area
+    assert handle.evaluate(_HIT, 7) == [True] * 5                     # whole: nothing clips it
+    dot = "h => getComputedStyle(h, '::after').width"
+    small = float(handle.evaluate(dot).removesuffix("px"))
+    node(page, "dense").hover()
+    eventually(lambda: float(handle.evaluate(dot).removesuffix("px")) > small,
+               what="the handle's dot grown on hover")
+    before = places(page)
+
+    box = handle.bounding_box()                   # again: the hover may have scrolled the page
+    target = node(page, "answer").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(target["x"] + target["width"] / 2, target["y"] + target["height"] / 2,
+                    steps=12)
+    page.wait_for_timeout(300)     # a start near the canvas's edge pans it (React Flow's
+    target = node(page, "answer").bounding_box()   # auto-pan): aim again, as a user does
+    page.mouse.move(target["x"] + target["width"] / 2, target["y"] + target["height"] / 2,
+                    steps=3)
+    page.mouse.up()
+    eventually(lambda: {"new:dense->answer", "dense->answer"} & set(edge_ids(page)),
+               what="the edge drawn in the canvas")
+    eventually(lambda: any((e["source"], e["target"]) == ("dense", "answer")
+                           for e in (draft_of(data_dir, "handles") or {}).get("edges", [])),
+               what="the new edge in the draft")
+    eventually(lambda: "dense->answer" in edge_ids(page), what="the edge redrawn by the studio")
+    settle(page)
+    assert places(page) == before                                     # the node was not dragged
+    page.screenshot(path=str(ARTIFACTS / "canvas_handle_drag_1366.png"))
+    page.context.close()
+

@@ -3,7 +3,8 @@
 //   {n, kind: "select", id}                  a click on a node or an edge (id null: on the
 //                                            empty canvas while something was selected)
 //   {n, kind: "move", moves: {id: [x, y]}}   nodes dragged to new places
-//   {n, kind: "connect", source, target}     an edge drawn from a node's handle to another's
+//   {n, kind: "connect", source, target}     an edge drawn from a node's output handle to
+//                                            another node (dropped anywhere on it: StepNode.jsx)
 //   {n, kind: "breakpoint", id, before, after}  a node's breakpoint dot clicked (StepNode.jsx):
 //                                            the node's new sides (the draft keeps them)
 //   {n, kind: "view", width, height}         the canvas's size in px, when first measured and
@@ -34,6 +35,7 @@ const LABEL_ROOM = 16; // canvas units around a lane's corners: its label's half
 const LEGIBLE_ZOOM = 0.75; // an opening fit no smaller than this: 14 px text stays above 10 px
 
 
+const notToItself = ({ source, target }) => source !== target;   // a drop back on its own node
 const keepSelectAndMove = (changes) => changes.filter((c) => c.type !== "remove");
 
 export default function FlowCanvas({ args }) {
@@ -45,6 +47,7 @@ export default function FlowCanvas({ args }) {
   const fitDone = useRef(null);
   const arrived = useRef([]);       // ids of nodes new in the last picture (not on the first)
   const [active, setActive] = useState(false);   // clicked into: the wheel zooms
+  const [connecting, setConnecting] = useState(false);   // an edge is being drawn
   const latest = useRef({ nodes, edges });
   latest.current = { nodes, edges };
   const pane = useRef(null);
@@ -153,6 +156,9 @@ export default function FlowCanvas({ args }) {
     emit("connect", { source, target });
   }, []);
 
+  const onConnectStart = useCallback(() => setConnecting(true), []);
+  const onConnectEnd = useCallback(() => setConnecting(false), []);
+
   return (
     <div ref={pane} style={{ height: args.height || 620 }}
       onMouseDownCapture={() => setActive(true)} onMouseLeave={() => setActive(false)}>
@@ -168,6 +174,10 @@ export default function FlowCanvas({ args }) {
         onPaneClick={onPaneClick}
         onNodeDragStop={onNodeDragStop}
         onConnect={onConnect}
+        onConnectStart={onConnectStart}
+        onConnectEnd={onConnectEnd}
+        isValidConnection={notToItself}
+        className={connecting ? "fk-connecting" : ""}
         deleteKeyCode={null}
         zoomOnScroll={active}
         preventScrolling={active}

@@ -1,6 +1,9 @@
 // One operator node: its title, its id when a label hides it, its operator, a problem flag, and
 // two breakpoint dots (top right: pause before it, pause after it), red when set; a click on a
 // dot toggles that breakpoint (src/breakpoints.js) without selecting or dragging the node.
+// Its two handles (input, output) are dots on its border in an 18 px hit area each (canvas.css);
+// while an edge is being drawn the input handle covers the whole node, so a drop anywhere on a
+// node connects to it.
 // Plain text only (React escapes it): a flow's labels can never inject markup.
 import { memo } from "react";
 import { Handle, Position } from "@xyflow/react";
@@ -29,7 +32,8 @@ function StepNode({ id, data, selected }) {
     data.bp ? "fk-has-bp" : ""];
   return (
     <div className={cls.join(" ").trim()} style={{ background: data.bg, border: data.border, width: data.width }}>
-      <Handle type="target" position={SIDES[data.targetSide] || Position.Left} />
+      <Handle type="target" className="fk-handle" position={SIDES[data.targetSide] || Position.Left}
+        title="Input: drop an edge here, or anywhere on the node" />
       <Dots id={id} bp={data.bp} note={data.bpNote} />
       <div className="fk-title">
         {data.flag ? <span className="fk-flag">({data.flag}) </span> : null}
@@ -37,7 +41,8 @@ function StepNode({ id, data, selected }) {
       </div>
       {data.sub ? <div className="fk-sub">{data.sub}</div> : null}
       <code className="fk-op">{data.op}</code>
-      <Handle type="source" position={SIDES[data.sourceSide] || Position.Right} />
+      <Handle type="source" className="fk-handle" position={SIDES[data.sourceSide] || Position.Right}
+        title="Output: drag from here to another node to connect them" />
     </div>
   );
 }
