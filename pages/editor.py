@@ -36,8 +36,9 @@ with middle:
     event = canvas_ui.flow_canvas(ed.canvas_picture(), key=key, fit=ed.fit_request,
                                   min_zoom=0.2, minimap=len(spec.nodes) > 30,
                                   on_event=lambda: actions.canvas_event(key))
-    st.caption("Drag from a node's output handle (right, or bottom in a long flow) to another "
-               "node's input handle to connect them; purple edges are a loop's way back, grey "
+    st.caption("Drag from a node's output handle (the dot on its right, or bottom in a long "
+               "flow) and drop on another node to connect them, or select a node and use "
+               "**Connect to** in its form; purple edges are a loop's way back, grey "
                "routed ones pass nodes in their way. "
                "Click a node or edge to edit it; delete it with **Delete selected** or the "
                "Delete / Backspace key; a click on the empty canvas clears the selection. Undo "

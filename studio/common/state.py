@@ -428,6 +428,9 @@ class EditorKeys(Keys, prefix="editor"):
     PARAM: Key[Any] = Key("editor_p")       # .item(form gen, node id) + "_" + param
     EDGE_LABEL: Key[str]                    # .item(form gen, edge id)
     EDGE_UNLABEL: Key[bool]                 # .item(form gen)
+    CONNECT_TARGET: Key[str]                # .item(form gen, node id): "Connect to" its target
+    CONNECT_LABEL: Key[str]                 # .item(form gen, node id): the new edge's route label
+    CONNECT: Key[bool]                      # .item(form gen, node id): the "Connect" button
     ALL_PROBLEMS: Key[bool]
     DESC: Key[str]                          # .item(form gen)
     ENTRY: Key[str]                         # .item(form gen)

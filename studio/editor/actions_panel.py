@@ -82,6 +82,13 @@ def clear_edge_label(edge_id: str) -> None:
     _ed().set_edge_label(edge_id, None)
 
 
+def connect(source: str, target_key: str, label_key: str) -> None:
+    """The side panel's "Connect to" form: the edge source -> the picked node, as a drawn one."""
+    target = Key[str](target_key).get()
+    if target:
+        _ed().connect(source, target, Key[str](label_key).get())
+
+
 def set_limit(name: str, value: Any) -> None:
     if value is not None:
         _ed().set_limits(**{name: value})

@@ -208,20 +208,31 @@ def apply_moves(spec: FlowSpec, moves: Any) -> FlowSpec:
     return spec.model_copy(update={"layout": layout})
 
 
-def apply_connect(spec: FlowSpec, source: Any, target: Any) -> tuple[FlowSpec, str | None]:
+def apply_connect(spec: FlowSpec, source: Any, target: Any,
+                  label: Any = None) -> tuple[FlowSpec, str | None]:
     """The spec with a new edge source -> target, and the new edge's canvas id. A router's or
-    judge's new edge gets the first of its route labels not yet wired. Unknown nodes or an edge
-    the spec already has change nothing (id None)."""
+    judge's new edge gets `label` when it is one of its route labels (the side panel's "Connect
+    to" form picks one), else the first of them not yet wired (a drawn edge). Unknown nodes or an
+    edge the spec already has change nothing (id None)."""
     by_id = {n.id: n for n in spec.nodes}
     if not isinstance(source, str) or not isinstance(target, str) or source not in by_id or (
             target not in by_id):
         return spec, None
     if any((e.source, e.target) == (source, target) for e in spec.edges):
         return spec, None
-    edges = [*spec.edges, EdgeSpec(source=source, target=target,
-                                   label=_unused_route(by_id[source], list(spec.edges)))]
+    routes = route_labels(by_id[source])
+    chosen = label if isinstance(label, str) and label in routes else _unused_route(
+        by_id[source], list(spec.edges))
+    edges = [*spec.edges, EdgeSpec(source=source, target=target, label=chosen)]
     new = spec.model_copy(update={"edges": edges})
     return new, edge_ids(new)[-1]
+
+
+def connect_targets(spec: FlowSpec, source: str) -> list[str]:
+    """The nodes a new edge out of `source` can go to: every other node it has no edge to yet
+    (what `apply_connect` would refuse is not offered)."""
+    wired = {e.target for e in spec.edges if e.source == source}
+    return [n.id for n in spec.nodes if n.id != source and n.id not in wired]
 
 
 def find_edge(spec: FlowSpec, edge_id: str) -> tuple[int, EdgeSpec] | None:

@@ -374,16 +374,24 @@ class Editor:
             self.update(canvas.apply_moves(spec, event.get("moves")))
             self.redraw()       # lanes follow the nodes
         elif kind == "connect":
-            new, eid = canvas.apply_connect(spec, event.get("source"), event.get("target"))
-            self.update(placing.keep_places(spec, new, self.view))   # what the user arranged stays
-            if eid:
-                self.select(eid)
-            self.redraw()       # the browser drew the edge itself: replace it with ours (or drop it)
+            self.connect(event.get("source"), event.get("target"))
         elif kind == "view":
             self._take_view(event)
         elif kind == "breakpoint" and isinstance(event.get("id"), str):
             self.set_breakpoints(event["id"], event.get("before") is True,
                                  event.get("after") is True)
+
+    def connect(self, source: Any, target: Any, label: Any = None) -> str | None:
+        """Add the edge source -> target (a drawn edge, or the side panel's "Connect to" form),
+        select it and return its canvas id; None when it changes nothing (canvas.apply_connect:
+        unknown nodes, an edge already there). One edit for Undo; no node moves."""
+        spec = self.spec
+        new, eid = canvas.apply_connect(spec, source, target, label)
+        self.update(placing.keep_places(spec, new, self.view))   # what the user arranged stays
+        if eid:
+            self.select(eid)
+        self.redraw()       # the browser drew the edge itself: replace it with ours (or drop it)
+        return eid
 
     def redraw(self) -> None:
         """Hand the browser a fresh picture on the next run (after a Python-side change)."""

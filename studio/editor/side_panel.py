@@ -55,6 +55,29 @@ def _breakpoints(ed: Editor, sel: str, gen: int) -> None:
         st.error(inert.escape(refused[1]))
 
 
+def _connect(spec: FlowSpec, sel: str, gen: int) -> None:
+    """Connect to: an edge out of the node without dragging on the canvas (the same edit as a
+    drawn edge: Editor.connect), with the route label of a router's or judge's new edge."""
+    targets = canvas.connect_targets(spec, sel)
+    if not targets:
+        st.caption("Connect to: every other node already has an edge from this one.")
+        return
+    target_key, label_key = K.CONNECT_TARGET.item(gen, sel), K.CONNECT_LABEL.item(gen, sel)
+    pick, go = st.columns([3, 1], vertical_alignment="bottom")
+    target = pick.selectbox("Connect to", targets, index=None, key=target_key,
+                            placeholder="Pick a node",
+                            help="Add an edge from this node to the node picked (as dragging "
+                                 "from its output handle to that node does)")
+    labels = canvas.route_labels(spec.node(sel))
+    if labels:
+        used = {e.label for e in spec.edges if e.source == sel}
+        first = next((i for i, lb in enumerate(labels) if lb not in used), 0)
+        st.selectbox("New edge's route label", labels, index=first, key=label_key,
+                     help=f"Which of '{inert.escape(sel)}''s routes follows the new edge")
+    go.button("Connect", key=K.CONNECT.item(gen, sel), disabled=target is None,
+              on_click=actions.connect, args=(sel, target_key, label_key))
+
+
 def _node(ed: Editor, spec: FlowSpec, sel: str, gen: int, problems: list[Problem]) -> None:
     node = spec.node(sel)
     cls = registry.get(node.operator)
@@ -63,6 +86,7 @@ def _node(ed: Editor, spec: FlowSpec, sel: str, gen: int, problems: list[Problem
     label_key = K.LABEL.item(gen, sel)
     st.text_input("Label", value=node.label, key=label_key, on_change=actions.set_label,
                   args=(sel, label_key))
+    _connect(spec, sel, gen)
     _breakpoints(ed, sel, gen)
     if cls is None:
         st.error(f"Unknown operator {inert.code(node.operator, limit=80)}: delete this node.")

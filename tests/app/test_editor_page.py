@@ -163,6 +163,47 @@ def test_edge_label_from_route_labels_and_delete(ws: Workspace) -> None:
     assert [n.id for n in spec.nodes] == ["retrieve", "answer"] and spec.edges == []
 
 
+def test_connect_to_form_adds_an_edge_as_a_drawn_one(ws: Workspace) -> None:
+    """Issue 38: "Connect to" in a node's side form adds the edge a drag would (Editor.connect):
+    a judge's picked route label, the new edge selected, one Undo step, no node moved."""
+    save(ws, "wire", flow("wire", [("retrieve", "retrieval.bm25"), ("judge", "orchestration.rule_judge"),
+                                   ("answer", "generation.answer")], ["retrieve>judge"]))
+    at = editor("wire")
+    places = {n["id"]: (n["x"], n["y"]) for n in at.session_state[K_CANVAS]["nodes"]}
+    at.session_state["editor_selected"] = "judge"
+    at.run()
+    target = next(s for s in at.selectbox if s.label == "Connect to")
+    assert target.options == ["retrieve", "answer"] and target.value is None
+    assert next(b for b in at.button if b.label == "Connect").disabled
+    route = next(s for s in at.selectbox if s.label == "New edge's route label")
+    assert route.options == ["continue", "done"] and route.value == "continue"
+    target.select("answer").run()
+    next(s for s in at.selectbox if s.label == "New edge's route label").select("done").run()
+    next(b for b in at.button if b.label == "Connect").click().run()
+    assert not at.exception
+    assert [(e.source, e.target, e.label) for e in draft_spec(at).edges] == [
+        ("retrieve", "judge", None), ("judge", "answer", "done")]
+    assert at.session_state["editor_selected"] == "judge->answer"
+    assert "Edge `judge` → `answer`" in texts(at)
+    assert {e["id"] for e in at.session_state[K_CANVAS]["edges"]} == {"retrieve->judge",
+                                                                      "judge->answer"}
+    assert {n["id"]: (n["x"], n["y"]) for n in at.session_state[K_CANVAS]["nodes"]} == places
+
+    # a plain node: no route label; a target it is wired to already is not offered
+    at.session_state["editor_selected"] = "retrieve"
+    at.run()
+    assert not [s for s in at.selectbox if s.label == "New edge's route label"]
+    target = next(s for s in at.selectbox if s.label == "Connect to")
+    assert target.options == ["answer"]
+    target.select("answer").run()
+    next(b for b in at.button if b.label == "Connect").click().run()
+    assert [(e.source, e.target, e.label) for e in draft_spec(at).edges][-1] == (
+        "retrieve", "answer", None)
+    at.button(key="editor_undo").click().run()              # one edit, undone in one step
+    assert [(e.source, e.target) for e in draft_spec(at).edges] == [("retrieve", "judge"),
+                                                                   ("judge", "answer")]
+
+
 def test_limits_form(ws: Workspace) -> None:
     save(ws, "limited")
     at = editor("limited")
