@@ -77,7 +77,7 @@ def _step_view() -> None:
     with info_col:
         step_panel.summary(step, idx, n, offset)
     with controls:
-        step_panel.controls(n)
+        step_panel.controls(n, offset)
     if st.query_params.get("step") != str(idx):
         st.query_params["step"] = str(idx)
     with graph_col:

@@ -179,11 +179,18 @@ def short_value(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def step_position(idx: int, n_steps: int, offset: int = 0) -> str:
-    """Where the shown step is, in words, under the header 'Step i of n' (i and n: step numbers
-    along the path the run took, from 0, as "from step k" numbers a fork point: a fork from step
-    k starts at step k, after the parent's steps 0..k-1)."""
+def step_position(n_steps: int, offset: int = 0) -> str:
+    """The run's step numbers in words, under the header 'Step i of n'. One numbering everywhere
+    (header, slider, charts, fork banner): steps along the path the run took, from 0, as "from
+    step k" numbers a fork point; a fork from step k starts at step k, after the parent's steps
+    0..k-1 (only the address's ?step= counts a fork's own steps from 0)."""
+    last = offset + n_steps - 1
     if not offset:
-        return f"{idx + 1}/{n_steps} of the run's steps (numbered from 0)"
-    return (f"{idx + 1}/{n_steps} of the fork's own steps ({offset}–{offset + n_steps - 1}); "
-            f"steps 0–{offset - 1} are the parent's, before the fork point (blue on the graph)")
+        return f"Steps 0–{last} along the path the run took."
+    return (f"This fork's own steps are {offset}–{last}; steps 0–{offset - 1} are the parent's, "
+            "before the fork point (blue on the graph).")
+
+
+def step_label(idx: int, offset: int = 0) -> str:
+    """The number the page shows for the run's stored step `idx` (a fork's start at `offset`)."""
+    return str(offset + idx)

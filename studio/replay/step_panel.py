@@ -23,7 +23,7 @@ BUTTON_KEYS = {"first": K.FIRST, "prev": K.PREV, "next": K.NEXT, "last": K.LAST}
 def summary(step: StepEvent, idx: int, n: int, offset: int) -> None:
     """The step's heading, where it sits in the run, and its figures (a failed step says why)."""
     st.markdown(f"### Step {offset + idx} of {offset + n - 1}: {inert.code(step.node_id)}")
-    st.caption(replay.step_position(idx, n, offset))
+    st.caption(replay.step_position(n, offset))
     st.markdown(f"{inert.code(step.operator)} · visit {step.visit}"
                 + (f" · branch {inert.code(step.branch)}" if step.branch else "")
                 + f" · {replay_panel.passages(step)} passage(s) retrieved")
@@ -37,15 +37,17 @@ def summary(step: StepEvent, idx: int, n: int, offset: int) -> None:
         st.error(f"This step failed: {inert.escape(step.error)}")
 
 
-def controls(n: int) -> None:
-    """First, Prev, Next, Last (callbacks, so the slider drawn after agrees) and the slider."""
+def controls(n: int, offset: int = 0) -> None:
+    """First, Prev, Next, Last (callbacks, so the slider drawn after agrees) and the slider, which
+    shows the steps by the header's numbers (a fork's start at `offset`, not at 0)."""
     nav = st.columns([1, 1, 1, 1, 6], vertical_alignment="bottom")
     for col, (target, label, icon) in zip(nav, NAV):
         col.button(label, key=BUTTON_KEYS[target], icon=icon, on_click=replay.go,
                    args=(target, n), width="stretch")
     with nav[4]:
         if n > 1:
-            st.slider("Step", 0, n - 1, key=K.STEP)
+            st.select_slider("Step", options=range(n), key=K.STEP,
+                             format_func=lambda i: replay.step_label(i, offset))
         else:
             st.caption("One step")
 

@@ -57,18 +57,18 @@ def test_step_controls_slider_and_address_agree(ws, run_id):
     at = _open(run_id)
     assert _shown_step(at) == "### Step 0 of 1: `retrieve`"
     at.button(key="replay_next").click().run()
-    assert at.slider(key="replay_step").value == 1
+    assert at.select_slider(key="replay_step").value == 1
     assert at.query_params["step"] == "1"
     assert _shown_step(at) == "### Step 1 of 1: `generate`"
     at.button(key="replay_next").click().run()          # past the end: stays on the last step
-    assert at.slider(key="replay_step").value == 1
+    assert at.select_slider(key="replay_step").value == 1
     at.button(key="replay_prev").click().run()
     assert _shown_step(at).startswith("### Step 0")
     at.button(key="replay_last").click().run()
-    assert at.slider(key="replay_step").value == 1
+    assert at.select_slider(key="replay_step").value == 1
     at.button(key="replay_first").click().run()
-    assert at.slider(key="replay_step").value == 0
-    at.slider(key="replay_step").set_value(1).run()
+    assert at.select_slider(key="replay_step").value == 0
+    at.select_slider(key="replay_step").set_value(1).run()
     assert _shown_step(at).startswith("### Step 1") and at.query_params["step"] == "1"
 
 
@@ -246,7 +246,27 @@ def test_a_fork_shows_what_it_changed_and_its_own_figures_apart_from_the_parents
     assert "Changed `question`: " in text and "Who designed the Corren Lighthouse?" in text
     assert f"the parent ran 1 step(s), 0 LLM call(s), {view.parent.tokens} tokens" in text
     assert _shown_step(at).startswith("### Step 1 of 1")                  # from step 1: step 1
-    assert "1/1 of the fork's own steps (1–1); steps 0–0 are the parent's" in text
+    assert "This fork's own steps are 1–1; steps 0–0 are the parent's" in text
+
+
+def test_a_fork_numbers_its_steps_one_way(ws):
+    """Header, slider and caption count a fork's steps alike (issue 38 item 3: the slider said
+    0-6, the header 'Step 2 of 8' and the caption '1/7 of the fork's own steps')."""
+    ircot = ws.run(templates.load_template("ircot"), LIGHTHOUSE, "sample").run_id
+    forked = ws.fork(ircot, 2, {"question": "Who designed the Corren Lighthouse?"})
+    n = len(ws.store.steps(forked.run_id))
+    assert n > 1, "the fork must have more than one step of its own"
+    at = _open(forked.run_id, step="0")
+    slider = at.select_slider(key="replay_step")
+    assert slider.value == 0                                # the address counts the stored steps
+    assert list(slider.options) == [str(2 + i) for i in range(n)]    # labelled as the header
+    assert _shown_step(at).startswith(f"### Step 2 of {1 + n}")
+    text = kit.texts(at)
+    assert f"This fork's own steps are 2–{1 + n}; steps 0–1 are the parent's" in text
+    assert f"/{n} of the" not in text
+    at.button(key="replay_last").click().run()
+    assert _shown_step(at).startswith(f"### Step {1 + n} of {1 + n}")
+    assert at.query_params["step"] == str(n - 1)
 
 
 def test_a_fork_with_changed_params_says_so(ws, run_id):
