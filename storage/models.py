@@ -156,3 +156,42 @@ class RunDebugRow(Base):
     pauses: Mapped[int] = mapped_column(Integer, default=0)
     edits: Mapped[list[Any]] = mapped_column(JSON, default=list)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class GradeRow(Base):
+    """A grader's verdict on one answer of an evaluation (flowkit.eval.graders): score, the model's
+    words, the grader's model, and what grading cost (never part of the flow's cost)."""
+
+    __tablename__ = "grades"
+    __table_args__ = (UniqueConstraint("eval_id", "flow", "question_id", "grader", "model"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    eval_id: Mapped[str] = mapped_column(String(32), index=True)
+    flow: Mapped[str] = mapped_column(String(300))
+    question_id: Mapped[str] = mapped_column(String(200))
+    grader: Mapped[str] = mapped_column(String(64))
+    model: Mapped[str] = mapped_column(String(300))
+    version: Mapped[str] = mapped_column(String(64), default="")
+    score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    parsed: Mapped[int] = mapped_column(Integer, default=1)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    detail: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    calls: Mapped[int] = mapped_column(Integer, default=0)
+    cached_calls: Mapped[int] = mapped_column(Integer, default=0)
+    tokens: Mapped[int] = mapped_column(Integer, default=0)
+    ms: Mapped[float] = mapped_column(Float, default=0.0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class LabelRow(Base):
+    """A person's label on one answer of an evaluation: `metric` (correctness, groundedness, ...)
+    and `value` (1 right / supported, 0 wrong); the truth PPI corrects a grader with."""
+
+    __tablename__ = "labels"
+    __table_args__ = (UniqueConstraint("eval_id", "flow", "question_id", "metric"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    eval_id: Mapped[str] = mapped_column(String(32), index=True)
+    flow: Mapped[str] = mapped_column(String(300))
+    question_id: Mapped[str] = mapped_column(String(200))
+    metric: Mapped[str] = mapped_column(String(64))
+    value: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

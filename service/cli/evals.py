@@ -17,9 +17,11 @@ from typing import Any
 from rich.table import Table
 
 from flowkit.errors import FlowkitError
+from flowkit.eval.graders import parse_graders
 from service.evaluations import eval_repo
 
 from . import common, models, questiongen
+from . import grade as grade_cli
 
 
 def cmd_dataset(args: argparse.Namespace) -> int:
@@ -137,6 +139,10 @@ def print_report(rep: Any) -> None:
 def cmd_eval(args: argparse.Namespace) -> int:
     from flowkit.eval import report as report_mod
     from flowkit.eval.runner import evaluation_report
+    graders = parse_graders(args.judge) if args.judge else []
+    if graders:
+        from service.grading import check
+        check(graders, args.judge_model)
     ws = common.open_workspace(args)
     repo = eval_repo(ws)
     plan = _plan(args, ws, repo)
@@ -153,6 +159,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     for path in (args.out, args.report, args.csv):
         if path:
             common.out.print(f"wrote {report_mod.write(rep, path)}")
+    if graders:
+        from service.grading import grade
+        out = grade(ws, plan.eval_id, graders, model=args.judge_model)
+        common.err.print(out.line(), markup=False, highlight=False)
+        grade_cli.print_scores(ws, plan.eval_id, graders, args.judge_model)
     return 0
 
 
@@ -235,6 +246,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--k", type=int, default=5, help="recall@k cut-off (0: every retrieved passage)")
     s.add_argument("--name", help="a title for the evaluation")
     s.add_argument("--no-cache", action="store_true", help=common.NO_CACHE_HELP)
+    grade_cli.add_judge_options(s)
     add_worker_args(s)
     s.set_defaults(fn=cmd_eval)
 

@@ -1,0 +1,84 @@
+"""Grading a finished run from its stored trace: what the graders read, and the calls they make.
+
+Nothing of the flow runs again. The answer is the run's answer; the passages are those the
+answering node showed the model (the documents in its working memory whose text its prompt holds;
+the first five when none is found). Grader calls go through the completion cache like any call,
+and their cost is counted here, apart from the flow's own tokens, calls and time.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..context import Resources, RunContext
+from ..trace import StepEvent
+from .graders import GRADERS, Item, Verdict
+
+MAX_PASSAGES = 5
+
+
+def answering_step(steps: Sequence[StepEvent]) -> StepEvent | None:
+    """The last node visit that wrote the answer (not the engine's finish step)."""
+    for s in reversed(steps):
+        if s.operator == "engine.finish" or s.error:
+            continue
+        if "answer" in (s.memory_after or {}) and \
+                (s.memory_after or {}).get("answer") != (s.memory_before or {}).get("answer"):
+            return s
+    return None
+
+
+def read_passages(step: StepEvent | None) -> list[dict[str, Any]]:
+    """The passages the answering node showed the model."""
+    if step is None:
+        return []
+    docs = [d for d in (step.memory_before or {}).get("documents") or [] if isinstance(d, dict)]
+    prompts = " ".join(c.prompt for c in step.llm_calls)
+    shown = [d for d in docs if (d.get("text") or "")[:60].strip()
+             and (d.get("text") or "")[:60].strip() in prompts]
+    out = shown or docs
+    return [{"id": str(d.get("id", "")), "title": str(d.get("title") or ""),
+             "text": str(d.get("text") or "")} for d in out[:MAX_PASSAGES]]
+
+
+def item_for(question: dict[str, Any], answer: str, steps: Sequence[StepEvent]) -> Item:
+    """What a grader reads of one run."""
+    return Item(question=str(question.get("question", "")), answer=answer or "",
+                references=tuple(str(a) for a in question.get("answers") or []),
+                passages=tuple(read_passages(answering_step(steps))))
+
+
+@dataclass
+class Graded:
+    """A verdict and what it cost: calls computed and served from the cache, tokens, model ms."""
+
+    verdict: Verdict
+    calls: int
+    cached_calls: int
+    tokens: int
+    ms: float
+
+
+class GradingSession:
+    """Grades items on one model through the completion cache, counting the cost apart."""
+
+    def __init__(self, resources: Resources, cache: Any = None, run_id: str = "grading") -> None:
+        self.resources = resources
+        self.cache = cache
+        self.run_id = run_id
+
+    def grade(self, grader: str, item: Item) -> Graded:
+        ctx = RunContext(self.resources, "", f"grader:{grader}", 1, cache=self.cache,
+                         run_id=self.run_id)
+
+        def ask(prompt: str) -> str:
+            return ctx.llm.complete(prompt, max_tokens=8).text
+
+        verdict = GRADERS[grader](item, ask)
+        calls = ctx.llm_calls
+        cached = sum(1 for c in calls if c.cached_from is not None)
+        # the grading's cost: what computing its calls costs (a cached call's original ms)
+        ms = sum(c.ms for c in calls)
+        return Graded(verdict, len(calls), cached,
+                      sum(c.prompt_tokens + c.completion_tokens for c in calls), round(ms, 2))

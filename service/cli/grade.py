@@ -1,0 +1,114 @@
+"""`flowkit judge` and `flowkit label`: graders on a stored evaluation, and people's labels.
+
+    flowkit judge EVAL_ID --judge correctness,groundedness [--judge-model M] [--json]
+    flowkit label EVAL_ID --flow F --question QID --metric correctness --value 1|0|clear
+    flowkit eval ... --judge correctness [--judge-model M]   (grades after the runs)
+
+A grader reads each finished run's stored trace (no flow call runs again); its calls go through
+the completion cache and are counted apart from the flows' cost. Scores print as the PPI estimate
+with its 95% interval where answers are labelled, else as the raw grader mean marked uncorrected.
+(`flowkit train-judge` is another thing: it trains the sufficiency classifier a flow uses.)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from rich.table import Table
+
+from flowkit.errors import FlowkitError
+from flowkit.eval.graders import GRADERS, parse_graders
+
+from . import common
+
+
+def _pct(x: float) -> str:
+    return "-" if x is None or math.isnan(x) else f"{100 * x:.1f}"
+
+
+def print_scores(ws: object, eval_id: str, graders: list[str], model: str,
+                 as_json: bool = False) -> None:
+    from service.grading import scores
+    reports = [scores(ws, eval_id, g, model) for g in graders]  # type: ignore[arg-type]
+    if as_json:
+        common.out.print_json(json.dumps([r.to_dict() for r in reports]))
+        return
+    for r in reports:
+        table = Table(title=f"judge '{r.grader}' on {r.model} (evaluation {r.eval_id})")
+        for col in ("flow", "score", "95% interval", "labels", "vs baseline"):
+            table.add_column(col, overflow="fold")
+        for f in r.flows:
+            kind = "PPI" if f.corrected else "uncorrected"
+            vs = (f"{_pct(f.vs_baseline.mean)} [{_pct(f.vs_baseline.low)}, "
+                  f"{_pct(f.vs_baseline.high)}]" if f.vs_baseline else "baseline")
+            table.add_row(f.flow, f"{_pct(f.estimate.mean)} ({kind})",
+                          f"[{_pct(f.estimate.low)}, {_pct(f.estimate.high)}]",
+                          str(f.labels), vs)
+        common.out.print(table, markup=False)
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    from service.grading import grade
+    graders = parse_graders(args.judge)
+    ws = common.open_workspace(args)
+    try:
+        with common.progress_bar("judge") as prog:
+            task = prog.add_task("graded", total=None)
+            out = grade(ws, args.eval_id, graders, model=args.judge_model,
+                        on_progress=lambda i, n: prog.update(task, completed=i, total=n))
+        common.err.print(out.line(), markup=False, highlight=False)
+        print_scores(ws, args.eval_id, graders, args.judge_model, args.json)
+    finally:
+        ws.close()
+    return 0
+
+
+def cmd_label(args: argparse.Namespace) -> int:
+    from service.evaluations import stored_plan
+    from service.grading import grade_repo
+    if args.metric not in GRADERS:
+        raise FlowkitError(f"--metric: unknown '{args.metric}'; use {', '.join(GRADERS)}")
+    value = {"1": 1.0, "0": 0.0, "right": 1.0, "wrong": 0.0, "clear": None}.get(args.value, -1.0)
+    if value is not None and value < 0:
+        raise FlowkitError(f"--value: use 1 (right), 0 (wrong) or clear; got '{args.value}'")
+    ws = common.open_workspace(args)
+    try:
+        plan = stored_plan(ws, args.eval_id)
+        if args.flow not in [f.label or f.ref for f in plan.flows]:
+            raise FlowkitError(f"--flow: '{args.flow}' is not a flow of evaluation "
+                               f"{args.eval_id} ({', '.join(f.label or f.ref for f in plan.flows)})")
+        if args.question not in {str(q["id"]) for q in plan.questions}:
+            raise FlowkitError(f"--question: no question '{args.question}' in evaluation "
+                               f"{args.eval_id}")
+        grade_repo(ws).set_label(args.eval_id, args.flow, args.question, args.metric, value)
+        common.out.print(f"label {args.metric}={args.value} on {args.flow} / {args.question}",
+                         markup=False, highlight=False)
+    finally:
+        ws.close()
+    return 0
+
+
+def add_judge_options(s: argparse.ArgumentParser, required: bool = False) -> None:
+    """--judge and --judge-model (on `flowkit eval` and `flowkit judge`)."""
+    s.add_argument("--judge", default="", required=required,
+                   help=f"model judges, comma-separated: {', '.join(GRADERS)}")
+    s.add_argument("--judge-model", default="", help="the graders' model ('default', a "
+                   "packaged id or a .gguf path); named wherever a judge score is shown")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("judge", help="grade a stored evaluation's answers with model judges "
+                       "(scores corrected by labels where there are some)")
+    s.add_argument("eval_id")
+    add_judge_options(s, required=True)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_judge)
+    s = sub.add_parser("label", help="label one answer of an evaluation right or wrong (the "
+                       "truth judges are corrected with)")
+    s.add_argument("eval_id")
+    s.add_argument("--flow", required=True)
+    s.add_argument("--question", required=True, help="the question id")
+    s.add_argument("--metric", default="correctness", help=", ".join(GRADERS))
+    s.add_argument("--value", required=True, help="1 (right), 0 (wrong) or clear")
+    s.set_defaults(fn=cmd_label)

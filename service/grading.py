@@ -1,0 +1,198 @@
+"""Graders on a stored evaluation, labels from people, and intervals that hold (the one door the
+CLI and the studio use).
+
+`grade` reads each finished run's stored trace and asks the graders (no flow call runs again);
+verdicts are stored per answer, grader and grader model, so grading again resumes and a second
+grader model is kept beside the first. `scores` turns them into what a page shows: per flow the PPI
+estimate with its 95% interval where people labelled answers, else the raw grader mean marked
+uncorrected; and paired differences against the baseline the same way.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from flowkit.errors import FlowkitError
+from flowkit.eval.graders import GRADER_VERSION, GRADERS
+from flowkit.eval.grading import GradingSession, item_for
+from flowkit.eval.metrics import PairedDiff
+from flowkit.eval.ppi import labels_only, ppi_mean, ppi_paired, uncorrected
+from storage.grades import Grade, GradeRepo
+
+from .evaluations import eval_repo, report, stored_plan
+from .modelchoice import DEFAULT, ModelWorkspaces, model_problem
+from .workspace import Workspace
+
+
+def grade_repo(ws: Workspace) -> GradeRepo:
+    return GradeRepo(ws.store)
+
+
+def model_name(ws: Workspace, model: str) -> str:
+    """How a grader model is named wherever a grade is shown: the model id or the GGUF's file
+    name ('default: <file>' for the workspace's own)."""
+    if model and model != DEFAULT:
+        return model.rsplit("/", 1)[-1]
+    path = str(getattr(ws.resources.settings.llm, "model_path", "") or "")
+    return "default:" + (path.rsplit("/", 1)[-1] or "packaged")
+
+
+@dataclass
+class GradeOutcome:
+    """What a grading did: verdicts made and reused, and its own cost (never the flows')."""
+
+    model: str
+    graded: int = 0
+    reused: int = 0
+    calls: int = 0
+    cached_calls: int = 0
+    tokens: int = 0
+    ms: float = 0.0
+    unparsed: int = 0
+
+    def line(self) -> str:
+        return (f"graded {self.graded} answers ({self.reused} already graded) with {self.model}: "
+                f"{self.calls} grader calls ({self.cached_calls} from the cache), "
+                f"{self.tokens} tokens, {self.ms / 1000:.1f} s of model time; "
+                f"{self.unparsed} verdicts unparsed (scored 0.5)")
+
+
+def check(graders: list[str], model: str) -> None:
+    bad = [g for g in graders if g not in GRADERS]
+    if bad or not graders:
+        raise FlowkitError(f"judge: unknown judge(s) {', '.join(bad) or '(none)'}; use "
+                           f"{', '.join(GRADERS)}")
+    if model and model != DEFAULT:
+        why = model_problem(model)
+        if why:
+            raise FlowkitError(f"judge model: {why}")
+
+
+def grade(ws: Workspace, eval_id: str, graders: list[str], *, model: str = "",
+          on_progress: Callable[[int, int], None] | None = None,
+          should_stop: Callable[[], bool] | None = None) -> GradeOutcome:
+    """Grade every finished answer of evaluation `eval_id` with `graders` on `model` (default:
+    the workspace's). Answers graded before with the same grader and model are kept."""
+    check(graders, model)
+    repo = eval_repo(ws)
+    plan = stored_plan(ws, eval_id)
+    rep = report(repo, plan)
+    questions = {str(q["id"]): q for q in plan.questions}
+    grades = grade_repo(ws)
+    label = model_name(ws, model)
+    done = {(g.flow, g.question_id, g.grader) for g in grades.grades(eval_id, model=label)}
+    todo = [(flow, r) for flow, rs in rep.results.items() for r in rs if r.status == "ok"]
+    out = GradeOutcome(label)
+    models = ModelWorkspaces(ws)
+    try:
+        session: GradingSession | None = None
+        for i, (flow, r) in enumerate(todo, 1):
+            if should_stop is not None and should_stop():
+                raise FlowkitError("grading stopped; run it again to resume")
+            missing = [g for g in graders if (flow, r.question_id, g) not in done]
+            if not missing:
+                out.reused += 1
+            else:
+                if session is None:
+                    session = GradingSession(models.get(model).resources, ws.cache_store,
+                                             run_id=f"grading-{eval_id}")
+                item = item_for(questions.get(r.question_id, {"question": r.question,
+                                                              "answers": r.answers}),
+                                r.prediction, ws.store.steps(r.run_id))
+                for g in missing:
+                    res = session.grade(g, item)
+                    v = res.verdict
+                    grades.put_grade(Grade(eval_id, flow, r.question_id, g, label, v.score,
+                                           v.reason, v.parsed, GRADER_VERSION, v.detail,
+                                           res.calls, res.cached_calls, res.tokens, res.ms))
+                    out.calls += res.calls
+                    out.cached_calls += res.cached_calls
+                    out.tokens += res.tokens
+                    out.ms += res.ms
+                    out.unparsed += not v.parsed
+                out.graded += 1
+            if on_progress is not None:
+                on_progress(i, len(todo))
+    finally:
+        models.close()
+    return out
+
+
+@dataclass
+class JudgedFlow:
+    """One flow's score on one grader: PPI with labels, else uncorrected, and the label count."""
+
+    flow: str
+    grader: str
+    model: str
+    estimate: PairedDiff
+    corrected: bool
+    labels: int
+    raw_mean: float
+    labels_only_width: float | None = None
+    vs_baseline: PairedDiff | None = None
+
+    @property
+    def width(self) -> float:
+        return self.estimate.high - self.estimate.low
+
+
+@dataclass
+class JudgedReport:
+    eval_id: str
+    grader: str
+    model: str
+    baseline: str
+    flows: list[JudgedFlow] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"eval_id": self.eval_id, "grader": self.grader, "model": self.model,
+                "baseline": self.baseline,
+                "flows": [{"flow": f.flow, "estimate": f.estimate.to_dict(),
+                           "corrected": f.corrected, "labels": f.labels,
+                           "raw_mean": f.raw_mean, "labels_only_width": f.labels_only_width,
+                           "vs_baseline": f.vs_baseline.to_dict() if f.vs_baseline else None}
+                          for f in self.flows]}
+
+
+def scores(ws: Workspace, eval_id: str, grader: str, model: str = "") -> JudgedReport:
+    """Per flow: the grader's mean corrected by the labels (PPI) where there are labels, else
+    uncorrected; paired differences against the first flow the same way."""
+    label = model_name(ws, model)
+    plan = stored_plan(ws, eval_id)
+    flows = [f.label or f.ref for f in plan.flows]
+    repo = grade_repo(ws)
+    by_flow: dict[str, dict[str, float]] = {f: {} for f in flows}
+    for g in repo.grades(eval_id, grader=grader, model=label):
+        if g.score is not None and g.flow in by_flow:
+            by_flow[g.flow][g.question_id] = float(g.score)
+    truth: dict[str, dict[str, float]] = {f: {} for f in flows}
+    for lab in repo.labels(eval_id, metric=grader):
+        if lab.flow in truth:
+            truth[lab.flow][lab.question_id] = lab.value
+    out = JudgedReport(eval_id, grader, label, flows[0] if flows else "")
+    for f in flows:
+        s, t = by_flow[f], truth[f]
+        raw = sum(s.values()) / len(s) if s else math.nan
+        labelled = [(s[q], t[q]) for q in t if q in s]
+        if labelled:
+            est = ppi_mean([v for q, v in s.items() if q not in t], labelled, metric=grader,
+                           flow=f)
+            lo = labels_only([y for _, y in labelled])
+            jf = JudgedFlow(f, grader, label, est, True, len(labelled), raw, lo.high - lo.low)
+        else:
+            jf = JudgedFlow(f, grader, label, uncorrected(list(s.values()), metric=grader, flow=f),
+                            False, 0, raw)
+        if f != out.baseline and s and by_flow.get(out.baseline):
+            base, tb = by_flow[out.baseline], truth[out.baseline]
+            if any(q in t and q in tb for q in s):
+                jf.vs_baseline = ppi_paired(s, base, t, tb, metric=grader, flow=f,
+                                            baseline=out.baseline)
+            else:
+                diffs = [s[q] - base[q] for q in s if q in base]
+                u = uncorrected(diffs, metric=grader, flow=f)
+                jf.vs_baseline = PairedDiff(grader, f, out.baseline, u.n, u.mean, u.low, u.high)
+        out.flows.append(jf)
+    return out
