@@ -18,6 +18,7 @@ from studio.common import inert
 from studio.common.jobs import Job, JobManager
 from studio.common.state import RunKeys as K
 from studio.run import answer_panel, debug_panel, runview
+from studio.run.stream import buffers
 
 #: Jobs that stop at their next step when cancelled (an ingest runs to its end).
 CANCELLABLE = ("run", "fork", "eval", "debug")
@@ -163,14 +164,18 @@ def render(ws: Workspace, jobs: JobManager, run_id: str,
         answer_box = st.container()   # filled last: Cancel is taken before the stream waits
         cols = st.columns(3)
         cols[0].metric("Steps finished", len(steps))
-        cols[1].metric("Tokens so far", job.tokens if job else sum(s.tokens for s in steps))
-        cols[2].metric("Seconds", f"{job.elapsed_s:.0f}" if job else "-")
+        live_figures = answer_panel.LiveFigures(
+            cols[1].empty(), cols[2].empty(),
+            job.tokens if job else sum(s.tokens for s in steps), steps,
+            (lambda: job.elapsed_s) if job else (lambda: None))
+        live_figures.draw(buffers().get(run.id))
         cancel_button(jobs, job, K.CANCEL.item(run.id))
         if job is not None and job.cancel_requested:
             st.caption("Cancelling: the run stops at its next step.")
         answer_panel.steps_table(steps)
         with answer_box:
-            answer_panel.live_answer(run.id, model_loaded(ws), at_this_step(ws, jobs, run.id))
+            answer_panel.live_answer(run, steps, model_loaded(ws), at_this_step(ws, jobs, run.id),
+                                     tick=live_figures.draw)
         return True
 
     if run.status == "paused":
@@ -182,7 +187,7 @@ def render(ws: Workspace, jobs: JobManager, run_id: str,
 
     _status(run.status)
     _ended_notice(run)
-    answer_panel.final_answer(run, expected)
+    answer_panel.final_answer(run, expected, steps)
     figures = runview.totals(run, steps)
     totals = st.columns(len(figures))
     for col, (name, value) in zip(totals, figures.items()):

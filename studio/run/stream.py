@@ -25,6 +25,7 @@ class Streamed:
     text: str = ""
     calls: int = 0              # model calls that have started writing
     pieces: int = 0             # pieces received over the whole run
+    call_pieces: int = 0        # pieces of the latest call (node visit) so far: its tokens
     _parts: list[str] = field(default_factory=list, repr=False)
 
 
@@ -50,6 +51,7 @@ class TokenBuffers:
                     s.calls += 1
                 s._parts.append(piece)
                 s.pieces += 1
+                s.call_pieces = len(s._parts)
                 s.text = "".join(s._parts)
         return add
 
@@ -59,7 +61,7 @@ class TokenBuffers:
             s = self._runs.get(run_id)
             if s is None:
                 return None
-            return Streamed(s.node_id, s.visit, s.text, s.calls, s.pieces)
+            return Streamed(s.node_id, s.visit, s.text, s.calls, s.pieces, s.call_pieces)
 
     def forget(self, run_id: str) -> None:
         with self._lock:
