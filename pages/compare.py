@@ -2,8 +2,9 @@
 
 Pick 2 to 6 flows, a question set, a knowledge base and how many questions; the evaluation runs
 in the background (it survives a refresh) and its id stays in the address (?eval=...). Then the
-metrics with deltas against the first flow, charts, the questions the flows disagree on, and any
-question's traces side by side.
+metrics with deltas against the first flow, model judges' scores (graded in the background, PPI
+once you label a few answers), charts, the questions the flows disagree on, and any question's
+traces side by side with the judges' verdicts and the labels you give.
 """
 from __future__ import annotations
 
@@ -38,6 +39,6 @@ if eval_id:
         compare_panel.progress_panel(ws, jobs, plan)
         variant_panel.add_variant_panel(ws, jobs, plan,
                                         active=tasks.active_job(jobs, plan.eval_id) is not None)
-        compare_panel.results(ws, repo, plan)
+        compare_panel.results(ws, repo, plan, jobs)
 else:
     st.info("Start a comparison, or open an earlier evaluation.")

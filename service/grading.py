@@ -133,6 +133,8 @@ class JudgedFlow:
     raw_mean: float
     labels_only_width: float | None = None
     vs_baseline: PairedDiff | None = None
+    #: whether vs_baseline is PPI (some questions labelled for both flows) or uncorrected
+    vs_corrected: bool = False
 
     @property
     def width(self) -> float:
@@ -157,10 +159,12 @@ class JudgedReport:
                           for f in self.flows]}
 
 
-def scores(ws: Workspace, eval_id: str, grader: str, model: str = "") -> JudgedReport:
+def scores(ws: Workspace, eval_id: str, grader: str, model: str = "", *,
+           model_label: str | None = None) -> JudgedReport:
     """Per flow: the grader's mean corrected by the labels (PPI) where there are labels, else
-    uncorrected; paired differences against the first flow the same way."""
-    label = model_name(ws, model)
+    uncorrected; paired differences against the first flow the same way. `model_label` (as
+    `graded` returns it) names the grader model instead of `model`."""
+    label = model_label if model_label is not None else model_name(ws, model)
     plan = stored_plan(ws, eval_id)
     flows = [f.label or f.ref for f in plan.flows]
     repo = grade_repo(ws)
@@ -190,9 +194,60 @@ def scores(ws: Workspace, eval_id: str, grader: str, model: str = "") -> JudgedR
             if any(q in t and q in tb for q in s):
                 jf.vs_baseline = ppi_paired(s, base, t, tb, metric=grader, flow=f,
                                             baseline=out.baseline)
+                jf.vs_corrected = True
             else:
                 diffs = [s[q] - base[q] for q in s if q in base]
                 u = uncorrected(diffs, metric=grader, flow=f)
                 jf.vs_baseline = PairedDiff(grader, f, out.baseline, u.n, u.mean, u.low, u.high)
         out.flows.append(jf)
     return out
+
+
+# ---- what the Compare page reads and writes ---------------------------------------------------
+#: The graders a person labels on the Compare page, with the words for 1 and 0.
+LABEL_WORDS: dict[str, tuple[str, str]] = {"correctness": ("right", "wrong"),
+                                           "groundedness": ("supported", "not supported")}
+
+
+def graded(ws: Workspace, eval_id: str) -> list[tuple[str, str]]:
+    """(grader, grader model as named) for every grader that has verdicts on this evaluation, in
+    GRADERS order."""
+    seen = {(g.grader, g.model) for g in grade_repo(ws).grades(eval_id)}
+    order = list(GRADERS)
+    return sorted(seen, key=lambda gm: (order.index(gm[0]) if gm[0] in order else len(order),
+                                        gm[1]))
+
+
+def all_scores(ws: Workspace, eval_id: str) -> list[JudgedReport]:
+    """`scores` for every (grader, model) that graded this evaluation."""
+    return [scores(ws, eval_id, g, model_label=m) for g, m in graded(ws, eval_id)]
+
+
+def answer_grades(ws: Workspace, eval_id: str, question_id: str) -> list[Grade]:
+    """Every verdict on the answers to one question (all flows, graders and models)."""
+    return [g for g in grade_repo(ws).grades(eval_id) if g.question_id == question_id]
+
+
+def answer_labels(ws: Workspace, eval_id: str, question_id: str) -> dict[tuple[str, str], float]:
+    """People's labels on one question's answers: {(flow, metric): 1.0 or 0.0}."""
+    return {(lab.flow, lab.metric): lab.value for lab in grade_repo(ws).labels(eval_id)
+            if lab.question_id == question_id}
+
+
+def set_label(ws: Workspace, eval_id: str, flow: str, question_id: str, metric: str,
+              value: float | None) -> None:
+    """Label one answer for `metric` (1 right / supported, 0 wrong / not) or remove its label
+    (None). The flow and question must be the evaluation's."""
+    if metric not in GRADERS:
+        raise FlowkitError(f"label: unknown metric '{metric}'; use {', '.join(GRADERS)}")
+    if value is not None and value not in (0, 1):
+        raise FlowkitError(f"label: the value is 1, 0 or none; got {value!r}")
+    plan = stored_plan(ws, eval_id)
+    flows = [f.label or f.ref for f in plan.flows]
+    if flow not in flows:
+        raise FlowkitError(f"label: '{flow}' is not a flow of evaluation {eval_id} "
+                           f"({', '.join(flows)})")
+    if question_id not in {str(q["id"]) for q in plan.questions}:
+        raise FlowkitError(f"label: question '{question_id}' is not part of evaluation {eval_id}")
+    grade_repo(ws).set_label(eval_id, flow, question_id, metric,
+                             None if value is None else float(value))

@@ -179,6 +179,14 @@ class CompareKeys(Keys, prefix="compare"):
     PART_VARIANT: Key[str]
     PART_GROUPS: Key[Any]
     PART_DF: Key[Any]
+    JUDGES: Key[list[str]]                  # the graders picked in the Judges section
+    JUDGE_MODEL: Key[str]                   # 'default', a packaged id, or OTHER (a .gguf path)
+    JUDGE_PATH: Key[str]
+    GRADE: Key[bool]
+    GRADE_STOP: Key[bool]
+    GRADE_WAS_ACTIVE: Key[dict[str, bool]]
+    JUDGED_DF: Key[Any]
+    LABEL: Key[str] = Key("compare_label")                  # .item(eval, flow index, q, metric)
 
 
 class RunKeys(Keys, prefix="run"):

@@ -1,5 +1,5 @@
 """Every background job the studio submits, in one place: a run, a fork, an ingest, an evaluation,
-a question set generated from a knowledge base.
+a question set generated from a knowledge base, the grading of an evaluation's answers.
 
 Each goes to the process-wide job manager (studio.common.jobs), which runs them one after the other and
 can cancel each one: a queued job never starts, a running run or evaluation stops at its next
@@ -29,7 +29,7 @@ from flowkit.eval.runner import EvalPlan
 from flowkit.spec import FlowSpec, to_dict
 from flowkit.trace import RunEnd, RunStart, StepEvent
 from flowkit.validate import check
-from service import evaluations, knowledge, questiongen
+from service import evaluations, grading, knowledge, questiongen
 from service.uploads import save_uploads
 from service.workspace import Workspace
 from studio.common.jobs import Job, JobManager, Reporter
@@ -356,3 +356,44 @@ def submit_questiongen(jobs: JobManager, ws: Workspace, plan: questiongen.Plan) 
                        dedupe_key=_key(QGEN, plan.kb, plan.name, asdict(plan.request),
                                        plan.model),
                        meta=base)
+
+
+# ---- graders on an evaluation's answers --------------------------------------------------------
+GRADE = "grade"
+
+
+def grading_job(jobs: JobManager, eval_id: str) -> Job | None:
+    """The evaluation's grading job: the queued or running one, else the last one (or None)."""
+    mine = [j for j in jobs.jobs(kind=GRADE) if j.meta.get("eval_id") == eval_id]
+    active = [j for j in mine if not j.finished]
+    return (active or mine)[-1] if mine else None
+
+
+def submit_grading(jobs: JobManager, ws: Workspace, eval_id: str, graders: list[str],
+                   model: str = "") -> str:
+    """Check (FlowkitError) and queue `service.grading.grade` of the evaluation's finished answers
+    with `graders` on `model` ('' / 'default': the workspace's), or return the job already queued
+    or running for the same grading.
+
+    It runs in the job manager's one worker thread (after an evaluation queued before it, so the
+    model is never used by two threads); `progress` is answers graded / to grade and `message`
+    says so; its result holds the outcome's line. Cancelling stops it before the next answer (the
+    verdicts made are stored: grading again resumes)."""
+    grading.check(graders, model)
+    meta = {"eval_id": eval_id, "graders": list(graders), "model": model,
+            "model_name": grading.model_name(ws, model)}
+
+    def work(report: Reporter) -> dict[str, Any]:
+        report.update(progress=0.0, message="starting (the model loads on the first call)")
+
+        def on_progress(i: int, n: int) -> None:
+            report.update(progress=i / max(n, 1), message=f"graded {i} of {n} answers")
+
+        out = grading.grade(ws, eval_id, graders, model=model, on_progress=on_progress,
+                            should_stop=report.cancel.is_set)
+        report.update(progress=1.0, message=out.line())
+        return {"eval_id": eval_id, "line": out.line(), "graded": out.graded,
+                "reused": out.reused, "calls": out.calls, "cached_calls": out.cached_calls}
+
+    return jobs.submit(GRADE, f"judges {', '.join(graders)} on evaluation {eval_id}", work,
+                       dedupe_key=_key(GRADE, eval_id, sorted(graders), model), meta=meta)

@@ -1,10 +1,14 @@
 """The Compare page's sections: set up a comparison, follow it, and show its results (metrics with
-deltas, charts, the questions the flows disagree on, one question's traces side by side).
+deltas, judge scores (judges_panel), charts, the questions the flows disagree on, one question's
+traces side by side with the judges' verdicts and your labels).
 
 Session keys are prefixed "compare_"; which evaluation and question are open lives in the query
 params (?eval=ID&q=QUESTION_ID), so a refresh shows the same thing again.
 """
 from __future__ import annotations
+
+import functools
+from collections.abc import Callable
 
 import streamlit as st
 
@@ -13,6 +17,7 @@ from flowkit.eval import report as report_mod
 from flowkit.eval.datasets import Dataset, from_path, known_sets, resolve
 from flowkit.eval.report import EvalReport
 from flowkit.eval.runner import EvalPlan
+from service import grading
 from service.evaluations import EvalRepo
 from service.workspace import Workspace
 from studio.common import inert, tasks
@@ -21,7 +26,7 @@ from studio.common.state import CompareKeys as K
 from studio.common.state import query_select
 from studio.compare import compare_charts as charts
 from studio.compare import compare_data as cd
-from studio.compare import generate_link_panel, variant_panel
+from studio.compare import generate_link_panel, judges_panel, variant_panel
 
 NEW_KB = "__new__"
 
@@ -271,7 +276,8 @@ def question_picker(rep: EvalReport) -> str | None:
                         param="q", format_func=label)
 
 
-def _trace_column(t: cd.FlowTrace, gold: list[str]) -> None:
+def _trace_column(t: cd.FlowTrace, gold: list[str], judged: Callable[[], None] | None = None
+                  ) -> None:
     st.markdown(f"#### {inert.escape(t.flow)}")
     if t.run is None:
         st.caption("not run yet")
@@ -284,6 +290,8 @@ def _trace_column(t: cd.FlowTrace, gold: list[str]) -> None:
                f"{cd.score_line(t.result)} · status {t.run.status}")
     if t.run.error:
         st.error(inert.escape(t.run.error))
+    if judged is not None:
+        judged()                                        # the judges' verdicts and your labels
     with st.expander(f"Retrieved passages ({len(t.passages)})"):
         for p in t.passages:
             star = "★ " if p["gold"] else ""
@@ -313,18 +321,24 @@ def traces_section(ws: Workspace, plan: EvalPlan, rep: EvalReport) -> None:
     q = next(q for q in plan.questions if str(q["id"]) == qid)
     st.markdown(f"**{inert.escape(q['question'])}**")
     ts = cd.traces(ws, plan, rep, qid)
+    grades = grading.answer_grades(ws, plan.eval_id, qid)
+    labels = grading.answer_labels(ws, plan.eval_id, qid)
     cols = st.columns(len(ts))
-    for col, t in zip(cols, ts):
+    for fi, (col, t) in enumerate(zip(cols, ts)):
         with col:
-            _trace_column(t, list(q.get("answers") or []))
+            ok = t.result is not None and t.result.status == "ok"
+            _trace_column(t, list(q.get("answers") or []), functools.partial(
+                judges_panel.answer_panel, ws, plan.eval_id, fi, t.flow, qid, grades, labels)
+                if ok else None)
 
 
-def results(ws: Workspace, repo: EvalRepo, plan: EvalPlan) -> None:
+def results(ws: Workspace, repo: EvalRepo, plan: EvalPlan, jobs: JobManager) -> None:
     rep = cd.report(repo, plan)
     if not any(rep.results.values()):
         st.info("No answers yet: the results appear here as the evaluation goes.")
         return
     metrics_section(rep)
+    judges_panel.judges_section(ws, jobs, plan)
     downloads(rep)
     charts_section(rep)
     disagreements_section(rep)

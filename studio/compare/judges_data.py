@@ -1,0 +1,135 @@
+"""What the Compare page's Judges section shows, as plain data: the grader models to pick from,
+each judge score as a cell ("PPI 72.0 [61.2, 80.3]" with labels, "58.0 [50.1, 66.0] uncorrected"
+without), the paired difference against the baseline, and the line on how many labels there are
+and how much they narrowed the interval. No Streamlit here."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from flowkit.eval.metrics import PairedDiff
+from service.grading import LABEL_WORDS, JudgedFlow, JudgedReport
+from service.modelchoice import DEFAULT
+from service.settings import PACKAGED
+
+#: The model picker's entry for "a .gguf file on disk" (its path is typed beside it).
+OTHER = "__gguf__"
+UNLABELLED = "unlabelled"
+LABEL_METRICS = tuple(LABEL_WORDS)
+
+
+def model_options() -> list[str]:
+    """'default' (the workspace's own model), every packaged model id, then a .gguf path."""
+    return [DEFAULT, *PACKAGED, OTHER]
+
+
+def model_option_label(option: str) -> str:
+    if option == DEFAULT:
+        return "default (the studio's model)"
+    if option == OTHER:
+        return "a .gguf file (path)"
+    return f"{option} ({PACKAGED[option].name})" if option in PACKAGED else option
+
+
+def chosen_model(option: str | None, path: str | None) -> str:
+    """The model `grading.grade` takes: '' for the default, a packaged id, or the typed path."""
+    if option == OTHER:
+        return (path or "").strip()
+    return "" if option in (None, DEFAULT) else option
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def _signed(x: float) -> str:
+    return f"{100 * x:+.1f}"
+
+
+def _missing(d: PairedDiff | None) -> bool:
+    return d is None or d.n == 0 or any(math.isnan(v) for v in (d.mean, d.low, d.high))
+
+
+def score_cell(jf: JudgedFlow) -> str:
+    """'PPI 72.0 [61.2, 80.3]' with labels, '58.0 [50.1, 66.0] uncorrected' without (in %)."""
+    d = jf.estimate
+    if _missing(d):
+        return "-"
+    interval = f"{_pct(d.mean)} [{_pct(d.low)}, {_pct(d.high)}]"
+    return f"PPI {interval}" if jf.corrected else f"{interval} uncorrected"
+
+
+def delta_cell(jf: JudgedFlow, baseline: str) -> str:
+    """The paired difference against the baseline, marked PPI (some pairs labelled) or
+    uncorrected; * when its interval excludes 0."""
+    if jf.flow == baseline:
+        return "baseline"
+    d = jf.vs_baseline
+    if d is None or _missing(d):
+        return "-"
+    star = " *" if d.significant else ""
+    interval = f"{_signed(d.mean)} [{_signed(d.low)}, {_signed(d.high)}]{star}"
+    return f"PPI {interval}" if jf.vs_corrected else f"{interval} uncorrected"
+
+
+def score_rows(reports: list[JudgedReport]) -> list[dict[str, Any]]:
+    """One row per judge, judge model and flow: the score, the labels and the difference
+    against the baseline."""
+    return [{"judge": r.grader, "judge model": r.model, "flow": f.flow, "score (%)": score_cell(f),
+             "labels": f.labels, "vs baseline (points)": delta_cell(f, r.baseline)}
+            for r in reports for f in r.flows]
+
+
+def labels_line(r: JudgedReport) -> str:
+    """How many labels there are for this judge and how much they narrowed the interval: the
+    PPI interval's width against the interval from the labels alone, per labelled flow (plain
+    text: flow and model names are the user's)."""
+    n = sum(f.labels for f in r.flows)
+    head = f"{r.grader} on {r.model}: "
+    if not n:
+        return (head + "no labels yet, so the scores are the judge's own (uncorrected). Label "
+                "answers in the side-by-side view below: a few turn them into PPI estimates with "
+                "intervals that hold whatever the judge's mistakes.")
+    parts = []
+    for f in r.flows:
+        if not f.labels or f.labels_only_width is None or _missing(f.estimate):
+            continue
+        ppi, alone = 100 * f.width, 100 * f.labels_only_width
+        if alone > 0:
+            change = f"{100 * (1 - ppi / alone):.0f}% narrower" if ppi <= alone \
+                else f"{100 * (ppi / alone - 1):.0f}% wider"
+        else:
+            change = "the labels alone agree entirely"
+        parts.append(f"{f.flow}: {ppi:.1f} points wide against {alone:.1f} from its "
+                     f"{f.labels} label{'s' if f.labels != 1 else ''} alone ({change})")
+    return (head + f"{n} label{'s' if n != 1 else ''}; with the judge's verdicts the 95% "
+            "interval is " + "; ".join(parts) + ".")
+
+
+def label_options(metric: str) -> list[str]:
+    """The choices of a label radio: unlabelled, then the words for 1 and 0."""
+    yes, no = LABEL_WORDS[metric]
+    return [UNLABELLED, yes, no]
+
+
+def label_value(metric: str, option: str | None) -> float | None:
+    """The stored value of a label radio's choice (None: no label)."""
+    yes, no = LABEL_WORDS[metric]
+    return {yes: 1.0, no: 0.0}.get(option or UNLABELLED)
+
+
+def label_option(metric: str, value: float | None) -> str:
+    yes, no = LABEL_WORDS[metric]
+    return UNLABELLED if value is None else yes if value >= 0.5 else no
+
+
+def verdict_line(grader: str, model: str, score: float | None, parsed: bool) -> str:
+    """One verdict in the per-question view: judge, model, verdict, and the model's own words."""
+    if score is None:
+        verdict = "no verdict"
+    elif grader == "context_relevance":
+        verdict = f"{100 * score:.0f}% of the passages help"
+    else:
+        verdict = "yes" if score >= 1 else "no" if score <= 0 else "unclear (scored 0.5)"
+    mark = "" if parsed else " · unparsed"
+    return f"{grader} ({model}): {verdict}{mark}"

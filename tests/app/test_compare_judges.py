@@ -1,0 +1,195 @@
+"""The Compare page's judges (AppTest, issue 37): grade a stored evaluation's answers in the
+background with a scripted fake judge and see uncorrected scores naming the judge model; label
+answers in the side-by-side view and see the column switch to PPI with the label count; open the
+page again in a new session on a new workspace over the same data dir and find the labels.
+The flows' model and the judge are FakeLLMs; the sample KB uses a hashing embedder."""
+from __future__ import annotations
+
+import re
+import threading
+
+import pytest
+from _runkit import page, texts, until, workspace
+
+from flowkit import templates
+from flowkit.eval.datasets import resolve
+from flowkit.eval.runner import make_plan, resolve_flows, run_evaluation
+from flowkit.testing import FakeLLM
+from service import grading
+from service.workspace import Workspace
+from storage.evals import EvalRepo
+from studio.common import tasks
+from studio.common.jobs import get_jobs
+from studio.common.workspace import use_workspace
+
+ANSWERS = {"In what year was the Corren Lighthouse first lit?": "1884 [1]",
+           "How many arches does the Sundby Viaduct have?": "11 [1]",
+           "Who founded the Halvard Ferry Company?": "Jorun Abbe [1]"}
+
+
+def answer(prompt: str) -> str:
+    m = re.search(r"Question: (.*?)\nAnswer:", prompt, flags=re.S)
+    return ANSWERS.get(m.group(1).strip(), "no idea") if m else "no idea"
+
+
+def same(prompt: str) -> str:
+    """The scripted judge: 'yes' when the proposed answer holds the reference, else 'no'."""
+    ref = prompt.split("Reference: ")[-1].split("\n")[0]
+    return "yes, the same" if ref in prompt.split("Proposed: ")[-1] else "no, it differs"
+
+
+def judge_llm() -> FakeLLM:
+    return FakeLLM([(r"Proposed: (.*)\nSame:$", same), (r"Stated:$", "yes")], default="no")
+
+
+@pytest.fixture()
+def ws(tmp_path):
+    w = workspace(tmp_path / "home")
+    w.resources.set_llm(FakeLLM([(r"Question: .*\nAnswer:", answer)], default="no idea"))
+    vague = templates.load_template("naive_rag")
+    nodes = [n.model_copy(update={"params": {**n.params, "prompt": "Reply.\n{passages}\nQ: "
+                                              "{question}\nA:"}})
+             if n.operator == "generation.answer" else n for n in vague.nodes]
+    w.store.save_flow(vague.model_copy(update={"name": "vague", "nodes": nodes}), None)
+    use_workspace(w)
+    yield w
+    get_jobs().wait_idle(60)
+    use_workspace(None)
+
+
+def evaluated(ws: Workspace, limit: int = 3):
+    repo = EvalRepo(ws.store)
+    ds = resolve(repo, "sample_questions")
+    plan = make_plan(resolve_flows(ws, ["naive_rag", "vague"]), ds.name, ds.questions, "sample",
+                     limit=limit)
+    run_evaluation(ws, repo, plan, stop=threading.Event())
+    return plan
+
+
+def judged(at) -> dict[tuple[str, str], dict]:
+    """The judge scores table by (judge, flow)."""
+    (df,) = [d.value for d in at.dataframe if "judge model" in d.value.columns]
+    return {(r["judge"], r["flow"]): dict(r) for _, r in df.iterrows()}
+
+
+def graded_on_the_page(ws: Workspace, plan) -> object:
+    """Open the evaluation, pick correctness on the default model, press Grade answers, wait."""
+    ws.resources.set_llm(judge_llm())
+    at = page("pages/compare.py", eval=plan.eval_id, q="q01")
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert "No judge has graded this evaluation yet." in texts(at)
+    at.multiselect(key="compare_judges").set_value(["correctness", "groundedness"])
+    assert at.selectbox(key="compare_judge_model").value == "default"
+    at.button(key="compare_grade").click()
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    get_jobs().wait_idle(60)
+    until(at, lambda a: "No judge has graded" not in texts(a) and "graded 6 answers" in texts(a))
+    job = tasks.grading_job(get_jobs(), plan.eval_id)
+    assert job is not None and job.status == "done", job
+    return at
+
+
+def test_grade_answers_shows_uncorrected_scores_naming_the_model(ws):
+    plan = evaluated(ws)
+    at = graded_on_the_page(ws, plan)
+    model = grading.model_name(ws, "")
+    rows = judged(at)
+    assert set(rows) == {(j, f) for j in ("correctness", "groundedness")
+                         for f in ("naive_rag", "vague")}
+    assert all(r["judge model"] == model for r in rows.values())
+    assert rows[("correctness", "naive_rag")]["score (%)"] == "100.0 [100.0, 100.0] uncorrected"
+    assert rows[("correctness", "vague")]["score (%)"] == "0.0 [0.0, 0.0] uncorrected"
+    assert rows[("correctness", "naive_rag")]["vs baseline (points)"] == "baseline"
+    assert rows[("correctness", "vague")]["vs baseline (points)"] == \
+        "-100.0 [-100.0, -100.0] * uncorrected"
+    assert all(r["labels"] == 0 for r in rows.values())
+    body = texts(at)
+    assert f"correctness on {model}: no labels yet" in body
+    assert "graded 6 answers (0 already graded)" in body
+    # the per-question view: each answer's verdicts with the judge's words
+    assert f"correctness ({model}): yes" in body and f"correctness ({model}): no" in body
+    assert "“yes, the same”" in body and "“no, it differs”" in body
+    # grading again keeps every verdict (the same job key, nothing new asked)
+    n = len(ws.resources.llm.prompts)
+    at.button(key="compare_grade").click()
+    at.run()
+    get_jobs().wait_idle(60)
+    until(at, lambda a: "graded 0 answers (6 already graded)" in texts(a))
+    assert len(ws.resources.llm.prompts) == n
+
+
+def label_radio(at, plan, flow_index: int, qid: str, metric: str = "correctness"):
+    return at.radio(key=f"compare_label_{plan.eval_id}_{flow_index}_{qid}_{metric}")
+
+
+def test_labels_switch_the_column_to_ppi_and_survive_a_new_session(ws, tmp_path):
+    plan = evaluated(ws)
+    at = graded_on_the_page(ws, plan)
+    radio = label_radio(at, plan, 0, "q01")
+    assert radio.options == ["unlabelled", "right", "wrong"] and radio.value == "unlabelled"
+    assert label_radio(at, plan, 1, "q01", "groundedness").options == \
+        ["unlabelled", "supported", "not supported"]
+    # the judge is right on q01 (naive_rag) and says "no" for vague; the person says vague
+    # was right too (a judge mistake) and so the PPI estimate moves off the judge's 0
+    radio.set_value("right")
+    at.run()
+    label_radio(at, plan, 1, "q01").set_value("right")
+    at.run()
+    at.selectbox(key="compare_q").set_value("q02")
+    at.run()
+    label_radio(at, plan, 0, "q02").set_value("right")
+    at.run()
+    label_radio(at, plan, 1, "q02").set_value("wrong")
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    rows = judged(at)
+    good, vague = rows[("correctness", "naive_rag")], rows[("correctness", "vague")]
+    assert good["labels"] == 2 and vague["labels"] == 2
+    assert good["score (%)"].startswith("PPI 100.0 [")
+    assert vague["score (%)"].startswith("PPI 50.0 [")               # 0 + mean(1-0, 0-0)
+    assert vague["vs baseline (points)"].startswith("PPI -50.0 [")
+    assert rows[("groundedness", "vague")]["score (%)"].endswith("uncorrected")
+    body = texts(at)
+    model = grading.model_name(ws, "")
+    assert f"correctness on {model}: 4 labels; with the judge's verdicts the 95% interval is " \
+        in body and "from its 2 labels alone" in body
+    assert f"groundedness on {model}: no labels yet" in body
+    # unlabelled again: removed from the database
+    label_radio(at, plan, 1, "q02").set_value("unlabelled")
+    at.run()
+    assert judged(at)[("correctness", "vague")]["labels"] == 1
+    label_radio(at, plan, 1, "q02").set_value("wrong")
+    at.run()
+    # a new session on a new workspace over the same data dir (a restart): the labels are there
+    get_jobs().wait_idle(60)
+    fresh = Workspace(ws.data_dir)
+    fresh.resources.set_llm(judge_llm())
+    use_workspace(fresh)
+    try:
+        again = page("pages/compare.py", eval=plan.eval_id, q="q02")
+        again.run()
+        assert not again.exception, [e.message for e in again.exception]
+        rows = judged(again)
+        assert rows[("correctness", "vague")]["labels"] == 2
+        assert rows[("correctness", "vague")]["score (%)"].startswith("PPI 50.0 [")
+        assert label_radio(again, plan, 0, "q02").value == "right"
+        assert label_radio(again, plan, 1, "q02").value == "wrong"
+    finally:
+        use_workspace(ws)
+        fresh.close()
+
+
+def test_a_bad_judge_model_is_refused_next_to_the_button(ws):
+    plan = evaluated(ws, limit=1)
+    at = page("pages/compare.py", eval=plan.eval_id)
+    at.run()
+    at.selectbox(key="compare_judge_model").set_value("__gguf__")
+    at.run()
+    at.text_input(key="compare_judge_path").input("/nowhere/judge.gguf")
+    at.button(key="compare_grade").click()
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert "judge model: unknown model '/nowhere/judge.gguf'" in texts(at)
+    assert tasks.grading_job(get_jobs(), plan.eval_id) is None
