@@ -20,7 +20,6 @@ st.markdown("**flowkit** builds retrieval-augmented generation (RAG) pipelines a
 st.caption("New here? Create a flow from the **naive_rag** template below and run it on the "
            "**sample** knowledge base (a fictional archipelago, ingested at setup).")
 show_flash(FlowsKeys.NOTICE)
-versions_box = st.container()   # a flow's versions open here, at the top, not below every flow
 
 new_col, import_col = st.columns(2)
 with new_col:
@@ -28,7 +27,4 @@ with new_col:
 with import_col:
     create_panel.import_box(ws)
 
-list_panel.saved_flows(ws)
-
-with versions_box:
-    versions_panel.versions(ws)
+list_panel.saved_flows(ws, below=versions_panel.versions)   # a flow's versions: in its row

@@ -42,8 +42,7 @@ steps = run_steps(ws, run.id)
 
 # ---- the run in one glance (a fork: what it changed, its own figures, the parent's apart) --
 head_panel.draw(ws, run, steps)
-
-fork_status(ws, jobs, run.id)
+fork_box = st.container()   # a fork started here: shown under its button, here while its tab is shut
 
 if run.status == "running":
     @st.fragment(run_every=2.0)
@@ -55,6 +54,8 @@ if run.status == "running":
     _watch()
 
 if not steps:
+    with fork_box:
+        fork_status(ws, jobs, run.id)
     st.info("This run has no steps recorded.")
     st.stop()
 
@@ -63,10 +64,11 @@ before = parent_steps(ws, run)   # a fork: the parent's steps before it
 offset = int(run.parent_step or 0) if run.parent_run_id else 0
 
 
-def _step_view() -> None:
+def _step_view() -> bool:
     """Everything that changes with the step. Not a fragment: under load, a fragment's elements
     from the run shown before (a fork) stayed on the page beside the new run's after "Open the
-    parent run" (the browser test saw two step headings for 60 s)."""
+    parent run" (the browser test saw two step headings for 60 s). True when the Fork tab is
+    open (it shows a fork started here under its button)."""
     # The step's summary is written first and the controls and graph after it, into boxes placed
     # above and beside it: the summary's message then leaves the server before theirs (each
     # message waits its turn for the GIL while the script runs on).
@@ -83,7 +85,9 @@ def _step_view() -> None:
     with graph_col:
         step_panel.graph(run, before, steps, idx)
     step_panel.charts(steps, idx, offset)
-    step_panel.tabs(ws, jobs, run, step, idx)
+    return step_panel.tabs(ws, jobs, run, step, idx)
 
 
-_step_view()
+if not _step_view():         # the Fork tab is shut: the fork's outcome at the top
+    with fork_box:
+        fork_status(ws, jobs, run.id)

@@ -16,7 +16,6 @@ route_through_app()   # a direct URL in a fresh server's first session: go throu
 ws = get_workspace()
 st.title("Settings")
 st.caption(f"Data directory: `{ws.data_dir}` (set FLOWKIT_HOME to use another one)")
-show_flash(K.NOTICE)
 
 current = load_settings(ws.data_dir)
 in_use = engines(ws)
@@ -83,7 +82,10 @@ with st.form(K.FORM, border=True):
     cache_max_entries = c11.number_input("Most entries", value=v.cache_max_entries, min_value=1,
                                          step=10_000, key=K.CACHE_MAX,
                                          help="Least recently used entries go first")
-    submitted = st.form_submit_button("Save settings", type="primary")
+    save_col, outcome = st.columns([1, 3], vertical_alignment="center")
+    submitted = save_col.form_submit_button("Save settings", type="primary")
+    with outcome:      # what the click did, beside the button (the form is a long scroll down)
+        show_flash(K.NOTICE)
 
 if submitted:
     values = logic.FormValues(
@@ -95,8 +97,9 @@ if submitted:
         completion_cache=bool(completion_cache), cache_max_entries=int(cache_max_entries))
     new, problems = logic.build(current, values)
     if new is None:
-        for p in problems:
-            st.error(p)
+        with outcome:
+            for p in problems:
+                st.error(p)
     else:
         save_settings(ws.data_dir, new)
         reset_workspace()

@@ -1,7 +1,9 @@
 """The Flows page's saved flows: one row each with its last run and Open, Run, Export, Versions,
-Delete and LangGraph export; a delete asks first."""
+Delete and LangGraph export; a delete asks first. What a row's button opens (the delete question,
+its versions) is drawn in that row, where the click was, not at the top of a long list."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 import streamlit as st
@@ -34,8 +36,9 @@ def lg_package(db_url: str, name: str, version: int) -> tuple[bytes | None, str]
         return None, str(err)
 
 
-def saved_flows(ws: Workspace) -> None:
-    """Every saved flow, newest first as the store lists them."""
+def saved_flows(ws: Workspace, below: Callable[[Workspace, str], None] | None = None) -> None:
+    """Every saved flow, newest first as the store lists them; `below(ws, name)` draws what the
+    row's Versions button opened inside the row (studio/flows/versions_panel)."""
     st.subheader("Saved flows")
     flows = library.list_flows(ws)
     if not flows:
@@ -57,6 +60,8 @@ def saved_flows(ws: Workspace) -> None:
                 _actions(ws, f.name, f.version)
             if K.CONFIRM_DELETE.get() == f.name:
                 _confirm_delete(ws, f.name)
+            if below is not None and K.SELECTED.get() == f.name:
+                below(ws, f.name)
 
 
 def _actions(ws: Workspace, name: str, version: int) -> None:

@@ -1,5 +1,6 @@
-"""A saved flow's versions on the Flows page: the list, what changed between two of them (a
-structural summary and the JSON diff), and restoring an older one as the newest."""
+"""A saved flow's versions on the Flows page, drawn in the flow's row under its Versions button:
+the list, what changed between two of them (a structural summary and the JSON diff), and restoring
+an older one as the newest (the outcome shown beside the Restore button)."""
 from __future__ import annotations
 
 import streamlit as st
@@ -9,13 +10,14 @@ from service import flows as library
 from service.workspace import Workspace
 from studio.common import diffs, inert
 from studio.common.state import FlowsKeys as K
-from studio.common.state import flash
+from studio.common.state import flash, show_flash
 from studio.flows.list_panel import when
 
 
-def versions(ws: Workspace) -> None:
-    """The versions of the flow picked with its Versions button (nothing when none is picked)."""
-    selected = K.SELECTED.get()
+def versions(ws: Workspace, selected: str | None = None) -> None:
+    """The versions of the flow picked with its Versions button (`selected`, by default the
+    one kept in the session; nothing when none is picked)."""
+    selected = selected or K.SELECTED.get()
     if not selected or not library.flow_exists(ws, selected):
         return
     with st.expander(f"Versions of {inert.escape(selected)}", expanded=True,
@@ -40,8 +42,10 @@ def versions(ws: Workspace) -> None:
                 except FlowkitError as err:
                     st.error(inert.escape(err))
                 else:
-                    flash(K.NOTICE, f"Restored version {back} of '{selected}' as version {v}.")
+                    flash(K.NOTICE.item(selected),
+                          f"Restored version {back} of '{selected}' as version {v}.")
                     st.rerun()
+            show_flash(K.NOTICE.item(selected))     # beside the button, not at the page's top
         changes = diffs.structural(by_number[old], by_number[new])
         if old == new:
             st.caption("Pick two different versions to see what changed.")

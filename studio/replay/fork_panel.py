@@ -1,5 +1,7 @@
 """The replay page's view of a fork it submitted (?fork=<job id>): queued, running, or done with a
-button that opens the new run. Polls every second while the fork is unfinished."""
+button that opens the new run. Polls every second while the fork is unfinished. It is drawn under
+the "Fork and run" button, where the click was (at the page's top only while the Fork tab is
+shut)."""
 from __future__ import annotations
 
 import streamlit as st
@@ -116,3 +118,4 @@ def fork_form(ws: Workspace, jobs: JobManager, run: RunInfo, step: StepEvent, id
             job_id = submit_fork(jobs, ws, run.id, idx, memory_changes, param_changes)
             st.query_params["fork"] = job_id
             st.rerun()
+    fork_status(ws, jobs, run.id)       # what the click started, under the button

@@ -76,8 +76,9 @@ def charts(steps: list[StepEvent], idx: int, offset: int) -> None:
                          x_label="")
 
 
-def tabs(ws: Workspace, jobs: JobManager, run: RunInfo, step: StepEvent, idx: int) -> None:
-    """What the step did, in tabs: only the open one is drawn."""
+def tabs(ws: Workspace, jobs: JobManager, run: RunInfo, step: StepEvent, idx: int) -> bool:
+    """What the step did, in tabs: only the open one is drawn. True when the Fork tab is open
+    (it shows the fork this page started, under its button)."""
     t_mem, t_llm, t_ret, t_fork = replay_panel.step_tabs()
     replay_panel.keep(K.SHOW_SAME)    # the toggle keeps its value while its tab is shut
     if t_mem.open:
@@ -93,3 +94,4 @@ def tabs(ws: Workspace, jobs: JobManager, run: RunInfo, step: StepEvent, idx: in
     if t_fork.open:
         with t_fork:
             fork_form(ws, jobs, run, step, idx)
+    return bool(t_fork.open)

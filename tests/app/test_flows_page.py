@@ -110,6 +110,39 @@ def test_versions_diff_and_restore(ws: Workspace) -> None:
     assert diffs.structural(restored, spec) == []
 
 
+def _in_order(node: object) -> list[str]:
+    """The page's texts and labels in the order they are drawn."""
+    out: list[str] = []
+    for child in getattr(node, "children", {}).values():
+        label = getattr(child, "label", None)
+        value = getattr(child, "value", None)
+        if isinstance(label, str):
+            out.append(label)
+        elif isinstance(value, str):
+            out.append(value)
+        out.extend(_in_order(child))
+    return out
+
+
+def test_versions_open_in_the_row_of_their_flow_and_restore_answers_there(ws: Workspace) -> None:
+    """Issue 38 item 2: the Versions panel of a lower row was drawn at the top of the page, away
+    from the click; it opens under the flow's own row, and a restore says so beside its button."""
+    for name in ("low_a", "low_b", "low_c"):
+        save_template(ws, name)
+    at = flows_page()
+    at.button(key="flows_versions_low_b").click().run()
+    drawn = _in_order(at.main)
+    row = next(i for i, t in enumerate(drawn) if t.startswith("**low_b** · version"))
+    panel = drawn.index("Versions of low_b")
+    after = [i for i, t in enumerate(drawn) if t.startswith("**") and " · version " in t and
+             i > row]
+    assert row < panel and (not after or panel < after[0]), drawn
+    at.button(key="flows_restore_go_low_b").click().run()
+    drawn = _in_order(at.main)
+    said = next(i for i, t in enumerate(drawn) if t.startswith("Restored version 1 of 'low_b'"))
+    assert drawn.index("Restore version 1 as the newest") < said, drawn
+
+
 def test_delete_asks_first_and_removes_drafts(ws: Workspace) -> None:
     save_template(ws, "doomed")
     DraftStore(ws.data_dir).save(Draft(flow="doomed", draft_id="abc", base_version=1,

@@ -274,3 +274,35 @@ def test_a_fork_with_changed_params_says_so(ws, run_id):
     at = _open(end.run_id, step="0")
     assert "Changed param `retrieve.top_k`: `" in kit.texts(at)
     assert "Nothing was changed" not in kit.texts(at)
+
+
+def _in_order(node) -> list[str]:
+    """The page's texts and labels in the order they are drawn."""
+    out: list[str] = []
+    for child in getattr(node, "children", {}).values():
+        label, value = getattr(child, "label", None), getattr(child, "value", None)
+        if isinstance(label, str):
+            out.append(label)
+        elif isinstance(value, str):
+            out.append(value)
+        out.extend(_in_order(child))
+    return out
+
+
+def test_a_fork_answers_under_its_button(ws, run_id):
+    """Issue 38 item 2: the fork's outcome ('finished: run ..., Answer: ...', 'Open the forked
+    run') was drawn at the top of the page, far above the button at its bottom."""
+    at = _open(run_id, step="1", tab=replay_panel.FORK)
+    at.button(key="replay_fork_go").click().run()
+    assert "fork" in at.query_params
+    at = kit.until(at, lambda a: any(s.value.startswith("Fork from step 1 finished")
+                                     for s in a.success))
+    drawn = _in_order(at.main)
+    said = next(i for i, t in enumerate(drawn) if t.startswith("Fork from step 1 finished"))
+    assert drawn.index("Fork and run ▶") < said < drawn.index("Open the forked run"), drawn
+    # with the Fork tab shut, the outcome is at the top, above the steps
+    at.query_params["tab"] = replay_panel.MEMORY       # what a click on the tab does here
+    at = _open_tab(at, replay_panel.MEMORY)
+    drawn = _in_order(at.main)
+    said = next(i for i, t in enumerate(drawn) if t.startswith("Fork from step 1 finished"))
+    assert said < next(i for i, t in enumerate(drawn) if t.startswith("### Step")), drawn

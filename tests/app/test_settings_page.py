@@ -128,3 +128,30 @@ def test_model_figures_are_rounded_for_reading(ws: Workspace) -> None:
             assert v is None or round(v, 2) == v, (name, v)
         assert row["s/question"] is None or round(row["s/question"], 1) == row["s/question"]
     assert logic._rounded(0.1 + 0.2) == 0.3 and logic._rounded("x") == "x"
+
+
+def _in_order(node: object) -> list[str]:
+    """The page's texts and labels in the order they are drawn."""
+    out: list[str] = []
+    for child in getattr(node, "children", {}).values():
+        label, value = getattr(child, "label", None), getattr(child, "value", None)
+        if isinstance(label, str):
+            out.append(label)
+        elif isinstance(value, str):
+            out.append(value)
+        out.extend(_in_order(child))
+    return out
+
+
+def test_the_outcome_of_save_shows_beside_the_button(ws: Workspace) -> None:
+    """Issue 38 item 2: 'Settings saved' (and a refusal) was drawn at the top of the page while
+    the button is at the bottom of a long form; both show beside the button now."""
+    at = submit(settings_page())
+    drawn = _in_order(at.main)
+    said = next(i for i, t in enumerate(drawn) if t.startswith("Settings saved"))
+    assert drawn.index("Save settings") < said < drawn.index("Loaded now"), drawn
+    at.radio(key="settings_model_source").set_value("A GGUF file on this machine")
+    at.text_input(key="settings_model_path").input("/no/such/model.gguf")
+    drawn = _in_order(submit(at).main)
+    said = next(i for i, t in enumerate(drawn) if "model file not found" in t)
+    assert drawn.index("Save settings") < said < drawn.index("Loaded now"), drawn
