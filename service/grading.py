@@ -23,6 +23,7 @@ from storage.grades import Grade, GradeRepo
 
 from .evaluations import eval_repo, report, stored_plan
 from .modelchoice import DEFAULT, ModelWorkspaces, model_problem
+from .settings import DEFAULT_MODEL
 from .workspace import Workspace
 
 
@@ -32,11 +33,12 @@ def grade_repo(ws: Workspace) -> GradeRepo:
 
 def model_name(ws: Workspace, model: str) -> str:
     """How a grader model is named wherever a grade is shown: the model id or the GGUF's file
-    name ('default: <file>' for the workspace's own)."""
+    name ('default:<file or packaged id>' for the workspace's own; with no model path set, the
+    packaged default's id, e.g. 'default:gemma3-270m')."""
     if model and model != DEFAULT:
         return model.rsplit("/", 1)[-1]
     path = str(getattr(ws.resources.settings.llm, "model_path", "") or "")
-    return "default:" + (path.rsplit("/", 1)[-1] or "packaged")
+    return "default:" + (path.rsplit("/", 1)[-1] or DEFAULT_MODEL)
 
 
 @dataclass
