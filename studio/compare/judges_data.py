@@ -16,6 +16,10 @@ from service.settings import PACKAGED
 OTHER = "__gguf__"
 UNLABELLED = "unlabelled"
 LABEL_METRICS = tuple(LABEL_WORDS)
+#: Labels a PPI interval needs: one label says nothing of the judge's spread of mistakes (its
+#: variance is 0), so its interval would look exact; it is not shown.
+MIN_LABELS = 2
+TOO_FEW = "1 label: too few for an interval"
 
 
 def model_options() -> list[str]:
@@ -55,7 +59,11 @@ def score_cell(jf: JudgedFlow) -> str:
     d = jf.estimate
     if _missing(d):
         return "-"
-    interval = f"{_pct(d.mean)} [{_pct(d.low)}, {_pct(d.high)}]"
+    if jf.corrected and jf.labels < MIN_LABELS:
+        return f"PPI {_pct(d.mean)} ({TOO_FEW})"
+    # a share lies in [0, 100]: PPI's normal interval may reach past it, and cutting it there
+    # loses no coverage
+    interval = f"{_pct(d.mean)} [{_pct(max(d.low, 0.0))}, {_pct(min(d.high, 1.0))}]"
     return f"PPI {interval}" if jf.corrected else f"{interval} uncorrected"
 
 
@@ -67,8 +75,10 @@ def delta_cell(jf: JudgedFlow, baseline: str) -> str:
     d = jf.vs_baseline
     if d is None or _missing(d):
         return "-"
+    if jf.vs_corrected and d.n < MIN_LABELS:
+        return f"PPI {_signed(d.mean)} ({TOO_FEW})"
     star = " *" if d.significant else ""
-    interval = f"{_signed(d.mean)} [{_signed(d.low)}, {_signed(d.high)}]{star}"
+    interval = f"{_signed(d.mean)} [{_signed(max(d.low, -1.0))}, {_signed(min(d.high, 1.0))}]{star}"
     return f"PPI {interval}" if jf.vs_corrected else f"{interval} uncorrected"
 
 
@@ -92,6 +102,10 @@ def labels_line(r: JudgedReport) -> str:
                 "intervals that hold whatever the judge's mistakes.")
     parts = []
     for f in r.flows:
+        if f.labels and f.labels < MIN_LABELS:
+            parts.append(f"{f.flow}: 1 label, too few for an interval (label {MIN_LABELS} or "
+                         "more)")
+            continue
         if not f.labels or f.labels_only_width is None or _missing(f.estimate):
             continue
         ppi, alone = 100 * f.width, 100 * f.labels_only_width

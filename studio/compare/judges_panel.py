@@ -81,13 +81,14 @@ def grading_progress(jobs: JobManager, plan: EvalPlan) -> None:
         K.GRADE_WAS_ACTIVE.set({plan.eval_id: not job.finished})
         if was.get(plan.eval_id) and job.finished:
             st.rerun()                                  # finished: show the new scores
-        who = f"{', '.join(job.meta.get('graders', []))} on {job.meta.get('model_name', '')}"
+        judges = ", ".join(job.meta.get("graders", []))
+        who = f"{judges} on {job.meta.get('model_name', '')}"
         if job.status == "error":
             st.error(inert.escape(f"grading ({who}): {job.error or 'failed'}"))
         elif job.status == "cancelled":
             st.caption(inert.escape(f"grading ({who}) cancelled"))
         elif job.finished:
-            st.caption(inert.escape(f"{who}: {(job.result or {}).get('line', job.message)}"))
+            st.caption(inert.escape(f"{judges}: {(job.result or {}).get('line', job.message)}"))
         else:
             text = f"grading · {who} · {job.status}: {job.message}"
             st.progress(min(float(job.progress or 0.0), 1.0), text=inert.escape(text))
@@ -109,8 +110,9 @@ def scores_table(ws: Workspace, plan: EvalPlan) -> None:
         return
     st.dataframe(jd.score_rows(reports), hide_index=True, width="stretch", key=K.JUDGED_DF)
     st.caption("Judge scores in %: PPI = the judge's mean corrected by your labels, with its 95% "
-               "interval; uncorrected = the judge's own mean with a bootstrap interval. vs "
-               "baseline: the paired difference from the first flow; * the interval excludes 0.")
+               "interval (cut to 0-100); uncorrected = the judge's own mean with a bootstrap "
+               "interval. vs baseline: the paired difference from the first flow, in points; * "
+               "the interval excludes 0.")
     for r in reports:
         st.markdown(inert.escape(jd.labels_line(r)))
 

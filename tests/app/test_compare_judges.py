@@ -135,6 +135,9 @@ def test_labels_switch_the_column_to_ppi_and_survive_a_new_session(ws, tmp_path)
     # was right too (a judge mistake) and so the PPI estimate moves off the judge's 0
     radio.set_value("right")
     at.run()
+    one = judged(at)[("correctness", "naive_rag")]
+    assert one["labels"] == 1 and one["score (%)"] == "PPI 100.0 (1 label: too few for an interval)"
+    assert "naive_rag: 1 label, too few for an interval (label 2 or more)" in texts(at)
     label_radio(at, plan, 1, "q01").set_value("right")
     at.run()
     at.selectbox(key="compare_q").set_value("q02")
