@@ -55,6 +55,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
                 prog.update(task, completed=p.kept,
                             description=f"kept {p.kept} / tried {p.tried} · calls computed "
                                         f"{p.computed} / cached {p.cached}")
+                if not common.err.is_terminal and p.tried % 25 == 0:
+                    common.err.print(p.line(), markup=False, highlight=False)  # a log: a line
 
             result = questiongen.run(ws, plan, on_progress=show)
         _report(result.progress)

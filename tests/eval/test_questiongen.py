@@ -79,8 +79,13 @@ def test_facts_read_off_passages():
     assert F.birth_year("Arno Tessaly", CORPUS[0]["text"]) == "1921"
     assert F.birth_year("Berit Kalm", CORPUS[1]["text"]) == "1948"
     assert F.birth_year("Cold Harbour Lights", CORPUS[2]["text"]) is None      # a film's year
-    assert F.founding(CORPUS[3]["text"]) == ("founded", "1867")
-    assert F.nationality(CORPUS[0]["text"]) == "Norwegian"
+    assert F.founding(CORPUS[3]["text"], "Dunmore Academy") == ("founded", "1867")
+    assert F.nationality(CORPUS[0]["text"], "Arno Tessaly") == "Norwegian"
+    # a chunk from the middle of a document: its lifespan-like brackets are not a birth
+    mid = "the Carolina 500 (1967–1985), and the Goodwrench 500 were held there."
+    assert F.birth_year("Subway 400", mid) is None
+    assert F.founding("Although Azerbaijan was a state, the ministry was established in 1918.",
+                      "List of diplomatic missions of Azerbaijan") is None
     assert F.subject("Dunmore Academy", CORPUS[3]["text"]) == "the Dunmore Academy"
     found = F.single_facts("Arno Tessaly", CORPUS[0]["text"])
     assert found[0].question == "In what year was Arno Tessaly born?" and found[0].answer == "1921"
@@ -225,6 +230,19 @@ def test_bad_requests_are_refused_naming_the_field():
     assert llm.prompts                                          # single-hop works from one
 
 
-def test_quotas_put_multi_hop_first():
-    assert Request(n=10).quotas() == {"bridge": 4, "comparison": 3, "single": 3}
-    assert Request(n=3, kinds=("single",)).quotas() == {"single": 3}
+def test_caps_keep_one_kind_from_crowding_out_the_others():
+    assert Request(n=10).caps() == {"single": 8, "bridge": 8, "comparison": 8}
+    assert Request(n=3, kinds=("single",)).caps() == {"single": 3}
+    assert Request(n=100, kinds=("single", "bridge")).caps() == {"single": 100, "bridge": 100}
+
+
+def test_a_bridge_passage_without_the_answer_is_not_asked_alone():
+    ps = (passages()[2], passages()[0])            # the film (no 1921), the director (1921)
+    c = _cand("bridge", "In what year was the director of Cold Harbour Lights born?", "1921", ps)
+    asked: list[str] = []
+
+    def model(p: str) -> str:
+        asked.append(p)
+        return "1921" if "[2]" in p else "no"
+    assert Checker(model).check(c) is None
+    assert len(asked) == 3                         # both passages, closed-book, the director alone

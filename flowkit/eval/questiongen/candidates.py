@@ -166,7 +166,7 @@ def _bridge_from(a: Passage, index: dict[str, Passage],
 def _subject_facts(p: Passage) -> list[F.Fact]:
     """B's facts about its subject, the least guessable first (a year before a nationality)."""
     out = list(F.single_facts(p.name, p.text))
-    nat = F.nationality(p.text)
+    nat = F.nationality(p.text, p.name)
     if nat:
         out.append(F.Fact(f"What nationality is {p.name}?", nat, "nationality", ""))
     return out
@@ -182,11 +182,11 @@ def comparisons(passages: Sequence[Passage], seed: int) -> Iterator[Candidate]:
         y = F.birth_year(p.name, p.text)
         if y:
             born.append((p, int(y)))
-            n = F.nationality(p.text)
+            n = F.nationality(p.text, p.name)
             if n:
                 nat.append((p, n))
             continue
-        f = F.founding(p.text)
+        f = F.founding(p.text, p.name)
         if f:
             made.setdefault(f[0], []).append((p, int(f[1])))
     # pairs of the same sort first: sorted by what the passage says its subject is

@@ -9,7 +9,9 @@ question is kept only when:
 - ``round_trip``: asked with its supporting passages, the model gives the answer back;
 - ``closed_book``: asked without passages, the model does not give it (such a question tests
   nothing a flow retrieves);
-- ``one_passage``: a multi-hop question is not answered from either passage alone.
+- ``one_passage``: a multi-hop question is not answered from either passage alone (a bridge's
+  passage that does not hold the answer is not asked: reading cannot give it back, and a guess
+  from the question is what ``closed_book`` catches).
 
 Checks run cheapest first and stop at the first failure, so a dropped candidate costs at most the
 calls up to the check that dropped it.
@@ -94,6 +96,8 @@ class Checker:
             return "closed_book"
         if c.kind in MULTI_HOP:
             for i, p in enumerate(c.passages):
+                if c.kind == "bridge" and not answer_in_question(p.text, c.answer):
+                    continue               # no answer to read back here; guesses: closed_book
                 got = self.last_answers[f"passage_{i + 1}_alone"] = self._answer(c.question, (p,))
                 if matches(got, c.answer):
                     return "one_passage"

@@ -82,16 +82,25 @@ def words(text: str) -> list[str]:
     return re.findall(r"[A-Za-z0-9]+", text.lower())
 
 
-def _anchor(sentence: str, title: str) -> str | None:
-    """The sentence made to stand alone: a leading 'He'/'It' becomes the title, 'His' the
-    title's; None when it still does not name the passage's subject."""
+_PRONOUNS = {"he", "she", "it", "they", "this", "these", "those", "its", "their", "his", "her",
+             "him", "them", "there"}
+
+
+def _anchor(sentence: str, title: str, about_title: bool = True) -> str | None:
+    """The sentence made to stand alone, or None. In a passage about its title (it names it),
+    a leading 'He'/'It' becomes the title and 'His' the title's, and the sentence must name the
+    title. A passage that never names its title (a chunk of a longer document) gives only
+    sentences that need no other: no pronoun, starting with a name."""
     s = sentence.strip()
-    if _PRONOUN_START.match(s):
-        s = _PRONOUN_START.sub(f"{title} ", s, count=1)
-    elif _POSSESSIVE_START.match(s):
-        s = _POSSESSIVE_START.sub(f"{title}'s ", s, count=1)
     head = [w for w in words(title) if len(w) > 2]
-    if not head or not any(w in words(s) for w in head):
+    if about_title and head:
+        if _PRONOUN_START.match(s):
+            s = _PRONOUN_START.sub(f"{title} ", s, count=1)
+        elif _POSSESSIVE_START.match(s):
+            s = _POSSESSIVE_START.sub(f"{title}'s ", s, count=1)
+        return s if any(w in words(s) for w in head) else None
+    first = s.split()[0] if s.split() else ""
+    if _PRONOUNS & set(words(s)) or not first[:1].isupper() or first in _STOP_TITLE:
         return None
     return s
 
@@ -105,10 +114,18 @@ def _ask(sentence: str, span: str, phrase: str, start: int) -> str:
     return q[0].upper() + q[1:] + "?"
 
 
+def _about(sentence: str, title: str) -> bool:
+    """Whether the sentence is about the title: the title's first word is among its first four,
+    or it starts with 'It' (a passage's second sentence)."""
+    head = [w for w in words(title) if len(w) > 2] or words(title)
+    lead = words(" ".join(sentence.split()[:4]))
+    return bool(head) and (head[0] in lead or lead[:1] == ["it"])
+
+
 def birth_year(title: str, text: str) -> str | None:
     """The birth year of a person passage: 'Name (born 1950)' or 'Name (April 23, 1928 – ...)'."""
     first = sentences(text)[:1]
-    if not first:
+    if not first or not _about(first[0], title) or first[0].split()[0].lower() == "it":
         return None
     head = first[0][:200]
     m = _BIRTH_WORD.search(head) or _BIRTH.search(head)
@@ -117,19 +134,19 @@ def birth_year(title: str, text: str) -> str | None:
     return m.group(1)
 
 
-def founding(text: str) -> tuple[str, str] | None:
+def founding(text: str, title: str) -> tuple[str, str] | None:
     """(verb, year) from 'was founded in 1901' and the like, in the first two sentences."""
     for s in sentences(text)[:2]:
         m = _FOUNDED.search(_PAREN.sub("", s))
-        if m:
+        if m and _about(s, title):
             return m.group(1), m.group(2)
     return None
 
 
-def nationality(text: str) -> str | None:
+def nationality(text: str, title: str) -> str | None:
     """'American' from 'X is an American film director' in the first sentence."""
     first = sentences(text)[:1]
-    if not first:
+    if not first or not _about(first[0], title):
         return None
     m = _IS_A.search(_PAREN.sub("", first[0]))
     if not m:
@@ -167,14 +184,16 @@ def single_facts(title: str, text: str, max_sentences: int = 4) -> list[Fact]:
     year = birth_year(title, text)
     if year:
         facts.append(Fact(f"In what year was {name} born?", year, "born", sentences(text)[0]))
-    found = founding(text)
+    found = founding(text, title)
     if found:
         verb, y = found
         facts.append(Fact(f"In what year was {name} {verb}?", y, verb, ""))
+    head = [w for w in words(title) if len(w) > 2]
+    about_title = bool(head) and any(w in words(text[:300]) for w in head)
     for raw in sentences(text)[:max_sentences]:
         if len(raw.split()) > 40 or len(raw.split()) < 5:
             continue
-        s = _anchor(raw, title)
+        s = _anchor(raw, title, about_title)
         if s is None:
             continue
         facts.extend(_sentence_facts(s, title))
@@ -199,6 +218,8 @@ def _sentence_facts(s: str, title: str) -> list[Fact]:
     else:
         for m in _YEAR_RE.finditer(bare):
             pre = bare[:m.start()].rstrip()
+            if bare[m.end():m.end() + 1] in ("–", "-", "—"):
+                continue                   # a range ('1038–40'): no single year answers it
             if pre.endswith((" in", " In", " since", " until", " by")):
                 out.append(Fact(_ask(bare, m.group(0), "what year", m.start()), m.group(0),
                                 "year", s))

@@ -24,7 +24,7 @@ from .checks import PROMPT_VERSION, REASONS, Checker
 #: model calls a candidate of each kind costs when it passes every check
 CALLS_IF_KEPT = {"single": 2, "bridge": 4, "comparison": 4}
 #: the share of candidates kept, a prior for the estimate (measured on HotpotQA, Gemma 3 270M)
-KEEP_PRIOR = {"single": 0.35, "bridge": 0.2, "comparison": 0.15}
+KEEP_PRIOR = {"single": 0.35, "bridge": 0.1, "comparison": 0.1}
 PAGE = 500
 
 
@@ -56,12 +56,12 @@ class Request:
     def tries(self) -> int:
         return self.max_tries or 25 * self.n
 
-    def quotas(self) -> dict[str, int]:
-        """How many of each kind to keep: the kinds share n evenly, multi-hop kinds first."""
+    def caps(self) -> dict[str, int]:
+        """How many of each kind may be kept: twice an even share (so a kind the model keeps
+        often cannot crowd the others out), all of n for a kind asked alone."""
         kinds = [k for k in KINDS if k in self.kinds]
-        base, extra = divmod(self.n, len(kinds))
-        ranked = sorted(kinds, key=lambda k: k not in MULTI_HOP)
-        return {k: base + (1 if i < extra else 0) for i, k in enumerate(ranked)}
+        share = -(-self.n // len(kinds))
+        return {k: min(self.n, 2 * share) if len(kinds) > 1 else self.n for k in kinds}
 
 
 @dataclass
@@ -128,10 +128,15 @@ def read_passages(kb: Any) -> list[Passage]:
 
 
 def estimate(request: Request, n_passages: int) -> Estimate:
-    """The model calls a request should take (from the keep priors) and at most."""
-    quotas = request.quotas()
-    calls = sum(q / KEEP_PRIOR[k] * (1 + KEEP_PRIOR[k] * (CALLS_IF_KEPT[k] - 1))
-                for k, q in quotas.items())
+    """The model calls a request should take (from the keep priors, tries shared evenly) and at
+    most."""
+    caps = request.caps()
+    cost = {k: 1 + KEEP_PRIOR[k] * (CALLS_IF_KEPT[k] - 1) for k in caps}
+    tries = 0
+    while tries < request.tries and sum(min(c, KEEP_PRIOR[k] * tries)
+                                        for k, c in caps.items()) < request.n:
+        tries += 1
+    calls = sum(cost[k] * tries for k in caps)
     return Estimate(n_passages, int(calls), request.tries * max(CALLS_IF_KEPT[k]
                                                                 for k in request.kinds))
 
@@ -181,7 +186,7 @@ def generate(resources: Resources, kb_name: str, request: Request, *, cache: Any
 
     embedder = _embedder(resources)
     checker = Checker(ask, embedder.embed if embedder is not None else None)
-    quotas = request.quotas()
+    caps = request.caps()
     streams = _streams(passages, request)
     used: set[str] = set()
     kept: list[tuple[Candidate, dict[str, str]]] = []
@@ -189,7 +194,7 @@ def generate(resources: Resources, kb_name: str, request: Request, *, cache: Any
         if should_stop is not None and should_stop():
             raise FlowkitError("question generation stopped; run it again to resume "
                                "(what was computed is in the completion cache)")
-        kind = _next_kind(streams, quotas, progress)
+        kind = _next_kind(streams, caps, progress)
         c = next(streams[kind], None)
         if c is None:
             del streams[kind]
@@ -221,14 +226,12 @@ def generate(resources: Resources, kb_name: str, request: Request, *, cache: Any
     return Generated(questions, progress, meta, reviewed)
 
 
-def _next_kind(streams: dict[str, Iterator[Candidate]], quotas: dict[str, int],
+def _next_kind(streams: dict[str, Iterator[Candidate]], caps: dict[str, int],
                progress: Progress) -> str:
-    """The kind furthest below its quota (by share kept), among kinds with candidates left; once
-    every quota is met or its candidates are gone, any kind that has some."""
-    open_kinds = [k for k in streams if progress.kept_by_kind[k] < quotas.get(k, 0)]
-    pool = open_kinds or list(streams)
-    return min(pool, key=lambda k: (progress.kept_by_kind[k] / max(quotas.get(k, 1), 1),
-                                    progress.tried_by_kind[k], KINDS.index(k)))
+    """Tries are shared evenly between the kinds that have candidates left and have not reached
+    their cap (any kind with candidates once every one has)."""
+    pool = [k for k in streams if progress.kept_by_kind[k] < caps.get(k, 0)] or list(streams)
+    return min(pool, key=lambda k: (progress.tried_by_kind[k], KINDS.index(k)))
 
 
 def _embedder(resources: Resources) -> Any:
