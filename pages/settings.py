@@ -103,8 +103,9 @@ if submitted:
     else:
         save_settings(ws.data_dir, new)
         reset_workspace()
-        flash(K.NOTICE, "Settings saved. The workspace was rebuilt: the model loads again "
-                                    "on the next run.")
+        get_workspace()        # the new workspace starts loading its model in the background now
+        flash(K.NOTICE, "Settings saved. The workspace was rebuilt: the model is loading again "
+                        "in the background (the sidebar says when it is ready).")
         st.rerun()
 
 st.subheader("Loaded now")

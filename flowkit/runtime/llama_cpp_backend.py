@@ -90,6 +90,11 @@ class LlamaCppLLM(GGUFModel):
             self._formatter = _chat_formatter(self._llama)
         return self._llama
 
+    def start(self) -> None:
+        """Load the model now (the studio's background load); a call made meanwhile waits."""
+        with self._lock:
+            self._load()
+
     def gpu_offload_supported(self) -> bool:
         """Whether this llama.cpp build can offload layers to a GPU."""
         import llama_cpp

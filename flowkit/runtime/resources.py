@@ -1,7 +1,9 @@
 """Resources: settings plus the lazily loaded LLM, embedder, Chroma store and knowledge bases.
 
 Building a `Resources` loads nothing; the model loads on the first LLM call, the embedder on the
-first embedding. Validating or compiling a flow never touches these.
+first embedding. Validating or compiling a flow never touches these. `preload()` starts loading the
+model in a background thread (the studio does when it opens its workspace), and `model_state()`
+says how that went; a run that starts meanwhile waits for the same load.
 """
 from __future__ import annotations
 
@@ -18,6 +20,20 @@ from .embed import Embedder
 from .kb import KnowledgeBase, check_name
 from .llm_contract import LLM, LLMSettings
 from .vectorstore import ChromaStore
+
+
+@dataclass(frozen=True)
+class ModelState:
+    """Where the background load of the model stands: `phase` is "idle" (never asked to preload),
+    "loading", "ready" or "failed" (`error` then holds the reason, one line)."""
+
+    phase: str
+    error: str = ""
+
+
+def _one_line(err: BaseException, limit: int = 240) -> str:
+    text = " ".join(str(err).split()) or type(err).__name__
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def default_data_dir() -> Path:
@@ -98,6 +114,8 @@ class Resources:
         self._lock = threading.Lock()
         self._closed = False
         self._llm_owned = False    # the model was made here (not given with set_llm)
+        self._load_state = ModelState("idle")
+        self._load_thread: threading.Thread | None = None
 
     @property
     def database_url(self) -> str:
@@ -114,6 +132,40 @@ class Resources:
                 self._llm = make_llm(self.settings.llm, log_dir=self.data_dir / "logs")
                 self._llm_owned = True
             return self._llm
+
+    def preload(self) -> None:
+        """Start loading the model in a background thread, once (later calls do nothing): make
+        the LLM and, where it has one, call its `start()` (the worker process starts and loads the
+        model; no completion is asked, so nothing cached changes). Never blocks the caller; a run
+        that asks for the model meanwhile waits for this same load (the LLM's own lock)."""
+        with self._lock:
+            if self._load_thread is not None or self._closed:
+                return
+            self._load_state = ModelState("loading")
+            self._load_thread = threading.Thread(target=self._preload, name="flowkit-model-preload",
+                                                 daemon=True)
+            self._load_thread.start()
+
+    def _preload(self) -> None:
+        try:
+            start = getattr(self.llm, "start", None)
+            if callable(start):
+                start()
+        except Exception as err:  # noqa: BLE001 - any failure is the state the sidebar shows
+            self._load_state = ModelState("failed", _one_line(err))
+        else:
+            self._load_state = ModelState("ready")
+
+    def model_state(self) -> ModelState:
+        """How the background load stands (see `preload`); starts nothing."""
+        return self._load_state
+
+    def wait_preloaded(self, timeout_s: float | None = None) -> ModelState:
+        """Wait for the background load to end (tests, benches); returns its state."""
+        thread = self._load_thread
+        if thread is not None:
+            thread.join(timeout_s)
+        return self._load_state
 
     def close(self) -> None:
         """Stop the model worker these resources started (never waits: a call in flight ends

@@ -95,6 +95,12 @@ class WorkerLLM(GGUFModel):
             return bool(self.info["gpu_offload"])
         return _build_supports_gpu_offload()
 
+    def start(self) -> None:
+        """Start the worker and wait until its model is loaded, asking it nothing (the studio's
+        background load); a call made meanwhile waits for this same worker. Raises
+        ModelProcessError when the model cannot load."""
+        self._call(lambda c: None, START_TIMEOUT_S)
+
     def count_tokens(self, text: str) -> int:
         return self._call(lambda c: c.count_tokens(text), self.settings.request_timeout_s)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from flowkit.errors import FlowkitError
+from service import runs
 from service.knowledge import SAMPLE_KB
 from service.settings import DEFAULT_MODEL, PACKAGED
 from service.workspace import Workspace
@@ -26,17 +27,23 @@ def sample_kb_status(data_dir: Path) -> str:
     return f"ready ({docs} documents)" if docs else "ready"
 
 
-def model_line(ws: Workspace) -> str:
-    """The model in one line, without loading it."""
+def model_name(ws: Workspace) -> str:
+    """The model the settings choose, by name (loads nothing)."""
     s = ws.resources.settings.llm
     if s.backend == "openai":
         return f"{s.model_name or '?'} via {s.base_url or '?'}"
     if not s.model_path:
-        name = f"{PACKAGED[DEFAULT_MODEL].name} (default)"
-    elif s.model_path in PACKAGED:
-        name = PACKAGED[s.model_path].name
-    else:
-        name = Path(s.model_path).name
+        return f"{PACKAGED[DEFAULT_MODEL].name} (default)"
+    if s.model_path in PACKAGED:
+        return PACKAGED[s.model_path].name
+    return Path(s.model_path).name
+
+
+def model_line(ws: Workspace) -> str:
+    """The model in one line, without loading it."""
+    name = model_name(ws)
+    if ws.resources.settings.llm.backend == "openai":
+        return name
     try:
         llm = ws.resources.llm   # the wrapper only: the model itself loads on the first call
     except FlowkitError as err:
@@ -45,9 +52,26 @@ def model_line(ws: Workspace) -> str:
     return f"{name} · {'loaded' if loaded else 'not loaded yet'}"
 
 
+def model_state_line(ws: Workspace) -> str:
+    """The sidebar's model line: 'Model: loading…', 'Model: ready (<name>)' or 'Model: failed:
+    <why>' while the studio's background load (Resources.preload) is under way or over; where none
+    was started (a workspace a test injected), the model and whether it is loaded (model_line).
+    Reads the state only: it changes on the next rerun."""
+    state = ws.resources.model_state()
+    if state.phase == "loading":
+        return "Model: loading…"
+    if state.phase == "failed":
+        return f"Model: failed: {state.error}"
+    if state.phase == "ready" and runs.model_loaded(ws):
+        return f"Model: ready ({model_name(ws)})"
+    return f"Model: {model_line(ws)}"      # not preloaded, or its worker stopped since
+
+
 def render(ws: Workspace) -> None:
     with st.sidebar:
         st.caption("flowkit studio")
         st.markdown(f"**Data** {inert.code(ws.data_dir)}")
-        st.markdown(f"**Model** {inert.escape(model_line(ws))}")
+        st.markdown(inert.escape(model_state_line(ws)), help="The model loads in the background "
+                    "when the studio starts and after Settings change it; a run started "
+                    "meanwhile waits for that load.")
         st.markdown(f"**Sample KB** {sample_kb_status(ws.data_dir)}")

@@ -4,6 +4,10 @@ Pages call `get_workspace()`; they read from it and call its methods, but never 
 holds in a way another session would see. After the settings change, `reset_workspace()` drops
 the cached one so the next page builds a fresh Workspace from the saved settings.
 
+A Workspace built here starts loading its model at once, in a background thread
+(`Resources.preload`): no page waits for it, the sidebar shows how it stands, and the first run
+waits only for what is left of that same load.
+
 Tests inject their own Workspace (for instance one whose resources use a FakeLLM) with
 `use_workspace(ws)`; `use_workspace(None)` removes it again.
 """
@@ -37,7 +41,9 @@ def _release(ws: Workspace) -> None:
 
 @st.cache_resource(show_spinner="Opening the workspace...", on_release=_release)
 def _cached_workspace(data_dir: str) -> Workspace:
-    return Workspace(data_dir)
+    ws = Workspace(data_dir)
+    ws.resources.preload()     # background: the model is (nearly) ready by the first run
+    return ws
 
 
 def data_dir() -> Path:
