@@ -246,3 +246,13 @@ def test_a_bridge_passage_without_the_answer_is_not_asked_alone():
         return "1921" if "[2]" in p else "no"
     assert Checker(model).check(c) is None
     assert len(asked) == 3                         # both passages, closed-book, the director alone
+
+
+def test_sentences_that_do_not_stand_alone_give_no_question():
+    # 'This ...' and 'The film ...' lean on a sentence before; a chunk can start mid-sentence
+    text = ("The Marvelous Land of Oz is a novel by Frank Baum. This and the next 34 Oz books "
+            "were illustrated by John Neill. The film runs for 55 minutes in Leeds.")
+    qs = [f.question for f in F.single_facts("The Marvelous Land of Oz", text)]
+    assert not any(q.startswith(("This", "The film")) for q in qs)
+    assert F.single_facts("Nisekoi", "inspired a novel series, written by Hajime Tanaka "
+                                      "and published by Shueisha.") == []

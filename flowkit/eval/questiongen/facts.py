@@ -50,7 +50,7 @@ _COUNT = re.compile(r"\b(\d{1,3}(?:,\d{3})*(?:\.\d+)?|" + "|".join(_COUNT_WORDS)
 #: a name after 'by' or after a common noun ('the band Foo Fighters'), that ends its clause
 _NAME = re.compile(r"\b(by|band|film|album|novel|company|city|town|river|team|club|label|series)\s+"
                    r"((?:[A-Z][\w'.-]*)(?:\s+(?:of|de|the|and|von|van|[A-Z][\w'.-]*))*)"
-                   r"(?=\s*(?:[.;]|,\s+(?:[a-z]|and\b)|\s+(?:and|in|for|with|from|on|at)\s+[a-z]|$))")
+                   r"(?=\s*(?:[.;]|,\s+(?:[a-z]|and\b)|\s+(?:in|for|with|from|on|at)\s+[a-z]|$))")
 NATIONALITIES = ("American British English Scottish Welsh Irish Canadian Australian French German "
                  "Italian Spanish Portuguese Dutch Belgian Swiss Austrian Swedish Norwegian Danish "
                  "Finnish Polish Russian Ukrainian Czech Hungarian Greek Turkish Indian Pakistani "
@@ -92,13 +92,17 @@ def _anchor(sentence: str, title: str, about_title: bool = True) -> str | None:
     title. A passage that never names its title (a chunk of a longer document) gives only
     sentences that need no other: no pronoun, starting with a name."""
     s = sentence.strip()
-    head = [w for w in words(title) if len(w) > 2]
+    if not s[:1].isupper() and not s[:1].isdigit() and s[:1] not in "\"'":
+        return None                        # a chunk that starts inside a sentence
+    head = _head(title)
     if about_title and head:
-        if _PRONOUN_START.match(s):
+        if s.lower().startswith(title.lower()):
+            pass                           # 'Their Lives: ...' names itself
+        elif _PRONOUN_START.match(s):
             s = _PRONOUN_START.sub(f"{title} ", s, count=1)
         elif _POSSESSIVE_START.match(s):
             s = _POSSESSIVE_START.sub(f"{title}'s ", s, count=1)
-        return s if any(w in words(s) for w in head) else None
+        return s if _about(s, title) else None
     first = s.split()[0] if s.split() else ""
     if _PRONOUNS & set(words(s)) or not first[:1].isupper() or first in _STOP_TITLE:
         return None
@@ -114,10 +118,19 @@ def _ask(sentence: str, span: str, phrase: str, start: int) -> str:
     return q[0].upper() + q[1:] + "?"
 
 
+_TITLE_STOP = {"the", "and", "for", "from", "with", "list", "film", "song", "album", "novel",
+               "series", "band"}
+
+
+def _head(title: str) -> list[str]:
+    """The title's words that name it (not 'the', not a disambiguation like 'film')."""
+    return [w for w in words(title) if len(w) > 2 and w not in _TITLE_STOP]
+
+
 def _about(sentence: str, title: str) -> bool:
     """Whether the sentence is about the title: the title's first word is among its first four,
     or it starts with 'It' (a passage's second sentence)."""
-    head = [w for w in words(title) if len(w) > 2] or words(title)
+    head = _head(title) or words(title)
     lead = words(" ".join(sentence.split()[:4]))
     return bool(head) and (head[0] in lead or lead[:1] == ["it"])
 
@@ -188,7 +201,7 @@ def single_facts(title: str, text: str, max_sentences: int = 4) -> list[Fact]:
     if found:
         verb, y = found
         facts.append(Fact(f"In what year was {name} {verb}?", y, verb, ""))
-    head = [w for w in words(title) if len(w) > 2]
+    head = _head(title)
     about_title = bool(head) and any(w in words(text[:300]) for w in head)
     for raw in sentences(text)[:max_sentences]:
         if len(raw.split()) > 40 or len(raw.split()) < 5:
