@@ -256,3 +256,22 @@ def test_sentences_that_do_not_stand_alone_give_no_question():
     assert not any(q.startswith(("This", "The film")) for q in qs)
     assert F.single_facts("Nisekoi", "inspired a novel series, written by Hajime Tanaka "
                                       "and published by Shueisha.") == []
+
+
+def test_a_choice_is_known_closed_book_only_in_both_orders():
+    ps = (passages()[3], passages()[4])
+    c = C.Candidate("Which was founded first, the Dunmore Academy or the Espen Library?",
+                    "Dunmore Academy", "comparison", ps, "founded first",
+                    {"swapped": "Which was founded first, the Espen Library or the Dunmore Academy?"})
+
+    def first_option(p: str) -> str:
+        """Reads well with both passages; without them names the first option it is offered."""
+        q = p.rsplit("Question: ", 1)[1]
+        if p.count("] ") >= 2 and "[2]" in p:
+            return "the Dunmore Academy"
+        return q.split(", ", 1)[1].split(" or ")[0]
+    # the first order's closed-book guess is right by position only: kept
+    assert Checker(first_option).check(c) is None
+    # a model that knows the answer in either order: dropped
+    knows = lambda p: "Dunmore Academy"           # noqa: E731
+    assert Checker(knows).check(c) == "closed_book"

@@ -215,7 +215,8 @@ def _born_first(items: list[tuple[Passage, int]], rng: random.Random) -> Iterato
         if ya != yb and a.name != b.name:
             first = a if ya < yb else b
             yield Candidate(f"Who was born first, {a.name} or {b.name}?", first.name,
-                            "comparison", (a, b), "born first")
+                            "comparison", (a, b), "born first",
+                            {"swapped": f"Who was born first, {b.name} or {a.name}?"})
 
 
 def _made_first(verb: str, items: list[tuple[Passage, int]],
@@ -223,9 +224,10 @@ def _made_first(verb: str, items: list[tuple[Passage, int]],
     for (a, ya), (b, yb) in _pairs(items, rng):
         if ya != yb and a.name != b.name:
             first = a if ya < yb else b
-            yield Candidate(f"Which was {verb} first, {F.subject(a.name, a.text)} or "
-                            f"{F.subject(b.name, b.text)}?", first.name,
-                            "comparison", (a, b), f"{verb} first")
+            x, y = F.subject(a.name, a.text), F.subject(b.name, b.text)
+            yield Candidate(f"Which was {verb} first, {x} or {y}?", first.name, "comparison",
+                            (a, b), f"{verb} first",
+                            {"swapped": f"Which was {verb} first, {y} or {x}?"})
 
 
 def _same_nationality(items: list[tuple[Passage, str]],
@@ -234,4 +236,5 @@ def _same_nationality(items: list[tuple[Passage, str]],
         if a.name != b.name:
             yield Candidate(f"Were {a.name} and {b.name} of the same nationality?",
                             "yes" if na == nb else "no", "comparison", (a, b),
-                            "same nationality")
+                            "same nationality",
+                            {"swapped": f"Were {b.name} and {a.name} of the same nationality?"})
