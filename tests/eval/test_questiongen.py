@@ -275,3 +275,12 @@ def test_a_choice_is_known_closed_book_only_in_both_orders():
     # a model that knows the answer in either order: dropped
     knows = lambda p: "Dunmore Academy"           # noqa: E731
     assert Checker(knows).check(c) == "closed_book"
+
+
+def test_a_choice_read_back_by_position_only_is_dropped():
+    ps = (passages()[3], passages()[4])
+    c = C.Candidate("Which was founded first, the Dunmore Academy or the Espen Library?",
+                    "Dunmore Academy", "comparison", ps, "founded first",
+                    {"swapped": "Which was founded first, the Espen Library or the Dunmore Academy?"})
+    position = lambda p: p.rsplit("Question: ", 1)[1].split(", ", 1)[1].split(" or ")[0]  # noqa: E731
+    assert Checker(position).check(c) == "round_trip"
