@@ -284,3 +284,14 @@ def test_a_choice_read_back_by_position_only_is_dropped():
                     {"swapped": "Which was founded first, the Espen Library or the Dunmore Academy?"})
     position = lambda p: p.rsplit("Question: ", 1)[1].split(", ", 1)[1].split(" or ")[0]  # noqa: E731
     assert Checker(position).check(c) == "round_trip"
+
+
+def test_kept_choices_are_asked_in_a_seeded_order():
+    from flowkit.eval.questiongen.generate import _ordered
+    cands = [C.Candidate(f"Who was born first, A{i} or B{i}?", f"A{i}", "comparison", (),
+                         "born first", {"swapped": f"Who was born first, B{i} or A{i}?"})
+             for i in range(200)]
+    first = sum(_ordered(c, 0).split(", ")[1].startswith("A") for c in cands)
+    assert 70 < first < 130                        # about half keep the answer first
+    assert [_ordered(c, 0) for c in cands] == [_ordered(c, 0) for c in cands]
+    assert _ordered(C.Candidate("q?", "a", "single", (), "year"), 0) == "q?"

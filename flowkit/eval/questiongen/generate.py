@@ -9,6 +9,7 @@ the set is complete; each passage supports at most one kept question, so any spl
 """
 from __future__ import annotations
 
+import hashlib
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -242,6 +243,18 @@ def _embedder(resources: Resources) -> Any:
 
 
 def _question(i: int, c: Candidate, origin: dict[str, Any]) -> dict[str, Any]:
-    return {"id": f"gen-{origin['seed']}-{i:04d}", "question": c.question, "answers": [c.answer],
-            "type": c.kind, "supporting_doc_ids": c.doc_ids,
-            "origin": {**origin, "relation": c.relation, **c.extra}}
+    extra = {k: v for k, v in c.extra.items() if k != "swapped"}
+    return {"id": f"gen-{origin['seed']}-{i:04d}", "question": _ordered(c, origin["seed"]),
+            "answers": [c.answer], "type": c.kind, "supporting_doc_ids": c.doc_ids,
+            "origin": {**origin, "relation": c.relation, **extra}}
+
+
+def _ordered(c: Candidate, seed: int) -> str:
+    """A kept choice in the order a seeded coin picks: its checks held in both orders, so the
+    order it is asked in is free, and a coin keeps the set from leaning to one position (the
+    checks alone still kept 7 of 8 answers second)."""
+    swapped = c.extra.get("swapped")
+    if not swapped:
+        return c.question
+    coin = hashlib.sha256(f"{seed}:{c.question}".encode()).digest()[0] & 1
+    return swapped if coin else c.question
