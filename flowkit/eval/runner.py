@@ -101,12 +101,20 @@ def _spec_hash(spec: FlowSpec) -> str:
     return hashlib.sha1(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
-def eval_id_for(flows: Sequence[FlowEntry], dataset: str, kb: str, limit: int | None) -> str:
-    """A 12-hex id from the flows (refs and their specs), dataset, knowledge base and limit:
-    the same comparison gets the same id (and resumes); an edited flow starts a new one."""
-    key = json.dumps({"flows": [[f.ref, _spec_hash(f.spec)] for f in flows], "dataset": dataset,
-                      "kb": kb, "limit": limit or 0}, sort_keys=True)
-    return hashlib.sha1(key.encode()).hexdigest()[:12]
+def eval_id_for(flows: Sequence[FlowEntry], dataset: str, kb: str, limit: int | None,
+                questions: Sequence[dict[str, Any]] = ()) -> str:
+    """A 12-hex id from the flows (refs and their specs), dataset, knowledge base, limit and the
+    chosen questions' content: the same comparison gets the same id (and resumes); an edited flow
+    or an edited question set (a dataset imported or generated again under its name) starts a
+    new one, so no run of the old questions is taken for one of the new."""
+    key = {"flows": [[f.ref, _spec_hash(f.spec)] for f in flows], "dataset": dataset,
+           "kb": kb, "limit": limit or 0}
+    if questions:
+        content = json.dumps([[q.get("id"), q.get("question"), q.get("answers"),
+                               q.get("supporting_doc_ids")] for q in questions],
+                             sort_keys=True, ensure_ascii=False)
+        key["questions"] = hashlib.sha1(content.encode()).hexdigest()
+    return hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
 
 
 @dataclass
@@ -136,7 +144,7 @@ def make_plan(flows: list[FlowEntry], dataset_name: str, questions: list[dict[st
     if not chosen:
         raise FlowkitError(f"dataset '{dataset_name}' has no questions")
     label_flows(flows)
-    eid = eval_id or eval_id_for(flows, dataset_name, kb, limit)
+    eid = eval_id or eval_id_for(flows, dataset_name, kb, limit, chosen)
     return EvalPlan(eid, name or f"{' vs '.join(f.label for f in flows)} on {dataset_name}",
                     dataset_name, kb, flows, chosen)
 

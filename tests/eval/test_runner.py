@@ -71,7 +71,13 @@ def test_id_is_deterministic_and_follows_the_flows(world):
     assert plan_for(world, limit=4).eval_id != a.eval_id
     edited = resolve_flows(world.ws, [str(world.good), str(world.vague)])
     edited[0].spec.nodes[0].params["top_k"] = 3
-    assert eval_id_for(edited, "tinyqa", "test", 3) != a.eval_id
+    assert eval_id_for(edited, "tinyqa", "test", 3, a.questions) != a.eval_id
+    same = resolve_flows(world.ws, [str(world.good), str(world.vague)])
+    assert eval_id_for(same, "tinyqa", "test", 3, a.questions) == a.eval_id
+    # the same dataset name with other questions (generated or imported again): a new evaluation
+    changed = [dict(q) for q in a.questions]
+    changed[0]["answers"] = ["someone else"]
+    assert eval_id_for(same, "tinyqa", "test", 3, changed) != a.eval_id
     with pytest.raises(FlowkitError, match="listed twice"):
         plan_for(world, flows=[str(world.good), str(world.good)])
 
