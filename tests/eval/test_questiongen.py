@@ -295,3 +295,15 @@ def test_kept_choices_are_asked_in_a_seeded_order():
     assert 70 < first < 130                        # about half keep the answer first
     assert [_ordered(c, 0) for c in cands] == [_ordered(c, 0) for c in cands]
     assert _ordered(C.Candidate("q?", "a", "single", (), "year"), 0) == "q?"
+
+
+def test_sentences_leaning_on_another_are_refused():
+    kd = ("The key demographic is a term in broadcasting. For example, the key demographic for "
+          "reality television is women aged 18 to 34 in 2004.")
+    assert not any(f.question.startswith("For example")
+                   for f in F.single_facts("Key demographic", kd))
+    az = ("Although Azerbaijan began relations early, the first diplomatic body was founded in "
+          "1918. The first diplomatic body - the Ministry - was established in 1918.")
+    assert F.founding(az, "List of diplomatic missions of Azerbaijan") is None
+    tv = "Blue Acres is a sitcom. It's about three brothers living together in Leeds."
+    assert not any("brothers" in f.question for f in F.single_facts("Blue Acres", tv))

@@ -127,12 +127,24 @@ def _head(title: str) -> list[str]:
     return [w for w in words(title) if len(w) > 2 and w not in _TITLE_STOP]
 
 
+#: first words of a sentence that leans on the one before it
+_DISCOURSE = {"for", "however", "also", "additionally", "moreover", "furthermore", "thus",
+              "therefore", "this", "these", "those", "such", "both", "another", "other", "it's",
+              "its", "although", "but", "and", "then", "later", "meanwhile", "instead"}
+
+
 def _about(sentence: str, title: str) -> bool:
-    """Whether the sentence is about the title: the title's first word is among its first four,
-    or it starts with 'It' (a passage's second sentence)."""
+    """Whether the sentence is about the title: it names the title (its first two naming words)
+    in its first six words, or it starts with 'It was' / 'It is' (a passage's second sentence);
+    never a sentence that starts with 'For example', 'However', 'This', 'It's' and the like."""
+    first = sentence.split()[0].lower().strip(",") if sentence.split() else ""
+    if first in _DISCOURSE:
+        return False
     head = _head(title) or words(title)
-    lead = words(" ".join(sentence.split()[:4]))
-    return bool(head) and (head[0] in lead or lead[:1] == ["it"])
+    lead = words(" ".join(sentence.split()[:6]))
+    if re.match(r"^It (?:was|is|has|had|became|won|opened|began)\b", sentence):
+        return True
+    return bool(head) and all(w in lead for w in head[:2])
 
 
 def birth_year(title: str, text: str) -> str | None:
