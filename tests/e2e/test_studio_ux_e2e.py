@@ -265,7 +265,7 @@ def test_new_kb_is_the_ingest_target_and_counts_add_up(studio: Any, browser: Any
     page = new_page(browser)
     page.goto(f"{url}/knowledge")
     page.get_by_text("New knowledge base").wait_for()
-    page.get_by_label("Name").fill("pier_docs")
+    page.get_by_label("Name", exact=True).fill("pier_docs")   # not "Question set name"
     create = page.get_by_role("button", name="Create")
     retrying(create.click, lambda: visible(page.get_by_text("Created 'pier_docs'")), "created")
     into = page.locator("[data-testid='stSelectbox']").filter(has_text="Into")
