@@ -70,3 +70,20 @@ def test_real_model_generates_checked_questions_from_the_sample_kb(tmp_path):
     report = json.loads(out.read_text())
     s = report["summary"]["naive_rag"]
     assert s["n"] == 3 and s["recall"] is not None and s["recall"] > 0
+
+
+def test_hostile_generate_inputs_are_refused_and_write_nothing(tmp_path):
+    # a path for a knowledge base, a name with a newline, markup and a huge count: one clear line
+    # each, exit 2, no traceback, nothing stored
+    p = fk(tmp_path, "dataset", "generate", "--kb", "../../etc", "--n", "2", check=False)
+    assert p.returncode == 2 and "kb: no knowledge base named '../../etc'" in p.stderr
+    p = fk(tmp_path, "dataset", "generate", "--kb", "sample", "--n", "2", "--name", "a\nb",
+           check=False)
+    assert p.returncode == 2 and "name: the dataset name holds a control character" in p.stderr
+    p = fk(tmp_path, "dataset", "generate", "--kb", "[/][link=x]", "--n", "2", check=False)
+    assert p.returncode == 2 and "[/][link=x]" in p.stderr
+    p = fk(tmp_path, "dataset", "generate", "--kb", "nope", "--n", "-5", "--max-tries", "-1",
+           check=False)
+    assert p.returncode == 2 and "got -5" in p.stderr and "max_tries: must be >= 0" in p.stderr
+    assert "Traceback" not in p.stderr
+    assert "generated" not in fk(tmp_path, "dataset", "list").stdout
