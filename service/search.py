@@ -42,7 +42,7 @@ from flowkit.search.candidates import Candidate, base_candidates, build_spec, id
 from flowkit.search.front import Point, pareto
 from flowkit.search.racing import KEPT, RACING, Batch, Entry, Race, rungs
 from flowkit.search.space import SearchSpace, load_space, size, validate_space
-from flowkit.search.splits import split
+from flowkit.search.splits import shared_passages, split
 from flowkit.spec import FlowSpec, fingerprint
 
 from . import evaluations
@@ -224,6 +224,8 @@ class Estimate:
     workers: int = 1
     #: how many of the candidates are sampled now (the rest are asked in later waves)
     sampled: int = 0
+    #: confirmation questions that share a supporting passage with a search question
+    shared_passages: int = 0
 
     def describe(self) -> str:
         later = self.candidates - self.sampled if 0 < self.sampled < self.candidates else 0
@@ -235,7 +237,10 @@ class Estimate:
                 f"none were dropped, plus about {self.confirm_calls} to confirm (estimated from "
                 f"the flows' model-calling nodes; the cache serves what candidates share); "
                 f"budget {self.budget} calls"
-                + (f"; on {self.workers} Ray workers" if self.workers > 1 else ""))
+                + (f"; on {self.workers} Ray workers" if self.workers > 1 else "")
+                + (f"; note: {self.shared_passages} confirmation question(s) share a supporting "
+                   "passage with the search questions, so their confirmation is not independent "
+                   "of the search" if self.shared_passages else ""))
 
 
 def estimate(plan: SearchPlan) -> Estimate:
@@ -252,7 +257,8 @@ def estimate(plan: SearchPlan) -> Estimate:
     return Estimate(len(per_q), sizes, math.ceil(sum(per_q) * sizes[0]),
                     math.ceil(sum(per_q) * sizes[-1]),
                     math.ceil(front_guess * len(plan.confirm_qs)), r.budget_calls, r.workers,
-                    sampled=len(entries))
+                    sampled=len(entries),
+                    shared_passages=shared_passages(plan.search_qs, plan.confirm_qs))
 
 
 def _workspace(ws: Workspace, plan: SearchPlan, model: str) -> Workspace:

@@ -96,6 +96,15 @@ class MemoryKB:
         #: no folder: a knowledge-graph or hierarchical index cannot be stored here
         self.dir: Path | None = None
 
+    @property
+    def ready(self) -> bool:
+        """As a stored knowledge base's: holding passages (one in memory is always complete)."""
+        return bool(self.docs)
+
+    @property
+    def state(self) -> str:
+        return "complete"
+
     def require_ready(self) -> None:
         from ..errors import ResourceError
         if not self.docs:
