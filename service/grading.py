@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flowkit.errors import FlowkitError
-from flowkit.eval.graders import GRADER_VERSION, GRADERS
+from flowkit.eval.graders import GRADER_VERSION, GRADERS, check_names
 from flowkit.eval.grading import GradingSession, item_for
 from flowkit.eval.metrics import PairedDiff
 from flowkit.eval.ppi import labels_only, ppi_mean, ppi_paired, uncorrected
@@ -62,10 +62,7 @@ class GradeOutcome:
 
 
 def check(graders: list[str], model: str) -> None:
-    bad = [g for g in graders if g not in GRADERS]
-    if bad or not graders:
-        raise FlowkitError(f"judge: unknown judge(s) {', '.join(bad) or '(none)'}; use "
-                           f"{', '.join(GRADERS)}")
+    check_names(graders, "judge")
     if model and model != DEFAULT:
         why = model_problem(model)
         if why:

@@ -173,12 +173,18 @@ GRADERS: dict[str, Callable[[Item, Ask], Verdict]] = {
     "context_relevance": context_relevance, "answer_relevance": answer_relevance}
 
 
-def parse_graders(text: str) -> list[str]:
-    """'correctness,groundedness' -> the names; an unknown one is named in the error."""
+def check_names(names: list[str], field: str = "--judge") -> None:
+    """Refuse an empty list or an unknown judge, naming `field` (the option or form field) and
+    the judges there are: the one check the CLI, the studio and the service share."""
     from ..errors import FlowkitError
-    names = [g.strip() for g in (text or "").split(",") if g.strip()]
     bad = [g for g in names if g not in GRADERS]
     if bad or not names:
-        raise FlowkitError(f"--judge: unknown judge(s) {', '.join(bad) or '(none given)'}; use a "
+        raise FlowkitError(f"{field}: unknown judge(s) {', '.join(bad) or '(none given)'}; use a "
                            f"comma-separated list of {', '.join(GRADERS)}")
+
+
+def parse_graders(text: str) -> list[str]:
+    """'correctness,groundedness' -> the names; an unknown one is named in the error."""
+    names = [g.strip() for g in (text or "").split(",") if g.strip()]
+    check_names(names)
     return names
