@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from .compile import CompiledFlow
 
 When = Literal["before", "after"]
+#: The largest visit a breakpoint may name (no run makes more steps).
+MAX_VISIT = 1_000_000
 _HEAD = re.compile(r"^(?P<node>[A-Za-z][A-Za-z0-9_\-]*)(?:@(?P<visit>\d+))?(?::(?P<when>[a-z]+))?$")
 
 
@@ -53,9 +55,13 @@ class Breakpoint:
         if self.when not in ("before", "after"):
             raise BreakpointError(f"breakpoint '{self.node}': 'when' is before or after, "
                                   f"not {self.when!r}")
-        if self.visit is not None and (not isinstance(self.visit, int) or self.visit < 1):
-            raise BreakpointError(f"breakpoint '{self.node}': the visit is a number from 1, "
-                                  f"not {self.visit!r}")
+        if self.visit is not None and (not isinstance(self.visit, int)
+                                       or isinstance(self.visit, bool)
+                                       or not 1 <= self.visit <= MAX_VISIT):
+            shown = repr(self.visit)
+            shown = shown if len(shown) <= 20 else f"{shown[:12]}... ({len(shown)} characters)"
+            raise BreakpointError(f"breakpoint '{self.node}': the visit is a number from 1 to "
+                                  f"{MAX_VISIT:,}, not {shown}")
         if self.condition is not None:
             try:
                 Condition.of(self.condition)
@@ -116,7 +122,11 @@ def parse_breakpoint(text: str) -> Breakpoint:
     if sep and not condition.strip():
         raise BreakpointError(f"breakpoint {text!r}: nothing after '?'; give a condition or "
                               "drop the '?'")
-    visit = int(m.group("visit")) if m.group("visit") else None
+    digits = m.group("visit")
+    if digits and len(digits.lstrip("0")) > len(str(MAX_VISIT)):
+        raise BreakpointError(f"breakpoint '{m.group('node')}@{digits[:12]}...': the visit is a "
+                              f"number from 1 to {MAX_VISIT:,}, not one of {len(digits)} digits")
+    visit = int(digits) if digits else None
     return Breakpoint(node=m.group("node"), when=when,  # type: ignore[arg-type]
                       visit=visit, condition=condition.strip() or None)
 

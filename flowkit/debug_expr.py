@@ -436,6 +436,10 @@ def _kind(v: object) -> str:
     return type(v).__name__
 
 
+def _hashable(v: object) -> bool:
+    return v is None or isinstance(v, str | int | float | bool)
+
+
 def _compare(node: Compare, a: Any, b: Any, source: str) -> bool:  # noqa: ANN401 - JSON values
     op = node.op
     if op == "==":
@@ -449,7 +453,12 @@ def _compare(node: Compare, a: Any, b: Any, source: str) -> bool:  # noqa: ANN40
             if not isinstance(a, str):
                 raise ExprError(f"'in' text needs text on the left, got {_kind(a)}", node.pos, source)
             found = a in b
-        elif isinstance(b, list | Mapping):
+        elif isinstance(b, Mapping):
+            if not _hashable(a):        # a list or an object is never a key
+                raise ExprError(f"'in' an object needs a key (text, a number) on the left, got "
+                                f"{_kind(a)}", node.pos, source)
+            found = a in b
+        elif isinstance(b, list):
             found = a in b
         else:
             raise ExprError(f"'in' needs text, a list or an object on the right, got {_kind(b)}",
@@ -482,4 +491,12 @@ class Condition:
         return cls(text, parse(text))
 
     def holds(self, env: Mapping[str, Any]) -> bool:
-        return truthy(evaluate(self.tree, env, self.text))
+        """Whether the condition holds over `env`; ExprError (never another exception) when a
+        value does not fit, so a bad condition is reported on its breakpoint, not the run's end."""
+        try:
+            return truthy(evaluate(self.tree, env, self.text))
+        except ExprError:
+            raise
+        except (TypeError, ValueError, OverflowError, RecursionError) as e:
+            raise ExprError(f"cannot be evaluated on these values ({type(e).__name__}: "
+                            f"{str(e)[:120]})", 0, self.text) from None

@@ -8,7 +8,7 @@ from flowkit import templates
 from flowkit.errors import FlowkitError, Problem
 from flowkit.export import export_zip as export_zip
 from flowkit.export import graph_id as graph_id
-from flowkit.names import flaw
+from flowkit.names import check_new_name as check_rule
 from flowkit.spec import FlowSpec, dumps
 from flowkit.validate import validate_bytes
 from storage.repo import FlowInfo as FlowInfo
@@ -57,11 +57,7 @@ def check_new_name(ws: Workspace, name: str) -> str:
     name = name.strip()
     if not name:
         raise FlowkitError("give the flow a name")
-    if len(name) > 200:
-        raise FlowkitError("a flow name has at most 200 characters")
-    why = flaw(name)
-    if why:
-        raise FlowkitError(f"the name {why}; use visible characters on one line")
+    check_rule(name, "flow")                  # the one rule for new names (flowkit.names.RULE)
     if ws.store.flow_exists(name):
         raise FlowkitError(f"a flow named '{name}' already exists; choose another name")
     return name

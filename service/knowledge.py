@@ -66,6 +66,7 @@ def create(resources: Any, name: str, description: str = "") -> KnowledgeBase:
     Written under the knowledge base's write lock, so it cannot race an ingest of the same name."""
     name = check_name(name.strip())
     kb = resources.kb(name)
+    kb.require_name_for_new()
     with kb_write_lock(kb.dir, name):
         if name in resources.kb_names() or kb.exists:
             raise ResourceError(f"a knowledge base named '{name}' already exists")

@@ -23,7 +23,7 @@ from flowkit.eval.questiongen.generate import (
     generate,
     read_passages,
 )
-from flowkit.names import flaw
+from flowkit.names import name_problem
 from storage.evals import DatasetInfo
 
 from .evaluations import eval_repo
@@ -52,9 +52,10 @@ def plan(ws: Workspace, kb: str, request: Request, *, name: str = "", model: str
     is written and no model is loaded."""
     problems = list(request.problems())
     name = name or default_name(kb or "kb", request.seed)
-    why = flaw(name)
+    why = name_problem(name)
     if why:
-        problems.append(f"name: the dataset name {why}")
+        problems.append(f"name: the question set name '{name if name.isprintable() else ascii(name)[1:-1]}' "
+                        f"is not allowed: {why}")
     if model and model != DEFAULT:
         bad = model_problem(model)
         if bad:

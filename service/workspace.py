@@ -19,6 +19,7 @@ from flowkit.errors import FlowkitError, NotFoundError
 from flowkit.memory import OPERATOR_KEYS
 from flowkit.runtime.resources import Resources, Settings
 from flowkit.spec import FlowSpec
+from flowkit.telemetry.sink import Telemetry
 from flowkit.trace import MultiSink, RunEnd, RunStart, TraceSink
 from storage.cache import SqlCompletionCache
 from storage.repo import Store
@@ -34,6 +35,7 @@ class Workspace:
         self.store = Store(self.resources.database_url)
         self.store.mark_interrupted()
         self._cache: SqlCompletionCache | None = None
+        self.telemetry = Telemetry()    # OTLP export of runs as they end (settings.telemetry)
 
     @property
     def data_dir(self) -> Path:
@@ -43,6 +45,7 @@ class Workspace:
         """Stop the model worker this workspace started, without waiting for a call in flight (it
         ends first), and start no other: what the studio does when it drops a workspace."""
         self.resources.close()
+        self.telemetry.close(wait=False)
 
     @property
     def cache_store(self) -> SqlCompletionCache:
@@ -77,7 +80,8 @@ class Workspace:
             eval_id: str | None = None, run_id: str | None = None, **kwargs: Any) -> RunEnd:
         """Compile (if needed) and run one question, storing every step as it happens."""
         compiled = flow if isinstance(flow, CompiledFlow) else compile_flow(flow)
-        sink = MultiSink(self.store.sink(eval_id), *( [extra_sink] if extra_sink else []))
+        sink = MultiSink(self.store.sink(eval_id), *( [extra_sink] if extra_sink else []),
+                         *self.telemetry.sinks(self.resources.settings.telemetry, eval_id))
         kwargs.setdefault("cache", self.completion_cache)
         return run_flow(compiled, question, self.resources, kb=kb, sink=sink,
                         flow_version=flow_version, run_id=run_id,

@@ -27,6 +27,7 @@ from flowkit.process import process_identity
 from flowkit.trace import RunEnd
 
 from .models import RunDebugRow, RunRow, StepRow, utcnow
+from .prefix import by_id_or_prefix
 from .repo import LEASE_S, Store
 
 PAUSED = "paused"
@@ -87,9 +88,7 @@ class DebugRepo:
     def get(self, run_id: str) -> DebugState:
         """The debug state of a run (a run never debugged has no breakpoints and no pause)."""
         with Session(self.store.engine) as s:
-            run = s.get(RunRow, run_id)
-            if run is None:
-                run = s.scalars(select(RunRow).where(RunRow.id.startswith(run_id))).first()
+            run = by_id_or_prefix(s, RunRow, RunRow.id, run_id, "run")
             if run is None:
                 raise NotFoundError(f"no run '{run_id}'")
             row = s.get(RunDebugRow, run.id)

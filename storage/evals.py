@@ -15,9 +15,11 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from flowkit.errors import NotFoundError
+from flowkit.names import check_new_name
 from flowkit.process import pid_alive as _pid_alive
 
 from .models import DatasetRow, EvalRow, RunRow, StepRow
+from .prefix import by_id_or_prefix
 from .repo import RunInfo, Store, _run_info
 
 
@@ -91,10 +93,13 @@ class EvalRepo:
     # ---- datasets ------------------------------------------------------------------------
     def save_dataset(self, name: str, source: str, questions: list[dict[str, Any]],
                      kb: str = "") -> DatasetInfo:
-        """Create or replace a dataset's questions (its name is the key)."""
+        """Create or replace a dataset's questions (its name is the key). A new dataset's name
+        follows the one rule for names (flowkit.names.RULE; NameRuleError states it); one saved
+        before the rule can still be replaced."""
         with Session(self.engine) as s, s.begin():
             row = s.scalars(select(DatasetRow).where(DatasetRow.name == name)).first()
             if row is None:
+                check_new_name(name, "question set")
                 row = DatasetRow(name=name, source=source, kb=kb, questions=questions)
                 s.add(row)
             else:
@@ -148,9 +153,9 @@ class EvalRepo:
 
     def find_eval(self, eval_id: str) -> EvalInfo | None:
         with Session(self.engine) as s:
-            row = s.get(EvalRow, eval_id)
-            if row is None and eval_id:
-                row = s.scalars(select(EvalRow).where(EvalRow.id.startswith(eval_id))).first()
+            if not eval_id:
+                return None
+            row = by_id_or_prefix(s, EvalRow, EvalRow.id, eval_id, "evaluation")
             return _eval(row) if row else None
 
     def get_eval(self, eval_id: str) -> EvalInfo:

@@ -20,6 +20,7 @@ from .db import engine_for
 from .leases import LEASE_RENEW_S as LEASE_RENEW_S
 from .leases import LEASE_S, Leases
 from .models import FlowRow, FlowVersionRow, RunDebugRow, RunRow, StepRow, utcnow
+from .prefix import by_id_or_prefix
 
 LEGACY_LEASE = timedelta(days=1)   # runs recorded before leases existed
 
@@ -275,9 +276,7 @@ class Store:
 
     def get_run(self, run_id: str) -> RunInfo:
         with Session(self.engine) as s:
-            r = s.get(RunRow, run_id)
-            if r is None:
-                r = s.scalars(select(RunRow).where(RunRow.id.startswith(run_id))).first()
+            r = by_id_or_prefix(s, RunRow, RunRow.id, run_id, "run")
             if r is None:
                 raise NotFoundError(f"no run '{run_id}'")
             info = _run_info(r)

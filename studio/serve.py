@@ -14,7 +14,7 @@ from pathlib import Path
 import streamlit as st
 
 from studio.common.gate_panel import expected_token
-from studio.common.guard import Guard
+from studio.common.guard import Guard, health_routes
 
 APP_SCRIPT = Path(__file__).resolve().parents[1] / "app.py"
 
@@ -22,5 +22,5 @@ _token = expected_token()
 _guard = Guard(_token) if _token is not None else None
 
 app = st.App(APP_SCRIPT,
-             routes=_guard.routes() if _guard else None,
+             routes=_guard.routes() if _guard else health_routes(),
              middleware=[_guard.middleware()] if _guard else None)

@@ -220,9 +220,32 @@ def charts(rep: EvalReport) -> dict[str, str]:
 
 
 # ---- exports ------------------------------------------------------------------------------
+#: Markdown's inline syntax: escaped with a backslash in text from data, so no link, image,
+#: emphasis or code span starts inside a question, an answer or a name.
+_MD_SPECIAL = frozenset("\\`*_[]!|~<>&")
+
+
+def md_text(text: object) -> str:
+    """`text` as Markdown that shows exactly these characters on one line: HTML is written as
+    entities (`<script>` stays text), Markdown punctuation is backslash-escaped (no image
+    `![x](http://...)` loads, no link hides a target)."""
+    out = []
+    for ch in " ".join(str(text).splitlines()):
+        if ch == "<":
+            out.append("&lt;")
+        elif ch == ">":
+            out.append("&gt;")
+        elif ch == "&":
+            out.append("&amp;")
+        elif ch in _MD_SPECIAL:
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def _md_table(rows: list[list[str]]) -> str:
-    def cell(c: str) -> str:
-        return c.replace("|", "\\|").replace("\n", " ")
+    cell = md_text
     head, *body = rows
     lines = ["| " + " | ".join(map(cell, head)) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(map(cell, r)) + " |" for r in body]
@@ -231,20 +254,29 @@ def _md_table(rows: list[list[str]]) -> str:
 
 def _header_lines(rep: EvalReport) -> list[str]:
     done = min((s.n for s in rep.summaries.values()), default=0)
-    return [f"Evaluation `{rep.eval_id}`: {len(rep.flows)} flows on {done} of {rep.planned} "
-            f"questions of **{rep.dataset}**, knowledge base **{rep.kb}**.",
+    return [f"Evaluation {md_text(rep.eval_id)}: {len(rep.flows)} flows on {done} of "
+            f"{rep.planned} questions of **{md_text(rep.dataset)}**, knowledge base "
+            f"**{md_text(rep.kb)}**.",
             f"EM, F1, Acc and {rep.recall_title} in %; tokens are prompt + completion per question; "
             f"{rep.recall_title}: share of gold passages in the top {rep.k or 'all'} of any search "
             "of the run. Deltas: flow minus baseline, mean [95% paired bootstrap interval, 1000 "
             "resamples, seed 0]; * the interval excludes 0."]
 
 
+def _html_header_lines(rep: EvalReport) -> list[str]:
+    """The header lines as plain text (the HTML report escapes them itself)."""
+    done = min((s.n for s in rep.summaries.values()), default=0)
+    return [f"Evaluation {rep.eval_id}: {len(rep.flows)} flows on {done} of {rep.planned} "
+            f"questions of {rep.dataset}, knowledge base {rep.kb}.", _header_lines(rep)[1]]
+
+
 def to_markdown(rep: EvalReport) -> str:
     """A self-contained Markdown report (charts as base64 SVG images)."""
-    parts = [f"# {rep.name or 'Evaluation'}", "", *_header_lines(rep), "", "## Metrics", "",
+    parts = [f"# {md_text(rep.name or 'Evaluation')}", "", *_header_lines(rep), "", "## Metrics", "",
              _md_table(summary_rows(rep)), ""]
     if rep.deltas:
-        parts += [f"## Against the baseline `{rep.baseline}`", "", _md_table(delta_rows(rep)), ""]
+        parts += [f"## Against the baseline {md_text(rep.baseline)}", "", _md_table(delta_rows(rep)),
+                  ""]
     parts += ["## By question type", "", _md_table(type_rows(rep)), "", "## Charts", ""]
     for title, svg in charts(rep).items():
         b64 = base64.b64encode(svg.encode()).decode()
@@ -280,7 +312,7 @@ def to_html(rep: EvalReport) -> str:
              "margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;"
              "font-size:13px}th{background:#f3f3f3}.charts{display:flex;flex-wrap:wrap;gap:12px}")
     body = [f"<h1>{html.escape(rep.name or 'Evaluation')}</h1>",
-            *[f"<p>{html.escape(line).replace('**', '')}</p>" for line in _header_lines(rep)],
+            *[f"<p>{html.escape(line)}</p>" for line in _html_header_lines(rep)],
             "<h2>Metrics</h2>", _html_table(summary_rows(rep))]
     if rep.deltas:
         body += [f"<h2>Against the baseline {html.escape(rep.baseline)}</h2>",
@@ -316,15 +348,29 @@ def tidy(value: Any, decimals: int = CSV_DECIMALS) -> Any:
     return value
 
 
+#: What a spreadsheet reads as the start of a formula (OWASP, CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as text: a string that starts like a formula (`=`, `+`,
+    `-`, `@`, tab, carriage return) gets a leading `'` (OWASP's advice); numbers stay numbers."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def to_csv(rep: EvalReport) -> str:
-    """One row per flow and question; floats rounded to `CSV_DECIMALS` places."""
+    """One row per flow and question; floats rounded to `CSV_DECIMALS` places; text cells that
+    a spreadsheet would run as a formula are neutralised (`csv_cell`)."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
     w.writeheader()
     for f in rep.flows:
         for r in rep.results[f]:
             row = tidy(r.to_dict() | {"answers": " | ".join(r.answers)})
-            w.writerow(row | {"recall": "" if r.recall is None else row["recall"]})
+            row = row | {"recall": "" if r.recall is None else row["recall"]}
+            w.writerow({k: csv_cell(v) for k, v in row.items()})
     return buf.getvalue()
 
 

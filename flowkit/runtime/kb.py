@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import names
 from ..errors import NotFoundError, ResourceError
 from ..memory import Doc
 from .bm25 import BM25Index
@@ -22,7 +23,9 @@ from .embed import Embedder
 from .kblock import is_held, kb_write_lock
 from .vectorstore import ChromaStore
 
-KB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,62}$")
+#: A knowledge base that exists may have any name this allowed when it was made (the rule for
+#: new ones is flowkit.names.RULE); matched whole, so a trailing newline never passes.
+KB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}")
 INCOMPLETE = "incomplete"   # meta.json "state" while a change is under way (or was cut short)
 COMPLETE = "complete"
 #: KnowledgeBase.state of one whose last change was cut short (no process is changing it now).
@@ -41,9 +44,12 @@ class Chunk:
 
 
 def check_name(name: str) -> str:
-    if not KB_NAME.match(name or ""):
-        raise ResourceError(f"knowledge base name '{name}' is not allowed: use letters, digits, "
-                            "'_' or '-', starting with a letter or digit (max 63)")
+    """`name` when it may name a knowledge base that exists, else ResourceError stating the rule
+    for names (a new knowledge base is held to that rule when its folder is made)."""
+    if not isinstance(name, str) or KB_NAME.fullmatch(name) is None or ".." in name:
+        why = names.name_problem(name) or names.RULE
+        shown = name if isinstance(name, str) and name.isprintable() else ascii(name)[1:-1]
+        raise ResourceError(f"knowledge base name '{shown[:80]}' is not allowed: {why}")
     return name
 
 
@@ -69,7 +75,17 @@ class KnowledgeBase:
             return {}
         return json.loads(self.meta_path.read_text())
 
+    def require_name_for_new(self) -> None:
+        """A knowledge base not made yet (no meta.json) must follow the rule for new names
+        (flowkit.names.RULE); ResourceError stating it, before any folder is made."""
+        if not self.meta_path.is_file():
+            try:
+                names.check_new_name(self.name, "knowledge base")
+            except names.NameRuleError as e:
+                raise ResourceError(str(e)) from None
+
     def update_meta(self, **values: Any) -> None:
+        self.require_name_for_new()
         self.dir.mkdir(parents=True, exist_ok=True)
         data = {**self.meta(), **values}
         tmp = self.meta_path.with_suffix(".tmp")
@@ -123,6 +139,7 @@ class KnowledgeBase:
         """Hold the cross-process write lock for a change and mark it in meta.json: "incomplete"
         from the start (for a knowledge base already listed), "complete" with the chunk count at
         a successful end. A change that dies midway leaves it marked incomplete."""
+        self.require_name_for_new()
         with kb_write_lock(self.dir, self.name):
             if self.exists:
                 self.update_meta(state=INCOMPLETE)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ResourceError
+from ..telemetry.settings import TelemetrySettings
 from .backends import make_llm
 from .embed import Embedder
 from .kb import KnowledgeBase, check_name
@@ -52,6 +53,7 @@ class Settings:
     database_url: str = ""             # empty: sqlite:///<data_dir>/flowkit.db
     completion_cache: bool = True      # serve deterministic model calls from the database
     cache_max_entries: int = 200_000   # the cache's bound; least recently used entries go first
+    telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)   # OTLP export of runs
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -76,6 +78,8 @@ class Settings:
         bad = [k for k in top if k not in cls.__dataclass_fields__]
         if bad:
             raise ResourceError(f"settings: unknown field(s) {bad}")
+        if "telemetry" in top:
+            top["telemetry"] = TelemetrySettings.from_dict(top["telemetry"])
         return cls(llm=llm, **top)
 
     def with_llm(self, **changes: Any) -> Settings:

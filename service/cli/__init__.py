@@ -16,7 +16,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from rich.markup import escape
+import sys
+from typing import NoReturn
 
 from flowkit.errors import FlowkitError
 
@@ -25,25 +26,40 @@ from . import cache, common, debug, evals, flows, grade, judge, kb, runs, search
 __all__ = ["build_parser", "main"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line: 'flowkit eval: error: argument --k:
+    must be a whole number >= 0; got '-5' (flowkit eval --help)'."""
+
+    def error(self, message: str) -> NoReturn:
+        common.err.print(f"{self.prog}: error: {message} ({self.prog} --help)", soft_wrap=True)
+        sys.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser with every subcommand."""
-    p = argparse.ArgumentParser(prog="flowkit", description="Design, run, replay and compare "
-                                "Modular RAG flows.")
+    p = _Parser(prog="flowkit", description="Design, run, replay and compare Modular RAG flows.")
     p.add_argument("--data-dir", default=None, help="where SQLite, Chroma and BM25 live "
                    "(default: $FLOWKIT_HOME or ~/.flowkit)")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for module in (kb, runs, flows, evals, grade, judge, cache, serve, debug, search):
         module.register(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; 2 on a flowkit error (printed as one line), 130 on Ctrl-C."""
+    """Run one command; 2 on a flowkit error or a file the system refuses (printed as one line),
+    130 on Ctrl-C."""
     args = build_parser().parse_args(argv)
     try:
+        common.data_dir(args.data_dir)
         return int(args.fn(args) or 0)
     except FlowkitError as e:
-        common.err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
+        common.err.print(common.styled("[red]error:[/red] {}", e), soft_wrap=True)
+        return 2
+    except OSError as e:            # a path the system refused: one line naming it
+        where = f": {e.filename}" if e.filename else ""
+        common.err.print(common.styled("[red]error:[/red] {}{}", e.strerror or e, where),
+                         soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         common.err.print("interrupted")

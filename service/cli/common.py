@@ -1,19 +1,43 @@
 """What every `flowkit` subcommand shares: the two consoles, the one workspace factory, a progress
-bar, JSON options, and "ingest a dataset's corpus unless the KB has chunks"."""
+bar, JSON options, argument checks, and "ingest a dataset's corpus unless the KB has chunks".
+
+Output safety: `out` and `err` print text as text. They are made with markup, emoji codes and
+highlighting off, so a flow, dataset, question type or knowledge base named `[/]` or
+`[link=https://...]x` is printed as those characters, in lines, tables, titles and rules alike,
+by any command, new ones included. Style comes only from `styled(template, *values)`, which reads
+markup in the template the code wrote and never in the values (data).
+"""
 from __future__ import annotations
 
 import argparse
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.text import Text
 
-from flowkit.errors import SpecError
+from flowkit.errors import FlowkitError, SpecError
 from service.workspace import Workspace
 
-out = Console()
-err = Console(stderr=True)
+
+def plain_console(stderr: bool = False) -> Console:
+    """A console that prints strings as they are: no markup, no :emoji: codes, no highlighting."""
+    return Console(stderr=stderr, markup=False, emoji=False, highlight=False)
+
+
+out = plain_console()
+err = plain_console(stderr=True)
+
+
+def styled(template: str, *values: object) -> Text:
+    """A line styled by the code, holding data as text: `{}` in `template` (Rich markup written
+    in the code) take `values`, escaped, so `styled("[bold]run {}[/bold]", name)` prints a
+    name `[/]` or `[link=x]` as those characters."""
+    return Text.from_markup(template.format(*(escape(str(v)) for v in values)), emoji=False)
 
 
 def open_workspace(args: argparse.Namespace) -> Workspace:
@@ -30,9 +54,10 @@ NO_CACHE_HELP = ("compute every model call (do not serve deterministic calls fro
 
 
 def progress_bar(label: str) -> Progress:
-    """A progress bar on stderr (`label` names the work for the reader of the code)."""
-    return Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                    TimeRemainingColumn(), console=err, transient=False)
+    """A progress bar on stderr (`label` names the work for the reader of the code); its
+    descriptions are text, never markup."""
+    return Progress(TextColumn("{task.description}", markup=False), BarColumn(),
+                    MofNCompleteColumn(), TimeRemainingColumn(), console=err, transient=False)
 
 
 def json_option(text: str, option: str) -> dict[str, Any]:
@@ -47,6 +72,103 @@ def json_option(text: str, option: str) -> dict[str, Any]:
         raise SpecError(f"must be a JSON object like '{{\"size\": 200}}'; got "
                         f"{type(value).__name__}", code="bad_json", field=option)
     return value
+
+
+# ---- argument checks (argparse types: a bad value is a one-line usage error) ---------------
+def int_at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= `low` ("must be a whole number >= 1; got '0'")."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip()) if len(text) <= 20 else None
+        except ValueError:
+            value = None
+        if value is None or value < low:
+            raise argparse.ArgumentTypeError(f"must be a whole number >= {low}; got "
+                                             f"{_quote(text)}")
+        return value
+    return parse
+
+
+def int_between(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from `low` to `high`."""
+    at_least = int_at_least(low)
+
+    def parse(text: str) -> int:
+        value = at_least(text)
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be a whole number from {low} to {high}; got "
+                                             f"{_quote(text)}")
+        return value
+    return parse
+
+
+def _quote(text: str) -> str:
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    return repr(shown)
+
+
+#: Longest path and path component Linux takes (PATH_MAX, NAME_MAX in bytes).
+PATH_MAX, NAME_MAX = 4096, 255
+
+
+def path_problem(text: str) -> str | None:
+    """Why `text` cannot be a file path here (empty, NUL, too long, a component over 255
+    bytes), or None."""
+    if not text:
+        return "is empty"
+    if "\x00" in text:
+        return "holds a NUL character"
+    if len(os.fsencode(text)) >= PATH_MAX:
+        return f"is {len(text)} characters long; a path has fewer than {PATH_MAX} bytes"
+    long = next((p for p in Path(text).parts if len(os.fsencode(p)) > NAME_MAX), None)
+    if long is not None:
+        return (f"has a part of {len(long)} characters ('{long[:20]}...'); a file or folder "
+                f"name has at most {NAME_MAX} bytes")
+    return None
+
+
+def out_file(text: str, option: str, suffixes: tuple[str, ...] = ()) -> Path:
+    """A file the command will write, checked before any work starts: a usable path, not a
+    folder, its folder a folder (or creatable), and one of `suffixes` when given. FlowkitError
+    naming `option` otherwise; nothing is created."""
+    why = path_problem(text)
+    if why is None and suffixes and Path(text).suffix.lower() not in suffixes:
+        why = (f"must end in {' or '.join(suffixes)} (it names the format); got "
+               f"'{Path(text).suffix or 'no extension'}'")
+    p = Path(text).expanduser()
+    if why is None and p.is_dir():
+        why = "is a folder; give a file name"
+    if why is None:
+        parent = next((a for a in p.absolute().parents if a.exists()), None)
+        if parent is not None and not parent.is_dir():
+            why = f"cannot be written: {parent} is a file, not a folder"
+        elif parent is not None and not os.access(parent, os.W_OK):
+            why = f"cannot be written: {parent} is not writable"
+    if why is not None:
+        raise FlowkitError(f"{option} {_quote(text)} {why}")
+    return p
+
+
+def data_dir(text: str | None) -> None:
+    """Check --data-dir before anything opens it: a usable path, a folder (or creatable) that
+    can be written; FlowkitError naming --data-dir otherwise."""
+    if text is None:
+        return
+    why = path_problem(text)
+    p = Path(text).expanduser()
+    if why is None and p.exists() and not p.is_dir():
+        why = "is a file, not a folder"
+    if why is None:
+        existing = p if p.exists() else next((a for a in p.absolute().parents if a.exists()), None)
+        if existing is not None and not existing.is_dir():
+            why = f"cannot be made: {existing} is a file, not a folder"
+        elif existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+            why = f"cannot be written: {existing} is not writable"
+        elif str(p.absolute()).startswith(("/proc/", "/sys/")) or str(p.absolute()) in (
+                "/proc", "/sys"):
+            why = "is inside /proc or /sys, which hold no data folders"
+    if why is not None:
+        raise FlowkitError(f"--data-dir {_quote(text)} {why}")
 
 
 def ingest_corpus(ws: Workspace, dataset: Any, kb: str, force: bool = False) -> int:

@@ -10,7 +10,6 @@ import argparse
 import json
 from typing import Any
 
-from rich.markup import escape
 from rich.table import Table
 
 from flowkit.debug import Pause
@@ -49,32 +48,33 @@ def _pause_json(dbg: Debugger, run_id: str, pause: Pause) -> dict[str, Any]:
 def _print_pause(dbg: Debugger, run_id: str, pause: Pause) -> None:
     where = (f"after '{pause.after_node}', before '{pause.node}'" if pause.after_node
              else f"before '{pause.node}'")
-    common.out.print(f"[bold yellow]paused[/bold yellow] {where} (visit {pause.visit}): "
-                     f"{escape(pause.reason)}", highlight=False)
+    common.out.print(common.styled("[bold yellow]paused[/bold yellow] {} (visit {}): {}", where,
+                                   pause.visit, pause.reason))
     if pause.condition_error:
-        common.err.print(f"[red]{escape(pause.condition_error)}[/red]")
+        common.err.print(common.styled("[red]{}[/red]", pause.condition_error))
     for key, value in pause.memory.items():
         if key == "documents" and isinstance(value, list):
             ids = ", ".join(f"{d.get('id')} ({float(d.get('score') or 0):.3f})" for d in value[:8])
-            common.out.print(f"  [yellow]documents[/yellow]: {len(value)} passages: {ids}",
-                             highlight=False)
+            common.out.print(common.styled("  [yellow]documents[/yellow]: {} passages: {}",
+                                           len(value), ids))
         elif value not in (None, "", [], {}):
-            common.out.print(f"  [yellow]{key}[/yellow]: {escape(_short(value))}", highlight=False)
+            common.out.print(common.styled("  [yellow]{}[/yellow]: {}", key, _short(value)))
     c = pause.counters
-    common.out.print(f"  [dim]steps {c.get('steps', 0)}, LLM calls {c.get('llm_calls', 0)}, "
-                     f"tokens {c.get('tokens', 0)}, {pause.elapsed_s:.1f} s run so far[/dim]")
+    common.out.print(common.styled("  [dim]steps {}, LLM calls {}, tokens {}, {} s run so far[/dim]",
+                                   c.get("steps", 0), c.get("llm_calls", 0), c.get("tokens", 0),
+                                   f"{pause.elapsed_s:.1f}"))
     try:
         nxt = dbg.next_prompt(run_id)
     except FlowkitError as e:
-        common.err.print(f"  [red]next prompt unavailable:[/red] {escape(str(e))}")
+        common.err.print(common.styled("  [red]next prompt unavailable:[/red] {}", e))
         nxt = None
     if nxt is not None:
-        common.out.print(f"  [cyan]next prompt[/cyan] ({nxt.kind}):", highlight=False)
-        common.out.print(escape(nxt.prompt), highlight=False)
+        common.out.print(common.styled("  [cyan]next prompt[/cyan] ({}):", nxt.kind))
+        common.out.print(nxt.prompt)
     else:
-        common.out.print(f"  [dim]'{pause.node}' makes no model call[/dim]")
-    common.out.print(f"[dim]go on: flowkit debug {run_id} continue | step | over | abort | "
-                     "set KEY JSON[/dim]")
+        common.out.print(common.styled("  [dim]'{}' makes no model call[/dim]", pause.node))
+    common.out.print(common.styled("[dim]go on: flowkit debug {} continue | step | over | abort | "
+                                   "set KEY JSON[/dim]", run_id))
 
 
 def _report(dbg: Debugger, end: RunEnd, as_json: bool) -> int:
@@ -99,12 +99,12 @@ def _report(dbg: Debugger, end: RunEnd, as_json: bool) -> int:
             table.add_row(str(s.index), s.node_id, str(s.visit), s.operator, str(s.tokens),
                           s.error or "")
         common.out.print(table)
-        common.out.print(f"[bold]answer:[/bold] {escape(end.answer)}", highlight=False)
+        common.out.print(common.styled("[bold]answer:[/bold] {}", end.answer))
         if view.edited:
-            common.out.print(f"[dim]memory edited while paused: "
-                             f"{', '.join(e['key'] for e in view.edits)}[/dim]")
+            common.out.print(common.styled("[dim]memory edited while paused: {}[/dim]",
+                                           ", ".join(e["key"] for e in view.edits)))
         if end.error:
-            common.err.print(f"[red]error:[/red] {escape(end.error)}")
+            common.err.print(common.styled("[red]error:[/red] {}", end.error))
     return 0 if end.status in ("ok", "budget_exceeded", "paused") else 1
 
 
@@ -151,8 +151,7 @@ def cmd_debug(args: argparse.Namespace) -> int:
     if action == "prompt":
         _, pause = dbg.require_paused(run_id, "preview the next prompt of")
         nxt = dbg.next_prompt(run_id)
-        common.out.print(escape(nxt.prompt) if nxt else f"'{pause.node}' makes no model call",
-                         highlight=False)
+        common.out.print(nxt.prompt if nxt else f"'{pause.node}' makes no model call")
         return 0
     if action == "abort":
         dbg.abort(run_id)

@@ -12,15 +12,17 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
 from flowkit.errors import FlowkitError
 from flowkit.eval.graders import parse_graders
+from flowkit.names import check_new_name
 from service.evaluations import eval_repo
 
-from . import common, models, questiongen
+from . import common, models, questiongen, telemetry
 from . import grade as grade_cli
 
 
@@ -42,6 +44,8 @@ def cmd_dataset(args: argparse.Namespace) -> int:
                            "or a .csv)")
     from flowkit.eval.datasets import from_path
     ds = from_path(args.path, name=args.name)
+    if repo.find_dataset(ds.name) is None:     # a new set: the one rule for names, before ingest
+        check_new_name(ds.name, "question set")
     if args.ingest:
         if not args.kb:
             raise FlowkitError("--ingest needs --kb NAME")
@@ -71,6 +75,9 @@ def _plan(args: argparse.Namespace, ws: Any, repo: Any) -> Any:
         info = repo.find_eval(args.resume)
         if info is not None:
             return plan_from_eval(info, repo.get_dataset(info.dataset).questions)
+        if not (args.flow and args.dataset and args.kb):
+            raise FlowkitError(f"--resume: no evaluation '{args.resume}' (flowkit evals lists "
+                               "them; give --flow, --dataset and --kb to start one under this id)")
     if not args.flow or not args.dataset or not args.kb:
         raise FlowkitError("eval needs --flow (one or more), --dataset and --kb "
                            "(or --resume EVAL_ID of a stored evaluation)")
@@ -94,11 +101,11 @@ def _run(plan: Any, ws: Any, repo: Any, workers: int = 1, ray_address: str = "")
 
     from flowkit.eval.runner import run_evaluation
     n = len(plan.questions)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TextColumn("{task.fields[last]}"),
-                  console=common.err) as prog:
+    with Progress(TextColumn("{task.description}", markup=False), BarColumn(),
+                  MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.fields[last]}", markup=False), console=common.err) as prog:
         tasks = [prog.add_task(f.label, total=n, last="") for f in plan.flows]
-        overall = prog.add_task("[bold]all[/bold]", total=n * len(plan.flows), last="")
+        overall = prog.add_task("all", total=n * len(plan.flows), last="")
 
         def on_progress(p: Any) -> None:
             prog.update(tasks[p.flow_index], advance=1, last=p.status)
@@ -136,9 +143,17 @@ def print_report(rep: Any) -> None:
         _print_table("by question type", type_rows(rep))
 
 
+def output_files(args: argparse.Namespace) -> list[Path]:
+    """--out (.json), --report (.md, .html) and --csv (.csv), checked before any run starts."""
+    checks = ((args.out, "--out", (".json",)), (args.report, "--report", (".md", ".html", ".htm")),
+              (args.csv, "--csv", (".csv",)))
+    return [common.out_file(text, option, suffixes) for text, option, suffixes in checks if text]
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from flowkit.eval import report as report_mod
     from flowkit.eval.runner import evaluation_report
+    files = output_files(args)
     graders = parse_graders(args.judge) if args.judge else []
     if graders:
         from service.grading import check
@@ -146,23 +161,24 @@ def cmd_eval(args: argparse.Namespace) -> int:
     ws = common.open_workspace(args)
     repo = eval_repo(ws)
     plan = _plan(args, ws, repo)
-    common.err.print(f"[bold]evaluation {plan.eval_id}[/bold]: {len(plan.flows)} flows x "
-              f"{len(plan.questions)} questions of '{plan.dataset}' on '{plan.kb}' "
-              f"[dim](resume: flowkit eval --resume {plan.eval_id})[/dim]")
+    common.err.print(common.styled("[bold]evaluation {}[/bold]: {} flows x {} questions of '{}' on "
+                                   "'{}' [dim](resume: flowkit eval --resume {})[/dim]",
+                                   plan.eval_id, len(plan.flows), len(plan.questions),
+                                   plan.dataset, plan.kb, plan.eval_id))
     outcome = _run(plan, ws, repo, args.workers, args.ray_address or "")
     common.err.print(f"ran {outcome.ran}, skipped {outcome.skipped} already done, redid {outcome.redone} "
               f"unfinished; model calls: {outcome.computed_calls} computed, "
               f"{outcome.cached_calls} served from the completion cache")
     k = None if args.k == 0 else args.k
     rep = evaluation_report(repo, plan, args.baseline, k)
+    written = [report_mod.write(rep, path) for path in files]    # before anything is printed
     print_report(rep)
-    for path in (args.out, args.report, args.csv):
-        if path:
-            common.out.print(f"wrote {report_mod.write(rep, path)}")
+    for path in written:
+        common.out.print(f"wrote {path}")
     if graders:
         from service.grading import grade
         out = grade(ws, plan.eval_id, graders, model=args.judge_model)
-        common.err.print(out.line(), markup=False, highlight=False)
+        common.err.print(out.line())
         grade_cli.print_scores(ws, plan.eval_id, graders, args.judge_model)
     return 0
 
@@ -192,12 +208,15 @@ def cmd_diverge(args: argparse.Namespace) -> int:
     for p in rep.partings:
         if p.node_id is not None:
             a, b = rep.runs[p.question_id]
-            common.out.print(f"[dim]{p.question_id}: step {p.step_a} at {p.node_id} "
-                             f"({', '.join(p.keys)}); flowkit trace {a} / {b}[/dim]")
+            common.out.print(common.styled("[dim]{}: step {} at {} ({}); flowkit trace {} / {}[/dim]",
+                                           p.question_id, p.step_a, p.node_id,
+                                           ", ".join(p.keys), a, b))
     return 0
 
 
 def cmd_evals(args: argparse.Namespace) -> int:
+    if args.action == "send":
+        return telemetry.cmd_evals_send(args)
     ws = common.open_workspace(args)
     repo = eval_repo(ws)
     table = Table(title="evaluations")
@@ -215,7 +234,7 @@ def cmd_evals(args: argparse.Namespace) -> int:
 
 def add_worker_args(s: argparse.ArgumentParser) -> None:
     """--workers and --ray-address, as `flowkit eval` and `flowkit search` take them."""
-    s.add_argument("--workers", type=int, default=1,
+    s.add_argument("--workers", type=common.int_at_least(1), default=1,
                    help="run questions x flows on this many Ray workers (each loads its own model)")
     s.add_argument("--ray-address", default="",
                    help="an existing Ray cluster (default: a local one); several machines need "
@@ -231,7 +250,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--dataset", help="a folder with questions.jsonl, a .jsonl or .csv file, a set "
                    "in ../shared/data by name, or an imported dataset's name")
     s.add_argument("--kb", help="the knowledge base every flow answers from")
-    s.add_argument("--limit", type=int, default=None, help="the first N questions (file order)")
+    s.add_argument("--limit", type=common.int_at_least(1), default=None,
+                   help="the first N questions (file order)")
     s.add_argument("--baseline", help="the flow the others are compared with (default: the first)")
     s.add_argument("--out", help="write the whole report as JSON")
     s.add_argument("--report", help="write a Markdown (.md) or HTML (.html) report")
@@ -243,7 +263,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "cache every call a variant shares with them is free)")
     s.add_argument("--ingest", action="store_true",
                    help="ingest the dataset's corpus.jsonl into --kb first if it is empty")
-    s.add_argument("--k", type=int, default=5, help="recall@k cut-off (0: every retrieved passage)")
+    s.add_argument("--k", type=common.int_at_least(0), default=5,
+                   help="recall@k cut-off (0: every retrieved passage)")
     s.add_argument("--name", help="a title for the evaluation")
     s.add_argument("--no-cache", action="store_true", help=common.NO_CACHE_HELP)
     grade_cli.add_judge_options(s)
@@ -258,7 +279,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_diverge)
 
-    s = sub.add_parser("evals", help="list evaluations")
+    s = sub.add_parser("evals", help="list evaluations; send EVAL_ID: its runs to a collector")
+    telemetry.add_send_arguments(s)
     s.set_defaults(fn=cmd_evals)
 
     s = sub.add_parser("dataset", help="question sets: import PATH | list | generate --kb KB "

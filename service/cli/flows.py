@@ -7,6 +7,7 @@ import sys
 from rich.table import Table
 
 from flowkit.errors import FlowkitError, SpecError
+from flowkit.names import check_new_name
 
 from . import common
 
@@ -38,15 +39,18 @@ def cmd_flows(args: argparse.Namespace) -> int:
         if errors(problems):
             raise ValidationError(errors(problems))
         exists = ws.store.flow_exists(spec.name)
+        if not exists:                     # a new flow: the one rule for names (flowkit.names)
+            check_new_name(spec.name, "flow")
         expected = ws.store.get_flow(spec.name)[1] if exists else None
         v = ws.store.save_flow(spec, expected, message=f"imported from {args.target}")
         common.out.print(f"saved flow '{spec.name}' version {v}")
     elif args.action == "export":
         if not args.target:
             raise FlowkitError("flows export needs a flow NAME")
+        out = common.out_file(args.out, "--out") if args.out else None
         spec, _ = ws.store.get_flow(args.target)
-        if args.out:
-            dump(spec, args.out)
+        if out is not None:
+            dump(spec, out)
             common.out.print(f"wrote {args.out}")
         else:
             from flowkit.spec import dumps
@@ -93,7 +97,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         common.out.print_json(data=[p.to_dict() for p in problems])
     else:
         for p in problems:
-            common.out.print(f"{p.severity}: {p}", highlight=False, markup=False)
+            common.out.print(f"{p.severity}: {p}")
         if not problems:
             common.out.print("no problems")
     return 1 if any(p.severity == "error" for p in problems) else 0
@@ -102,11 +106,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from flowkit.export.writer import graph_id, write_package
+    why = common.path_problem(args.out)
+    if why is not None:
+        raise FlowkitError(f"--out {args.out[:40]!r}{'...' if len(args.out) > 40 else ''} {why}")
     spec, _ = common.open_workspace(args).resolve_flow(args.flow)
     paths = write_package(spec, args.out, overwrite=args.force)
     common.out.print(f"exported flow '{spec.name}' as graph '{graph_id(spec)}' to {args.out}: "
                      f"{', '.join(p.name for p in paths)}")
-    common.out.print(f"serve it: cd {args.out} && langgraph dev --no-browser", highlight=False)
+    common.out.print(f"serve it: cd {args.out} && langgraph dev --no-browser")
     return 0
 
 

@@ -45,7 +45,7 @@ def print_scores(ws: object, eval_id: str, graders: list[str], model: str,
             table.add_row(f.flow, f"{_pct(f.estimate.mean)} ({kind})",
                           f"[{_pct(f.estimate.low)}, {_pct(f.estimate.high)}]",
                           str(f.labels), vs)
-        common.out.print(table, markup=False)
+        common.out.print(table)
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
@@ -57,7 +57,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
             task = prog.add_task("graded", total=None)
             out = grade(ws, args.eval_id, graders, model=args.judge_model,
                         on_progress=lambda i, n: prog.update(task, completed=i, total=n))
-        common.err.print(out.line(), markup=False, highlight=False)
+        common.err.print(out.line())
         print_scores(ws, args.eval_id, graders, args.judge_model, args.json)
     finally:
         ws.close()
@@ -83,7 +83,7 @@ def cmd_label(args: argparse.Namespace) -> int:
                                f"{args.eval_id}")
         grade_repo(ws).set_label(args.eval_id, args.flow, args.question, args.metric, value)
         common.out.print(f"label {args.metric}={args.value} on {args.flow} / {args.question}",
-                         markup=False, highlight=False)
+                         )
     finally:
         ws.close()
     return 0

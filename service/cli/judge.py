@@ -66,7 +66,8 @@ def cmd_train_judge(args: argparse.Namespace) -> int:
                              progress=lambda d, t: prog.update(task, completed=d, total=t),
                              reuse_runs=not args.fresh)
     _print(report, common.out)
-    common.err.print(f"[dim]select it in the classifier judge: params.model_path = {out_path}[/dim]")
+    common.err.print(common.styled("[dim]select it in the classifier judge: params.model_path = "
+                                   "{}[/dim]", out_path))
     return 0
 
 
@@ -121,8 +122,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "imported dataset's name)")
     s.add_argument("--kb", default="", help="the knowledge base the chains retrieve from")
     s.add_argument("--flow", default="corag_fixed", help="the fixed-length chain to run")
-    s.add_argument("--limit", type=int, default=60, help="questions to use (train + held out)")
-    s.add_argument("--skip", type=int, default=0, help="leave out the first N questions (keep "
+    s.add_argument("--limit", type=common.int_at_least(2), default=60, help="questions to use (train + held out)")
+    s.add_argument("--skip", type=common.int_at_least(0), default=0, help="leave out the first N questions (keep "
                    "them for evaluation, e.g. --skip 100 when `flowkit eval --limit 100`)")
     s.add_argument("--train-frac", type=float, default=0.7, help="share of questions to train on")
     s.add_argument("--match", choices=["acc", "em"], default="acc",

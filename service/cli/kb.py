@@ -58,8 +58,7 @@ def cmd_kb(args: argparse.Namespace) -> int:
     common.out.print(table)
     for name in interrupted:
         common.err.print(f"knowledge base '{name}': its last ingest was interrupted; ingest its "
-                         f"files again (flowkit ingest --kb {name} FILE...) to complete it",
-                         highlight=False, markup=False)
+                         f"files again (flowkit ingest --kb {name} FILE...) to complete it")
     return 0
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rich.markup import escape
 from rich.table import Table
 
 from flowkit.errors import FlowkitError
@@ -45,9 +44,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     try:
         plan = questiongen.plan(ws, args.kb or "", request, name=args.name or "",
                                 model=args.model or "", replace=args.replace)
-        common.err.print(f"generating up to {request.n} questions from '{escape(plan.kb)}' "
-                         f"into dataset '{escape(plan.name)}': {plan.estimate.line()}",
-                         highlight=False)
+        common.err.print(f"generating up to {request.n} questions from '{plan.kb}' "
+                         f"into dataset '{plan.name}': {plan.estimate.line()}")
         with common.progress_bar("generate") as prog:
             task = prog.add_task("kept", total=request.n)
 
@@ -56,18 +54,17 @@ def cmd_generate(args: argparse.Namespace) -> int:
                             description=f"kept {p.kept} / tried {p.tried} · calls computed "
                                         f"{p.computed} / cached {p.cached}")
                 if not common.err.is_terminal and p.tried % 25 == 0:
-                    common.err.print(p.line(), markup=False, highlight=False)  # a log: a line
+                    common.err.print(p.line())  # a log: a line
 
             result = questiongen.run(ws, plan, on_progress=show)
         _report(result.progress)
         if result.progress.kept < request.n:
             common.err.print(f"only {result.progress.kept} of {request.n} questions passed the "
-                             f"checks before the candidates (or --max-tries) ran out",
-                             highlight=False)
+                             f"checks before the candidates (or --max-tries) ran out")
         info = questiongen.save(ws, plan, result.questions, result.meta, replace=args.replace)
-        common.out.print(f"dataset '{escape(info.name)}': {info.size} generated questions "
+        common.out.print(f"dataset '{info.name}': {info.size} generated questions "
                          f"({_kinds(result.progress)}), gold passages named; knowledge base "
-                         f"'{escape(plan.kb)}'", highlight=False)
+                         f"'{plan.kb}'")
         _show(result.questions, result.reviewed, args.show)
     finally:
         ws.close()
@@ -87,18 +84,16 @@ def _report(p: Progress) -> None:
             table.add_row(k, str(p.tried_by_kind[k]), str(p.kept_by_kind[k]))
     common.err.print(table)
     drops = ", ".join(f"{r}: {p.dropped[r]}" for r in REASONS)
-    common.err.print(f"dropped by check: {drops}", highlight=False)
+    common.err.print(f"dropped by check: {drops}")
     common.err.print(f"model calls computed {p.computed}, served from the cache {p.cached}; "
-                     f"{p.seconds:.1f} s", highlight=False)
+                     f"{p.seconds:.1f} s")
 
 
 def _show(questions: list[dict[str, Any]], reviewed: list[dict[str, Any]], k: int) -> None:
     for q, r in list(zip(questions, reviewed))[:max(0, k)]:
-        common.out.print(f"- [{q['type']}] {q['question']}  ->  {q['answers'][0]}",
-                         markup=False, highlight=False)
+        common.out.print(f"- [{q['type']}] {q['question']}  ->  {q['answers'][0]}")
         for p in r["passages"]:
-            common.out.print(f"    {p['id']} {p['title']}: {p['text'][:160]}", markup=False,
-                             highlight=False)
+            common.out.print(f"    {p['id']} {p['title']}: {p['text'][:160]}")
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:

@@ -5,24 +5,25 @@ import argparse
 import json
 from typing import Any
 
-from rich.markup import escape
 from rich.table import Table
 
 from flowkit.trace import RunEnd, RunStart, StepEvent
 
-from . import common, debug
+from . import common, debug, telemetry
 
 
 class _LiveSteps:
     """Prints each step as it finishes (stderr), so a long run shows progress."""
 
     def start(self, run: RunStart) -> None:
-        common.err.print(f"[dim]run {run.run_id}: {run.flow_name} on '{run.kb}'[/dim]")
+        common.err.print(common.styled("[dim]run {}: {} on '{}'[/dim]", run.run_id, run.flow_name,
+                                       run.kb))
 
     def step(self, e: StepEvent) -> None:
         mark = "[red]x[/red]" if e.error else "[green]>[/green]"
-        common.err.print(f"  {mark} {e.index:>3} {e.node_id} (visit {e.visit}) {e.operator} "
-                  f"{e.tokens} tok {e.ms:.0f} ms")
+        common.err.print(common.styled(f"  {mark} {{}} {{}} (visit {{}}) {{}} {{}} tok {{}} ms",
+                                       f"{e.index:>3}", e.node_id, e.visit, e.operator, e.tokens,
+                                       f"{e.ms:.0f}"))
 
     def end(self, result: RunEnd) -> None:
         pass
@@ -55,17 +56,18 @@ def cmd_run(args: argparse.Namespace) -> int:
             table.add_row(str(s.index), s.node_id, str(s.visit), s.operator, str(len(s.llm_calls)),
                           str(s.tokens), f"{s.ms:.0f}", s.error or "")
         common.out.print(table)
-        common.out.print(f"[bold]answer:[/bold] {result.answer}")
+        common.out.print(common.styled("[bold]answer:[/bold] {}", result.answer))
         if result.citations:
-            common.out.print(f"[bold]cites:[/bold] {', '.join(result.citations)}")
+            common.out.print(common.styled("[bold]cites:[/bold] {}", ", ".join(result.citations)))
         common.out.print(f"totals: {result.steps} steps, {result.llm_calls} LLM calls, {result.tokens} "
                   f"tokens, {result.ms / 1000:.1f} s")
         if result.cached_calls:
-            common.out.print(f"[dim]{result.cached_calls} of {result.llm_calls} LLM calls served from "
-                             f"the completion cache; took {(result.wall_ms or 0) / 1000:.1f} s "
-                             "(--no-cache computes them)[/dim]")
+            common.out.print(common.styled(
+                "[dim]{} of {} LLM calls served from the completion cache; took {} s "
+                "(--no-cache computes them)[/dim]", result.cached_calls, result.llm_calls,
+                f"{(result.wall_ms or 0) / 1000:.1f}"))
         if result.error:
-            common.err.print(f"[red]error:[/red] {escape(result.error)}")
+            common.err.print(common.styled("[red]error:[/red] {}", result.error))
     return 0 if result.status in ("ok", "budget_exceeded") else 1
 
 
@@ -76,6 +78,8 @@ def _short(v: Any, n: int = 160) -> str:
 
 def cmd_trace(args: argparse.Namespace) -> int:
     from flowkit.trace import diff
+    if args.otlp is not None:
+        return telemetry.cmd_trace_otlp(args)
     ws = common.open_workspace(args)
     run = ws.store.get_run(args.run_id)
     steps = ws.store.steps(run.id)
@@ -84,26 +88,28 @@ def cmd_trace(args: argparse.Namespace) -> int:
                              {"started_at": str(run.started_at), "ended_at": str(run.ended_at)},
                              "steps": [s.to_dict() for s in steps]})
         return 0
-    common.out.print(f"[bold]run {run.id}[/bold] flow {run.flow_name} v{run.flow_version or '-'} "
-              f"status {run.status}; model {run.model_id} ({run.model_hash[:12]}); kb {run.kb}")
+    common.out.print(common.styled("[bold]run {}[/bold] flow {} v{} status {}; model {} ({}); kb {}",
+                                   run.id, run.flow_name, run.flow_version or "-", run.status,
+                                   run.model_id, run.model_hash[:12], run.kb))
     common.out.print(f"question: {run.question}")
     for s in steps:
         common.out.rule(f"step {s.index}: {s.node_id} (visit {s.visit}) {s.operator}  "
                  f"{s.tokens} tok, {s.ms:.0f} ms")
         for key, change in diff(s.memory_before, s.memory_after).items():
-            common.out.print(f"  [yellow]{key}[/yellow]: {_short(change['before'])} -> "
-                      f"{_short(change['after'])}", markup=True, highlight=False)
+            common.out.print(common.styled("  [yellow]{}[/yellow]: {} -> {}", key,
+                                           _short(change["before"]), _short(change["after"])))
         for c in s.llm_calls:
-            common.out.print(f"  [cyan]prompt[/cyan] ({c.prompt_tokens} tok): {_short(c.prompt, 400)}",
-                      highlight=False)
-            common.out.print(f"  [cyan]completion[/cyan] ({c.completion_tokens} tok, {c.ms:.0f} ms): "
-                      f"{_short(c.completion, 300)}", highlight=False)
+            common.out.print(common.styled("  [cyan]prompt[/cyan] ({} tok): {}", c.prompt_tokens,
+                                           _short(c.prompt, 400)))
+            common.out.print(common.styled("  [cyan]completion[/cyan] ({} tok, {} ms): {}",
+                                           c.completion_tokens, f"{c.ms:.0f}",
+                                           _short(c.completion, 300)))
         for r in s.retrievals:
             ids = ", ".join(f"{d['id']} ({d['score']:.3f})" for d in r.docs)
-            common.out.print(f"  [magenta]{r.method}[/magenta] '{_short(r.query, 80)}': {ids}",
-                      highlight=False)
+            common.out.print(common.styled("  [magenta]{}[/magenta] '{}': {}", r.method,
+                                           _short(r.query, 80), ids))
         if s.error:
-            common.out.print(f"  [red]error:[/red] {escape(s.error)}")
+            common.out.print(common.styled("  [red]error:[/red] {}", s.error))
     common.out.rule()
     common.out.print(f"answer: {run.answer}\nstatus: {run.status}" +
               (f" ({run.halt_reason})" if run.halt_reason else "") +
@@ -127,4 +133,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("trace", help="show a run step by step")
     s.add_argument("run_id")
     s.add_argument("--json", action="store_true")
+    telemetry.add_otlp_option(s)
     s.set_defaults(fn=cmd_trace)

@@ -52,8 +52,7 @@ def _print_reasons(plan: Any) -> None:
     off a terminal the table is 80 characters wide)."""
     for e in plan.state.entries:
         if e.reason:
-            common.out.print(f"why {e.cid} ({e.status}): {e.reason}", highlight=False,
-                             soft_wrap=True)
+            common.out.print(f"why {e.cid} ({e.status}): {e.reason}", soft_wrap=True)
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -78,8 +77,8 @@ def cmd_search(args: argparse.Namespace) -> int:
                                args.ray_address or "", halving_from=args.halving_from)
     plan = search.prepare(ws, req)
     est = search.estimate(plan)
-    common.err.print(f"[bold]search {plan.state.search_id}[/bold] "
-                     f"({'resumed' if plan.resumed else 'new'}; state in {plan.state_file})")
+    common.err.print(common.styled("[bold]search {}[/bold] ({}; state in {})", plan.state.search_id,
+                                   "resumed" if plan.resumed else "new", plan.state_file))
     common.err.print(f"estimate: {est.describe()}")
     if args.estimate:
         return 0
@@ -88,11 +87,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     def on_run(e: Any, which: str, p: Any) -> None:
         done[0] += 1
         if p.status != "skipped":
-            common.err.print(f"[dim]{e.cid} {which} question {p.question_index + 1}: {p.status} · "
-                             f"{plan.state.budget.spent_calls + p.computed_calls} calls "
-                             f"computed[/dim]", highlight=False)
+            common.err.print(common.styled("[dim]{} {} question {}: {} · {} calls computed[/dim]",
+                                           e.cid, which, p.question_index + 1, p.status,
+                                           plan.state.budget.spent_calls + p.computed_calls))
 
-    st = search.run(ws, plan, log=lambda m: common.err.print(m, highlight=False), on_run=on_run)
+    st = search.run(ws, plan, log=lambda m: common.err.print(m), on_run=on_run)
     b = st.budget
     common.err.print(f"model calls: {b.spent_calls} computed by the race (budget {b.calls}), "
                      f"{b.confirm_calls} to confirm, {b.cached_calls} served from the cache; {sum(e.status == 'dropped' for e in st.entries)} "
@@ -115,7 +114,7 @@ def _print_front(plan: Any) -> None:
         common.out.print(f"front {e.cid} ({Candidate.from_dict(e.candidate).describe()}): "
                          f"search F1 {100 * (e.f1 or 0):.1f} on {e.reached}, "
                          f"{e.tokens or 0:.0f} tokens/q; {conf}; flow {e.flow_name} "
-                         f"v{e.flow_version}", highlight=False, soft_wrap=True)
+                         f"v{e.flow_version}", soft_wrap=True)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -128,14 +127,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--search-questions", help="1-based ranges the race uses, e.g. 101-300")
     s.add_argument("--confirm-questions", help="ranges the front is confirmed on, e.g. 1-100 "
                    "(never used by the race)")
-    s.add_argument("--budget-calls", type=int, help="model calls the race may compute")
+    s.add_argument("--budget-calls", type=common.int_at_least(1), help="model calls the race may compute")
     s.add_argument("--budget-hours", type=float, default=None, help="hours the race may take")
-    s.add_argument("--first-batch", type=int, default=10, help="questions in the first batch "
+    s.add_argument("--first-batch", type=common.int_at_least(1), default=10, help="questions in the first batch "
                    "(each next batch doubles)")
     s.add_argument("--halving", type=float, default=0.0, help="also keep only the top 1/H after "
                    "each batch (successive halving; 0: the interval rule alone; H must be 0 "
                    "or more than 1)")
-    s.add_argument("--halving-from", type=int, default=0, metavar="N", help="halve only after "
+    s.add_argument("--halving-from", type=common.int_at_least(0), default=0, metavar="N", help="halve only after "
                    "batches of at least N questions (0: from the first; the interval rule "
                    "acts from the first either way); larger batches judge more steadily")
     add_worker_args(s)

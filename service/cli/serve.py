@@ -6,11 +6,13 @@ import argparse
 import json
 import sys
 
-from rich.markup import escape
-
 from flowkit.runtime import amx
 
 from . import common
+
+#: The context sizes serve-model takes (llama.cpp needs room for a prompt; 1M is beyond any
+#: packaged model).
+MIN_N_CTX, MAX_N_CTX = 64, 1_048_576
 
 
 def cmd_serve_model(args: argparse.Namespace) -> int:
@@ -24,9 +26,9 @@ def cmd_serve_model(args: argparse.Namespace) -> int:
 
     def ready(decision: amx.Decision) -> None:
         state = "on" if decision.use else "off"
-        common.err.print(f"serving {escape(settings.model_path or 'the default model')} on "
+        common.err.print(f"serving {settings.model_path or 'the default model'} on "
                          f"http://{settings.host}:{settings.port}/v1 (extra buffer types {state}: "
-                         f"{escape(decision.reason)})", highlight=False)
+                         f"{decision.reason})")
 
     serve(settings, on_ready=ready)
     return 0
@@ -69,7 +71,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(report, indent=1) + "\n")
         return 0
     for key, value in report.items():
-        common.out.print(f"{key}: {escape(str(value))}", highlight=False, soft_wrap=True)
+        common.out.print(f"{key}: {value}", soft_wrap=True)
     return 0
 
 
@@ -80,11 +82,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("model", nargs="?", default="", help="a packaged model id or a GGUF path "
                    "(default: the default model)")
     s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8000)
-    s.add_argument("--n-ctx", type=int, default=8192)
-    s.add_argument("--seed", type=int, default=42)
-    s.add_argument("--n-threads", type=int, default=0, help="0: half the cores")
-    s.add_argument("--n-gpu-layers", type=int, default=0, help="-1: every layer on the GPU")
+    s.add_argument("--port", type=common.int_between(0, 65535), default=8000)
+    s.add_argument("--n-ctx", type=common.int_between(MIN_N_CTX, MAX_N_CTX), default=8192,
+                   help=f"the context size in tokens ({MIN_N_CTX} to {MAX_N_CTX})")
+    s.add_argument("--seed", type=common.int_between(0, 2**32 - 1), default=42)
+    s.add_argument("--n-threads", type=common.int_between(0, 1024), default=0,
+                   help="0: half the cores")
+    s.add_argument("--n-gpu-layers", type=common.int_between(-1, 100_000), default=0,
+                   help="-1: every layer on the GPU")
     s.add_argument("--extra-bufts", choices=amx.EXTRA_BUFTS_CHOICES, default="auto",
                    help="llama.cpp extra buffer types (AMX): auto decides by probing this CPU")
     s.add_argument("--model-alias", default="", help="the model name /v1/models reports")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -28,6 +29,9 @@ TOKEN_ENV = "FLOWKIT_STUDIO_TOKEN"
 COOKIE_NAME = "flowkit_studio_access"
 COOKIE_DAYS = 7
 _CONTEXT = b"flowkit-studio-access|"
+
+
+_EXPIRY = re.compile(r"[0-9]{1,12}")
 
 
 def _mac(token: str, expires: int) -> str:
@@ -45,7 +49,7 @@ def cookie_valid(value: str | None, token: str, now: float | None = None) -> boo
     if not value or value.count(".") != 1:
         return False
     expires_text, mac = value.split(".")
-    if not expires_text.isdigit() or len(expires_text) > 12:
+    if _EXPIRY.fullmatch(expires_text) is None:     # ASCII digits only: '²'.isdigit() is True
         return False
     expires = int(expires_text)
     if expires < (time.time() if now is None else now):

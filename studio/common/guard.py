@@ -33,7 +33,8 @@ from studio.common import access, assets
 
 LOGIN = "/_flowkit/login"
 LOGOUT = "/_flowkit/logout"
-OPEN = frozenset({"/_stcore/health", "/healthz", LOGIN, LOGOUT})
+HEALTHZ = "/healthz"
+OPEN = frozenset({"/_stcore/health", HEALTHZ, LOGIN, LOGOUT})
 
 _state = {"installed": False}   # process-wide, set once when the server's Guard is made
 
@@ -119,23 +120,37 @@ class Guard:
         return response
 
     def routes(self) -> list[Route]:
-        return [Route(LOGIN, self.login, methods=["GET", "POST"]),
+        return [*health_routes(), Route(LOGIN, self.login, methods=["GET", "POST"]),
                 Route(LOGOUT, self.logout, methods=["GET"])]
 
     # ---- the check in front of everything -------------------------------------------------
     def allows(self, scope: Scope) -> bool:
-        """Whether a request may reach Streamlit: an open path, or a valid access cookie."""
+        """Whether a request may reach Streamlit: an open path, or a valid access cookie (any
+        cookie value that is not one is refused, never an error)."""
         path = str(scope.get("path") or "/")
         if path.rstrip("/") in OPEN:
             return True
-        cookie = HTTPConnection(scope).cookies.get(access.COOKIE_NAME)
-        return access.cookie_valid(cookie, self.token)
+        try:
+            cookie = HTTPConnection(scope).cookies.get(access.COOKIE_NAME)
+            return access.cookie_valid(cookie, self.token)
+        except (ValueError, UnicodeError):
+            return False
 
     def middleware(self) -> Any:
         """The Starlette `Middleware` entry for st.App(middleware=[...])."""
         from starlette.middleware import Middleware
 
         return Middleware(AccessMiddleware, guard=self)
+
+
+async def _health(request: Request) -> Response:
+    return PlainTextResponse("ok", headers=_NO_STORE)
+
+
+def health_routes() -> list[Route]:
+    """`/healthz`: "ok" from the server itself (Streamlit has no such route and would serve its
+    page); open with or without a token, as Docker and the tests wait on it."""
+    return [Route(HEALTHZ, _health, methods=["GET", "HEAD"])]
 
 
 class AccessMiddleware:

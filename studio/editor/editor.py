@@ -15,7 +15,7 @@ from typing import Any
 
 from flowkit import registry
 from flowkit.errors import FlowkitError, NotFoundError, Problem, SpecError, StaleSaveError
-from flowkit.names import flaw
+from flowkit.names import check_new_name
 from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec, canonical, from_dict, to_dict
 from flowkit.validate import check
 from service import flows
@@ -548,9 +548,7 @@ class Editor:
         new_name = new_name.strip()
         if not new_name:
             raise FlowkitError("give the new flow a name")
-        why = flaw(new_name)
-        if why:
-            raise FlowkitError(f"the name {why}; use visible characters on one line")
+        check_new_name(new_name, "flow")     # the one rule for new names (flowkit.names.RULE)
         if flows.flow_exists(self.ws, new_name):
             raise FlowkitError(f"a flow named '{new_name}' already exists; choose another name")
         old = self.draft

@@ -19,7 +19,7 @@ from flowkit.errors import FlowkitError
 from flowkit.eval.questiongen.candidates import KINDS
 from flowkit.eval.questiongen.checks import REASONS
 from flowkit.eval.questiongen.generate import Request
-from flowkit.names import flaw
+from flowkit.names import check_new_name
 from service import questiongen
 from service.workspace import Workspace
 from studio.common import inert, tasks
@@ -205,9 +205,7 @@ def save_panel(ws: Workspace, job: Job, plan: questiongen.Plan, questions: list[
         if st.button("Save question set", type="primary", key=K.QGEN_SAVE.item(job.id)):
             try:
                 name = name.strip()
-                why = flaw(name)
-                if why:
-                    raise FlowkitError(f"name: the question set name {why}")
+                check_new_name(name, "question set")   # the one rule (flowkit.names)
                 records = edited.to_dict("records") if hasattr(edited, "to_dict") else edited
                 chosen = review.to_questions(records, questions, plan.kb)
                 info = questiongen.save(ws, replace(plan, name=name), chosen, meta)

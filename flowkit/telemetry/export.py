@@ -1,0 +1,189 @@
+"""Sending runs' spans to an OTLP/HTTP collector: now (a stored run) or as runs end (live).
+
+`send` builds the spans of stored runs and exports them in one request, raising TelemetryError
+with the collector's answer when it refuses or cannot be reached (the CLI's `--otlp`).
+
+`LiveExport` is the live path and never stands in a run's way: `submit` only queues the finished
+run; a background thread builds its spans and hands them to a BatchSpanProcessor, whose own thread
+exports them. A collector that is down is said once in the log (`flowkit.telemetry` logger) and
+the spans are dropped; the run has long ended by then.
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import queue
+import threading
+from collections.abc import Callable, Sequence
+
+from openinference.semconv.resource import ResourceAttributes
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from .bounds import Limits
+from .record import RunRecord
+from .settings import ExportTarget, TelemetryError
+from .spans import emit_run
+
+log = logging.getLogger("flowkit.telemetry")
+
+#: seconds one export request may take (the default 10 s would hold a CLI's exit longer)
+EXPORT_TIMEOUT_S = 5.0
+#: attributes a span may carry: a RETRIEVER span holds 4 per document (Limits.docs of them)
+MAX_ATTRIBUTES = 4 * Limits().docs + 64
+#: the OTLP exporter logs every failed try; flowkit says it once itself
+_OTLP_LOGGERS = ("opentelemetry.exporter.otlp.proto.http.trace_exporter",
+                 "opentelemetry.exporter.otlp.common.http")
+
+
+def _quiet_otlp_loggers() -> None:
+    for name in _OTLP_LOGGERS:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def provider(name: str = "flowkit") -> TracerProvider:
+    """A TracerProvider for flowkit's spans (its own, never the process's global one); `name` is
+    the service and the Phoenix project the spans land in."""
+    return TracerProvider(resource=Resource.create({"service.name": name,
+                                                    ResourceAttributes.PROJECT_NAME: name}),
+                          span_limits=SpanLimits(max_span_attributes=MAX_ATTRIBUTES),
+                          shutdown_on_exit=False)
+
+
+def otlp_exporter(target: ExportTarget) -> OTLPSpanExporter:
+    """The OTLP/HTTP (protobuf) exporter for `target`."""
+    return OTLPSpanExporter(endpoint=target.url, headers=dict(target.headers),
+                            timeout=EXPORT_TIMEOUT_S)
+
+
+def build_spans(records: Sequence[RunRecord], limits: Limits | None = None,
+                service_name: str = "flowkit") -> list[ReadableSpan]:
+    """The finished spans of `records`, in memory (what `send` exports; tests read them)."""
+    memory = InMemorySpanExporter()
+    tp = provider(service_name)
+    tp.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = tp.get_tracer("flowkit.telemetry")
+    for record in records:
+        emit_run(tracer, record, limits)
+    tp.shutdown()
+    return list(memory.get_finished_spans())
+
+
+def send(records: Sequence[RunRecord], target: ExportTarget,
+         exporter: SpanExporter | None = None) -> int:
+    """Export the spans of `records` to `target` now; the number of spans sent, or
+    TelemetryError when the collector does not take them."""
+    spans = build_spans(records)
+    if not spans:
+        return 0
+    _quiet_otlp_loggers()
+    out = exporter or otlp_exporter(target)
+    try:
+        result = out.export(spans)
+    finally:
+        out.shutdown()
+    if result is not SpanExportResult.SUCCESS:
+        raise TelemetryError(f"the collector at {target.url} did not take the spans "
+                             "(is it running? see the log for its answer)")
+    return len(spans)
+
+
+class OnceLoggedExporter(SpanExporter):
+    """Wraps an exporter; the first failure is logged (one line), later ones silently dropped,
+    and a success after a failure is logged once too."""
+
+    def __init__(self, inner: SpanExporter, url: str) -> None:
+        self.inner, self.url = inner, url
+        self.failures = 0
+        self._said_down = False
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            result = self.inner.export(spans)
+        except Exception as err:  # noqa: BLE001 (an exporter must never raise into its thread)
+            log.debug("OTLP export raised: %s", err)
+            result = SpanExportResult.FAILURE
+        if result is SpanExportResult.SUCCESS:
+            if self._said_down:
+                log.warning("telemetry: the collector at %s takes spans again", self.url)
+                self._said_down = False
+            return result
+        self.failures += 1
+        if not self._said_down:
+            log.warning("telemetry: the collector at %s cannot be reached; spans are dropped "
+                        "until it can (said once; runs are not affected)", self.url)
+            self._said_down = True
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+class LiveExport:
+    """Exports runs as they end, off their path: a queue, a builder thread, a batch processor."""
+
+    def __init__(self, target: ExportTarget, exporter: SpanExporter | None = None,
+                 limits: Limits | None = None, schedule_delay_ms: int = 1000) -> None:
+        self.target = target
+        self.limits = limits
+        _quiet_otlp_loggers()
+        self.exporter = OnceLoggedExporter(exporter or otlp_exporter(target), target.url)
+        self._provider = provider()
+        self._provider.add_span_processor(
+            BatchSpanProcessor(self.exporter, schedule_delay_millis=schedule_delay_ms))
+        self._tracer = self._provider.get_tracer("flowkit.telemetry")
+        self._queue: queue.Queue[RunRecord | Callable[[], None] | None] = queue.Queue(maxsize=1000)
+        self._thread = threading.Thread(target=self._work, name="flowkit-telemetry", daemon=True)
+        self._thread.start()
+        self._closed = False
+        self.dropped = 0
+        atexit.register(self.close)
+
+    def submit(self, record: RunRecord) -> None:
+        """Queue a finished run for export; never blocks (a full queue drops the run)."""
+        try:
+            self._queue.put_nowait(record)
+        except queue.Full:
+            self.dropped += 1
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if callable(item):
+                item()
+                continue
+            try:
+                emit_run(self._tracer, item, self.limits)
+            except Exception as err:  # noqa: BLE001 (a bad record must not stop the exporter)
+                log.warning("telemetry: could not build the spans of run %s: %s", item.run_id, err)
+
+    def flush(self, timeout_s: float = 10.0) -> bool:
+        """Wait until every queued run has been built and exported (tests, the CLI's exit)."""
+        done = threading.Event()
+        self._queue.put(done.set)
+        if not done.wait(timeout_s):
+            return False
+        return self._provider.force_flush(int(timeout_s * 1000))
+
+    def close(self) -> None:
+        """Stop the builder thread and the batch processor (what is queued is still sent)."""
+        if self._closed:
+            return
+        self._closed = True
+        atexit.unregister(self.close)
+        self._queue.put(None)
+        self._thread.join(timeout=EXPORT_TIMEOUT_S)
+        self._provider.shutdown()

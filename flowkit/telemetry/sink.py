@@ -1,0 +1,73 @@
+"""The live path: a trace sink that hands each finished run to `LiveExport`, and the one place
+that decides, from settings and the environment, whether runs are exported as they end."""
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+
+from ..trace import RunEnd, RunStart, StepEvent
+from .export import LiveExport
+from .record import RunRecord
+from .settings import ExportTarget, TelemetrySettings, live_target
+
+
+class TelemetrySink:
+    """Keeps a run's start and steps; at its end queues the run for export (nothing else)."""
+
+    def __init__(self, live: LiveExport, eval_id: str | None = None) -> None:
+        self.live, self.eval_id = live, eval_id
+        self._start: RunStart | None = None
+        self._steps: list[StepEvent] = []
+        self._lock = threading.Lock()
+
+    def start(self, run: RunStart) -> None:
+        self._start = run
+
+    def step(self, event: StepEvent) -> None:
+        with self._lock:
+            self._steps.append(event)
+
+    def end(self, result: RunEnd) -> None:
+        if self._start is None:
+            return
+        with self._lock:
+            steps, self._steps = self._steps, []
+        self.live.submit(RunRecord.from_live(self._start, steps, result, self.eval_id))
+
+
+class Telemetry:
+    """Live export for one workspace: started when settings (or the environment) turn it on,
+    started again when the collector changes, closed with the workspace."""
+
+    def __init__(self) -> None:
+        self._live: LiveExport | None = None
+        self._lock = threading.Lock()
+
+    def live(self, settings: TelemetrySettings,
+             environ: Mapping[str, str] | None = None) -> LiveExport | None:
+        """The running exporter for these settings, or None when live export is off."""
+        target: ExportTarget | None = live_target(settings, environ)
+        with self._lock:
+            if self._live is not None and (target is None or self._live.target != target):
+                self._live.close()
+                self._live = None
+            if target is not None and self._live is None:
+                self._live = LiveExport(target)
+            return self._live
+
+    def sinks(self, settings: TelemetrySettings, eval_id: str | None = None) -> list[TelemetrySink]:
+        """A sink for one run (empty when live export is off), for a MultiSink."""
+        live = self.live(settings)
+        return [TelemetrySink(live, eval_id)] if live else []
+
+    def close(self, wait: bool = True) -> None:
+        """Send what is queued and stop the exporter's threads (in the background unless
+        `wait`: a collector that is down may take a few seconds to give up)."""
+        with self._lock:
+            live, self._live = self._live, None
+        if live is None:
+            return
+        if wait:
+            live.close()
+        else:
+            threading.Thread(target=live.close, name="flowkit-telemetry-close", daemon=True).start()

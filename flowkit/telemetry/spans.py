@@ -1,0 +1,195 @@
+"""A run as OpenTelemetry spans in the OpenInference conventions (what Phoenix reads natively).
+
+    <flow>            CHAIN      the run: flow, version, question (input), answer (output)
+      <node id>       CHAIN      one per node visit: operator, visit, memory keys read/written
+        retrieve      RETRIEVER  one per search: query (input), documents' ids, scores, text
+        llm           LLM        one per model call: model, prompt, completion, tokens, cache
+
+Times come from the stored step times: a node span starts at its step's start and lasts its ms;
+model calls follow one another inside it (each its own ms); searches, whose times are not
+recorded, share the step's time before its first model call (`flowkit.timing = "estimated"`).
+"""
+from __future__ import annotations
+
+from openinference.semconv.trace import (
+    ChoiceAttributes,
+    DocumentAttributes,
+    MessageAttributes,
+    OpenInferenceMimeTypeValues,
+    OpenInferenceSpanKindValues,
+    PromptAttributes,
+    SpanAttributes,
+)
+from opentelemetry import trace
+from opentelemetry.trace import Span, Status, StatusCode, Tracer
+
+from ..registry import get as get_operator
+from ..trace import LLMCall, Retrieval, StepEvent, diff
+from .bounds import AttrValue, Limits, as_json, put_text
+from .record import RunRecord
+
+KIND = SpanAttributes.OPENINFERENCE_SPAN_KIND
+_OK_STATUSES = ("ok", "budget_exceeded", "paused")
+
+
+def _ns(seconds: float) -> int:
+    return round(seconds * 1e9)
+
+
+def emit_run(tracer: Tracer, record: RunRecord, limits: Limits | None = None) -> int:
+    """Build the spans of `record` on `tracer` (ended, with the stored times). Returns how many."""
+    lim = limits or Limits()
+    root = tracer.start_span(record.flow_name or "flowkit run", start_time=_ns(record.started_at),
+                             attributes=_run_attributes(record, lim))
+    count = 1
+    ctx = trace.set_span_in_context(root)
+    for step in record.steps:
+        count += _emit_step(tracer, ctx, record, step, lim)
+    if record.status not in _OK_STATUSES:
+        root.set_status(Status(StatusCode.ERROR, (record.error or record.status)[:200]))
+    root.end(end_time=_ns(record.ended_at))
+    return count
+
+
+def _run_attributes(r: RunRecord, lim: Limits) -> dict[str, AttrValue]:
+    attrs: dict[str, AttrValue] = {
+        KIND: OpenInferenceSpanKindValues.CHAIN.value,
+        SpanAttributes.INPUT_MIME_TYPE: OpenInferenceMimeTypeValues.TEXT.value,
+        SpanAttributes.OUTPUT_MIME_TYPE: OpenInferenceMimeTypeValues.TEXT.value,
+        "flowkit.run_id": r.run_id, "flowkit.flow": r.flow_name, "flowkit.status": r.status,
+        "flowkit.kb": r.kb, "flowkit.model_id": r.model_id, "flowkit.model_hash": r.model_hash,
+        "flowkit.steps": len(r.steps), "flowkit.llm_calls": r.llm_calls,
+        "flowkit.tokens": r.tokens, "flowkit.cached_calls": r.cached_calls,
+        "flowkit.citations": [str(c) for c in r.citations],
+    }
+    put_text(attrs, SpanAttributes.INPUT_VALUE, r.question, lim.text)
+    put_text(attrs, SpanAttributes.OUTPUT_VALUE, r.answer, lim.text)
+    if r.flow_version is not None:
+        attrs["flowkit.flow_version"] = r.flow_version
+    if r.error:
+        put_text(attrs, "flowkit.error", r.error, lim.text)
+    if r.halt_reason:
+        attrs["flowkit.halt_reason"] = r.halt_reason
+    if r.parent_run_id:
+        attrs["flowkit.parent_run_id"] = r.parent_run_id
+        attrs["flowkit.parent_step"] = r.parent_step if r.parent_step is not None else -1
+    if r.eval_id:
+        attrs["flowkit.eval_id"] = r.eval_id
+        attrs[SpanAttributes.SESSION_ID] = r.eval_id
+    return attrs
+
+
+def _emit_step(tracer: Tracer, parent: trace.Context, record: RunRecord, step: StepEvent,
+               lim: Limits) -> int:
+    begin = _ns(step.started_at or record.started_at)
+    end = begin + _ns(step.ms / 1000.0)
+    span = tracer.start_span(step.node_id, context=parent, start_time=begin,
+                             attributes=_step_attributes(step, lim))
+    if step.error:
+        span.set_status(Status(StatusCode.ERROR, step.error[:200]))
+        span.add_event("exception", {"exception.type": "NodeError",
+                                     "exception.message": step.error[: lim.text]},
+                       timestamp=end)
+    ctx = trace.set_span_in_context(span)
+    search_until = max(begin, end - sum(_call_ns(c) for c in step.llm_calls))
+    count = 1
+    if step.retrievals:
+        share = (search_until - begin) // len(step.retrievals)
+        for i, r in enumerate(step.retrievals):
+            count += _emit_retrieval(tracer, ctx, r, begin + i * share, begin + (i + 1) * share, lim)
+    at = search_until
+    for call in step.llm_calls:
+        took = _call_ns(call)
+        _emit_llm(tracer, ctx, record, call, at, at + took, lim)
+        at += took
+        count += 1
+    span.end(end_time=max(end, at))
+    return count
+
+
+def _step_attributes(step: StepEvent, lim: Limits) -> dict[str, AttrValue]:
+    changed = diff(step.memory_before, step.memory_after)
+    op = get_operator(step.operator)
+    reads = [k for k in (op.reads + op.optional_reads if op else ()) if k in step.memory_before]
+    attrs: dict[str, AttrValue] = {
+        KIND: OpenInferenceSpanKindValues.CHAIN.value,
+        SpanAttributes.GRAPH_NODE_ID: step.node_id,
+        SpanAttributes.GRAPH_NODE_NAME: step.operator,
+        SpanAttributes.INPUT_MIME_TYPE: OpenInferenceMimeTypeValues.JSON.value,
+        SpanAttributes.OUTPUT_MIME_TYPE: OpenInferenceMimeTypeValues.JSON.value,
+        "flowkit.node_id": step.node_id, "flowkit.operator": step.operator,
+        "flowkit.visit": step.visit, "flowkit.step_index": step.index,
+        "flowkit.memory.read": reads, "flowkit.memory.written": sorted(changed),
+        "flowkit.status": "error" if step.error else "ok",
+        "flowkit.tokens": step.tokens, "flowkit.ms": step.ms,
+    }
+    put_text(attrs, SpanAttributes.INPUT_VALUE,
+             as_json({k: step.memory_before.get(k) for k in reads}), lim.memory)
+    put_text(attrs, SpanAttributes.OUTPUT_VALUE,
+             as_json({k: c["after"] for k, c in changed.items()}), lim.memory)
+    if step.branch:
+        attrs["flowkit.branch"] = step.branch
+    if step.error:
+        put_text(attrs, "flowkit.error", step.error, lim.text)
+    return attrs
+
+
+def _call_ns(call: LLMCall) -> int:
+    """What the call took here: its wall time (a cache hit's lookup), else its ms."""
+    return _ns((call.wall_ms if call.wall_ms is not None else call.ms) / 1000.0)
+
+
+def _emit_llm(tracer: Tracer, parent: trace.Context, record: RunRecord, call: LLMCall,
+              begin: int, end: int, lim: Limits) -> None:
+    attrs: dict[str, AttrValue] = {
+        KIND: OpenInferenceSpanKindValues.LLM.value,
+        SpanAttributes.LLM_MODEL_NAME: record.model_id or "unknown",
+        SpanAttributes.LLM_TOKEN_COUNT_PROMPT: call.prompt_tokens,
+        SpanAttributes.LLM_TOKEN_COUNT_COMPLETION: call.completion_tokens,
+        SpanAttributes.LLM_TOKEN_COUNT_TOTAL: call.prompt_tokens + call.completion_tokens,
+        SpanAttributes.LLM_FINISH_REASON: call.finish_reason,
+        f"{SpanAttributes.LLM_INPUT_MESSAGES}.0.{MessageAttributes.MESSAGE_ROLE}": "user",
+        f"{SpanAttributes.LLM_OUTPUT_MESSAGES}.0.{MessageAttributes.MESSAGE_ROLE}": "assistant",
+        SpanAttributes.INPUT_MIME_TYPE: OpenInferenceMimeTypeValues.TEXT.value,
+        SpanAttributes.OUTPUT_MIME_TYPE: OpenInferenceMimeTypeValues.TEXT.value,
+        "flowkit.cache.hit": call.cached_from is not None, "flowkit.ms": call.ms,
+    }
+    for key in (SpanAttributes.INPUT_VALUE,
+                f"{SpanAttributes.LLM_PROMPTS}.0.{PromptAttributes.PROMPT_TEXT}",
+                f"{SpanAttributes.LLM_INPUT_MESSAGES}.0.{MessageAttributes.MESSAGE_CONTENT}"):
+        put_text(attrs, key, call.prompt, lim.text)
+    for key in (SpanAttributes.OUTPUT_VALUE,
+                f"{SpanAttributes.LLM_CHOICES}.0.{ChoiceAttributes.COMPLETION_TEXT}",
+                f"{SpanAttributes.LLM_OUTPUT_MESSAGES}.0.{MessageAttributes.MESSAGE_CONTENT}"):
+        put_text(attrs, key, call.completion, lim.text)
+    if call.cached_from:
+        for k in ("run_id", "node_id", "visit"):
+            if call.cached_from.get(k) is not None:
+                attrs[f"flowkit.cache.from_{k}"] = call.cached_from[k]
+    span: Span = tracer.start_span("llm", context=parent, start_time=begin, attributes=attrs)
+    span.end(end_time=end)
+
+
+def _emit_retrieval(tracer: Tracer, parent: trace.Context, r: Retrieval, begin: int, end: int,
+                    lim: Limits) -> int:
+    attrs: dict[str, AttrValue] = {
+        KIND: OpenInferenceSpanKindValues.RETRIEVER.value,
+        SpanAttributes.INPUT_MIME_TYPE: OpenInferenceMimeTypeValues.TEXT.value,
+        "flowkit.retrieval.method": r.method, "flowkit.retrieval.documents": len(r.docs),
+        "flowkit.timing": "estimated",
+    }
+    put_text(attrs, SpanAttributes.INPUT_VALUE, r.query, lim.text)
+    for i, doc in enumerate(r.docs[: lim.docs]):
+        prefix = f"{SpanAttributes.RETRIEVAL_DOCUMENTS}.{i}."
+        attrs[prefix + DocumentAttributes.DOCUMENT_ID] = str(doc.get("id"))
+        score = doc.get("score")
+        if isinstance(score, int | float):
+            attrs[prefix + DocumentAttributes.DOCUMENT_SCORE] = float(score)
+        put_text(attrs, prefix + DocumentAttributes.DOCUMENT_CONTENT, str(doc.get("text") or ""),
+                 lim.doc_text)
+        if doc.get("title"):
+            attrs[prefix + DocumentAttributes.DOCUMENT_METADATA] = as_json({"title": doc["title"]})
+    span = tracer.start_span(r.method or "retrieve", context=parent, start_time=begin,
+                             attributes=attrs)
+    span.end(end_time=end)
+    return 1

@@ -1,0 +1,53 @@
+"""Stored runs sent to an OpenTelemetry collector (`flowkit trace RUN_ID --otlp`, `flowkit evals
+send EVAL_ID`): the runs are read from the workspace's database and sent in one request."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flowkit.errors import FlowkitError
+from flowkit.telemetry.export import send
+from flowkit.telemetry.record import RunRecord
+from flowkit.telemetry.settings import target_for
+
+from .workspace import Workspace
+
+#: statuses of runs that have ended (a running or paused run is not sent by `evals send`)
+ENDED = ("ok", "budget_exceeded", "error", "cancelled", "interrupted")
+
+
+@dataclass(frozen=True)
+class Sent:
+    """What went where: the runs and spans sent and the collector's traces URL."""
+
+    runs: int
+    spans: int
+    url: str
+
+
+def record_of(ws: Workspace, run_id: str) -> RunRecord:
+    """A stored run (a unique prefix of its id will do) as a RunRecord."""
+    run = ws.store.get_run(run_id)
+    return RunRecord.from_stored(run, ws.store.steps(run.id))
+
+
+def send_run(ws: Workspace, run_id: str, url: str | None = None) -> Sent:
+    """Send one stored run to `url` (else settings' telemetry endpoint, else the environment's)."""
+    target = target_for(ws.resources.settings.telemetry, url=url)
+    record = record_of(ws, run_id)
+    return Sent(1, send([record], target), target.url)
+
+
+def send_eval(ws: Workspace, eval_id: str, url: str | None = None) -> Sent:
+    """Send every ended run of an evaluation, each a trace with `flowkit.eval_id` (and Phoenix's
+    `session.id`) set to `eval_id`, so the collector groups them."""
+    from .evaluations import eval_repo
+    target = target_for(ws.resources.settings.telemetry, url=url)
+    repo = eval_repo(ws)
+    info = repo.get_eval(eval_id)
+    runs = [r for r in repo.runs(info.id) if r.status in ENDED]
+    if not runs:
+        raise FlowkitError(f"evaluation '{info.id}' has no finished runs to send")
+    records = [RunRecord.from_stored(r, ws.store.steps(r.id)) for r in runs]
+    for record in records:
+        record.eval_id = info.id
+    return Sent(len(records), send(records, target), target.url)
