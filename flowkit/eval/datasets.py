@@ -4,19 +4,23 @@ A question is a plain dict {id, question, answers, type, supporting_doc_ids, con
 order of the file is kept, so "the first N questions" is always the same N. Third-party sets are
 read where they lie (by path) and never copied into the project; only the questions go into the
 database (see storage.evals), and the corpus is ingested into a knowledge base when asked.
+
+Files are read through `flowkit.jsonread` (a regular file of at most MAX_FILE_BYTES, UTF-8, each
+.jsonl line bounded in depth, numbers and text), and every field is checked for its type: a bad
+file is a DatasetError naming the file, the line and the field, never a traceback.
 """
 from __future__ import annotations
 
 import csv
-import json
+import io
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import sample_kb
-from ..errors import FlowkitError, NotFoundError
+from .. import jsonread, sample_kb
+from ..errors import FlowkitError, NotFoundError, SpecError
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -28,6 +32,21 @@ def shared_data_dir() -> Path:
     return Path(env) if env else SHARED_DATA
 SAMPLE_QUESTIONS = sample_kb.QUESTIONS
 SAMPLE_CORPUS = sample_kb.ARTICLES
+
+#: One question file read at most (the largest set beside the project is a few MB).
+MAX_FILE_BYTES = 64 * 1024 * 1024
+#: One corpus file read at most (ingest's own bound on a file).
+MAX_CORPUS_BYTES = 512 * 1024 * 1024
+#: Questions in one set, characters of one text field, entries of one list field.
+MAX_QUESTIONS = 200_000
+MAX_TEXT = 20_000
+MAX_LIST = 1_000
+#: Nesting of one .jsonl line (a question is a flat record).
+MAX_LINE_DEPTH = 16
+
+
+class DatasetError(FlowkitError):
+    """A question file that cannot be read: the message names the file, the line and the field."""
 
 
 @dataclass
@@ -50,22 +69,66 @@ class Dataset:
         return any(q.get("supporting_doc_ids") for q in self.questions)
 
 
+def _text(value: Any, where: str, name: str, *, required: bool = False) -> str:
+    """A text field (where not `required`, a number is taken as its text: an id 7, an answer
+    1884); DatasetError when it is another type, too long or holds a NUL character."""
+    if value is None or value == "":
+        if required:
+            raise DatasetError(f"{where}: no '{name}'")
+        return ""
+    numbers = () if required else (int, float)
+    if isinstance(value, bool) or not isinstance(value, (str, *numbers)):
+        raise DatasetError(f"{where}: field '{name}' must be text, got {_kind(value)}")
+    text = value.strip() if isinstance(value, str) else str(value)
+    if required and not text:
+        raise DatasetError(f"{where}: no '{name}'")
+    if len(text) > MAX_TEXT:
+        raise DatasetError(f"{where}: field '{name}' has {len(text):,} characters; at most "
+                           f"{MAX_TEXT:,}")
+    if "\x00" in text:
+        raise DatasetError(f"{where}: field '{name}' holds a NUL character")
+    return text
+
+
+def _texts(value: Any, where: str, name: str) -> list[str]:
+    """A list-of-text field (one text is a list of one); DatasetError naming the culprit."""
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else [value]
+    if isinstance(value, dict):
+        raise DatasetError(f"{where}: field '{name}' must be a list of texts, got an object")
+    if len(items) > MAX_LIST:
+        raise DatasetError(f"{where}: field '{name}' has {len(items):,} entries; at most "
+                           f"{MAX_LIST:,}")
+    return [t for i, v in enumerate(items) if v is not None
+            and (t := _text(v, where, f"{name}[{i}]" if isinstance(value, list) else name))]
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, dict):
+        return "an object"
+    return "a list" if isinstance(value, list) else type(value).__name__
+
+
 def _clean(obj: dict[str, Any], where: str, n: int) -> dict[str, Any]:
-    question = str(obj.get("question") or "").strip()
-    if not question:
-        raise FlowkitError(f"{where}: line {n} has no 'question'")
+    """One question record, every field checked: `where` names the file and line."""
+    at = f"{where}: line {n}"
+    question = _text(obj.get("question"), at, "question", required=True)
     answers = obj.get("answers")
+    name = "answers"
     if answers is None:
-        answers = obj.get("answer", [])
-    if isinstance(answers, str):
-        answers = [answers]
-    q: dict[str, Any] = {"id": str(obj.get("id") or f"q{n:05d}"), "question": question,
-                         "answers": [str(a) for a in answers if a is not None]}
-    if obj.get("type"):
-        q["type"] = str(obj["type"])
+        answers, name = obj.get("answer", []), "answer"
+    q: dict[str, Any] = {"id": _text(obj.get("id"), at, "id") or f"q{n:05d}",
+                         "question": question, "answers": _texts(answers, at, name)}
+    kind = _text(obj.get("type"), at, "type")
+    if kind:
+        q["type"] = kind
     for key in ("supporting_doc_ids", "context_doc_ids"):
-        if obj.get(key):
-            q[key] = [str(x) for x in obj[key]]
+        ids = _texts(obj.get(key), at, key)
+        if ids:
+            q[key] = ids
     return q
 
 
@@ -78,51 +141,83 @@ def _unique(questions: list[dict[str, Any]], where: str) -> list[dict[str, Any]]
     return questions
 
 
+def _read(p: Path, max_bytes: int) -> str:
+    """The text of a dataset file: a regular file within `max_bytes`, valid UTF-8."""
+    if not p.exists():
+        raise NotFoundError(f"file not found: {p}")
+    try:
+        return jsonread.decode_utf8(jsonread.read_file(p, max_bytes), str(p))
+    except SpecError as err:
+        raise DatasetError(str(err)) from None
+
+
+def _json_lines(p: Path, text: str) -> Iterable[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line, each parsed within the bounds."""
+    for n, line in enumerate(text.split("\n"), 1):   # not splitlines: JSON text may hold U+2028
+        obj = _json_line(p, n, line)
+        if obj is not None:
+            yield n, obj
+
+
+def _json_line(p: Path, n: int, line: str | bytes) -> dict[str, Any] | None:
+    """Line `n` of a .jsonl file as an object (None when blank), parsed within the bounds."""
+    try:
+        text = jsonread.decode_utf8(line, f"{p}:{n}") if isinstance(line, bytes) else line
+        if not text.strip():
+            return None
+        obj = jsonread.parse(text, f"{p}:{n}", max_depth=MAX_LINE_DEPTH,
+                             max_string=MAX_CORPUS_BYTES)
+    except SpecError as err:
+        raise DatasetError(f"{p}:{n}: {err.detail} [{err.code}]"
+                           + (f" (field '{err.field}')" if err.field else "")) from None
+    if not isinstance(obj, dict):
+        raise DatasetError(f"{p}:{n}: each line must be a JSON object, got {_kind(obj)}")
+    return obj
+
+
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """Questions from a .jsonl file: {id, question, answers, [type], [supporting_doc_ids]} a line."""
     p = Path(path)
-    if not p.is_file():
-        raise NotFoundError(f"file not found: {p}")
     out = []
-    with p.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise FlowkitError(f"{p}:{n}: not valid JSON ({err.msg})") from None
-            if not isinstance(obj, dict):
-                raise FlowkitError(f"{p}:{n}: each line must be a JSON object")
-            out.append(_clean(obj, str(p), n))
+    for n, obj in _json_lines(p, _read(p, MAX_FILE_BYTES)):
+        out.append(_clean(obj, str(p), n))
+        _count(out, p)
     return _unique(out, str(p))
+
+
+def _count(questions: list[dict[str, Any]], p: Path) -> None:
+    if len(questions) > MAX_QUESTIONS:
+        raise DatasetError(f"{p}: more than {MAX_QUESTIONS:,} questions; split the set")
 
 
 def read_csv(path: str | Path) -> list[dict[str, Any]]:
     """Questions from a CSV with a header row: question, answer (several answers separated by '|');
     optional columns id and type. A file without a header is read as question,answer pairs."""
     p = Path(path)
-    if not p.is_file():
-        raise NotFoundError(f"file not found: {p}")
-    with p.open(encoding="utf-8-sig", newline="") as fh:
-        rows = list(csv.reader(fh))
-    rows = [r for r in rows if any(c.strip() for c in r)]
+    text = _read(p, MAX_FILE_BYTES).removeprefix("\ufeff")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        rows = [(reader.line_num, r) for r in reader if any(c.strip() for c in r)]
+    except csv.Error as err:   # a field over csv's limit (131,072 characters), a stray quote
+        raise DatasetError(f"{p}: line {reader.line_num}: not a readable CSV row ({err})") from None
     if not rows:
-        raise FlowkitError(f"{p}: the CSV is empty")
-    header = [c.strip().lower() for c in rows[0]]
+        raise DatasetError(f"{p}: the CSV is empty")
+    header = [c.strip().lower() for c in rows[0][1]]
     if "question" in header:
         body, cols = rows[1:], header
     else:
         body, cols = rows, ["question", "answer"]
     if "answer" not in cols and "answers" not in cols:
-        raise FlowkitError(f"{p}: the CSV needs the columns question,answer")
+        raise DatasetError(f"{p}: the CSV needs the columns question,answer")
     out = []
-    for n, row in enumerate(body, 1):
-        rec = dict(zip(cols, row))
+    for n, (line, row) in enumerate(body, 1):
+        rec = dict(zip(cols, row, strict=False))
         ans = rec.get("answer", rec.get("answers", ""))
-        out.append(_clean({"id": rec.get("id") or f"q{n:05d}", "question": rec.get("question"),
-                           "answers": [a.strip() for a in ans.split("|") if a.strip()],
-                           "type": rec.get("type")}, str(p), n))
+        q = _clean({"id": rec.get("id") or f"q{n:05d}", "question": rec.get("question"),
+                    "answers": [a.strip() for a in ans.split("|") if a.strip()],
+                    "type": rec.get("type")}, str(p), line)
+        out.append(q)
+        _count(out, p)
     return _unique(out, str(p))
 
 
@@ -169,11 +264,17 @@ def subset_corpus(dataset: Dataset, questions: list[dict[str, Any]], out_path: s
         raise FlowkitError(f"dataset '{dataset.name}' has no corpus.jsonl")
     wanted = {d for q in questions for key in ("context_doc_ids", "supporting_doc_ids")
               for d in q.get(key) or []}
+    src = Path(dataset.corpus)
+    if not src.is_file():        # a regular file (a FIFO or a device would block or never end)
+        raise DatasetError(f"{src}: the corpus is not a regular file")
+    if src.stat().st_size > MAX_CORPUS_BYTES:
+        raise DatasetError(f"{src}: more than {MAX_CORPUS_BYTES:,} bytes; split the corpus")
     n = 0
-    with open(dataset.corpus, encoding="utf-8") as src, open(out_path, "w", encoding="utf-8") as dst:
-        for line in src:
-            if line.strip() and json.loads(line).get("id") in wanted:
-                dst.write(line if line.endswith("\n") else line + "\n")
+    with src.open("rb") as fh, open(out_path, "w", encoding="utf-8") as dst:
+        for lineno, raw in enumerate(fh, 1):
+            obj = _json_line(src, lineno, raw)
+            if obj is not None and str(obj.get("id")) in wanted:
+                dst.write(raw.decode("utf-8").rstrip("\r\n") + "\n")
                 n += 1
     return n
 

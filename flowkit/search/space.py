@@ -42,6 +42,9 @@ MAX_FILE_BYTES = 64 * 1024
 #: the largest number of distinct points a space may describe, and of values one range may give
 MAX_POINTS = 1_000_000
 MAX_AXIS_VALUES = 1_000
+#: The largest magnitude of a range's low, high and step (no param is tuned past it; beyond it
+#: `high - low` can overflow a float)
+MAX_RANGE_ABS = 1e15
 MAX_CANDIDATES = 64
 
 
@@ -108,15 +111,16 @@ def parse_space(data: object, source: str = "space") -> SearchSpace:
 
 
 def load_space(path: str | Path) -> SearchSpace:
-    """Read and parse a space file (at most 64 KB of JSON)."""
+    """Read and parse a space file: a regular file (never a FIFO or a device such as /dev/zero)
+    of at most 64 KB of JSON, read by the bounded reader (depth, NaN, duplicate keys, UTF-8)."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
-    except OSError as err:
-        raise FlowkitError(f"cannot read search space '{p}': {err.strerror or err}") from err
-    if len(raw) > MAX_FILE_BYTES:
-        raise SpaceError([f"the file is {len(raw)} bytes; at most {MAX_FILE_BYTES}"], str(p))
-    try:   # the bounded reader of untrusted JSON (depth, NaN, duplicate keys, bad UTF-8)
+        raw = jsonread.read_file(p, MAX_FILE_BYTES)
+    except SpecError as err:
+        if err.code == "unreadable":
+            raise FlowkitError(f"cannot read search space '{p}': {err.detail}") from None
+        raise SpaceError([f"the file: {err.detail} [{err.code}]"], str(p)) from None
+    try:
         data = jsonread.parse(jsonread.decode_utf8(raw, str(p)), str(p),
                               max_depth=MAX_DEPTH, max_string=MAX_STRING)
     except SpecError as err:
@@ -152,13 +156,21 @@ def _axis_shape(i: int, axis: ParamAxis) -> list[str]:
         return []
     if axis.low is None or axis.high is None:
         return [f"{where}: give choices, or a range with both low and high"]
+    for name in ("low", "high", "step"):
+        value = getattr(axis, name)
+        if value is not None and not (math.isfinite(value) and abs(value) <= MAX_RANGE_ABS):
+            return [f"{where}: bad range: {name} {value:g} is out of range (at most "
+                    f"{MAX_RANGE_ABS:g} either side of 0)"]
     if axis.low >= axis.high:
         return [f"{where}: bad range: low {axis.low:g} must be below high {axis.high:g}"]
     if axis.step is not None and axis.step <= 0:
         return [f"{where}: bad range: step must be above 0 (got {axis.step:g})"]
     if axis.step is None and not (axis.low.is_integer() and axis.high.is_integer()):
         return [f"{where}: a decimal range needs a step"]
-    n = math.floor((axis.high - axis.low) / (axis.step or 1) + 1e-9) + 1
+    count = (axis.high - axis.low) / (axis.step or 1)
+    if not math.isfinite(count):          # a step so small that the count overflows
+        return [f"{where}: the range gives too many values; at most {MAX_AXIS_VALUES}"]
+    n = math.floor(count + 1e-9) + 1
     if n > MAX_AXIS_VALUES:
         return [f"{where}: the range gives {n} values; at most {MAX_AXIS_VALUES}"]
     return []

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import FlowkitError
+from .. import jsonread
+from ..errors import FlowkitError, SpecError, short
 from .racing import Budget, Entry
 from .study import Trial
 
@@ -63,15 +64,25 @@ class SearchState:
                    [Trial.from_dict(t) for t in d.get("trials", [])])
 
 
+#: The largest state file read (a search of 64 candidates writes well under 1 MB).
+MAX_STATE_BYTES = 64 * 1024 * 1024
+
+
 def load(path: Path) -> SearchState | None:
-    """The stored state, or None when the search has not started."""
-    if not path.is_file():
+    """The stored state, or None when the search has not started. Read by the bounded reader
+    (a regular file, size, depth, numbers, text); any damage is one FlowkitError."""
+    if not path.exists():
         return None
     try:
-        return SearchState.from_dict(json.loads(path.read_text()))
-    except (json.JSONDecodeError, KeyError, TypeError) as err:
-        raise FlowkitError(f"cannot read the search state '{path}': {err}; delete it to start "
-                           "the search again") from err
+        raw = jsonread.read_file(path, MAX_STATE_BYTES)
+        data = jsonread.parse(jsonread.decode_utf8(raw, str(path)), str(path), max_depth=32,
+                              max_string=MAX_STATE_BYTES)
+        if not isinstance(data, dict):
+            raise TypeError("not a JSON object")
+        return SearchState.from_dict(data)
+    except (SpecError, KeyError, TypeError, ValueError, AttributeError) as err:
+        raise FlowkitError(f"cannot read the search state '{path}': {short(str(err))}; delete it "
+                           "to start the search again") from None
 
 
 def save(path: Path, state: SearchState) -> None:

@@ -14,9 +14,12 @@ import pandas as pd
 from pydantic import ValidationError as PydanticValidationError
 
 from flowkit import registry
-from flowkit.memory import OPERATOR_KEYS
+from flowkit.errors import SpecError
+from flowkit.memory import OPERATOR_KEYS, parse_edit
 from flowkit.nodes import FINISH
+from flowkit.spec import read_document
 from flowkit.trace import StepEvent
+from service.debug import EditError, check_value
 from studio.common.state import ReplayKeys
 
 K = ReplayKeys
@@ -100,26 +103,37 @@ def node_params(spec: dict[str, Any], node_id: str) -> tuple[str, dict[str, Any]
 
 
 def parse_memory_change(key: str, text: str) -> dict[str, Any]:
-    """{key: value} from the form; raises ValueError with a message fit for the page."""
+    """{key: value} from the form, read by the bounded reader (`flowkit.memory.parse_edit`: size,
+    list length, depth, finite numbers, valid text) and checked against the key's type
+    (`service.debug.check_value`); raises ValueError with one line fit for the page, naming the
+    code and the field."""
     if key not in OPERATOR_KEYS:
         raise ValueError(f"'{key}' is not a working-memory key ({', '.join(OPERATOR_KEYS)})")
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"the new value is not JSON (line {err.lineno}, column {err.colno}: "
-                         f"{err.msg}); write strings in double quotes") from None
+        value = parse_edit(key, text)
+    except SpecError as err:
+        detail = err.detail
+        if err.code == "bad_json":
+            detail = (f"the new value is not JSON ({detail.removeprefix('not valid JSON ')}); "
+                      "write strings in double quotes")
+        raise ValueError(f"[{err.code}] {err.field}: {detail}") from None
     if key == "question" and (not isinstance(value, str) or not value.strip()):
         raise ValueError("the question must be a non-empty JSON string")
+    try:
+        check_value(key, value)
+    except EditError as err:
+        raise ValueError(f"[wrong_type] {err}") from None
     return {key: value}
 
 
 def parse_param_changes(operator: str, current: dict[str, Any], text: str) -> dict[str, Any]:
-    """The params that differ from `current`, checked against the operator's Params."""
+    """The params that differ from `current`, read within a flow file's bounds (depth, finite
+    numbers, valid text) and checked against the operator's Params."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"the params are not JSON (line {err.lineno}, column {err.colno}: "
-                         f"{err.msg})") from None
+        data = read_document(text, "the params")
+    except SpecError as err:
+        where = f" {err.field}:" if err.field else ""
+        raise ValueError(f"[{err.code}] the params are not usable JSON:{where} {err.detail}") from None
     if not isinstance(data, dict):
         raise ValueError("the params must be a JSON object")
     changes = {k: v for k, v in data.items() if current.get(k, object()) != v}
