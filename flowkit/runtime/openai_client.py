@@ -33,6 +33,11 @@ _CONTEXT_WORDS = ("context", "too long", "exceed", "maximum")
 _TOKENIZE_ROUTES = ("/tokenize", "/extras/tokenize")
 
 
+class ServerBusy(LLMServerError):
+    """The server answered 503: it is up but serves no more requests right now (the model
+    worker: every connection slot is taken); asking again a little later may succeed."""
+
+
 class OpenAICompatibleLLM:
     """One OpenAI-compatible server. `token` overrides settings.api_key (the worker's own secret)."""
 
@@ -238,6 +243,8 @@ def _http_error(url: str, err: urllib.error.HTTPError) -> LLMServerError | Conte
     message = (detail.get("message") if isinstance(detail, dict) else detail) or err.reason
     kind = detail.get("type", "") if isinstance(detail, dict) else ""
     text = str(message)
+    if err.code == 503:
+        return ServerBusy(f"LLM server {url} is busy (HTTP 503): {text[:500]}")
     if err.code == 400 and ("context" in kind or
                             ("context" in text.lower() and any(w in text.lower() for w in _CONTEXT_WORDS))):
         return ContextOverflowError(text)

@@ -9,6 +9,9 @@ client used for external servers, and supervises it:
   fresh worker. Nothing else in the caller stops.
 - the worker does not answer within the call's timeout (the flow's remaining `timeout_s`): it is
   killed and the call raises `ModelProcessError`; the next call starts a fresh one.
+- the worker answers 503 (`server_busy`: every connection slot taken): the call is sent again after
+  a short pause (doubling from 50 ms to 1 s) until the call's timeout; the worker is alive and
+  is not stopped. Only a worker that stays busy that long fails the call.
 
 Calls are serialised by a lock, as the in-process model's lock did. The worker's stderr goes to
 `<log_dir>/model-worker.log`; its last lines are quoted when it dies.
@@ -34,9 +37,10 @@ from ..errors import LLMTimeout, LLMUnreachable, ModelProcessError
 from .amx import signal_name
 from .llama_cpp_backend import GGUFModel
 from .llm_contract import Completion, LLMSettings, OnToken
-from .openai_client import OpenAICompatibleLLM
+from .openai_client import OpenAICompatibleLLM, ServerBusy
 
 START_TIMEOUT_S = 300.0     # AMX probe + loading a large GGUF from a cold disk
+BUSY_PAUSE_S = (0.05, 1.0)  # the first and the longest pause before asking a busy worker again
 _T = TypeVar("_T")
 
 
@@ -62,6 +66,9 @@ def _build_supports_gpu_offload() -> bool:
 
 class WorkerLLM(GGUFModel):
     """llama.cpp behind a supervised worker process; the `LLM` protocol, like LlamaCppLLM."""
+
+    #: the module run as the worker (`python -m`); tests serve a scripted model the same way
+    worker_module = "flowkit.runtime.worker"
 
     def __init__(self, settings: LLMSettings, log_dir: Path | None = None) -> None:
         super().__init__(settings)
@@ -161,9 +168,8 @@ class WorkerLLM(GGUFModel):
 
     def _call_locked(self, fn: Callable[[OpenAICompatibleLLM], _T], timeout: float) -> _T:
         with self._lock:
-            client = self._ensure()
             try:
-                return fn(client)
+                return self._until_not_busy(fn, timeout)
             except LLMUnreachable as err:
                 raise self._lost(err) from err
             except LLMTimeout as err:
@@ -174,6 +180,22 @@ class WorkerLLM(GGUFModel):
                 raise ModelProcessError(
                     f"the model process did not answer within {timeout:g} s (the flow's timeout_s) "
                     "and was stopped; it starts again on the next call") from err
+
+    def _until_not_busy(self, fn: Callable[[OpenAICompatibleLLM], _T], timeout: float) -> _T:
+        """`fn` on the live worker's client, asked again after a pause while the worker answers
+        503 (every slot taken, by clients with the token), until `timeout` has passed."""
+        deadline = time.monotonic() + timeout
+        pause, longest = BUSY_PAUSE_S
+        while True:
+            client = self._ensure()
+            try:
+                return fn(client)
+            except ServerBusy as err:
+                if time.monotonic() + pause >= deadline:
+                    raise ModelProcessError(f"the model process stayed busy for {timeout:g} s "
+                                            f"(it is still running): {err}") from err
+                time.sleep(pause)
+                pause = min(pause * 2, longest)
 
     def _lost(self, err: Exception) -> ModelProcessError:
         """The connection broke: say how the worker ended and forget it."""
@@ -212,7 +234,7 @@ class WorkerLLM(GGUFModel):
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
         try:
-            proc = subprocess.Popen([sys.executable, "-m", "flowkit.runtime.worker"],
+            proc = subprocess.Popen([sys.executable, "-m", self.worker_module],
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                     env={**os.environ, "FLOWKIT_WORKER_TOKEN": token})
         finally:

@@ -33,13 +33,25 @@ Limits (what a client with the token can still not do):
 - a generation is stopped, and the model's lock released, when its client disconnects (checked
   after every token) or when `request_timeout_s` of the settings has passed since the request
   arrived (answered 504, type `timeout_error`); `/health` counts both.
-- a connection that sends nothing for `FLOWKIT_WORKER_IDLE_TIMEOUT_S` seconds (default 30) is
-  closed, and at most `FLOWKIT_WORKER_MAX_CONNECTIONS` (default 16) are served at once: one more is
-  answered 503 and closed at once, without a thread of its own.
+
+Connections (what a local process without the token can still not do; `worker_admission.py`):
+
+- every connection serves one request. Its request line and headers must all arrive within
+  `FLOWKIT_WORKER_HEAD_TIMEOUT_S` seconds (default 5) of its arrival, one deadline for all reads:
+  a client that drips a byte at a time is closed when it passes. At most
+  `FLOWKIT_WORKER_MAX_PENDING` (default 64) connections wait for their headers at once; one more
+  pushes the oldest of them out.
+- the token is checked on the headers, before the connection takes one of the
+  `FLOWKIT_WORKER_MAX_CONNECTIONS` (default 16) slots: a connection without it is answered 401 and
+  closed, and never holds a slot. An authenticated request beyond the slots is answered 503 (type
+  `server_busy`, `Retry-After: 1`), which the supervisor retries with a short backoff.
+- a read of an admitted request's body that waits `FLOWKIT_WORKER_IDLE_TIMEOUT_S` seconds
+  (default 30) closes the connection (408).
 """
 from __future__ import annotations
 
 import hmac
+import io
 import json
 import os
 import select
@@ -58,6 +70,7 @@ from ..errors import ContextOverflowError, FlowkitError, GenerationStopped
 from .llama_cpp_backend import LlamaCppLLM
 from .llm_contract import LLMSettings, StopCheck
 from .streaming import DONE, chunk, sse
+from .worker_admission import Admission, DeadlineReader
 from .worker_requests import (
     BadRequest,
     ChatRequest,
@@ -71,7 +84,9 @@ from .worker_requests import (
 
 PARENT_POLL_S = 1.0
 IDLE_TIMEOUT_S = 30.0
+HEAD_TIMEOUT_S = 5.0
 MAX_CONNECTIONS = 16
+MAX_PENDING = 64
 GET_ROUTES = ("/health", "/v1/models")
 POST_ROUTES = ("/v1/chat/completions", "/v1/completions", "/tokenize")
 CLIENT_GONE = "the client went away"
@@ -118,20 +133,24 @@ class _StreamFailed(Exception):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = MAX_PENDING
 
     def __init__(self, llm: LlamaCppLLM, token: str, *, idle_timeout_s: float = IDLE_TIMEOUT_S,
-                 max_connections: int = MAX_CONNECTIONS) -> None:
+                 max_connections: int = MAX_CONNECTIONS, head_timeout_s: float = HEAD_TIMEOUT_S,
+                 max_pending: int = MAX_PENDING) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.llm = llm
         self.token = token
         self.idle_timeout_s = idle_timeout_s
+        self.head_timeout_s = head_timeout_s
         self.max_connections = max_connections
         self.max_body = body_limit(llm.n_ctx)
         self.request_timeout_s = llm.settings.request_timeout_s
-        self._slots = threading.BoundedSemaphore(max_connections)
+        self.admission = Admission(max_pending, max_connections)
         self._stats_lock = threading.Lock()
         self.stats: dict[str, int] = {"served": 0, "stopped_client_gone": 0, "stopped_deadline": 0,
-                                      "last_stopped_tokens": 0, "refused_connections": 0}
+                                      "last_stopped_tokens": 0, "refused_connections": 0,
+                                      "refused_token": 0}
 
     def count(self, **changes: int) -> None:
         """Add to (or, for `last_stopped_tokens`, set) the counts /health reports."""
@@ -140,23 +159,20 @@ class _Server(ThreadingHTTPServer):
                 self.stats[key] = value if key.startswith("last_") else self.stats[key] + value
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        """Serve the connection on a thread of its own while fewer than `max_connections` are
-        open; past that, answer 503 here and close it."""
-        if not self._slots.acquire(blocking=False):
-            self.count(refused_connections=1)
-            self._refuse(request)
-            return
+        """Serve the connection on a thread of its own, counted as pending until its token is
+        checked (the oldest pending connection is pushed out past `max_pending`)."""
+        self.admission.arrive(request)
         try:
             super().process_request(request, client_address)
         except RuntimeError:          # no thread could be started
-            self._slots.release()
+            self.admission.leave(request)
             self._refuse(request)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._slots.release()
+            self.admission.leave(request)
 
     def _refuse(self, request: socket.socket) -> None:
         body = _error_json(503, f"the worker serves at most {self.max_connections} connections at "
@@ -179,7 +195,53 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        self.connection.settimeout(self.server.idle_timeout_s)   # idle or slow: closed
+        self.rfile.close()             # read through the deadline instead (worker_admission)
+        self._reader = DeadlineReader(self.connection, self.server.idle_timeout_s,
+                                      time.monotonic() + self.server.head_timeout_s)
+        self.rfile = io.BufferedReader(self._reader)
+
+    def parse_request(self) -> bool:
+        """Read the request line and headers (within the head deadline), then check the token
+        and take a slot: 401 without the token, 503 when every slot is taken. One request per
+        connection."""
+        if not super().parse_request():
+            return False
+        self.close_connection = True
+        if not self._authorised():
+            self.server.count(refused_token=1)
+            return False
+        if not self.server.admission.admit(self.connection):
+            self.server.count(refused_connections=1)
+            self._busy()
+            return False
+        self._reader.until = None      # the body: each read waits at most the idle timeout
+        self.connection.settimeout(self.server.idle_timeout_s)
+        return True
+
+    def _busy(self) -> None:
+        """Answer 503 to an authenticated request that found every slot taken, and read its body
+        (up to the cap) so that closing does not reset the connection before the client reads
+        the answer."""
+        self._reader.until = None
+        self.connection.settimeout(1.0)
+        try:
+            length = content_length(self.headers, self.server.max_body) \
+                if self.command == "POST" else 0
+        except BadRequest:
+            length = 0
+        body = _error_json(503, f"the worker serves at most {self.server.max_connections} "
+                           "requests at once; retry later", "server_busy")
+        try:
+            self.rfile.read(length)
+            self.send_response(503)
+            for name, value in (("Content-Type", "application/json"),
+                                ("Content-Length", str(len(body))), ("Connection", "close"),
+                                ("Retry-After", "1")):
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+        except OSError:               # the client went away: nothing to answer
+            pass
 
     def log_message(self, format: str, *args: Any) -> None:
         pass   # requests are traced by the caller; keep the worker's stderr for real problems
@@ -234,15 +296,16 @@ class _Handler(BaseHTTPRequestHandler):
         return None
 
     def do_GET(self) -> None:
-        if not self._authorised():
-            return
         path = self._route("GET")
         llm = self.server.llm
         if path == "/health":
             with self.server._stats_lock:
                 stats = dict(self.server.stats)
+            pending, admitted = self.server.admission.counts()
             self._send(200, {"status": "ok", "pid": os.getpid(), "model": llm.model_id,
                              "generations": stats,
+                             "connections": {"pending": pending, "admitted": admitted,
+                                             "pushed_out": self.server.admission.pushed_out},
                              "prefix": prefix.stats() if (prefix := getattr(llm, "prefix", None))
                              else None})
         elif path == "/v1/models":
@@ -257,8 +320,6 @@ class _Handler(BaseHTTPRequestHandler):
         return parse_body(raw)
 
     def do_POST(self) -> None:
-        if not self._authorised():
-            return
         path = self._route("POST")
         if path is None:
             return
@@ -420,7 +481,9 @@ def main() -> int:
     settings = LLMSettings(**json.loads(sys.stdin.readline()))
     try:
         idle_s = _env_number("FLOWKIT_WORKER_IDLE_TIMEOUT_S", IDLE_TIMEOUT_S)
+        head_s = _env_number("FLOWKIT_WORKER_HEAD_TIMEOUT_S", HEAD_TIMEOUT_S)
         max_conn = int(_env_number("FLOWKIT_WORKER_MAX_CONNECTIONS", MAX_CONNECTIONS))
+        max_pending = int(_env_number("FLOWKIT_WORKER_MAX_PENDING", MAX_PENDING))
     except ValueError as err:
         print(json.dumps({"ready": False, "error": str(err)}), flush=True)  # noqa: T201 - protocol
         return 1
@@ -432,7 +495,7 @@ def main() -> int:
         return 1
     import llama_cpp
     server = _Server(llm, os.environ.get("FLOWKIT_WORKER_TOKEN", ""), idle_timeout_s=idle_s,
-                     max_connections=max_conn)
+                     max_connections=max_conn, head_timeout_s=head_s, max_pending=max_pending)
     decision = llm.extra_bufts
     print(json.dumps({"ready": True, "port": server.server_address[1], "pid": os.getpid(),  # noqa: T201
                       "model": llm.model_id,

@@ -276,8 +276,30 @@ def test_an_idle_connection_is_closed_after_the_idle_timeout() -> None:
             assert sock.recv(1) == b""
 
 
+def _holding(port: int) -> socket.socket:
+    """A connection that holds a slot: authenticated headers of a body that never comes."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT_S)
+    sock.sendall(f"POST /tokenize HTTP/1.1\r\nAuthorization: Bearer {TOKEN}\r\n"
+                 "Content-Length: 100\r\n\r\n".encode())
+    return sock
+
+
+def _wait_admitted(port: int, n: int) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        status, body = request(port, "GET", "/health")
+        if status == 200 and body["connections"]["admitted"] >= n + 1:     # + this request
+            return
+        time.sleep(0.02)
+
+
 def test_connections_beyond_the_cap_are_refused_503_and_served_again_after(served: Served) -> None:
-    idle = [socket.create_connection(("127.0.0.1", served.port), timeout=WAIT_S) for _ in range(4)]
+    """The cap counts authenticated requests (issue 39: idle connections without the token took
+    every slot; they no longer count, tests/security/test_worker_drip.py)."""
+    idle = [_holding(served.port) for _ in range(4)]
+    deadline = time.monotonic() + WAIT_S
+    while served.server.admission.counts()[1] < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
     try:
         got, error = status_and_error(raw_exchange(
             served.port, f"GET /health HTTP/1.1\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode()))
@@ -426,13 +448,20 @@ def _generations(port: int) -> dict[str, int]:
 
 @pytest.mark.real
 def test_real_worker_closes_idle_connections_and_caps_them(real_worker: RealWorker) -> None:
-    idle = [socket.create_connection(("127.0.0.1", real_worker.port), timeout=WAIT_S)
-            for _ in range(3)]
+    idle = [_holding(real_worker.port) for _ in range(2)]
+    _wait_admitted(real_worker.port, 2)
+    idle.append(_holding(real_worker.port))
+    time.sleep(0.5)                                   # its headers are read in microseconds
     try:
         got, _ = status_and_error(raw_exchange(
             real_worker.port, f"GET /health HTTP/1.1\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode()))
         assert got == 503
-        assert idle[0].recv(1) == b""                     # closed by the worker after 5 s idle
+        chunks = []                                       # the body never came: 408 after 5 s
+        while chunk := idle[0].recv(65536):
+            chunks.append(chunk)
+        assert status_and_error(b"".join(chunks))[0] == 408
+        with socket.create_connection(("127.0.0.1", real_worker.port), timeout=WAIT_S) as silent:
+            assert silent.recv(1) == b""                  # no headers: closed, no answer
     finally:
         for sock in idle:
             sock.close()
