@@ -30,10 +30,18 @@ from typing import Any
 
 import streamlit as st
 
+from flowkit.errors import FlowkitError
+
 log = logging.getLogger(__name__)
 
 STATUSES = ("queued", "running", "done", "error", "cancelled")
 KEEP_FINISHED = 200   # finished jobs remembered per process (older ones are dropped)
+
+
+class InputRefused(FlowkitError):
+    """What a job's work raises when the user's own input cannot be used (a file that is not
+    UTF-8, a .jsonl line without text): the job fails with this one line, and the log gets one
+    line without a traceback, since nothing is wrong with the studio."""
 
 
 @dataclass
@@ -174,6 +182,9 @@ class JobManager:
                 job.status, job.started_at = "running", time.time()
             try:
                 result = work(Reporter(self, job_id))
+            except InputRefused as err:
+                log.info("job %s (%s) refused its input: %s", job_id, job.label, err)
+                self._finish(job_id, "error", None, _error_text(err))
             except Exception as err:
                 log.exception("job %s (%s) failed", job_id, job.label)
                 self._finish(job_id, "error", None, _error_text(err))

@@ -26,13 +26,14 @@ from flowkit.errors import FlowkitError
 from flowkit.eval.datasets import Dataset
 from flowkit.eval.questiongen.generate import Progress
 from flowkit.eval.runner import EvalPlan
+from flowkit.runtime.docfiles import DocumentError
 from flowkit.spec import FlowSpec, to_dict
 from flowkit.trace import RunEnd, RunStart, StepEvent
 from flowkit.validate import check
 from service import evaluations, grading, knowledge, questiongen
 from service.uploads import save_uploads
 from service.workspace import Workspace
-from studio.common.jobs import Job, JobManager, Reporter
+from studio.common.jobs import InputRefused, Job, JobManager, Reporter
 from studio.run.overrides import Overrides, with_overrides
 
 EVAL = "eval"
@@ -176,20 +177,24 @@ def submit_ingest(jobs: JobManager, ws: Workspace, kb: str, files: list[tuple[st
     A file name that is empty, '.' or '..', holds a NUL, '/' or '\\', or is over 255 bytes raises
     uploads.UploadRefused (naming each such file) before anything is created; two files with the same
     name are both kept, the second as 'name (2).ext'. The saved copies are removed when the
-    ingest ends, whether it worked or not.
+    ingest ends, whether it worked or not. A file that cannot be read fails the job with one
+    line naming it as the user named it ('notes.txt: not UTF-8 text ...'), never by the path of
+    its saved copy.
     """
     folder = ws.data_dir / "uploads" / uuid.uuid4().hex[:10]
     paths = save_uploads(folder, files)
     try:
-        return _queue_ingest(jobs, ws, kb, folder, paths, chunker, params)
+        return _queue_ingest(jobs, ws, kb, folder, paths, chunker, params,
+                             {path: name for path, (name, _) in zip(paths, files)})
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
 
 
 def _queue_ingest(jobs: JobManager, ws: Workspace, kb: str, folder: Path, paths: list[Path],
-                  chunker: str, params: dict[str, Any]) -> str:
-    """Submit the ingest job of the saved `paths`; the job removes `folder` when it ends."""
+                  chunker: str, params: dict[str, Any], names: dict[Path, str]) -> str:
+    """Submit the ingest job of the saved `paths` (`names`: each one's name as uploaded); the job
+    removes `folder` when it ends."""
 
     def work(report: Reporter) -> dict[str, Any]:
         report.update(progress=0.0, message="reading and chunking")
@@ -199,13 +204,16 @@ def _queue_ingest(jobs: JobManager, ws: Workspace, kb: str, folder: Path, paths:
                           message=f"embedded {done} of {total} chunks")
         try:
             n = knowledge.ingest_files(ws, kb, paths, chunker, params, progress=progress)
+        except DocumentError as err:      # the user's file, named as they named it
+            raise InputRefused(f"{err.where(names.get(err.path, err.path.name))}: "
+                               f"{err.reason}") from None
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         report.update(progress=1.0, message=f"ingested {n} chunks")
         return {"kb": kb, "chunks": n, "files": [p.name for p in paths]}
 
-    names = ", ".join(p.name for p in paths)
-    return jobs.submit("ingest", f"ingest {names} into {kb}", work,
+    listed = ", ".join(p.name for p in paths)
+    return jobs.submit("ingest", f"ingest {listed} into {kb}", work,
                        meta={"kb": kb, "chunker": chunker, "params": params})
 
 
