@@ -1,20 +1,25 @@
 """`flowkit serve-model`: an OpenAI-compatible server on one GGUF, loaded with the AMX decision.
 
 It is llama-cpp-python's server application (`llama_cpp.server.app.create_app`: chat and text
-completions, streaming, /v1/models, /extras/tokenize, OpenAI-shaped errors) with one change: its
+completions, streaming, /v1/models, /extras/tokenize, OpenAI-shaped errors) with two changes: its
 model proxy loads the GGUF through `gguf_load.load_gguf`, so the model is loaded as the worker
 loads it (extra buffer types off where this CPU cannot use AMX; `extra_bufts = on` where the probe
-recorded a fault is refused before anything loads), and a request body that is not valid JSON or not a
-valid request is answered 400 with an OpenAI-shaped JSON error (the library answers 500 with a
-traceback). This server, not the model worker's HTTP
+recorded a fault is refused before anything loads), and `ValidatedRequests` stands in front of it:
+the API key is checked before any of a body is read (401), a body is read up to the model worker's
+cap (413 past it), and a body that is not one JSON object, asks for `max_tokens` or sampling
+numbers the worker would refuse (`worker_requests.generation_limits`), or is not a valid request
+is answered 400 with an OpenAI-shaped JSON error (the library answers 500 with a traceback, and
+takes NaN or a negative `max_tokens`). This server, not the model worker's HTTP
 surface, because clients of an external server expect the whole OpenAI API (streaming, several
 messages) and the server engines' tests compare against llama-cpp-python's own routes.
 """
 from __future__ import annotations
 
+import hmac
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
+from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +27,11 @@ from ..errors import ResourceError
 from . import amx
 from .gguf import inspect_gguf
 from .gguf_load import load_gguf
+from .worker_requests import BadRequest, body_limit, content_length, generation_limits, parse_body
+
+#: the routes that generate: their `max_tokens` and sampling numbers are checked as the worker's
+GENERATION_ROUTES = ("/v1/chat/completions", "/v1/completions",
+                     "/v1/engines/copilot-codex/completions")
 
 
 @dataclass(frozen=True)
@@ -56,28 +66,47 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class ValidatedRequests:
-    """ASGI middleware: the body of a POST to a route in `models` must be JSON that the route's
-    pydantic request model accepts; otherwise 400 with {"error": {"message", "type":
-    "invalid_request_error", "param", "code"}}. Valid requests pass on with their body."""
+    """ASGI middleware in front of llama-cpp-python's app. Every HTTP request, in this order:
 
-    def __init__(self, app: ASGIApp, models: dict[str, Any]) -> None:
-        self.app, self.models = app, models
+    1. the key (when `api_key` is set): without `Authorization: Bearer <api_key>` the answer is
+       401 and nothing of the body is read;
+    2. a request with a body is read up to `body_limit(n_ctx)` bytes (the model worker's cap): a
+       `Content-Length` over it is 413 before anything is read, a body without one is 413 once it
+       passes the cap;
+    3. on the routes in `models`: the body is one JSON object (`worker_requests.parse_body`: no
+       NaN, no number that overflows, nesting refused, not a traceback), the generation routes'
+       `max_tokens` and sampling numbers are checked as the worker checks them
+       (`worker_requests.generation_limits`), then the route's pydantic model: 400 otherwise.
+
+    Refusals are OpenAI-shaped: {"error": {"message", "type", "param", "code"}}. A request that
+    passes goes on to the library with its body."""
+
+    def __init__(self, app: ASGIApp, models: dict[str, Any], *, api_key: str = "",
+                 n_ctx: int = ServeSettings.n_ctx,
+                 generation: tuple[str, ...] = GENERATION_ROUTES) -> None:
+        self.app, self.models, self.generation = app, models, generation
+        self.api_key, self.n_ctx, self.max_body = api_key, n_ctx, body_limit(n_ctx)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        model = self.models.get(scope.get("path", "")) if scope.get("type") == "http" else None
-        if model is None or scope.get("method") != "POST":
+        if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body") or message.get("type") != "http.request":
-                break
-        body = b"".join(chunks)
-        problem = _problem(model, body)
-        if problem is not None:
-            await _send_error(send, problem[0], problem[1])
+        if self.api_key and not _has_key(scope, self.api_key):
+            await _send_error(send, 401, "missing or wrong API key (Authorization: Bearer <key>)",
+                              None, "authentication_error", "invalid_api_key")
+            return
+        if scope.get("method") not in ("POST", "PUT", "PATCH"):
+            await self.app(scope, receive, send)
+            return
+        try:
+            body = await _read_body(scope, receive, self.max_body)
+            model = self.models.get(scope.get("path", ""))
+            if model is not None:
+                _check(model, body, self.n_ctx if scope.get("path") in self.generation else None)
+        except BadRequest as err:
+            param = err.param if isinstance(err, _FieldProblem) else None
+            await _send_error(send, err.status, str(err), param, err.kind,
+                              "request_too_large" if err.status == 413 else None)
             return
         replayed = False
 
@@ -91,30 +120,80 @@ class ValidatedRequests:
         await self.app(scope, replay, send)
 
 
-def _problem(model: Any, body: bytes) -> tuple[str, str | None] | None:
-    """Why `body` is not a valid request for `model` (message, offending field), or None."""
+class _FieldProblem(BadRequest):
+    """A 400 that names the request field at fault."""
+
+    def __init__(self, message: str, param: str | None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+def _has_key(scope: Scope, api_key: str) -> bool:
+    """Whether the request's Authorization header is `Bearer <api_key>` (compared in constant
+    time; the scheme's case does not matter)."""
+    given = b""
+    for name, value in scope.get("headers") or []:
+        if name.lower() == b"authorization":
+            given = bytes(value)
+            break
+    scheme, _, credentials = given.partition(b" ")
+    return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(),
+                                                               api_key.encode())
+
+
+async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
+    """The request's body, at most `limit` bytes (BadRequest 413 past it, before reading when
+    Content-Length says so; a malformed Content-Length is 400)."""
+    headers = EmailMessage()
+    for name, value in scope.get("headers") or []:
+        if name.lower() == b"content-length":
+            headers["Content-Length"] = value.decode("latin-1")
+    if headers.get_all("Content-Length"):
+        content_length(headers, limit)
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message.get("type") != "http.request":
+            break                      # the client went away
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise BadRequest(f"the body is over {limit} bytes, the most this server takes (the "
+                             "model's context cannot hold more)", 413, "request_too_large")
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            break
+    return b"".join(chunks)
+
+
+def _check(model: Any, body: bytes, n_ctx: int | None) -> None:
+    """Raise BadRequest when `body` is not a valid request for `model`; `n_ctx` (the generation
+    routes) also checks `max_tokens` and the sampling numbers as the model worker does."""
     from pydantic import ValidationError
-    try:
-        data = json.loads(body or b"null")
-    except ValueError as err:
-        return f"the request body is not JSON: {err}", None
-    if not isinstance(data, dict):
-        return "the request body must be a JSON object", None
+    data = parse_body(body)
+    if n_ctx is not None:
+        generation_limits(data, n_ctx)
     try:
         model.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
-        return f"{where}: {first.get('msg', 'invalid')}" if where else str(err), where or None
-    return None
+        raise _FieldProblem(f"{where}: {first.get('msg', 'invalid')}" if where else
+                            str(err)[:500], where or None) from err
+    except RecursionError as err:
+        raise BadRequest("the request body is nested too deeply") from err
 
 
-async def _send_error(send: Send, message: str, param: str | None) -> None:
-    raw = json.dumps({"error": {"message": message, "type": "invalid_request_error",
-                                "param": param, "code": None}}).encode()
-    await send({"type": "http.response.start", "status": 400,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(raw)).encode())]})
+async def _send_error(send: Send, status: int, message: str, param: str | None,
+                      kind: str = "invalid_request_error", code: str | None = None) -> None:
+    raw = json.dumps({"error": {"message": message, "type": kind, "param": param,
+                                "code": code}}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode()),
+               (b"connection", b"close")]
+    if status == 401:
+        headers.append((b"www-authenticate", b"Bearer"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": raw})
 
 
@@ -154,8 +233,13 @@ def create_app(settings: ServeSettings) -> tuple[Any, amx.Decision]:
     from llama_cpp.server import types as api
     routes = {"/v1/chat/completions": api.CreateChatCompletionRequest,
               "/v1/completions": api.CreateCompletionRequest,
-              "/v1/embeddings": api.CreateEmbeddingRequest}
-    return ValidatedRequests(app, routes), decided[-1]
+              "/v1/engines/copilot-codex/completions": api.CreateCompletionRequest,
+              "/v1/embeddings": api.CreateEmbeddingRequest,
+              "/extras/tokenize": api.TokenizeInputRequest,
+              "/extras/tokenize/count": api.TokenizeInputRequest,
+              "/extras/detokenize": api.DetokenizeInputRequest}
+    return (ValidatedRequests(app, routes, api_key=settings.api_key, n_ctx=settings.n_ctx),
+            decided[-1])
 
 
 def serve(settings: ServeSettings, on_ready: Any = None) -> None:

@@ -6,7 +6,8 @@
 
 - the body is read only when `Content-Length` is present, a plain decimal number, and within
   `body_limit(n_ctx)` (a chunked body or a missing length answers 411, one over the cap 413);
-- the body is one JSON object (NaN and Infinity are not JSON and are refused);
+- the body is one JSON object (NaN and Infinity are not JSON and are refused, and so is a number
+  too large for a float, such as 1e999);
 - `max_tokens` is an integer (not a boolean) in 1..n_ctx; absent or null means 256. A request whose
   prompt leaves fewer tokens than asked is clamped to what fits (`n_ctx - prompt`), as
   `LlamaCppLLM.complete` has always done, and a prompt that does not fit at all answers 400 with
@@ -19,6 +20,10 @@
   most one system message, each with string content;
 - `stream` is true or false (true: the answer comes as server-sent events); `stream_options`, if
   present, is an object.
+
+`flowkit serve-model` (`serve_model.py`) applies the same body cap, `parse_body` and
+`generation_limits` (`max_tokens` and the sampling numbers) to its generation routes, before the
+library's own schema.
 """
 from __future__ import annotations
 
@@ -95,10 +100,17 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is too large")
+    return value
+
+
 def parse_body(raw: bytes) -> dict[str, Any]:
-    """The body as one JSON object (no NaN or Infinity)."""
+    """The body as one JSON object (no NaN or Infinity, no number that overflows a float)."""
     try:
-        data = json.loads(raw or b"{}", parse_constant=_no_constant)
+        data = json.loads(raw or b"{}", parse_constant=_no_constant, parse_float=_finite_float)
     except (ValueError, RecursionError) as err:
         raise BadRequest(f"the request body is not JSON: {err}") from err
     if not isinstance(data, dict):
@@ -138,6 +150,13 @@ def sampling(body: Mapping[str, Any]) -> float | None:
     return _number(body, "temperature")
 
 
+def generation_limits(body: Mapping[str, Any], n_ctx: int) -> tuple[int | None, float | None]:
+    """What every generation request is checked for, by the worker and by `flowkit serve-model`:
+    `max_tokens` an integer in 1..n_ctx and the sampling numbers finite and in range. Returns
+    (max_tokens, temperature), each None when absent."""
+    return _integer(body, "max_tokens", 1, n_ctx), sampling(body)
+
+
 def chat_request(body: Mapping[str, Any], n_ctx: int) -> ChatRequest:
     """A checked chat completion request for a model with `n_ctx` tokens of context."""
     messages = body.get("messages")
@@ -153,7 +172,7 @@ def chat_request(body: Mapping[str, Any], n_ctx: int) -> ChatRequest:
         by_role[message["role"]].append(content)
     if len(by_role["user"]) != 1 or len(by_role["system"]) > 1:
         raise BadRequest("the flowkit worker takes one user message and at most one system message")
-    max_tokens = _integer(body, "max_tokens", 1, n_ctx)
+    max_tokens, temperature = generation_limits(body, n_ctx)
     stop = body.get("stop")
     stops = [] if stop is None else [stop] if isinstance(stop, str) else stop
     if not isinstance(stops, list) or len(stops) > MAX_STOPS or \
@@ -170,7 +189,7 @@ def chat_request(body: Mapping[str, Any], n_ctx: int) -> ChatRequest:
     return ChatRequest(user=by_role["user"][0],
                        system=by_role["system"][0] if by_role["system"] else None,
                        max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
-                       stop=list(stops), temperature=sampling(body),
+                       stop=list(stops), temperature=temperature,
                        logprobs=bool(logprobs), stream=bool(stream))
 
 

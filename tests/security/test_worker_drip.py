@@ -136,7 +136,11 @@ def test_a_busy_worker_is_asked_again_not_killed(tmp_path: Path,
         pid, token = w.pid, w._client._token if w._client else ""
         held = [_hold_slot(_port(w), token) for _ in range(2)]
         time.sleep(0.3)                                   # both admitted
-        timer = threading.Timer(0.6, lambda: [s.close() for s in held])
+        def release() -> None:
+            for sock in held:
+                sock.close()
+
+        timer = threading.Timer(0.6, release)
         timer.start()
         started = time.monotonic()
         out = w.complete(PROMPT, max_tokens=3)
