@@ -45,9 +45,9 @@ browser:
 servers:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null)
 
-# Arize Phoenix (OTLP collector and trace UI) for tests/telemetry, in a venv of its own: it resolves
-# into .venv too, but pulls ~70 packages the product does not use (pydantic-ai, boto3, google-genai,
-# mcp, ...) and wants protobuf 7 where chromadb's stack has 6. Measured here: 45 s, 850 MB.
+# Arize Phoenix (OTLP collector and trace UI) for tests/telemetry, in a venv of its own: it would
+# resolve into .venv too (pip --dry-run), but pulls ~70 packages the product does not use
+# (pydantic-ai, boto3, google-genai, mcp, ...). Measured here: 45 s, 850 MB.
 PHOENIX_VENV := .venv-phoenix
 $(PHOENIX_VENV)/.installed-stamp:
 	test -x $(PHOENIX_VENV)/bin/python || $(PY) -m venv $(PHOENIX_VENV)

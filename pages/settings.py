@@ -8,7 +8,7 @@ from studio.common.shell import route_through_app
 from studio.common.state import SettingsKeys as K
 from studio.common.state import flash, show_flash
 from studio.common.workspace import get_workspace, reset_workspace
-from studio.settings import engines_panel
+from studio.settings import engines_panel, telemetry_panel
 from studio.settings import settings as logic
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
@@ -123,6 +123,7 @@ if info["error"]:
     st.error(info["error"])
 
 engines_panel.draw(in_use)
+telemetry_panel.draw(ws, current)
 
 st.subheader("Models")
 st.caption("Packaged models and the configured GGUF; reading = gold passages + distractors "

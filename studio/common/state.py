@@ -271,6 +271,12 @@ class SettingsKeys(Keys, prefix="settings"):
     COMPLETION_CACHE: Key[bool]
     CACHE_MAX: Key[int]
     MODELS: Key[Any]
+    # the trace export form (studio/settings/telemetry_panel.py)
+    TELEMETRY_FORM: Key[None]
+    TELEMETRY_ENABLED: Key[bool]
+    TELEMETRY_ENDPOINT: Key[str]
+    TELEMETRY_HEADERS: Key[str]
+    TELEMETRY_NOTICE: Key[Notice]
 
 
 class GateKeys(Keys, prefix="gate"):
