@@ -19,7 +19,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 import sys
 from typing import NoReturn
 
-from flowkit.errors import FlowkitError
+from flowkit.errors import FlowkitError, ValidationError
 
 from . import cache, common, debug, evals, flows, grade, judge, kb, runs, search, serve
 
@@ -31,6 +31,7 @@ class _Parser(argparse.ArgumentParser):
     must be a whole number >= 0; got '-5' (flowkit eval --help)'."""
 
     def error(self, message: str) -> NoReturn:
+        message = common.shorten(common.one_line(message))
         common.err.print(f"{self.prog}: error: {message} ({self.prog} --help)", soft_wrap=True)
         sys.exit(2)
 
@@ -49,17 +50,29 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one command; 2 on a flowkit error or a file the system refuses (printed as one line),
     130 on Ctrl-C."""
+    given = sys.argv[1:] if argv is None else argv
+    bad = next((i for i, a in enumerate(given) if "\x00" in a), None)
+    if bad is not None:                       # no process can pass one; a caller in Python can
+        common.err.print(f"error: argument {bad + 1} holds a NUL character", soft_wrap=True)
+        return 2
     args = build_parser().parse_args(argv)
     try:
         common.data_dir(args.data_dir)
         return int(args.fn(args) or 0)
+    except ValidationError as e:              # the one multi-line error: a problem a line
+        common.err.print(common.styled("[red]error:[/red] {}", common.one_line(
+            f"the flow has {len(e.problems)} problem(s):")), soft_wrap=True)
+        for p in e.problems:
+            common.err.print(f"  - {common.shorten(common.one_line(str(p)))}", soft_wrap=True)
+        return 2
     except FlowkitError as e:
-        common.err.print(common.styled("[red]error:[/red] {}", e), soft_wrap=True)
+        common.err.print(common.styled("[red]error:[/red] {}",
+                                       common.shorten(common.one_line(str(e)))), soft_wrap=True)
         return 2
     except OSError as e:            # a path the system refused: one line naming it
         where = f": {e.filename}" if e.filename else ""
-        common.err.print(common.styled("[red]error:[/red] {}{}", e.strerror or e, where),
-                         soft_wrap=True)
+        common.err.print(common.styled("[red]error:[/red] {}", common.shorten(common.one_line(
+            f"{e.strerror or e}{where}"))), soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         common.err.print("interrupted")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,22 @@ def styled(template: str, *values: object) -> Text:
     in the code) take `values`, escaped, so `styled("[bold]run {}[/bold]", name)` prints a
     name `[/]` or `[link=x]` as those characters."""
     return Text.from_markup(template.format(*(escape(str(v)) for v in values)), emoji=False)
+
+
+def shorten(message: str, longest: int = 120) -> str:
+    """`message` with every run of more than `longest` non-space characters cut to its start,
+    its end and its length: an error never echoes a 5,000-character argument whole."""
+    def cut(m: re.Match[str]) -> str:
+        return f"{m[0][:40]}...{m[0][-20:]} ({len(m[0])} characters)"
+    return re.sub(rf"\S{{{longest + 1},}}", cut, message)
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: a newline, tab, NUL or other control character (from data: a name, a
+    path) is written as its escape (`\\n`), so it cannot start a line of its own."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in text)
 
 
 def open_workspace(args: argparse.Namespace) -> Workspace:
@@ -103,7 +120,8 @@ def int_between(low: int, high: int) -> Callable[[str], int]:
 
 
 def _quote(text: str) -> str:
-    shown = text if len(text) <= 40 else text[:37] + "..."
+    """`text` quoted for an error line: whole up to 60 characters, else its start and end."""
+    shown = text if len(text) <= 60 else f"{text[:24]}...{text[-24:]}"
     return repr(shown)
 
 

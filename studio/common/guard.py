@@ -150,7 +150,7 @@ async def _health(request: Request) -> Response:
 def health_routes() -> list[Route]:
     """`/healthz`: "ok" from the server itself (Streamlit has no such route and would serve its
     page); open with or without a token, as Docker and the tests wait on it."""
-    return [Route(HEALTHZ, _health, methods=["GET", "HEAD"])]
+    return [Route(path, _health, methods=["GET", "HEAD"]) for path in (HEALTHZ, HEALTHZ + "/")]
 
 
 class AccessMiddleware:
