@@ -252,9 +252,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(raw)))
+            self.send_header("Connection", "close")          # one request per connection
+            self.close_connection = True
             if code >= 400:
-                self.close_connection = True
-                self.send_header("Connection", "close")
                 if code == HTTPStatus.METHOD_NOT_ALLOWED:
                     self.send_header("Allow", "GET, POST")
             self.end_headers()
