@@ -29,6 +29,7 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from .bounds import Limits
+from .ids import RunIds
 from .record import RunRecord
 from .settings import ExportTarget, TelemetryError
 from .spans import emit_run
@@ -49,13 +50,13 @@ def _quiet_otlp_loggers() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def provider(name: str = "flowkit") -> TracerProvider:
-    """A TracerProvider for flowkit's spans (its own, never the process's global one); `name` is
-    the service and the Phoenix project the spans land in."""
+def provider(ids: RunIds, name: str = "flowkit") -> TracerProvider:
+    """A TracerProvider for flowkit's spans (its own, never the process's global one) with ids
+    from `ids`; `name` is the service and the Phoenix project the spans land in."""
     return TracerProvider(resource=Resource.create({"service.name": name,
                                                     ResourceAttributes.PROJECT_NAME: name}),
                           span_limits=SpanLimits(max_span_attributes=MAX_ATTRIBUTES),
-                          shutdown_on_exit=False)
+                          id_generator=ids, shutdown_on_exit=False)
 
 
 def otlp_exporter(target: ExportTarget) -> OTLPSpanExporter:
@@ -68,11 +69,12 @@ def build_spans(records: Sequence[RunRecord], limits: Limits | None = None,
                 service_name: str = "flowkit") -> list[ReadableSpan]:
     """The finished spans of `records`, in memory (what `send` exports; tests read them)."""
     memory = InMemorySpanExporter()
-    tp = provider(service_name)
+    ids = RunIds()
+    tp = provider(ids, service_name)
     tp.add_span_processor(SimpleSpanProcessor(memory))
     tracer = tp.get_tracer("flowkit.telemetry")
     for record in records:
-        emit_run(tracer, record, limits)
+        emit_run(tracer, record, limits, ids)
     tp.shutdown()
     return list(memory.get_finished_spans())
 
@@ -139,7 +141,8 @@ class LiveExport:
         self.limits = limits
         _quiet_otlp_loggers()
         self.exporter = OnceLoggedExporter(exporter or otlp_exporter(target), target.url)
-        self._provider = provider()
+        self._ids = RunIds()
+        self._provider = provider(self._ids)
         self._provider.add_span_processor(
             BatchSpanProcessor(self.exporter, schedule_delay_millis=schedule_delay_ms))
         self._tracer = self._provider.get_tracer("flowkit.telemetry")
@@ -166,7 +169,7 @@ class LiveExport:
                 item()
                 continue
             try:
-                emit_run(self._tracer, item, self.limits)
+                emit_run(self._tracer, item, self.limits, self._ids)
             except Exception as err:  # noqa: BLE001 (a bad record must not stop the exporter)
                 log.warning("telemetry: could not build the spans of run %s: %s", item.run_id, err)
 

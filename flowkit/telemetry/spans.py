@@ -26,6 +26,7 @@ from opentelemetry.trace import Span, Status, StatusCode, Tracer
 from ..registry import get as get_operator
 from ..trace import LLMCall, Retrieval, StepEvent, diff
 from .bounds import AttrValue, Limits, as_json, put_text
+from .ids import RunIds, root_link
 from .record import RunRecord
 
 KIND = SpanAttributes.OPENINFERENCE_SPAN_KIND
@@ -36,11 +37,24 @@ def _ns(seconds: float) -> int:
     return round(seconds * 1e9)
 
 
-def emit_run(tracer: Tracer, record: RunRecord, limits: Limits | None = None) -> int:
-    """Build the spans of `record` on `tracer` (ended, with the stored times). Returns how many."""
-    lim = limits or Limits()
+def emit_run(tracer: Tracer, record: RunRecord, limits: Limits | None = None,
+             ids: RunIds | None = None) -> int:
+    """Build the spans of `record` on `tracer` (ended, with the stored times); with `ids` (the
+    tracer's provider's generator) the ids derive from the run id. Returns how many spans."""
+    if ids is None:
+        return _emit(tracer, record, limits or Limits())
+    with ids.for_run(record.run_id):
+        return _emit(tracer, record, limits or Limits())
+
+
+def _emit(tracer: Tracer, record: RunRecord, lim: Limits) -> int:
+    links = []
+    if record.parent_run_id:      # a fork: linked to the run it was forked from
+        links.append(root_link(record.parent_run_id, {
+            "flowkit.link": "forked from",
+            "flowkit.parent_step": record.parent_step if record.parent_step is not None else -1}))
     root = tracer.start_span(record.flow_name or "flowkit run", start_time=_ns(record.started_at),
-                             attributes=_run_attributes(record, lim))
+                             attributes=_run_attributes(record, lim), links=links)
     count = 1
     ctx = trace.set_span_in_context(root)
     for step in record.steps:

@@ -113,3 +113,23 @@ def test_long_text_is_truncated_with_its_full_length():
     assert len(ret.attributes[key]) == 100 and ret.attributes[full_length_key(key)] == 900
     # nothing in any span is longer than the largest limit
     assert max(len(v) for s in spans for v in s.attributes.values() if isinstance(v, str)) <= 2000
+
+
+def test_a_run_is_the_same_trace_each_time_it_is_built_and_a_fork_links_to_its_parent():
+    _, sink, _ = self_rag_run()
+    record = RunRecord.from_live(sink.run, sink.steps, sink.result)
+    first, second = build_spans([record]), build_spans([record])
+    ids = [(s.context.trace_id, s.context.span_id) for s in first]
+    assert ids == [(s.context.trace_id, s.context.span_id) for s in second]
+    assert len(set(ids)) == len(ids) and len({t for t, _ in ids}) == 1
+    root = next(s for s in first if s.parent is None)
+    _, fork_sink, _ = self_rag_run()
+    fork = RunRecord.from_live(fork_sink.run, fork_sink.steps, fork_sink.result)
+    fork.parent_run_id, fork.parent_step = record.run_id, 3
+    fork_root = next(s for s in build_spans([fork]) if s.parent is None)
+    assert fork_root.context.trace_id != root.context.trace_id
+    assert fork_root.attributes["flowkit.parent_run_id"] == record.run_id
+    [link] = fork_root.links
+    assert (link.context.trace_id, link.context.span_id) == \
+        (root.context.trace_id, root.context.span_id)
+    assert link.attributes["flowkit.link"] == "forked from" and link.attributes["flowkit.parent_step"] == 3
