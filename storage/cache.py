@@ -4,6 +4,11 @@ engines, so evaluation workers on other processes or machines share it).
 Bounded to `max_entries`: when a put passes the bound, the least recently used entries go (a hit
 moves an entry's `last_used` forward). A database error never fails a run: a lookup that cannot be
 made is a miss, a store that cannot be made is skipped.
+
+Every entry is sealed (`flowkit.runtime.cache_seal`: an HMAC under a key file outside the
+database): a row whose seal does not check for the key it is looked up under (edited, moved to
+another key, or stored before entries were sealed) is a miss, counted in `rejected`, logged once,
+and deleted so that the recomputed entry takes its place.
 """
 from __future__ import annotations
 
@@ -17,12 +22,18 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from flowkit.runtime.cache_seal import EntrySeal
 from flowkit.runtime.completion_cache import CacheEntry
 
 from .db import engine_for
 from .models import CompletionCacheRow
 
 log = logging.getLogger(__name__)
+
+_REASONS = {"unsealed": "no seal: stored before entries were sealed, or its seal was removed",
+            "other_key": "sealed with another key file (another machine or user's)",
+            "bad_mac": "its seal does not match: edited in the database or moved from another key",
+            "malformed": "fields of the wrong type"}
 
 #: The default bound on entries (a Gemma call's entry is about 2-4 KB: ~0.5 GB at most).
 DEFAULT_MAX_ENTRIES = 200_000
@@ -43,9 +54,14 @@ class CacheStats:
 class SqlCompletionCache:
     """`flowkit.runtime.completion_cache.CompletionCache` over the `completion_cache` table."""
 
-    def __init__(self, url: str, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
+    def __init__(self, url: str, max_entries: int = DEFAULT_MAX_ENTRIES,
+                 seal: EntrySeal | None = None) -> None:
         self.engine = engine_for(url)
         self.max_entries = max(1, int(max_entries))
+        #: seals entries (default: the key file of `cache_seal.key_path()`)
+        self.seal = seal or EntrySeal.default()
+        #: entries not served because their seal did not check, by reason (cache_seal.Opened)
+        self.rejected: dict[str, int] = {}
         self._puts = 0
         self._lock = threading.Lock()
 
@@ -55,7 +71,13 @@ class SqlCompletionCache:
                 row = s.get(CompletionCacheRow, key)
                 if row is None:
                     return None
-                entry = CacheEntry.from_dict(dict(row.entry))
+                opened = self.seal.open(key, dict(row.entry))
+                if opened.entry is None:
+                    self._reject(key, opened.reason)
+                    if opened.replace:
+                        s.delete(row)            # the recomputed entry takes its place
+                    return None
+                entry = opened.entry
                 s.execute(update(CompletionCacheRow).where(CompletionCacheRow.key == key)
                           .values(hits=CompletionCacheRow.hits + 1, last_used=time.time()))
                 return entry
@@ -63,8 +85,18 @@ class SqlCompletionCache:
             log.warning("completion cache lookup failed (served as a miss): %s", err)
             return None
 
+    def _reject(self, key: str, reason: str) -> None:
+        """Count an entry not served; the first of each reason is logged."""
+        with self._lock:
+            self.rejected[reason] = self.rejected.get(reason, 0) + 1
+            first = self.rejected[reason] == 1
+        if first:
+            log.warning("completion cache: entry %s… not served (%s: %s); it is recomputed, and "
+                        "further entries like it are counted without a log line", key[:12], reason,
+                        _REASONS.get(reason, reason))
+
     def put(self, key: str, entry: CacheEntry) -> None:
-        data = entry.to_dict()
+        data = self.seal.seal(key, entry)
         now = time.time()
         try:
             with Session(self.engine) as s, s.begin():
