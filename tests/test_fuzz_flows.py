@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from flowkit.names import flaw, name_problem
 from flowkit.spec import MAX_STRING
 from flowkit.templates import _dir
 from flowkit.validate import CODES, errors, validate_bytes, validate_document
@@ -48,9 +49,12 @@ def check_agreement(raw: bytes, data_dir: Path) -> None:
     path.write_bytes(raw)
     store = Store(f"sqlite:///{data_dir / 'flowkit.db'}")
     before = _rows(store)
+    # a new flow's name also follows the one rule for names (flowkit.names), which the file
+    # check does not apply: a flow saved before the rule must still validate and run
+    misnamed = spec is not None and name_problem(spec.name) is not None
     rc = cli.main(["--data-dir", str(data_dir), "flows", "import", str(path)])
     after = _rows(store)
-    if rejected:
+    if rejected or misnamed:
         assert rc == 2 and after == before
     else:
         assert rc == 0 and after == before + 1
@@ -96,10 +100,14 @@ def _nested(depth: int, leaf: Any = 1) -> Any:
     return value
 
 
+#: Names and labels that Rich would read as markup (issue 39 item 3) or as an emoji code.
+MARKUP = ["[/]", "[link=https://evil.example/]x[/link]", "[bold red]x", ":smile:", "[/bold]",
+          "\\[x]", "x\\", "[red]a[/blue]"]
+
 HOSTILE = st.one_of(
     st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True),
     st.sampled_from([float("nan"), float("inf"), -float("inf"), "\ud800", "a\udfffb", "",
-                     "x" * (MAX_STRING + 1), "é" * 100, [], {}, -1, 0, True])
+                     "x" * (MAX_STRING + 1), "é" * 100, [], {}, -1, 0, True, *MARKUP])
     .map(lambda v: v), st.text(max_size=30), st.integers(30, 300).map(_nested),
     st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=5), st.integers(),
                                                          max_size=3))
@@ -143,3 +151,31 @@ def test_both_outcomes_are_reachable(data_dir: Path) -> None:
         check_agreement(raw, data_dir)
     check_agreement(b"\xff\xfe{}", data_dir)
     assert cli.main(["--data-dir", str(data_dir), "flows", "list"]) == 0
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.one_of(st.sampled_from(MARKUP),
+                      st.lists(st.sampled_from([*MARKUP, "a", " ", "[", "]", "=", "/", ":"]),
+                               min_size=1, max_size=5).map("".join)))
+def test_markup_names_are_refused_on_import_and_listed_as_text(
+        data_dir: Path, name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A markup-bearing flow name breaks the rule for new names (one error line, nothing stored);
+    one saved before the rule is listed as those very characters, never read as markup."""
+    doc = json.loads(TEMPLATE)
+    doc["name"] = name
+    check_agreement(json.dumps(doc).encode(), data_dir)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len([x for x in err.splitlines() if "error:" in x]) <= 1
+    if flaw(name) is not None or name_problem(name) is None or len(name) > 24:
+        return
+    store = Store(f"sqlite:///{data_dir / 'flowkit.db'}")
+    spec, _ = validate_bytes(TEMPLATE)
+    assert spec is not None
+    store.save_flow(spec.model_copy(update={"name": name}), None)      # saved before the rule
+    try:
+        assert cli.main(["--data-dir", str(data_dir), "flows", "list"]) == 0
+        out = capsys.readouterr().out
+        assert name in out or all(part in out for part in name.split())
+    finally:
+        store.delete_flow(name)

@@ -79,7 +79,7 @@ def test_hostile_generate_inputs_are_refused_and_write_nothing(tmp_path):
     assert p.returncode == 2 and "kb: no knowledge base named '../../etc'" in p.stderr
     p = fk(tmp_path, "dataset", "generate", "--kb", "sample", "--n", "2", "--name", "a\nb",
            check=False)
-    assert p.returncode == 2 and "name: the dataset name holds a control character" in p.stderr
+    assert p.returncode == 2 and "name: the question set name 'a\\nb' is not allowed" in p.stderr
     p = fk(tmp_path, "dataset", "generate", "--kb", "[/][link=x]", "--n", "2", check=False)
     assert p.returncode == 2 and "[/][link=x]" in p.stderr
     p = fk(tmp_path, "dataset", "generate", "--kb", "nope", "--n", "-5", "--max-tries", "-1",
