@@ -38,6 +38,8 @@ log = logging.getLogger("flowkit.telemetry")
 
 #: seconds one export request may take (the default 10 s would hold a CLI's exit longer)
 EXPORT_TIMEOUT_S = 5.0
+#: seconds closing (a process's exit) waits for queued spans to be sent
+CLOSE_WAIT_S = 2.0
 #: attributes a span may carry: a RETRIEVER span holds 4 per document (Limits.docs of them)
 MAX_ATTRIBUTES = 4 * Limits().docs + 64
 #: the OTLP exporter logs every failed try; flowkit says it once itself
@@ -106,6 +108,11 @@ class OnceLoggedExporter(SpanExporter):
         self.inner, self.url = inner, url
         self.failures = 0
         self._said_down = False
+
+    @property
+    def down(self) -> bool:
+        """The last export failed (the collector is down or refuses)."""
+        return self._said_down
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
@@ -182,11 +189,18 @@ class LiveExport:
         return self._provider.force_flush(int(timeout_s * 1000))
 
     def close(self) -> None:
-        """Stop the builder thread and the batch processor (what is queued is still sent)."""
+        """Stop the builder thread and the batch processor: what is queued is still sent, waiting
+        at most CLOSE_WAIT_S (a process's exit is never held longer by a collector that is slow
+        or down; one known to be down is not waited for)."""
         if self._closed:
             return
         self._closed = True
         atexit.unregister(self.close)
         self._queue.put(None)
-        self._thread.join(timeout=EXPORT_TIMEOUT_S)
-        self._provider.shutdown()
+        self._thread.join(timeout=CLOSE_WAIT_S)
+        if self.exporter.down:
+            self.exporter.shutdown()          # aborts the exporter's retries
+        stopper = threading.Thread(target=self._provider.shutdown, name="flowkit-telemetry-stop",
+                                   daemon=True)
+        stopper.start()
+        stopper.join(timeout=CLOSE_WAIT_S)
