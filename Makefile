@@ -78,7 +78,7 @@ test: install browser servers phoenix lint
 	FLOWKIT_SIMULATE_AMX_FAULT=1 FLOWKIT_CACHE_DIR=$(CURDIR)/.flowkit/amx-sim-cache \
 	  PYTHONPATH=$(AMX_SIM) $(BIN)/python -m pytest -q -m loads_model
 
-test-fast: install
+test-fast: install phoenix
 	$(BIN)/python -m pytest -q -m "not real and not e2e"
 
 bench: install browser servers
