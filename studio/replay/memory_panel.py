@@ -1,4 +1,8 @@
-"""Working memory before and after a step, with what changed marked (flowkit.trace.diff)."""
+"""Working memory before and after a step, with what changed marked (flowkit.trace.diff).
+
+Values come from stored runs, so they are drawn defensively: text that is not valid Unicode (a
+lone surrogate) is shown escaped, and a value longer than SHOWN_CHARS is shown cut, as text,
+with its full size named (a stored memory of 50,000 passages must not stall the page)."""
 from __future__ import annotations
 
 import json
@@ -10,6 +14,13 @@ import streamlit as st
 from flowkit.trace import diff
 
 CHANGE_COLOURS = {"added": "#dcfce7", "removed": "#fee2e2", "changed": "#fef3c7", "same": ""}
+#: The most characters of one value drawn in full (as JSON) before it is shown cut, as text.
+SHOWN_CHARS = 100_000
+
+
+def printable(text: str) -> str:
+    """`text` with lone surrogates escaped (`\\udc80`), so the page can always send it."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def short(value: Any, limit: int = 140) -> str:
@@ -17,7 +28,7 @@ def short(value: Any, limit: int = 140) -> str:
     if value is None:
         return ""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    text = " ".join(text.split())
+    text = " ".join(printable(text[: limit * 4]).split())
     if isinstance(value, list):
         text = f"[{len(value)}] {text}"
     return text if len(text) <= limit else text[:limit - 1] + "…"
@@ -42,10 +53,16 @@ def rows(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def _value(value: Any) -> None:
-    if isinstance(value, str):
-        st.code(value or "(empty)", language=None, wrap_lines=True)
-    elif value is None:
+    if value is None:
         st.caption("(not set)")
+        return
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1,
+                                                           default=str)
+    if len(text) > SHOWN_CHARS:
+        st.caption(f"{len(text):,} characters; the first {SHOWN_CHARS:,} are shown")
+        st.code(printable(text[:SHOWN_CHARS]), language=None, wrap_lines=True)
+    elif isinstance(value, str) or printable(text) != text:    # text, or JSON with bad text
+        st.code(printable(text) or "(empty)", language=None, wrap_lines=True)
     else:
         st.json(value, expanded=2)
 

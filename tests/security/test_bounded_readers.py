@@ -268,3 +268,20 @@ def test_a_good_memory_edit_is_kept_as_typed() -> None:
 def test_a_hostile_params_edit_is_refused(text: str, error: str) -> None:
     with pytest.raises(ValueError, match=error):
         parse_param_changes("generation.answer", {"top_n": 4}, text)
+
+
+def test_the_memory_panel_draws_hostile_stored_values() -> None:
+    """A run stored before these bounds may hold a lone surrogate or 50,000 passages: the step's
+    memory is drawn (escaped; cut after 100,000 characters, its size named), not a traceback."""
+    from streamlit.testing.v1 import AppTest
+
+    def page() -> None:
+        from studio.replay import memory_panel
+        docs = [{"id": str(i), "text": "Mara was born on Tessel."} for i in range(50_000)]
+        memory_panel.render({"answer": "a"}, {"answer": "Tessel\udc80", "documents": docs})
+
+    at = AppTest.from_function(page).run(timeout=60)
+    assert not at.exception
+    assert any("Tessel\\udc80" in c.value for c in at.code)
+    assert any(c.value.startswith("3,") and "the first 100,000 are shown" in c.value
+               for c in at.caption), [c.value for c in at.caption]
