@@ -72,6 +72,18 @@ def test_a_real_run_read_back_from_phoenix(phoenix, real_resources):
                for s in spans if s["span_kind"] == "LLM")
 
 
+def test_live_export_from_a_workspace_into_phoenix(phoenix, tmp_path):
+    ws = fake_workspace(tmp_path, phoenix.url)
+    result = ws.run(load_template("self_rag"), Q, "test")
+    live = ws.telemetry.live(ws.resources.settings.telemetry)
+    assert live is not None and live.flush(30)
+    steps = ws.store.steps(result.run_id)
+    count = 1 + len(steps) + sum(len(s.llm_calls) + len(s.retrievals) for s in steps)
+    spans = _trace(phoenix, result.run_id, count)
+    assert len(spans) == count
+    assert sum(1 for s in spans if s["span_kind"] == "LLM") == sum(len(s.llm_calls) for s in steps)
+
+
 def _eval_with_runs(ws: Any, eval_id: str, n: int) -> list[str]:
     from service.evaluations import eval_repo
     eval_repo(ws).ensure_eval(eval_id, "otlp-test", "none", "test", [], [])
@@ -87,6 +99,10 @@ def test_the_cli_sends_stored_runs_and_evaluations(phoenix, tmp_path, capsys):
 
     assert main(["--data-dir", str(tmp_path), "trace", run_id, "--otlp", phoenix.url]) == 0
     assert f"{count} spans to {phoenix.url}/v1/traces" in capsys.readouterr().out
+    assert len(_trace(phoenix, run_id, count)) == count
+    # sent again: the same trace and span ids (derived from the run id), so still one copy
+    assert main(["--data-dir", str(tmp_path), "trace", run_id[:8], "--otlp", phoenix.url]) == 0
+    capsys.readouterr()
     assert len(_trace(phoenix, run_id, count)) == count
 
     assert main(["--data-dir", str(tmp_path), "evals", "send", "ev-otlp-1", "--otlp", phoenix.url]) == 0
