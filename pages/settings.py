@@ -8,7 +8,7 @@ from studio.common.shell import route_through_app
 from studio.common.state import SettingsKeys as K
 from studio.common.state import flash, show_flash
 from studio.common.workspace import get_workspace, reset_workspace
-from studio.settings import engines_panel, telemetry_panel
+from studio.settings import device_panel, engines_panel, telemetry_panel
 from studio.settings import settings as logic
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
@@ -37,9 +37,7 @@ with st.form(K.FORM, border=True):
                                help="a GGUF file, or a packaged model's id: "
                                     + ", ".join(PACKAGED))
     c1, c2, c3 = st.columns(3)
-    n_gpu_layers = c1.number_input("GPU layers", value=v.n_gpu_layers, min_value=-1, step=1,
-                                   key=K.GPU,
-                                   help="-1: all layers on the GPU; 0: CPU only")
+    n_gpu_layers, n_batch, prefix_reuse = device_panel.fields(v, c1)
     n_threads = c2.number_input("Threads", value=v.n_threads, min_value=0, step=1,
                                 key=K.THREADS, help="0: half the cores (llama.cpp "
                                 "slows down when it shares every core with other work)")
@@ -90,7 +88,8 @@ with st.form(K.FORM, border=True):
 if submitted:
     values = logic.FormValues(
         use_default_model=source.startswith("Default"), model_path=model_path,
-        n_gpu_layers=int(n_gpu_layers), n_threads=int(n_threads), n_ctx=int(n_ctx),
+        n_gpu_layers=n_gpu_layers, n_batch=n_batch, prefix_reuse=prefix_reuse,
+        n_threads=int(n_threads), n_ctx=int(n_ctx),
         temperature=float(temperature), seed=int(seed), backend=backend, base_url=base_url,
         model_name=model_name, embedder_path=embedder_path, chroma_host=chroma_host,
         chroma_port=int(chroma_port), extra_bufts=str(extra_bufts),
@@ -117,7 +116,7 @@ rows = {"Backend": info["backend"], "Model": info["model_file"] or "-",
                                   None: "-"}[info["gpu_offload"]],
         "Runs in": info["process"] or "-",
         "Extra buffer types (AMX)": info["extra_bufts"] or "decided when the model loads",
-        "Completion cache": logic.cache_summary(ws)}
+        **device_panel.rows(ws), "Completion cache": logic.cache_summary(ws)}
 st.table({"": list(rows), "value": list(rows.values())})
 if info["error"]:
     st.error(info["error"])

@@ -154,14 +154,22 @@ def model_identity(llm: Any) -> dict[str, Any] | None:
     path = getattr(llm, "path", None)
     if path is None:
         return None
+    from .device import CPU_BATCH
     from .gguf import file_hash
-    from .llm_contract import LLMSettings, default_threads
+    from .llm_contract import default_threads
     return {"backend": "llama_cpp", "model_sha256": file_hash(path), "n_ctx": int(settings.n_ctx),
-            "seed": int(settings.seed), "n_gpu_layers": int(settings.n_gpu_layers),
+            "seed": int(settings.seed), "n_gpu_layers": _gpu_layers(llm, settings),
             "threads": int(settings.n_threads or default_threads()),
-            "n_batch": int(getattr(settings, "n_batch", LLMSettings.n_batch)),
+            "n_batch": int(getattr(settings, "n_batch", None) or CPU_BATCH),
             "extra_bufts": str(settings.extra_bufts), "platform": _platform(),
             "prompt_format": prompt_format(), "examples": bool(settings.prompt_examples)}
+
+
+def _gpu_layers(llm: Any, settings: Any) -> int:
+    """The layers the model actually offloads on this device (`GGUFModel.gpu_layers_offloaded`: 0
+    on a CPU, as a CPU user's keys always held), not the number the settings ask for."""
+    offloaded = getattr(llm, "gpu_layers_offloaded", None)
+    return int(offloaded if offloaded is not None else settings.n_gpu_layers or 0)
 
 
 def effective_temperature(llm: Any, temperature: float | None) -> float:

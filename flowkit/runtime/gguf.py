@@ -27,6 +27,9 @@ MAX_DIMS = 8                      # ggml tensors have at most 4 dims; allow some
 _SCALARS: dict[int, str] = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
                             10: "<Q", 11: "<q", 12: "<d"}
 _STRING, _ARRAY = 8, 9
+_SHAPE = ("context_length", "block_count", "embedding_length", "attention.head_count",
+          "attention.head_count_kv", "attention.key_length", "attention.value_length")
+_SHAPE_KEYS = tuple(f".{k}" for k in _SHAPE)
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,14 @@ class GGUFInfo:
     has_chat_template: bool
     context_length: int | None
     data_offset: int
+    #: the model's shape (`<arch>.block_count` ...; None where the file does not say): what the
+    #: offload plan (layers) and the memory estimate (KV cache) are computed from
+    block_count: int | None = None
+    embedding_length: int | None = None
+    head_count: int | None = None
+    head_count_kv: int | None = None
+    key_length: int | None = None
+    value_length: int | None = None
 
 
 class _Truncated(Exception):
@@ -150,7 +161,7 @@ def _parse(p: Path, r: _Reader, size: int) -> GGUFInfo:
     for _ in range(n_kv):
         key = r.string()
         vtype = r.scalar("<I")
-        keep = key in wanted or key.endswith(".context_length")
+        keep = key in wanted or key.endswith(_SHAPE_KEYS)
         val = r.value(vtype, keep)
         meta[key] = val if keep else True
     end = 0
@@ -171,12 +182,20 @@ def _parse(p: Path, r: _Reader, size: int) -> GGUFInfo:
                             f"{data_offset + end:,} bytes but the file has {size:,}; copy or "
                             "download it again")
     arch = str(meta.get("general.architecture") or "")
-    ctx = meta.get(f"{arch}.context_length")
+    shape = {k: meta.get(f"{arch}.{k}") for k in _SHAPE}
+    shape = {k: v if isinstance(v, int) and not isinstance(v, bool) else None
+             for k, v in shape.items()}
+    ctx = shape["context_length"]
     return GGUFInfo(path=p, version=version, size_bytes=size, tensors=n_tensors, architecture=arch,
                     name=str(meta.get("general.name") or p.stem),
                     size_label=str(meta.get("general.size_label") or ""),
                     has_chat_template=bool(meta.get("tokenizer.chat_template")),
-                    context_length=ctx if isinstance(ctx, int) else None, data_offset=data_offset)
+                    context_length=ctx, data_offset=data_offset,
+                    block_count=shape["block_count"], embedding_length=shape["embedding_length"],
+                    head_count=shape["attention.head_count"],
+                    head_count_kv=shape["attention.head_count_kv"],
+                    key_length=shape["attention.key_length"],
+                    value_length=shape["attention.value_length"])
 
 
 def file_hash(path: Path, chunk: int = 1 << 20) -> str:

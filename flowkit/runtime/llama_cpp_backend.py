@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ContextOverflowError
-from . import amx
+from . import amx, device
 from .gguf import file_hash, inspect_gguf
 from .gguf_load import load_llama
 from .llm_contract import Completion, LLMSettings, OnToken, StopCheck, default_threads
@@ -44,12 +44,26 @@ def resolve_model_path(settings: LLMSettings) -> Path:
 
 class GGUFModel:
     """What both llama.cpp backends (in this process, in a supervised worker) know before loading:
-    the settings, the GGUF file they name (checked here), its id, its hash and the context size."""
+    the settings, the GGUF file they name (checked here), its id, its hash and the context size.
+
+    `requested` is what the user gave; `settings` is what the model loads with on this device
+    (`device.plan`: unset GPU layers, batch and prefix reuse decided by the device), and `offload`
+    the plan itself (the device, the layers actually offloaded). A GPU setting on a build that
+    cannot offload raises ResourceError here, before anything loads."""
 
     def __init__(self, settings: LLMSettings) -> None:
-        self.settings = settings
-        self.path = resolve_model_path(settings)
+        from .models import model_file
+        self.requested = settings
+        self.path = model_file(settings.model_path)
+        info = inspect_gguf(self.path)     # missing, not GGUF, cut short: ResourceError here
         self.model_id = self.path.name
+        self.offload: device.Plan = device.plan(settings, info.block_count)
+        self.settings = self.offload.settings
+
+    @property
+    def gpu_layers_offloaded(self) -> int:
+        """The layers that go to the GPU on this device (0 on a CPU): the cache key's GPU part."""
+        return self.offload.layers_offloaded
 
     @property
     def model_hash(self) -> str:
@@ -64,6 +78,7 @@ class LlamaCppLLM(GGUFModel):
     """llama.cpp in-process through llama-cpp-python. Loads lazily, on the first call."""
 
     def __init__(self, settings: LLMSettings) -> None:
+        import llama_cpp  # noqa: F401 - loaded here anyway: the device is asked in this process
         super().__init__(settings)
         self._llama: Any = None
         self._formatter: Any = None
@@ -71,8 +86,8 @@ class LlamaCppLLM(GGUFModel):
         #: whether the model was loaded with llama.cpp's extra buffer types, and why (after load)
         self.extra_bufts: amx.Decision | None = None
         #: whole n_batch blocks of recent prompts kept for reuse (runtime/prefix.py)
-        self.prefix = PrefixReuse(settings.n_batch, settings.prefix_reuse, settings.prefix_slots,
-                                  settings.prefix_cache_mb << 20)
+        self.prefix = PrefixReuse(self.offload.n_batch, self.offload.prefix_reuse,
+                                  settings.prefix_slots, settings.prefix_cache_mb << 20)
 
     @property
     def loaded(self) -> bool:
@@ -84,7 +99,7 @@ class LlamaCppLLM(GGUFModel):
             loaded = load_llama(self.path, self.settings.extra_bufts, n_ctx=self.settings.n_ctx,
                                 n_threads=threads, n_threads_batch=threads,
                                 n_gpu_layers=self.settings.n_gpu_layers, seed=self.settings.seed,
-                                n_batch=self.settings.n_batch)
+                                n_batch=self.offload.n_batch)
             self._llama, self.extra_bufts = loaded.llama, loaded.decision
             self.prefix.window(_sliding_window(self._llama))
             self._formatter = _chat_formatter(self._llama)

@@ -71,11 +71,12 @@ class StopCheck(Protocol):
 
 @dataclass(frozen=True)
 class LLMSettings:
-    """How to load and call the model."""
+    """How to load and call the model. `n_gpu_layers`, `n_batch` and `prefix_reuse` left None
+    are decided by the device when the model loads (`device.plan`); a value given wins."""
 
     backend: str = "llama_cpp"            # "llama_cpp" | "openai"
     model_path: str = ""                  # a GGUF path or packaged model id; empty: the default
-    n_gpu_layers: int = 0                 # -1 = offload every layer to the GPU
+    n_gpu_layers: int | None = None       # -1: every layer on the GPU; None: the device decides
     n_threads: int = 0                    # 0 = default_threads(): half the cores
     n_ctx: int = 8192
     temperature: float = 0.0
@@ -87,8 +88,8 @@ class LLMSettings:
     in_process: bool = False              # llama_cpp: load in this process instead of a worker
     prompt_examples: bool = True          # base models: in-context examples before an "Answer:" cue
     request_timeout_s: float = 600.0      # the longest one call may take when the flow sets none
-    n_batch: int = 64                     # llama.cpp prompt batch (and the prefix-reuse block)
-    prefix_reuse: bool = True             # reuse the KV of whole prompt blocks of recent calls
+    n_batch: int | None = None            # prompt batch (and prefix-reuse block); None: device's
+    prefix_reuse: bool | None = None      # reuse KV of whole prompt blocks; None: the device's
     prefix_slots: int = 16                # earlier prompt prefixes kept as KV snapshots (0: none)
     prefix_cache_mb: int = 256            # the most memory those snapshots may take
 

@@ -42,6 +42,10 @@ def default_data_dir() -> Path:
     return Path(os.environ.get("FLOWKIT_HOME") or Path.home() / ".flowkit").expanduser()
 
 
+#: LLM fields whose default is None (the device decides at load): the type a given value must have
+_DEVICE_FIELD_TYPES: dict[str, type] = {"n_gpu_layers": int, "n_batch": int, "prefix_reuse": bool}
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything a run depends on besides the flow. Stored as settings.json in the data dir."""
@@ -67,7 +71,9 @@ class Settings:
         if unknown:
             raise ResourceError(f"settings: unknown llm field(s) {unknown}")
         for key, value in (data.get("llm") or {}).items():
-            want = type(getattr(LLMSettings, key))
+            if value is None and key in _DEVICE_FIELD_TYPES:
+                continue                       # unset: the device decides (runtime/device.py)
+            want = _DEVICE_FIELD_TYPES.get(key) or type(getattr(LLMSettings, key))
             fits = isinstance(value, want) and not (want is int and isinstance(value, bool)) \
                 or (want is float and isinstance(value, int) and not isinstance(value, bool))
             if not fits:

@@ -18,7 +18,6 @@ Calls are serialised by a lock, as the in-process model's lock did. The worker's
 """
 from __future__ import annotations
 
-import functools
 import json
 import os
 import secrets
@@ -53,15 +52,10 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             pass
 
 
-@functools.lru_cache(maxsize=1)
 def _build_supports_gpu_offload() -> bool:
-    code = "import llama_cpp; print(int(llama_cpp.llama_supports_gpu_offload()))"
-    try:
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return out.returncode == 0 and out.stdout.strip() == "1"
+    """Whether llama.cpp can put layers on a GPU here (`device.detect`, asked once per process)."""
+    from . import device
+    return device.supports_gpu_offload()
 
 
 class WorkerLLM(GGUFModel):

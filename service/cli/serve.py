@@ -7,6 +7,7 @@ import json
 import sys
 
 from flowkit.runtime import amx
+from flowkit.runtime.llm_contract import LLMSettings
 
 from . import common
 
@@ -61,6 +62,36 @@ def doctor_report(probe: bool = False, data_dir: str | None = None) -> dict[str,
     report["reason"] = ("not probed yet (run `flowkit doctor --probe`, or load a model)"
                         if decision is None and "refused" not in report
                         else (decision.reason if decision else ""))
+    report.update(device_report(settings))
+    return report
+
+
+def device_report(settings: LLMSettings) -> dict[str, object]:
+    """The device facts: the GPUs llama.cpp sees, whether the build can offload, and what the
+    settings' model loads with here (layers offloaded, effective batch and prefix reuse)."""
+    from flowkit.errors import ResourceError
+    from flowkit.runtime import device
+    from flowkit.runtime.gguf import inspect_gguf
+    from flowkit.runtime.llm import resolve_model_path
+
+    dev = device.detect()
+    report: dict[str, object] = {
+        "device": dev.name, "gpu_offload_build": dev.build_offload,
+        "gpus": [f"{g.description or g.name} ({g.free_bytes / 2**30:.1f} of "
+                 f"{g.total_bytes / 2**30:.1f} GiB free)" for g in dev.gpus]}
+    if dev.error:
+        report["device_probe_error"] = dev.error
+    if settings.backend != "llama_cpp":
+        return report
+    try:
+        path = resolve_model_path(settings)
+        plan = device.plan(settings, inspect_gguf(path).block_count, dev)
+    except ResourceError as err:
+        report["device_refused"] = str(err)
+        return report
+    report.update({"gpu_layers_offloaded": f"{plan.layers_offloaded} of {plan.layers_total}",
+                   "n_batch": plan.n_batch, "prefix_reuse": plan.prefix_reuse,
+                   "decided_by_device": list(plan.from_device)})
     return report
 
 
@@ -96,7 +127,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--api-key", default="", help="a bearer token every request must carry")
     s.set_defaults(fn=cmd_serve_model)
 
-    s = sub.add_parser("doctor", help="the AMX decision on this machine and where it is cached")
+    s = sub.add_parser("doctor", help="the device (GPU layers offloaded, batch, prefix reuse) and "
+                       "the AMX decision on this machine and where it is cached")
     s.add_argument("--probe", action="store_true", help="run the AMX probe if it has not run")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_doctor)

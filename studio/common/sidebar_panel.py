@@ -8,6 +8,7 @@ import streamlit as st
 
 from flowkit.errors import FlowkitError
 from service import runs
+from service.device import plan_line
 from service.knowledge import SAMPLE_KB
 from service.settings import DEFAULT_MODEL, PACKAGED
 from service.workspace import Workspace
@@ -74,4 +75,7 @@ def render(ws: Workspace) -> None:
         st.markdown(inert.escape(model_state_line(ws)), help="The model loads in the background "
                     "when the studio starts and after Settings change it; a run started "
                     "meanwhile waits for that load.")
+        st.caption(inert.escape(plan_line(ws)), help="What the model loads with here: the "
+                   "device, the GPU layers offloaded, the prompt batch and prefix reuse "
+                   "(Settings: empty fields are decided by the device)")
         st.markdown(f"**Sample KB** {sample_kb_status(ws.data_dir)}")

@@ -277,6 +277,11 @@ class SettingsKeys(Keys, prefix="settings"):
     TELEMETRY_ENDPOINT: Key[str]
     TELEMETRY_HEADERS: Key[str]
     TELEMETRY_NOTICE: Key[Notice]
+    BATCH: Key[int]
+    PREFIX_REUSE: Key[str]
+    PULL_REPO: Key[str]
+    PULL_FILE: Key[str]
+    PULL_NOTICE: Key[Notice]
 
 
 class GateKeys(Keys, prefix="gate"):

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from flowkit.errors import FlowkitError
+from service.device import gpu_layers_problem
 from service.settings import EXTRA_BUFTS_CHOICES, PACKAGED, Settings, inspect_gguf, model_file
 from service.workspace import Workspace
 
@@ -18,7 +19,7 @@ class FormValues:
 
     use_default_model: bool = True
     model_path: str = ""
-    n_gpu_layers: int = 0
+    n_gpu_layers: int | None = None      # None: the device decides (runtime/device.py)
     n_threads: int = 0
     n_ctx: int = 8192
     temperature: float = 0.0
@@ -32,6 +33,8 @@ class FormValues:
     extra_bufts: str = "auto"
     completion_cache: bool = True
     cache_max_entries: int = 200_000
+    n_batch: int | None = None           # None: the device decides
+    prefix_reuse: bool | None = None     # None: the device decides
 
     @classmethod
     def from_settings(cls, s: Settings) -> FormValues:
@@ -42,7 +45,8 @@ class FormValues:
                    base_url=llm.base_url, model_name=llm.model_name,
                    embedder_path=s.embedder_path, chroma_host=s.chroma_host,
                    chroma_port=s.chroma_port, extra_bufts=llm.extra_bufts,
-                   completion_cache=s.completion_cache, cache_max_entries=s.cache_max_entries)
+                   completion_cache=s.completion_cache, cache_max_entries=s.cache_max_entries,
+                   n_batch=llm.n_batch, prefix_reuse=llm.prefix_reuse)
 
 
 def build(current: Settings, v: FormValues) -> tuple[Settings | None, list[str]]:
@@ -78,8 +82,7 @@ def build(current: Settings, v: FormValues) -> tuple[Settings | None, list[str]]
         problems.append("context must be at least 256 tokens")
     if not 0.0 <= v.temperature <= 2.0:
         problems.append("temperature must be between 0 and 2")
-    if v.n_gpu_layers < -1:
-        problems.append("GPU layers: -1 (all), 0 (none) or a number of layers")
+    problems += device_problems(v)
     if v.n_threads < 0:
         problems.append("threads: 0 (all cores) or a positive number")
     if v.extra_bufts not in EXTRA_BUFTS_CHOICES:
@@ -91,7 +94,8 @@ def build(current: Settings, v: FormValues) -> tuple[Settings | None, list[str]]
     if problems:
         return None, problems
     llm = replace(current.llm, backend=v.backend, model_path=model_path,
-                  n_gpu_layers=int(v.n_gpu_layers), n_threads=int(v.n_threads), n_ctx=int(v.n_ctx),
+                  n_gpu_layers=v.n_gpu_layers, n_batch=v.n_batch, prefix_reuse=v.prefix_reuse,
+                  n_threads=int(v.n_threads), n_ctx=int(v.n_ctx),
                   temperature=float(v.temperature), seed=int(v.seed),
                   base_url=v.base_url.strip(), model_name=v.model_name.strip(),
                   extra_bufts=v.extra_bufts)
@@ -99,6 +103,22 @@ def build(current: Settings, v: FormValues) -> tuple[Settings | None, list[str]]
                    chroma_host=v.chroma_host.strip(), chroma_port=int(v.chroma_port),
                    completion_cache=bool(v.completion_cache),
                    cache_max_entries=int(v.cache_max_entries)), []
+
+
+def device_problems(v: FormValues) -> list[str]:
+    """What is wrong with the form's device fields (GPU layers, batch): a GPU setting on a
+    llama.cpp build that cannot offload is refused here, before it is saved."""
+    problems: list[str] = []
+    if v.n_gpu_layers is not None and v.n_gpu_layers < -1:
+        problems.append("GPU layers: -1 (all), 0 (none), a number of layers, or empty (the "
+                        "device decides)")
+    elif v.backend == "llama_cpp" and v.n_gpu_layers:
+        refused = gpu_layers_problem(v.n_gpu_layers)
+        if refused:
+            problems.append(f"GPU layers: {refused}")
+    if v.n_batch is not None and not 1 <= v.n_batch <= 65536:
+        problems.append("prompt batch: between 1 and 65536 tokens, or empty (the device decides)")
+    return problems
 
 
 def model_info(ws: Workspace) -> dict[str, Any]:

@@ -68,7 +68,7 @@ def test_save_writes_settings_and_rebuilds(ws: Workspace, tmp_path: Path) -> Non
     at = settings_page()
     at.radio(key="settings_model_source").set_value("A GGUF file on this machine")
     at.text_input(key="settings_model_path").input(str(model))
-    at.number_input(key="settings_gpu").set_value(-1)
+    at.number_input(key="settings_gpu").set_value(0)
     at.number_input(key="settings_threads").set_value(2)
     at.number_input(key="settings_ctx").set_value(4096)
     at.number_input(key="settings_temperature").set_value(0.3)
@@ -77,7 +77,7 @@ def test_save_writes_settings_and_rebuilds(ws: Workspace, tmp_path: Path) -> Non
     submit(at)
     assert "Settings saved" in texts(at)
     s = load_settings(ws.data_dir)
-    assert s.llm.model_path == str(model) and s.llm.n_gpu_layers == -1 and s.llm.n_threads == 2
+    assert s.llm.model_path == str(model) and s.llm.n_gpu_layers == 0 and s.llm.n_threads == 2
     assert s.llm.n_ctx == 4096 and s.llm.temperature == pytest.approx(0.3) and s.llm.seed == 7
     assert s.chroma_host == "chroma.local"
 
