@@ -31,7 +31,8 @@ from .models import CompletionCacheRow
 log = logging.getLogger(__name__)
 
 _REASONS = {"unsealed": "no seal: stored before entries were sealed, or its seal was removed",
-            "other_key": "sealed with another key file (another machine or user's)",
+            "other_key": "sealed with another key file: give every process that shares this "
+                         "cache the same FLOWKIT_CACHE_KEY_FILE",
             "bad_mac": "its seal does not match: edited in the database or moved from another key",
             "malformed": "fields of the wrong type"}
 
@@ -74,8 +75,7 @@ class SqlCompletionCache:
                 opened = self.seal.open(key, dict(row.entry))
                 if opened.entry is None:
                     self._reject(key, opened.reason)
-                    if opened.replace:
-                        s.delete(row)            # the recomputed entry takes its place
+                    s.delete(row)                # the recomputed entry takes its place
                     return None
                 entry = opened.entry
                 s.execute(update(CompletionCacheRow).where(CompletionCacheRow.key == key)

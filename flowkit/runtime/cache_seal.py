@@ -11,17 +11,24 @@ logprobs, tokens, origin run/node/visit). An entry is served only when its MAC c
 it is looked up under, so an edited field, a row moved to another key (another request's answer)
 or a row written before entries were sealed is a miss: recomputed, and the row replaced.
 
+The stored prompt is checked against the request through the key: the key is the request's
+digest and the MAC binds key and prompt, so an entry answers exactly the request it was sealed
+for (the stored prompt itself is the backend's rendering, which need not equal the request text).
+
 What it does not guard against: a process that can read the key file (the same user, root) can
-forge entries; deleting rows (the cache then recomputes, which is only slower).
+forge entries; deleting rows (the cache then recomputes, which is only slower); putting back an
+entry sealed earlier under the same key (a genuine result of that very call).
 
 The key file: $FLOWKIT_CACHE_KEY_FILE, else $XDG_CONFIG_HOME/flowkit/cache.key (by default
 ~/.config/flowkit/cache.key): outside every data directory and database, created on first use
 with 32 random bytes (hex) and mode 0600 in a 0700 folder. A key file that is a link, not a
 regular file, another user's, readable or writable by others, or not 64 hex digits is not used:
 the cache then seals with a key of this process alone (one warning; nothing stored earlier is
-served). Evaluation workers on several machines that share one PostgreSQL cache must be given the
-same key file (copy it, mode 0600, and point FLOWKIT_CACHE_KEY_FILE at it): an entry sealed under
-another key is a miss, and left in place for the process whose key it is.
+served). Every process that shares one cache (evaluation workers on several machines with one
+PostgreSQL) must be given the same key file: copy it (mode 0600) and point FLOWKIT_CACHE_KEY_FILE
+at it. An entry sealed under another key is a miss and replaced like any other, so a lost or new
+key costs one recomputation per entry, never a wrong answer; two processes with different keys
+replace each other's entries (a warning names the reason `other_key`).
 """
 from __future__ import annotations
 
@@ -60,15 +67,10 @@ class SealKeyError(FlowkitError):
 @dataclass(frozen=True)
 class Opened:
     """An entry read back: `entry` when its seal checks, else None and `reason` says why
-    (unsealed, other_key, bad_mac, malformed). `replace` says whether the row should make way
-    for the recomputed entry (not when another key sealed it: that is another worker's entry)."""
+    (unsealed, other_key, bad_mac, malformed); such a row makes way for the recomputed entry."""
 
     entry: CacheEntry | None
     reason: str = ""
-
-    @property
-    def replace(self) -> bool:
-        return self.entry is None and self.reason != OTHER_KEY
 
 
 def key_path() -> Path:

@@ -10,6 +10,7 @@ import json
 import logging
 import stat
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -126,14 +127,17 @@ def test_rows_without_a_seal_are_misses_and_replaced(tmp_path: Path, seal: Entry
     assert cache.get("k" * 64) == ENTRY
 
 
-def test_an_entry_sealed_with_another_key_is_a_miss_left_in_place(tmp_path: Path,
-                                                                  seal: EntrySeal) -> None:
+def test_an_entry_sealed_with_another_key_is_a_miss_and_replaced(tmp_path: Path,
+                                                                 seal: EntrySeal) -> None:
+    """A lost or new key file (a container's home recreated) costs one recomputation an entry."""
     url = f"sqlite:///{tmp_path / 'c.db'}"
     other = SqlCompletionCache(url, seal=EntrySeal(load_secret(tmp_path / "other.key")))
     other.put("k" * 64, ENTRY)
     mine = SqlCompletionCache(url, seal=seal)
     assert mine.get("k" * 64) is None and mine.rejected == {"other_key": 1}
-    assert other.get("k" * 64) == ENTRY                   # the other worker's entry still serves
+    mine.put("k" * 64, replace(ENTRY, text="recomputed"))
+    assert mine.get("k" * 64) == replace(ENTRY, text="recomputed")
+    assert other.get("k" * 64) is None and other.rejected == {"other_key": 1}
 
 
 def test_the_key_file_is_private_and_outside_the_database(tmp_path: Path,
