@@ -183,7 +183,7 @@ class JobManager:
             try:
                 result = work(Reporter(self, job_id))
             except InputRefused as err:
-                log.info("job %s (%s) refused its input: %s", job_id, job.label, err)
+                log.warning("job %s (%s) refused its input: %s", job_id, job.label, err)
                 self._finish(job_id, "error", None, _error_text(err))
             except Exception as err:
                 log.exception("job %s (%s) failed", job_id, job.label)

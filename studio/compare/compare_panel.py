@@ -278,7 +278,7 @@ def question_picker(rep: EvalReport) -> str | None:
 
 def _trace_column(t: cd.FlowTrace, gold: list[str], judged: Callable[[], None] | None = None
                   ) -> None:
-    st.markdown(f"#### {inert.escape(t.flow)}")
+    st.markdown(f"**{inert.escape(t.flow)}**")     # a heading broke a long name mid-word
     if t.run is None:
         st.caption("not run yet")
         return

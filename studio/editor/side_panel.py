@@ -28,13 +28,12 @@ def _head(text: str) -> None:
 def _breakpoints(ed: Editor, sel: str, gen: int) -> None:
     """The node's breakpoints: pause before / after it, on which visit and under what condition."""
     sides = ed.breakpoint_sides(sel)
-    before, after = st.columns(2)
-    for col, side, key, text in ((before, "before", K.BP_BEFORE, "Pause before"),
-                                 (after, "after", K.BP_AFTER, "Pause after")):
-        col.checkbox(text, value=side in sides, key=key.item(gen, sel),
-                     on_change=actions.toggle_breakpoint, args=(sel, side),
-                     help=f"A breakpoint {side} this node (the red dot on the canvas): Run from "
-                          "here pauses there. It belongs to this draft, never to the saved flow.")
+    for side, key, text in (("before", K.BP_BEFORE, "Pause before"),
+                            ("after", K.BP_AFTER, "Pause after")):     # side by side: cut off
+        st.checkbox(text, value=side in sides, key=key.item(gen, sel),
+                    on_change=actions.toggle_breakpoint, args=(sel, side),
+                    help=f"A breakpoint {side} this node (the red dot on the canvas): Run from "
+                         "here pauses there. It belongs to this draft, never to the saved flow.")
     visit, condition = ed.breakpoint_visit_condition(sel)
     off = "" if sides else " Tick pause before or after first."
     v_key, c_key = K.BP_VISIT.item(gen, sel), K.BP_CONDITION.item(gen, sel)

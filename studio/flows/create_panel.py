@@ -11,6 +11,7 @@ from service.workspace import Workspace
 from studio.common import inert
 from studio.common.state import FlowsKeys as K
 from studio.common.state import flash, hand_over_flow
+from studio.flows.import_hints import for_the_studio
 
 EDITOR_PAGE = "pages/editor.py"
 
@@ -48,7 +49,8 @@ def import_box(ws: Workspace) -> None:
                                   max_upload_size=FLOW_UPLOAD_MB)
         if upload is None:
             return
-        spec, problems = library.parse_import(upload.getvalue())
+        spec, found = library.parse_import(upload.getvalue())
+        problems = [for_the_studio(p) for p in found]
         if spec is None:
             for p in problems:
                 st.error(inert.escape(p))

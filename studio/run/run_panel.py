@@ -5,10 +5,11 @@ how it ended, also after the studio restarted. The panel asks both on every poll
 """
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Sequence
+from urllib.parse import urlencode
 
 import streamlit as st
-from streamlit.errors import StreamlitAPIException
 
 from flowkit.errors import NotFoundError
 from service.runs import RunInfo, get_run, model_loaded
@@ -67,13 +68,16 @@ def at_this_step(ws: Workspace, jobs: JobManager, run_id: str) -> Callable[[], b
 
 def replay_link(run_id: str, label: str = "Open the replay", key: str | None = None,
                 step: int | None = None) -> None:
-    """A link to the replay page for a run (a plain link when the page is run on its own)."""
+    """A link to the replay page for a run, which the browser follows by itself.
+
+    Not st.page_link: that asks the server to switch pages, and when the click also ends an edit
+    of the Question box, the box's own rerun of this page reaches the server just after it and
+    wins, so the first click only reran this page. The address is relative ('./replay?run=...'),
+    so it holds behind a base path too; run ids and step numbers need no escaping, but get it."""
     params = {"run": run_id, **({"step": str(step)} if step is not None else {})}
-    try:
-        st.page_link(REPLAY_PAGE, label=label, icon=":material/history:", query_params=params)
-    except (StreamlitAPIException, KeyError):
-        query = "&".join(f"{k}={v}" for k, v in params.items())
-        st.markdown(f"[{label}](/replay?{query})")
+    href = html.escape(f"./replay?{urlencode(params)}")
+    st.markdown(f':material/history: <a href="{href}" target="_self">{html.escape(label)}</a>',
+                unsafe_allow_html=True)
 
 
 def _status(status: str) -> None:

@@ -34,12 +34,12 @@ def space_section(ws: Workspace) -> str:
     names = list(dict.fromkeys(name for _, name in cd.flow_choices(ws)))
     if not K.STARTER.held():
         K.STARTER.set(["naive_rag"] if "naive_rag" in names else names[:1])
-    left, right = st.columns([3, 1], vertical_alignment="bottom")
-    picked = left.multiselect("Start from flows", names, key=K.STARTER, max_selections=8,
-                              help="A starter space over these flows: in each, the retriever "
-                                   "swapped among bm25 / dense / hybrid and its top_k among "
-                                   "2, 4, 6")
-    if (right.button("Make a starter space", key=K.STARTER_GO, disabled=not picked)
+    picked = st.multiselect("Start from flows", names, key=K.STARTER, max_selections=8,
+                            help="A starter space over these flows: in each, the retriever "
+                                 "swapped among bm25 / dense / hybrid and its top_k among "
+                                 "2, 4, 6")
+    # under the flows, not beside them: a quarter column cut its label to "Make a start..."
+    if (st.button("Make a starter space", key=K.STARTER_GO, disabled=not picked)
             or not K.SPACE_TEXT.held()) and picked:
         try:
             K.SPACE_TEXT.set(sd.starter_space({f: ws.resolve_flow(f)[0] for f in picked}))

@@ -92,7 +92,7 @@ def test_start_a_comparison_and_follow_it(ws):
     assert len(at.get("vega_lite_chart")) >= 8                  # 7 bars + the frontier
     # side by side: one column per flow, the answer, passages and steps with prompts
     body = texts(at)
-    assert "#### naive_rag" in body and "#### vague" in body and "**Answer** ✓" in body
+    assert "**naive_rag**" in body and "**vague**" in body and "**Answer** ✓" in body
     shown = [t.value for t in at.text]                  # answers are shown as plain text
     assert "1884" in shown and "no idea" in shown and "**Answer** ✗" in body
     titles = [e.label for e in at.expander]
