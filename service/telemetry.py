@@ -1,5 +1,6 @@
 """Stored runs sent to an OpenTelemetry collector (`flowkit trace RUN_ID --otlp`, `flowkit evals
-send EVAL_ID`): the runs are read from the workspace's database and sent in one request."""
+send EVAL_ID`): the runs are read from the workspace's database and sent in one request. Also the
+studio's door to the telemetry settings (the Settings page's trace export form)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,6 +8,10 @@ from dataclasses import dataclass
 from flowkit.errors import FlowkitError
 from flowkit.telemetry.export import send
 from flowkit.telemetry.record import RunRecord
+from flowkit.telemetry.settings import TelemetryError as TelemetryError
+from flowkit.telemetry.settings import TelemetrySettings as TelemetrySettings
+from flowkit.telemetry.settings import live_target as live_target
+from flowkit.telemetry.settings import parse_headers as parse_headers
 from flowkit.telemetry.settings import target_for
 
 from .workspace import Workspace

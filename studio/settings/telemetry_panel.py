@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import streamlit as st
 
-from flowkit.runtime.resources import Settings, save_settings
-from flowkit.telemetry.settings import TelemetryError, TelemetrySettings, live_target, parse_headers
+from service.settings import Settings, save_settings
+from service.telemetry import TelemetryError, TelemetrySettings, live_target, parse_headers
 from service.workspace import Workspace
 from studio.common.state import SettingsKeys as K
 from studio.common.state import flash, show_flash
