@@ -31,7 +31,10 @@ def add_send_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", nargs="?", choices=["send"],
                         help="send: an evaluation's runs to an OpenTelemetry collector")
     parser.add_argument("eval_id", nargs="?", help="the evaluation to send (with send)")
-    parser.add_argument("--otlp", default="", metavar="URL", help=OTLP_HELP.replace("the run", "the runs"))
+    parser.add_argument("--otlp", default="", metavar="URL",
+                        help="with send: the collector's OTLP/HTTP URL, like http://localhost:6006 "
+                             "(default: settings' telemetry.otlp_endpoint, then "
+                             "OTEL_EXPORTER_OTLP_ENDPOINT, then http://localhost:4318)")
 
 
 def cmd_evals_send(args: argparse.Namespace) -> int:
