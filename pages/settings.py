@@ -8,7 +8,7 @@ from studio.common.shell import route_through_app
 from studio.common.state import SettingsKeys as K
 from studio.common.state import flash, show_flash
 from studio.common.workspace import get_workspace, reset_workspace
-from studio.settings import device_panel, engines_panel, telemetry_panel
+from studio.settings import device_panel, engines_panel, pull_panel, telemetry_panel
 from studio.settings import settings as logic
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
@@ -128,3 +128,4 @@ st.subheader("Models")
 st.caption("Packaged models and the configured GGUF; reading = gold passages + distractors "
            "(bench/reading.py), best prompt variant. Base models have no chat template.")
 st.dataframe(logic.model_rows(v.model_path), hide_index=True, key=K.MODELS)
+pull_panel.draw(ws)

@@ -57,6 +57,7 @@ class GGUFModel:
         self.path = model_file(settings.model_path)
         info = inspect_gguf(self.path)     # missing, not GGUF, cut short: ResourceError here
         self.model_id = self.path.name
+        self.gguf = info
         self.offload: device.Plan = device.plan(settings, info.block_count)
         self.settings = self.offload.settings
 
@@ -95,6 +96,8 @@ class LlamaCppLLM(GGUFModel):
 
     def _load(self) -> Any:
         if self._llama is None:
+            # the weights and the context must fit: refused with the figures, not a native crash
+            device.check_memory(self.gguf, self.offload, self.settings.n_ctx)
             threads = self.settings.n_threads or default_threads()
             loaded = load_llama(self.path, self.settings.extra_bufts, n_ctx=self.settings.n_ctx,
                                 n_threads=threads, n_threads_batch=threads,

@@ -282,6 +282,7 @@ class SettingsKeys(Keys, prefix="settings"):
     PULL_REPO: Key[str]
     PULL_FILE: Key[str]
     PULL_NOTICE: Key[Notice]
+    PULL_GO: Key[bool]
 
 
 class GateKeys(Keys, prefix="gate"):

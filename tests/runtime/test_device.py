@@ -148,3 +148,42 @@ def test_the_simulated_gpu_for_tests_and_ci(monkeypatch: pytest.MonkeyPatch) -> 
     finally:
         monkeypatch.delenv(device.SIMULATE_ENV)
         device.detect.cache_clear()
+
+
+def test_memory_estimate_from_the_gguf_and_a_clear_refusal(monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: object) -> None:
+    from flowkit.runtime.llama_cpp_backend import LlamaCppLLM
+
+    info = inspect_gguf(default_model_path())
+    need = device.estimate(info, 8192)
+    # Gemma 3 270M: 18 layers, 1 KV head, keys and values 256 wide, f16
+    assert need.kv_cache == 2 * (256 + 256) * 1 * 18 * 8192 and need.model == info.size_bytes
+    assert device.estimate(info, 4096).kv_cache == need.kv_cache // 2
+    monkeypatch.setattr(device, "detect", lambda: CPU_DEV)
+    monkeypatch.setattr(device, "available_ram_bytes", lambda: 100_000_000)
+    llm = LlamaCppLLM(LLMSettings(in_process=True))
+    with pytest.raises(ResourceError) as err:
+        llm.start()                                  # refused before llama.cpp allocates
+    assert str(err.value) == (
+        "not enough memory: gemma-3-270m-q4_k_m.gguf with a context of 8192 tokens needs about "
+        f"{need.total / 1e9:.2f} GB (model 0.25 GB + KV cache 0.15 GB + 0.13 GB working space), "
+        "and this machine has 0.10 GB available (/proc/meminfo MemAvailable); lower n_ctx "
+        "(settings) or pick a smaller model")
+    assert not llm.loaded
+    small_gpu = Device(offload=True, gpus=(GPU("CUDA0", "small", 200_000_000, 8 << 30),))
+    monkeypatch.setattr(device, "available_ram_bytes", lambda: 64 << 30)
+    plan = device.plan(LLMSettings(), info.block_count, small_gpu)
+    with pytest.raises(ResourceError, match=r"not enough GPU memory: .* 0\.40 GB of it on the "
+                                            r"GPU, which has 0\.20 GB free"):
+        device.check_memory(info, plan, 8192)
+    assert device.check_memory(info, device.plan(LLMSettings(), 18, GPU_DEV), 8192) == need
+
+
+def test_available_ram_is_read_from_meminfo(tmp_path: object) -> None:
+    from pathlib import Path
+    fake = Path(str(tmp_path)) / "meminfo"
+    fake.write_text("MemTotal:       32000000 kB\nMemAvailable:    1500000 kB\n")
+    assert device.available_ram_bytes(str(fake)) == 1_500_000 * 1024
+    assert device.available_ram_bytes(str(fake) + ".none") is None
+    real = device.available_ram_bytes()
+    assert real is not None and real > 0
