@@ -4,7 +4,8 @@ ARG BASE=python:3.11-slim-bookworm
 FROM ${BASE}
 ARG LLAMA_CMAKE_ARGS=""
 ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
-    ANONYMIZED_TELEMETRY=False FLOWKIT_HOME=/data
+    ANONYMIZED_TELEMETRY=False FLOWKIT_HOME=/data \
+    FLOWKIT_CACHE_KEY_FILE=/data/keys/cache.key
 RUN apt-get update && apt-get install -y --no-install-recommends build-essential cmake git \
       python3 python3-pip python3-venv nodejs npm && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
