@@ -84,14 +84,20 @@ def device_report(settings: LLMSettings) -> dict[str, object]:
     if settings.backend != "llama_cpp":
         return report
     try:
-        path = resolve_model_path(settings)
-        plan = device.plan(settings, inspect_gguf(path).block_count, dev)
+        info = inspect_gguf(resolve_model_path(settings))
+        plan = device.plan(settings, info.block_count, dev)
     except ResourceError as err:
         report["device_refused"] = str(err)
         return report
+    need = device.estimate(info, settings.n_ctx)
+    ram = device.available_ram_bytes()
     report.update({"gpu_layers_offloaded": f"{plan.layers_offloaded} of {plan.layers_total}",
                    "n_batch": plan.n_batch, "prefix_reuse": plan.prefix_reuse,
-                   "decided_by_device": list(plan.from_device)})
+                   "decided_by_device": list(plan.from_device),
+                   "memory_needed": f"{need.total / 1e9:.2f} GB (model {need.model / 1e9:.2f} + "
+                                    f"KV cache {need.kv_cache / 1e9:.2f} at n_ctx "
+                                    f"{settings.n_ctx} + {need.working / 1e9:.2f} working)",
+                   "ram_available": "unknown" if ram is None else f"{ram / 1e9:.2f} GB"})
     return report
 
 

@@ -123,6 +123,8 @@ def test_doctor_reports_the_device_and_the_plan(monkeypatch: pytest.MonkeyPatch,
     assert report["gpus"] == ["NVIDIA H200 (140.0 of 143.0 GiB free)"]
     assert (report["gpu_layers_offloaded"], report["n_batch"], report["prefix_reuse"]) == \
         ("19 of 19", 512, False)
+    assert str(report["memory_needed"]).startswith("0.54 GB (model 0.25 + KV cache 0.15 at n_ctx "
+                                                   "8192")
     monkeypatch.setattr(device, "detect", lambda: CPU)
     refused = device_report(LLMSettings(n_gpu_layers=-1))
     assert "cannot offload" in str(refused["device_refused"])
