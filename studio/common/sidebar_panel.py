@@ -68,13 +68,33 @@ def model_state_line(ws: Workspace) -> str:
     return f"Model: {model_line(ws)}"      # not preloaded, or its worker stopped since
 
 
+#: How often the sidebar looks at a model load under way (seconds).
+LOAD_POLL_S = 1.0
+
+
+def model_state_panel(ws: Workspace) -> None:
+    """The model line, redrawn by itself every LOAD_POLL_S while the model loads: an idle page
+    said 'Model: loading…' until its next rerun, long after the model was in. When the load
+    ends the page reruns once, which draws the line without the timer."""
+    loading = ws.resources.model_state().phase == "loading"
+
+    @st.fragment(run_every=LOAD_POLL_S if loading else None)
+    def line() -> None:
+        now = model_state_line(ws)
+        st.markdown(inert.escape(now), help="The model loads in the background when the studio "
+                    "starts and after Settings change it; a run started meanwhile waits for "
+                    "that load.")
+        if loading and ws.resources.model_state().phase != "loading":
+            st.rerun()          # the timer's last round: the whole page, drawn without it
+
+    line()
+
+
 def render(ws: Workspace) -> None:
     with st.sidebar:
         st.caption("flowkit studio")
         st.markdown(f"**Data** {inert.code(ws.data_dir)}")
-        st.markdown(inert.escape(model_state_line(ws)), help="The model loads in the background "
-                    "when the studio starts and after Settings change it; a run started "
-                    "meanwhile waits for that load.")
+        model_state_panel(ws)
         st.caption(inert.escape(plan_line(ws)), help="What the model loads with here: the "
                    "device, the GPU layers offloaded, the prompt batch and prefix reuse "
                    "(Settings: empty fields are decided by the device)")
