@@ -8,6 +8,8 @@
 Times come from the stored step times: a node span starts at its step's start and lasts its ms;
 model calls follow one another inside it (each its own ms); searches, whose times are not
 recorded, share the step's time before its first model call (`flowkit.timing = "estimated"`).
+With the provider's `RunIds`, trace and span ids derive from the run id (a run sent twice is the
+same trace), and a fork's root span links to its parent run's root span.
 """
 from __future__ import annotations
 
