@@ -233,16 +233,20 @@ def test_the_first_click_on_open_the_replay_after_an_edit_opens_it(studio: Recor
 
 
 @pytest.mark.real
-def test_the_sidebar_turns_from_loading_to_ready_by_itself(tmp_path: Path) -> None:
+def test_the_sidebar_turns_from_loading_to_ready_by_itself(page: Any, tmp_path: Path) -> None:
     """The packaged model, loaded in the background from the studio's start: the sidebar says
     'Model: loading…' and then, with no click, 'Model: ready (...)' (it used to wait for the
-    next rerun, so an idle page said 'loading…' long after the model was in)."""
+    next rerun, so an idle page said 'loading…' long after the model was in). Its own studio on
+    the default settings, in the module's browser (one Playwright per process)."""
     with StudioServer(tmp_path / "home", log=ART / "e2e-polish-model-streamlit.log",
-                      timeout_s=120) as url, chromium() as browser:
-        page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
-        page.set_default_timeout(120_000)
-        page.goto(url)
-        page.get_by_text("Model: loading…", exact=True).wait_for()
-        settle(page)                                # the page is idle from here on
-        page.get_by_text(re.compile(r"^Model: ready \(")).wait_for(timeout=180_000)
-        page.screenshot(path=str(ART / "polish_model_ready.png"))
+                      timeout_s=120) as url:
+        tab = page.context.browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+        tab.set_default_timeout(120_000)
+        try:
+            tab.goto(url)
+            tab.get_by_text("Model: loading…", exact=True).wait_for()
+            settle(tab)                             # the page is idle from here on
+            tab.get_by_text(re.compile(r"^Model: ready \(")).wait_for(timeout=180_000)
+            tab.screenshot(path=str(ART / "polish_model_ready.png"))
+        finally:
+            tab.close()
