@@ -13,8 +13,10 @@
 // How they travel: src/events.js. Deletion stays in Python (the page's button and the Delete
 // key), as does every other change to the flow.
 // The view: opening fits the flow, but never below LEGIBLE_ZOOM (a long flow then shows its start;
-// the fit button shows it all); a node that arrives out of view is panned into it, the zoom
-// kept. The mouse wheel scrolls the page around the canvas until the canvas is clicked (then it
+// the fit button shows it all), and fits it again when the canvas changes size before the user
+// has touched it (the page may settle the canvas's height after the first fit: a fit made
+// for a taller canvas left the flow at the bottom, under the zoom buttons); a node that arrives
+// out of view is panned into it, the zoom kept. The mouse wheel scrolls the page around the canvas until the canvas is clicked (then it
 // zooms, until the pointer leaves the canvas); Ctrl + wheel always zooms.
 import { useCallback, useEffect, useRef, useState } from "react";
 import {
@@ -45,6 +47,7 @@ export default function FlowCanvas({ args }) {
   const shownRev = useRef(null);
   const shown = useRef(picture);
   const fitDone = useRef(null);
+  const autoView = useRef(false);   // the view is the opening fit's, untouched by the user
   const arrived = useRef([]);       // ids of nodes new in the last picture (not on the first)
   const [active, setActive] = useState(false);   // clicked into: the wheel zooms
   const [connecting, setConnecting] = useState(false);   // an edge is being drawn
@@ -65,14 +68,20 @@ export default function FlowCanvas({ args }) {
     setEdges((prev) => mergeEdges(prev, picture));
   }, [picture]);
 
-  // Report the canvas's size to Python: once measured, and again on every change (a resize).
+  // Report the canvas's size to Python: once measured, and again on every change (a resize),
+  // then fit the flow again if the view is still the opening fit's.
   const reported = useRef(null);
+  const refit = useRef(() => {});
   useEffect(() => {
     const el = pane.current;
     if (!el) return undefined;
     const report = () => {
       const size = viewReport(el.getBoundingClientRect(), reported.current);
-      if (size) { reported.current = size; emit("view", size); }
+      if (!size) return;
+      const resized = reported.current !== null;
+      reported.current = size;
+      emit("view", size);
+      if (resized && autoView.current) refit.current();
     };
     report();
     if (typeof ResizeObserver === "undefined") return undefined;
@@ -103,14 +112,20 @@ export default function FlowCanvas({ args }) {
       if (view) setViewport(view, { duration: 0 });
     });
   }, [fitBounds, getNodes, getNodesBounds, getViewport, setViewport, zoomTo]);
+  refit.current = () => fitAll(true);
 
   useEffect(() => {
     if (measured && nodes.length && fitDone.current !== args.fit) {
       fitDone.current = args.fit;
       arrived.current = [];
+      autoView.current = true;
       fitAll(true);
     }
   }, [measured, nodes.length, args.fit, fitAll]);
+
+  // Once the user works on the canvas (a press anywhere on it: a click, a drag, a zoom button)
+  // or pans or zooms it (an event; the canvas's own moves have none), their view is kept.
+  const onMoveStart = useCallback((event) => { if (event) autoView.current = false; }, []);
 
   // A node that arrived out of view (a palette add, an undo) is panned into view, zoom kept.
   useEffect(() => {
@@ -161,7 +176,8 @@ export default function FlowCanvas({ args }) {
 
   return (
     <div ref={pane} style={{ height: args.height || 620 }}
-      onMouseDownCapture={() => setActive(true)} onMouseLeave={() => setActive(false)}>
+      onMouseDownCapture={() => { setActive(true); autoView.current = false; }}
+      onMouseLeave={() => setActive(false)}>
       <ReactFlow
         nodes={nodes}
         edges={edges}
@@ -176,6 +192,7 @@ export default function FlowCanvas({ args }) {
         onConnect={onConnect}
         onConnectStart={onConnectStart}
         onConnectEnd={onConnectEnd}
+        onMoveStart={onMoveStart}
         isValidConnection={notToItself}
         className={connecting ? "fk-connecting" : ""}
         deleteKeyCode={null}
