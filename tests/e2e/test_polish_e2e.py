@@ -3,8 +3,8 @@
 - the Flows page's import refusal says what to do in the studio, not which CLI command to type;
 - the Knowledge page's ingest error names the user's file (no internal upload path) in one line,
   and the studio's log holds no traceback for it;
-- the Editor's zoom buttons cover no node when a flow opens (a guard: this was not seen to
-  fail here, on any template or window size tried);
+- the Editor's zoom buttons cover no node when a flow opens (the opening fit was made for a
+  taller canvas than the page then left it, so the flow sat at the bottom, under them);
 - "Pause before / after" and "Make a starter space" are not cut off; a variant column's name
   is whole on the Compare page;
 - every flow is labelled on the Compare page's bar charts;
