@@ -69,7 +69,8 @@ def setup_form(ws: Workspace, repo: EvalRepo, jobs: JobManager) -> None:
                           help="Saved flows and templates; deltas are measured against the first")
     names = cd.dataset_choices(repo)
     if not names:
-        st.info("No question set found: import one with `flowkit dataset import DIR_OR_CSV`.")
+        st.info("No question set found: generate one from a knowledge base (the link below), or "
+                "import one in a shell with `flowkit dataset import DIR_OR_CSV`.")
         generate_link_panel.pointer(repo, names)
         return
     if K.DATASET.get() not in names:

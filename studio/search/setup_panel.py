@@ -55,7 +55,9 @@ def data_section(ws: Workspace, repo: EvalRepo) -> dict[str, Any] | None:
     cannot be read or there is no knowledge base."""
     names = cd.dataset_choices(repo)
     if not names:
-        st.info("No question set found: import one with `flowkit dataset import DIR_OR_CSV`.")
+        st.info("No question set found: generate one from a knowledge base on the Knowledge bases "
+                "page (Generate questions), or import one in a shell with "
+                "`flowkit dataset import DIR_OR_CSV`.")
         return None
     if K.DATASET.get() not in names:
         K.DATASET.set("sample_questions" if "sample_questions" in names else names[0])
