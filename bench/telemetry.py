@@ -9,7 +9,11 @@ every variant), three ways, interleaved round by round (who goes first rotates):
 Two figures per variant: the wall time until the run returns (what a user waits; noisy when other
 work shares the CPUs, so the load average is printed), and this process's CPU time for the run plus
 its export (the "on" variant waits for its spans to be sent; export threads included), which other
-processes' load barely moves. Usage: python bench/telemetry.py [--rounds 5] [--phoenix URL]
+processes' load moves less (llama.cpp's threads spin while they wait, so it still moves). Both swing
+by more than 3% between identical variants on a loaded machine, so the export's own costs are
+measured apart too: the time spent inside the telemetry sink during a run (on the run's path), and
+the CPU to build one run's spans and send them (off its path, median of 20), each as a share of the
+run. Usage: python bench/telemetry.py [--rounds 5] [--phoenix URL]
 """
 from __future__ import annotations
 
@@ -30,7 +34,8 @@ from flowkit import compile_flow, run_flow
 from flowkit.ingest import ensure_sample
 from flowkit.runtime.llm import LlamaCppLLM, LLMSettings
 from flowkit.runtime.resources import Resources, Settings
-from flowkit.telemetry.export import LiveExport
+from flowkit.telemetry.export import LiveExport, build_spans, otlp_exporter
+from flowkit.telemetry.record import RunRecord
 from flowkit.telemetry.settings import TelemetrySettings, target_for
 from flowkit.telemetry.sink import TelemetrySink
 from flowkit.templates import load_template
@@ -67,6 +72,27 @@ def serve_receiver(port: int) -> None:
     http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 
 
+class TimedSink:
+    """A TelemetrySink whose calls are timed (the export's cost on the run's path)."""
+
+    def __init__(self, inner: TelemetrySink, spent: list[float]) -> None:
+        self.inner, self.spent = inner, spent
+
+    def _timed(self, fn: object, arg: object) -> None:
+        t0 = time.perf_counter()
+        fn(arg)  # type: ignore[operator]
+        self.spent[-1] += time.perf_counter() - t0
+
+    def start(self, run: object) -> None:
+        self._timed(self.inner.start, run)
+
+    def step(self, event: object) -> None:
+        self._timed(self.inner.step, event)
+
+    def end(self, result: object) -> None:
+        self._timed(self.inner.end, result)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -99,9 +125,13 @@ def main() -> None:
     up = LiveExport(target_for(TelemetrySettings(), {}, url=url))
     down = LiveExport(target_for(TelemetrySettings(), {}, url=f"http://127.0.0.1:{free_port()}"))
     failed: list[str] = []
+    on_path: list[float] = []
 
     def run(q: str, extra: LiveExport | None) -> tuple[float, float]:
-        sinks: list[TraceSink] = [store.sink()] + ([TelemetrySink(extra)] if extra else [])
+        sinks: list[TraceSink] = [store.sink()]
+        if extra is not None:
+            on_path.append(0.0)
+            sinks.append(TimedSink(TelemetrySink(extra), on_path))  # type: ignore[arg-type]
         c0, t0 = time.process_time(), time.perf_counter()
         result = run_flow(flow, q, res, kb="sample", sink=MultiSink(*sinks))
         took = time.perf_counter() - t0
@@ -127,6 +157,16 @@ def main() -> None:
                 cpu[name].append(used)
     flushed = up.flush(60)
     med = statistics.median
+    # the export's own CPU, off the run's path: build one stored run's spans and send them
+    last = store.list_runs(limit=1)[0]
+    record = RunRecord.from_stored(last, store.steps(last.id))
+    sender = otlp_exporter(up.target)
+    off_path: list[float] = []
+    for _ in range(20):
+        c0 = time.thread_time()
+        sender.export(build_spans([record]))
+        off_path.append(time.thread_time() - c0)
+    sender.shutdown()
     load = os.getloadavg()
     print(f"rounds: {args.rounds} x {len(QUESTIONS)} questions x 3 variants; collector {url}; "
           f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs")
@@ -137,6 +177,11 @@ def main() -> None:
     for label, name, goal in (("export on / off", "on", 1.03), ("collector down / off", "down", 1.05)):
         print(f"ratio {label:<22} wall {med(times[name]) / med(times['off']):.3f}  "
               f"CPU {med(cpu[name]) / med(cpu['off']):.3f}   (goal <= {goal})")
+    run_s = med(times["off"])
+    print(f"on the run's path (the sink): median {med(on_path) * 1000:.3f} ms per run "
+          f"({med(on_path) / run_s * 100:.4f}% of a run); off it, building and sending one run's "
+          f"{len(record.steps)}-step spans: {med(off_path) * 1000:.2f} ms CPU "
+          f"({med(off_path) / med(cpu['off']) * 100:.2f}% of a run's CPU)")
     print(f"exports: to the collector all sent: {flushed and up.exporter.failures == 0}; to the "
           f"dead port {down.exporter.failures} failed requests, runs failed: {len(failed)}")
     for line in failed:
