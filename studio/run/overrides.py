@@ -125,6 +125,7 @@ def tuned_workspace(ws: Workspace, temperature: float) -> Workspace:
     view = Workspace.__new__(Workspace)      # shares the store; no second database or model
     view.resources = _TunedResources(ws.resources, float(temperature))  # type: ignore[assignment]
     view.store = ws.store
+    view.telemetry = ws.telemetry         # a run's trace export, as the workspace's own runs
     view.share_cache(ws)
     return view
 
