@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 
 class FlowkitError(Exception):
@@ -139,3 +140,16 @@ class GenerationStopped(FlowkitError):
     def __init__(self, reason: str, tokens: int) -> None:
         super().__init__(f"generation stopped after {tokens} tokens: {reason}")
         self.reason, self.tokens = reason, tokens
+
+
+class DocumentError(ResourceError):
+    """A file that cannot be ingested: `path` (as given), `line` (1-based, a .jsonl line; None
+    for the whole file) and `reason`, one sentence on what is wrong and what to do."""
+
+    def __init__(self, path: Path, reason: str, line: int | None = None) -> None:
+        self.path, self.reason, self.line = path, reason, line
+        super().__init__(f"{self.where(str(path))}: {reason}")
+
+    def where(self, name: str) -> str:
+        """`name` (the file as the reader should know it), with ':<line>' when there is one."""
+        return f"{name}:{self.line}" if self.line is not None else name

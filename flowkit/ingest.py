@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from . import registry, sample_kb
-from .errors import FlowkitError, ResourceError
+from .errors import DocumentError, FlowkitError, ResourceError
 from .runtime.docfiles import read_documents
 
 SAMPLE_DIR = sample_kb.DIR
@@ -35,9 +35,14 @@ def ingest(resources: Any, kb: str, paths: Iterable[str | Path], chunker: str = 
     knowledge base as it was. The writing holds the knowledge base's cross-process lock (a second
     writer waits ~2 s, then ResourceError) and marks it "incomplete" in meta.json until it ends.
     """
+    paths = list(paths)
     docs = read_documents(paths)
     if not docs:
-        raise ResourceError("the files contain no text to ingest")
+        if not paths:
+            raise ResourceError("no files to ingest")
+        raise DocumentError(Path(paths[0]), "holds no text to ingest (empty or blank)"
+                            if len(paths) == 1 else f"holds no text to ingest, and neither do the "
+                            f"{len(paths) - 1} other file(s)")
     op = make_chunker(chunker, params)
     chunks = op.chunk(docs)
     ids: dict[str, Any] = {}

@@ -25,7 +25,7 @@ ALLOWED_FLOWKIT: dict[str, set[str] | None] = {
     "flowkit": {"registry", "templates", "sample_kb"},
     "flowkit.spec": None, "flowkit.errors": None, "flowkit.trace": None,
     "flowkit.templates": None, "flowkit.registry": None, "flowkit.validate": None,
-    "flowkit.names": None, "flowkit.memory": None, "flowkit.contract": None,
+    "flowkit.names": None, "flowkit.memory": None, "flowkit.memory_edit": None, "flowkit.contract": None,
     "flowkit.nodes": {"FINISH"},
     "flowkit.eval": {"report"}, "flowkit.eval.report": None, "flowkit.eval.metrics": None,
     "flowkit.eval.datasets": None, "flowkit.eval.runner": {"EvalPlan", "FlowEntry"},

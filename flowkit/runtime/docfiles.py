@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..errors import ResourceError, SpecError, short
+from ..errors import DocumentError, SpecError, short
 from ..jsonread import check_value, decode_utf8, parse
 
 #: Deepest nesting of one .jsonl line (documents are flat records with a little metadata).
@@ -28,19 +28,6 @@ MAX_DOC_CHARS = 20_000_000
 MAX_FILE_BYTES = 512 * 1024 * 1024   # one ingested file; a larger corpus: split it into files
 #: Longest title taken from a Markdown heading, in characters.
 MAX_TITLE_CHARS = 200
-
-
-class DocumentError(ResourceError):
-    """A file that cannot be ingested: `path` (as given), `line` (1-based, a .jsonl line; None
-    for the whole file) and `reason`, one sentence on what is wrong and what to do."""
-
-    def __init__(self, path: Path, reason: str, line: int | None = None) -> None:
-        self.path, self.reason, self.line = path, reason, line
-        super().__init__(f"{self.where(str(path))}: {reason}")
-
-    def where(self, name: str) -> str:
-        """`name` (the file as the reader should know it), with ':<line>' when there is one."""
-        return f"{name}:{self.line}" if self.line is not None else name
 
 
 def read_documents(paths: Iterable[str | Path]) -> list[dict[str, Any]]:

@@ -22,11 +22,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from flowkit.errors import FlowkitError
+from flowkit.errors import DocumentError, FlowkitError
 from flowkit.eval.datasets import Dataset
 from flowkit.eval.questiongen.generate import Progress
 from flowkit.eval.runner import EvalPlan
-from flowkit.runtime.docfiles import DocumentError
 from flowkit.spec import FlowSpec, to_dict
 from flowkit.trace import RunEnd, RunStart, StepEvent
 from flowkit.validate import check

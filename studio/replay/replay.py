@@ -15,7 +15,8 @@ from pydantic import ValidationError as PydanticValidationError
 
 from flowkit import registry
 from flowkit.errors import SpecError
-from flowkit.memory import OPERATOR_KEYS, parse_edit
+from flowkit.memory import OPERATOR_KEYS
+from flowkit.memory_edit import parse_edit
 from flowkit.nodes import FINISH
 from flowkit.spec import read_document
 from flowkit.trace import StepEvent
@@ -103,7 +104,7 @@ def node_params(spec: dict[str, Any], node_id: str) -> tuple[str, dict[str, Any]
 
 
 def parse_memory_change(key: str, text: str) -> dict[str, Any]:
-    """{key: value} from the form, read by the bounded reader (`flowkit.memory.parse_edit`: size,
+    """{key: value} from the form, read by the bounded reader (`flowkit.memory_edit.parse_edit`: size,
     list length, depth, finite numbers, valid text) and checked against the key's type
     (`service.debug.check_value`); raises ValueError with one line fit for the page, naming the
     code and the field."""

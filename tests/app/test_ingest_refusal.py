@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from flowkit.errors import DocumentError
 from flowkit.operators._text import passages
-from flowkit.runtime.docfiles import DocumentError, read_documents
+from flowkit.runtime.docfiles import read_documents
 from studio.common import tasks
 from studio.common.jobs import JobManager
 
@@ -51,6 +52,21 @@ def test_a_line_of_a_jsonl_upload_is_named_with_its_line(ws) -> None:
     files = [("docs.jsonl", b'{"id": "a", "text": "ok"}\n{"id": "b", "title": "no text"}\n')]
     job = jobs.wait(tasks.submit_ingest(jobs, ws, "mine", files, "indexing.chunk_fixed", {}))
     assert job.error == "docs.jsonl:2: each line needs a non-empty 'text' field (a string)"
+
+
+def test_an_upload_with_no_text_at_all_is_named_without_a_traceback(
+        ws, caplog: pytest.LogCaptureFixture) -> None:
+    """Before: 'the files contain no text to ingest', naming no file, and a traceback logged."""
+    jobs = JobManager()
+    with caplog.at_level(logging.INFO, logger="studio.common.jobs"):
+        job = jobs.wait(tasks.submit_ingest(jobs, ws, "mine", [("blank notes.txt", b"  \n\n")],
+                                            "indexing.chunk_fixed", {}))
+    assert job.error == "blank notes.txt: holds no text to ingest (empty or blank)", job.error
+    records = [r for r in caplog.records if r.name == "studio.common.jobs"]
+    assert records and all(r.exc_info is None for r in records), records
+    two = jobs.wait(tasks.submit_ingest(jobs, ws, "mine", [("a.md", b""), ("b.txt", b" ")],
+                                        "indexing.chunk_fixed", {}))
+    assert two.error == "a.md: holds no text to ingest, and neither do the 1 other file(s)"
 
 
 def test_a_failure_of_the_studio_still_logs_its_traceback(caplog: pytest.LogCaptureFixture
