@@ -33,6 +33,10 @@ with form_col:
     choices = runview.flow_choices(ws)
     if (found := runview.find_ref(choices, take_flow())) is not None:   # hand_over_flow()
         K.FLOW_CHOICE.set(found)
+    elif ((opened := st.query_params.get("run")) and "flow" not in st.query_params
+          and not K.FLOW_CHOICE.held()):                # opened on a run: that run's flow
+        if (found := runview.find_ref(choices, runview.flow_of(ws, jobs, opened))) is not None:
+            K.FLOW_CHOICE.set(found)
     ref = query_select("Flow", choices, key=K.FLOW_CHOICE, param="flow",
                        from_param=lambda p: runview.find_ref(choices, p),
                        to_param=runview.ref_param, format_func=runview.ref_label,

@@ -157,6 +157,16 @@ STATUS_COLOURS: dict[str, BadgeColour] = {"ok": "green", "budget_exceeded": "ora
                   "paused": "violet"}
 
 
+def flow_of(ws: Workspace, jobs: JobManager, run_id: str) -> str:
+    """The flow name of a stored run, or of a run still queued in this process ('' if neither):
+    what the Flow box shows when the page is opened on a run (`/run?run=ID`)."""
+    try:
+        return get_run(ws, run_id).flow_name
+    except FlowkitError:
+        job = jobs.find_run(run_id)
+        return str(job.meta.get("flow", "")) if job is not None else ""
+
+
 def question_of(ws: Workspace, jobs: JobManager, run_id: str) -> str:
     """The question of a stored run, or of a run still queued in this process ('' if neither)."""
     try:

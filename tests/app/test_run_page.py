@@ -134,6 +134,20 @@ def test_a_failing_run_shows_error_status_and_text(ws):
     assert ":red-badge[error]" in kit.texts(at)
 
 
+def test_a_page_opened_on_a_run_selects_that_runs_flow(ws):
+    """`/run?run=ID` (a link from the replay, a bookmark) shows the run's own flow in the Flow box,
+    not the first flow of the list (before: 'advanced_linear' for any run)."""
+    first = kit.page("pages/run.py").run().selectbox(key="run_flow_choice").value
+    flow = "self_rag" if first != ("template", "self_rag") else "naive_rag"
+    at = _submit(flow=flow)
+    run_id = at.query_params["run"]
+    get_jobs().wait_idle(60)
+    opened = kit.page("pages/run.py", run=run_id).run()
+    assert not opened.exception
+    assert opened.selectbox(key="run_flow_choice").value == ("template", flow)
+    assert opened.text_area(key="run_question").value == LIGHTHOUSE
+
+
 def test_an_unknown_run_in_the_address_says_so(ws):
     at = kit.page("pages/run.py", run="doesnotexist").run()
     assert not at.exception
