@@ -52,7 +52,8 @@ def test_export_out_of_5000_characters_is_one_line(tmp_path: Path, fk: Runner) -
 
 @pytest.mark.parametrize("args", [["serve-model", "--n-ctx", "-5"], ["serve-model", "--port", "70000"],
                                   ["eval", "--workers", "0"], ["eval", "--k", "-5"],
-                                  ["search", "s.json", "--budget-calls", "0"]])
+                                  ["search", "s.json", "--budget-calls", "0"]],
+                         ids=lambda args: " ".join(args))
 def test_counts_out_of_range_are_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                               args: list[str]) -> None:
     """Before: --n-ctx -5 reached llama.cpp (a traceback), --workers 0 and --k -5 were

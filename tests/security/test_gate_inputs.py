@@ -32,7 +32,7 @@ def client() -> TestClient:
     return TestClient(app, raise_server_exceptions=False)
 
 
-@pytest.mark.parametrize("value", ["²", "²³.abc", "１２.x", "٣.٣", "9" * 13 + ".x", "½.½",
+@pytest.mark.parametrize("value", ["².abc", "²³.abc", "１２.x", "٣.٣", "9" * 13 + ".x", "½.½",
                                    "1.ÿ", ".", "..", "-1.x"])
 def test_odd_cookie_values_are_refused_not_errors(client: TestClient, value: str) -> None:
     assert access.cookie_valid(value, TOKEN) is False
