@@ -8,7 +8,6 @@ import json
 import sys
 from pathlib import Path
 
-from rich.markup import escape
 from rich.table import Table
 
 from flowkit.errors import FlowkitError
@@ -33,11 +32,11 @@ def pull_command(words: list[str], data_dir: str | None, revision: str | None = 
                            "and the GGUF file's name, e.g. flowkit models pull "
                            "ggml-org/gemma-3-1b-it-GGUF gemma-3-1b-it-Q4_K_M.gguf")
     got = pull(words[0], words[1], models_dir(data_dir), revision=revision)
-    common.out.print(f"pulled {escape(got.repo)}/{escape(got.filename)} "
+    common.out.print(f"pulled {got.repo}/{got.filename} "          # plain console: text as is
                      f"({got.size_bytes / 1e6:.0f} MB, sha256 {got.sha256[:12]}… checked) to "
-                     f"{escape(str(got.path))}", highlight=False, soft_wrap=True)
+                     f"{got.path}", soft_wrap=True)
     common.out.print("use it: the Settings page's GGUF path (llm.model_path) "
-                     f"{escape(str(got.path))}", highlight=False, soft_wrap=True)
+                     f"{got.path}", soft_wrap=True)
     return 0
 
 

@@ -30,7 +30,7 @@ def make_workspace(data_dir: Path) -> Workspace:
     """A Workspace on data_dir answering every question 'Mara Velt' from an in-memory KB."""
     ws = Workspace(data_dir)
     ws.resources.set_llm(FakeLLM([], default="Mara Velt"))
-    ws.resources._kbs["test"] = MemoryKB("test", CORPUS)
+    ws.resources._kbs["test"] = MemoryKB("test", CORPUS)     # type: ignore[assignment]
     return ws
 
 
@@ -54,6 +54,8 @@ def runner(home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFi
     returns (exit code, stdout, stderr)."""
     monkeypatch.setattr(common, "open_workspace", lambda args: make_workspace(home))
     monkeypatch.setenv("COLUMNS", "200")
+    for console in (common.out, common.err):     # made at import: give tables room for names
+        monkeypatch.setattr(console, "width", 200)
 
     def run(*args: str) -> tuple[int, str, str]:
         code = cli.main(["--data-dir", str(home), *args])

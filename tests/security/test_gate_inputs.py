@@ -38,7 +38,7 @@ def test_odd_cookie_values_are_refused_not_errors(client: TestClient, value: str
     assert access.cookie_valid(value, TOKEN) is False
     for encoding in ("latin-1", "utf-8"):        # the server reads header bytes as latin-1
         raw = f"{access.COOKIE_NAME}={value}".encode(encoding, "replace")
-        r = client.get("/_stcore/host-config", headers={"cookie": raw})  # type: ignore[dict-item]
+        r = client.get("/_stcore/host-config", headers=[(b"cookie", raw)])
         assert r.status_code == 403 and "log in first" in r.text, (encoding, r.status_code)
 
 

