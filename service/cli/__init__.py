@@ -32,8 +32,11 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         message = common.shorten(common.one_line(message))
-        common.err.print(f"{self.prog}: error: {message} ({self.prog} --help)", soft_wrap=True)
-        sys.exit(2)
+        raise _UsageError(f"{self.prog}: error: {message} ({self.prog} --help)")
+
+
+class _UsageError(Exception):
+    """A command line argparse refused (main prints it and returns 2)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     if bad is not None:                       # no process can pass one; a caller in Python can
         common.err.print(f"error: argument {bad + 1} holds a NUL character", soft_wrap=True)
         return 2
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except _UsageError as e:
+        common.err.print(str(e), soft_wrap=True)
+        return 2
     try:
         common.data_dir(args.data_dir)
         return int(args.fn(args) or 0)

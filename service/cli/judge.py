@@ -33,6 +33,8 @@ def cmd_train_judge(args: argparse.Namespace) -> int:
                            "from), or --examples FILE to refit without running anything")
     if not 0.0 < args.train_frac < 1.0:
         raise FlowkitError(f"--train-frac must be between 0 and 1; got {args.train_frac}")
+    if args.skip < 0:
+        raise FlowkitError(f"--skip must be 0 or more; got {args.skip}")
     if args.limit is not None and args.limit < 2:
         raise FlowkitError(f"--limit must be at least 2 (some to train on, some to test); "
                            f"got {args.limit}")
@@ -122,8 +124,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "imported dataset's name)")
     s.add_argument("--kb", default="", help="the knowledge base the chains retrieve from")
     s.add_argument("--flow", default="corag_fixed", help="the fixed-length chain to run")
-    s.add_argument("--limit", type=common.int_at_least(2), default=60, help="questions to use (train + held out)")
-    s.add_argument("--skip", type=common.int_at_least(0), default=0, help="leave out the first N questions (keep "
+    s.add_argument("--limit", type=int, default=60, help="questions to use (train + held out)")
+    s.add_argument("--skip", type=int, default=0, help="leave out the first N questions (keep "
                    "them for evaluation, e.g. --skip 100 when `flowkit eval --limit 100`)")
     s.add_argument("--train-frac", type=float, default=0.7, help="share of questions to train on")
     s.add_argument("--match", choices=["acc", "em"], default="acc",
