@@ -128,13 +128,14 @@ def cmd_run_debug(args: argparse.Namespace) -> int:
 
 
 def _json_value(text: str, key: str) -> Any:
-    from flowkit.jsonread import parse
-    from flowkit.spec import MAX_DEPTH, MAX_STRING
+    """The value typed for memory key `key`, read as the replay page's fork form reads it
+    (`flowkit.memory_edit.parse_edit`: bounded size, text, list length and depth)."""
+    from flowkit.memory_edit import parse_edit
     try:
-        return parse(text, f"the value of {key}", max_depth=MAX_DEPTH, max_string=MAX_STRING)
+        return parse_edit(key, text)
     except SpecError as e:
         raise SpecError(f"{e.detail} (give the value as JSON, e.g. '\"text\"' or '[1, 2]')",
-                        e.code, key) from None
+                        e.code, e.field or key) from None
 
 
 def cmd_debug(args: argparse.Namespace) -> int:

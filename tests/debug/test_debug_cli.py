@@ -93,6 +93,12 @@ def test_bad_input_is_refused_with_a_clear_error(fk):
     assert code == 2 and "answer must be text, got a number" in err
     code, _, err = fk("debug", run_id, "set", "steps", "3")
     assert code == 2 and "not a working-memory key" in err
+    # read as the replay page's fork form reads it (before: 50,000 passages were accepted here; 5,000 is past its 1,000)
+    many = json.dumps([{"id": str(i), "text": "x"} for i in range(5_000)])
+    code, _, err = fk("debug", run_id, "set", "documents", many)
+    assert code == 2 and "too_many_items" in err and "documents" in err, err
+    code, _, err = fk("debug", run_id, "set", "answer", '"' + "x" * 60_000 + '"')
+    assert code == 2 and "answer" in err and "\n" not in err.strip(), err
     code, _, err = fk("resume", run_id, "--set", "answer")
     assert code == 2 and "KEY=JSON" in err
     code, out, _ = fk("debug", run_id, "break", "final", "judge@2:after")
