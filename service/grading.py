@@ -19,6 +19,7 @@ from flowkit.eval.graders import GRADER_VERSION, GRADERS, check_names
 from flowkit.eval.grading import GradingSession, item_for
 from flowkit.eval.metrics import PairedDiff
 from flowkit.eval.ppi import labels_only, ppi_mean, ppi_paired, uncorrected
+from flowkit.eval.report import EvalReport, JudgeScore
 from storage.grades import Grade, GradeRepo
 
 from .evaluations import eval_repo, report, stored_plan
@@ -220,6 +221,21 @@ def graded(ws: Workspace, eval_id: str) -> list[tuple[str, str]]:
 def all_scores(ws: Workspace, eval_id: str) -> list[JudgedReport]:
     """`scores` for every (grader, model) that graded this evaluation."""
     return [scores(ws, eval_id, g, model_label=m) for g, m in graded(ws, eval_id)]
+
+
+def with_judges(ws: Workspace, rep: EvalReport) -> EvalReport:
+    """`rep` (a report of evaluation `rep.eval_id`) with every stored judge's scores per flow and
+    each answer's verdicts, for the exports (`flowkit eval --report/--csv/--out`); unchanged
+    where nothing was graded."""
+    rep.judges = [JudgeScore(f.flow, f.grader, f.model, f.estimate, f.corrected, f.labels,
+                             f.vs_baseline)
+                  for jr in all_scores(ws, rep.eval_id) for f in jr.flows if f.flow in rep.results]
+    verdicts: dict[str, dict[str, dict[str, float | None]]] = {}
+    for g in grade_repo(ws).grades(rep.eval_id):
+        verdicts.setdefault(g.flow, {}).setdefault(g.question_id, {})[
+            f"{g.grader}@{g.model}"] = g.score
+    rep.verdicts = verdicts
+    return rep
 
 
 def answer_grades(ws: Workspace, eval_id: str, question_id: str) -> list[Grade]:

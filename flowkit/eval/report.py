@@ -29,6 +29,28 @@ from .metrics import (
 PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2")
 
 
+@dataclass(frozen=True)
+class JudgeScore:
+    """A model judge's score of one flow as the reports show it (made by `service.grading`):
+    with labels, the prediction-powered estimate and its 95% interval (`corrected`); without,
+    the judge's raw mean with a bootstrap interval, marked uncorrected. `model` names the judge's
+    model wherever the score is shown."""
+
+    flow: str
+    grader: str
+    model: str
+    estimate: PairedDiff
+    corrected: bool
+    labels: int
+    vs_baseline: PairedDiff | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"flow": self.flow, "grader": self.grader, "model": self.model,
+                "estimate": self.estimate.to_dict(), "corrected": self.corrected,
+                "labels": self.labels,
+                "vs_baseline": self.vs_baseline.to_dict() if self.vs_baseline else None}
+
+
 @dataclass
 class EvalReport:
     """Everything shown about one evaluation; flows in column order, the baseline first."""
@@ -46,6 +68,10 @@ class EvalReport:
     types: dict[str, dict[str, Summary]] = field(default_factory=dict)
     deltas: dict[str, list[PairedDiff]] = field(default_factory=dict)
     disagreements: list[str] = field(default_factory=list)
+    #: model judges' scores per flow (empty until the evaluation is graded: `flowkit judge`)
+    judges: list[JudgeScore] = field(default_factory=list)
+    #: each answer's verdicts: {flow: {question id: {"grader@model": score or None}}}
+    verdicts: dict[str, dict[str, dict[str, float | None]]] = field(default_factory=dict)
 
     @property
     def recall_title(self) -> str:
@@ -60,6 +86,7 @@ class EvalReport:
                             for f, ts in self.types.items()},
                 "vs_baseline": {f: [d.to_dict() for d in ds] for f, ds in self.deltas.items()},
                 "disagreements": self.disagreements,
+                "judges": [j.to_dict() for j in self.judges],
                 "results": {f: [r.to_dict() for r in rs] for f, rs in self.results.items()}}
 
 
@@ -140,6 +167,31 @@ def type_rows(rep: EvalReport) -> list[list[str]]:
             rows.append([f, t, str(s.n), fmt("em", s.em), fmt("f1", s.f1), fmt("acc", s.acc),
                          fmt("recall", s.recall)])
     return rows
+
+
+def _judge_interval(d: PairedDiff, signed: bool = False) -> str:
+    if d.n == 0:
+        return "-"
+    sign = "+" if signed else ""
+    return f"{100 * d.mean:{sign}.1f} [{100 * d.low:{sign}.1f}, {100 * d.high:{sign}.1f}]"
+
+
+def judge_rows(rep: EvalReport) -> list[list[str]]:
+    """Header + one row per flow and judge: the estimate in % with its 95% interval, whether
+    labels corrected it (PPI) or not, how many labels, and the paired difference with the
+    baseline (* the interval excludes 0)."""
+    rows = [["flow", "judge (model)", "score [95%]", "kind", "labels", "vs baseline"]]
+    for j in rep.judges:
+        vs = "-" if j.vs_baseline is None else (_judge_interval(j.vs_baseline, signed=True)
+                                                + (" *" if j.vs_baseline.significant else ""))
+        rows.append([j.flow, f"{j.grader} ({j.model})", _judge_interval(j.estimate),
+                     "PPI" if j.corrected else "uncorrected", str(j.labels), vs])
+    return rows
+
+
+JUDGE_NOTE = ("Model judges: the judge's mean over the flow's answers; with labels corrected "
+              "by prediction-powered inference (PPI), without them uncorrected (the judge's own "
+              "errors are in it). A judge's calls are never part of a flow's cost.")
 
 
 # ---- charts (inline SVG, no dependencies) --------------------------------------------------
@@ -277,6 +329,8 @@ def to_markdown(rep: EvalReport) -> str:
     if rep.deltas:
         parts += [f"## Against the baseline {md_text(rep.baseline)}", "", _md_table(delta_rows(rep)),
                   ""]
+    if rep.judges:
+        parts += ["## Model judges", "", md_text(JUDGE_NOTE), "", _md_table(judge_rows(rep)), ""]
     parts += ["## By question type", "", _md_table(type_rows(rep)), "", "## Charts", ""]
     for title, svg in charts(rep).items():
         b64 = base64.b64encode(svg.encode()).decode()
@@ -317,6 +371,9 @@ def to_html(rep: EvalReport) -> str:
     if rep.deltas:
         body += [f"<h2>Against the baseline {html.escape(rep.baseline)}</h2>",
                  _html_table(delta_rows(rep))]
+    if rep.judges:
+        body += ["<h2>Model judges</h2>", f"<p>{html.escape(JUDGE_NOTE)}</p>",
+                 _html_table(judge_rows(rep))]
     body += ["<h2>By question type</h2>", _html_table(type_rows(rep)), "<h2>Charts</h2>",
              '<div class="charts">', *charts(rep).values(), "</div>",
              f"<h2>Questions where the flows disagree ({len(rep.disagreements)})</h2>",
@@ -362,14 +419,19 @@ def csv_cell(value: Any) -> Any:
 
 def to_csv(rep: EvalReport) -> str:
     """One row per flow and question; floats rounded to `CSV_DECIMALS` places; text cells that
-    a spreadsheet would run as a formula are neutralised (`csv_cell`)."""
+    a spreadsheet would run as a formula are neutralised (`csv_cell`). A graded evaluation adds
+    one column per judge, `judge:<grader>@<model>` (its verdict, 0..1; empty where none)."""
+    judged = sorted({k for qs in rep.verdicts.values() for v in qs.values() for k in v})
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
+    w = csv.DictWriter(buf, fieldnames=[*CSV_FIELDS, *(f"judge:{k}" for k in judged)],
+                       extrasaction="ignore")
     w.writeheader()
     for f in rep.flows:
         for r in rep.results[f]:
             row = tidy(r.to_dict() | {"answers": " | ".join(r.answers)})
             row = row | {"recall": "" if r.recall is None else row["recall"]}
+            got = rep.verdicts.get(f, {}).get(r.question_id, {})
+            row |= {f"judge:{k}": "" if got.get(k) is None else tidy(got[k]) for k in judged}
             w.writerow({k: csv_cell(v) for k, v in row.items()})
     return buf.getvalue()
 

@@ -170,15 +170,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
               f"unfinished; model calls: {outcome.computed_calls} computed, "
               f"{outcome.cached_calls} served from the completion cache")
     k = None if args.k == 0 else args.k
-    rep = evaluation_report(repo, plan, args.baseline, k)
+    from service.grading import grade, with_judges
+    if graders:                               # graded first, so the files carry the verdicts
+        out = grade(ws, plan.eval_id, graders, model=args.judge_model)
+        common.err.print(out.line())
+    rep = with_judges(ws, evaluation_report(repo, plan, args.baseline, k))
     written = [report_mod.write(rep, path) for path in files]    # before anything is printed
     print_report(rep)
     for path in written:
         common.out.print(f"wrote {path}")
     if graders:
-        from service.grading import grade
-        out = grade(ws, plan.eval_id, graders, model=args.judge_model)
-        common.err.print(out.line())
         grade_cli.print_scores(ws, plan.eval_id, graders, args.judge_model)
     return 0
 

@@ -2,6 +2,7 @@
 the cost kept apart from the flows', labels that survive a restart, and intervals that hold."""
 from __future__ import annotations
 
+import csv
 import json
 import math
 
@@ -129,6 +130,20 @@ def test_grading_a_stored_evaluation(world, fk, tmp_path):
     assert code == 0, err
     data = json.loads(out)
     assert data[0]["flows"][0]["corrected"] is True
+    # the exports carry the judges: a table per flow (PPI where labelled) and each verdict
+    md, csv_path, js = tmp_path / "r.md", tmp_path / "r.csv", tmp_path / "r3.json"
+    code, _, err = fk("eval", "--resume", eval_id, "--report", str(md), "--csv", str(csv_path),
+                      "--out", str(js))
+    assert code == 0, err
+    text = md.read_text()
+    assert "## Model judges" in text and "correctness (" in text and "| PPI | 3 |" in text, text
+    assert "groundedness (" in text and "uncorrected" in text
+    rows = list(csv.DictReader(csv_path.open()))
+    column = next(c for c in rows[0] if c.startswith("judge:correctness@"))
+    assert len(rows) == 8 and all(float(r[column]) in (0.0, 0.5, 1.0) for r in rows), rows[0]
+    judges = json.loads(js.read_text())["judges"]
+    assert {(j["flow"], j["grader"], j["corrected"]) for j in judges} >= {
+        ("good", "correctness", True), ("good", "groundedness", False)}
 
 
 def test_judge_cli_refuses_unknown_judges(world, fk):
