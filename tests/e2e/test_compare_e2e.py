@@ -189,8 +189,8 @@ def test_compare_three_templates_in_the_browser(studio, page):
     # the side-by-side traces of one question: one column per flow, with answer and steps
     side = page.get_by_role("heading", name="Side by side")
     side.scroll_into_view_if_needed()
-    for name in flows:
-        page.get_by_role("heading", name=name, exact=True).wait_for()
+    for name in flows:               # each column's name, bold on one line (not a heading)
+        page.locator("strong").filter(has_text=name).first.wait_for()
     steps = page.locator('[data-testid="stExpander"]').filter(has_text="generation.answer")
     assert steps.count() >= 3
     steps.first.locator("summary").click()

@@ -56,6 +56,6 @@ def test_search_command_refuses_a_halving_the_search_page_refuses(world, fk):
         code, _, err = fk(*args, "--halving", good, "--estimate")
         assert code == 0 and "estimate: " in err, (good, err)
     code, out, err = fk(*args, "--halving", "2", "--halving-from", "-1", "--estimate")
-    assert code == 2 and "--halving-from must be 0 (from the first batch)" in err, err
+    assert code == 2 and "--halving-from: must be a whole number >= 0; got '-1'" in err, err
     code, _, err = fk(*args, "--halving", "2", "--halving-from", "40", "--estimate")
     assert code == 0 and "estimate: " in err, err
