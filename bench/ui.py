@@ -3,8 +3,9 @@
     python bench/ui.py [--repeat 5] [--replay-only] [--against /path/to/other/checkout]
 
 Prints, for each flow, the median time from navigation to every canvas node drawn, and the median
-round trip of two edits: clicking a node until the side panel shows its id, and adding a node from
-the palette until it is on the canvas. The ratio column is big / small, measured side by side.
+round trip of three edits: clicking a node until the side panel shows its id, adding a node from
+the palette until it is on the canvas, and drawing an edge (a drag from a node's output handle to a
+node just added) until the studio has stored it and drawn it again. The ratio column is big / small, measured side by side.
 Then the replay of a stored 50-step run (a fake model: no model file needed): the median time from a
 click on Next until the page shows the new step's heading (goal: 200 ms).
 
@@ -124,8 +125,37 @@ def _inside_view(page: Any, node_ids: list[str]) -> list[str]:
     return out or node_ids
 
 
+def _edge_ids(page: Any) -> list[str]:
+    return [i.removeprefix("rf__edge-") for i in canvas(page).locator(".react-flow__edge")
+            .evaluate_all("es => es.map(e => e.dataset.testid)")]
+
+
+def draw_edge(page: Any, source: str, target: str, timeout_s: float = 60.0) -> float:
+    """Drag from `source`'s output handle to `target` as a user does; seconds from the drop until
+    the studio's own redraw shows the edge `source->target` (stored, not only drawn in place)."""
+    handle = canvas(page).locator(f'.react-flow__node[data-id="{source}"] '
+                                  ".react-flow__handle.source")
+    handle.scroll_into_view_if_needed()
+    box = handle.bounding_box()
+    goal = canvas(page).locator(f'.react-flow__node[data-id="{target}"]').bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(goal["x"] + goal["width"] / 2, goal["y"] + goal["height"] / 2, steps=8)
+    page.wait_for_timeout(200)                     # React Flow may auto-pan: aim again
+    goal = canvas(page).locator(f'.react-flow__node[data-id="{target}"]').bounding_box()
+    page.mouse.move(goal["x"] + goal["width"] / 2, goal["y"] + goal["height"] / 2, steps=2)
+    t0 = time.perf_counter()
+    page.mouse.up()
+    want = f"{source}->{target}"
+    while want not in _edge_ids(page):
+        if time.perf_counter() - t0 > timeout_s:
+            raise TimeoutError(f"no edge {want} after {timeout_s:.0f} s")
+        time.sleep(0.01)
+    return time.perf_counter() - t0
+
+
 def edit_round_trips(browser: Any, url: str, flow: str, node_ids: list[str],
-                     repeat: int) -> tuple[list[float], list[float]]:
+                     repeat: int) -> tuple[list[float], list[float], list[float]]:
     page = browser.new_page(viewport={"width": 1600, "height": 1100})
     page.set_default_timeout(60_000)
     page.goto(f"{url}/editor?flow={flow}")
@@ -159,8 +189,14 @@ def edit_round_trips(browser: Any, url: str, flow: str, node_ids: list[str],
         canvas(page).locator(f'.react-flow__node[data-id="{new_id}"]').wait_for()
         adds.append(time.perf_counter() - t0)
         _settle(page)
+    edges: list[float] = []
+    for i in range(repeat):                 # from a node in view to each node just added
+        new_id = "bm25" if i == 0 else f"bm25_{i + 1}"
+        source = next(x for x in _inside_view(page, node_ids) if x != new_id)
+        edges.append(draw_edge(page, source, new_id))
+        _settle(page)
     page.close()
-    return clicks, adds
+    return clicks, adds, edges
 
 
 def replay_side_by_side(browser: Any, urls: dict[str, str], run_id: str, repeat: int,
@@ -241,10 +277,11 @@ def main() -> None:
             results: dict[str, dict[str, float]] = {}
             for name, ids in flows.items():
                 draws = [first_draw(browser, url, name, len(ids)) for _ in range(args.repeat)]
-                clicks, adds = edit_round_trips(browser, url, name, ids, args.repeat)
+                clicks, adds, edges = edit_round_trips(browser, url, name, ids, args.repeat)
                 results[name] = {"draw": statistics.median(draws),
                                  "click": statistics.median(clicks),
-                                 "add": statistics.median(adds)}
+                                 "add": statistics.median(adds),
+                                 "edge": statistics.median(edges)}
             steps = replay_steps(browser, url, run_id, 50, args.repeat)
             browser.close()
     print(f"editor in Chromium, median of {args.repeat} (seconds); bench_150 has {len(big.nodes)} "
@@ -252,7 +289,8 @@ def main() -> None:
     print(f"{'measure':<42}{'bench_2':>10}{'bench_150':>12}{'ratio':>8}")
     labels = {"draw": "navigation -> all nodes drawn",
               "click": "click a node -> its form shows",
-              "add": "palette add -> the node is on the canvas"}
+              "add": "palette add -> the node is on the canvas",
+              "edge": "drag an edge -> stored and redrawn"}
     for key, label in labels.items():
         a, b = results["bench_2"][key], results["bench_150"][key]
         print(f"{label:<42}{a:>10.2f}{b:>12.2f}{b / a:>8.2f}")
