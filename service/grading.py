@@ -238,6 +238,22 @@ def with_judges(ws: Workspace, rep: EvalReport) -> EvalReport:
     return rep
 
 
+def run_verdicts(ws: Workspace, run_id: str, eval_id: str | None) -> list[Grade]:
+    """The judges' verdicts on one run's answer (the replay shows them): empty for a run outside
+    an evaluation, or one nobody graded. An evaluation's run ids end in '-<flow>-<question>'
+    (indices into its plan)."""
+    if not eval_id or not run_id.startswith(eval_id + "-"):
+        return []
+    try:
+        fi, qi = (int(x) for x in run_id[len(eval_id) + 1:].split("-"))
+        plan = stored_plan(ws, eval_id)
+        flow = plan.flows[fi].label or plan.flows[fi].ref
+        qid = str(plan.questions[qi]["id"])
+    except (ValueError, IndexError, FlowkitError):
+        return []
+    return [g for g in grade_repo(ws).grades(eval_id) if g.flow == flow and g.question_id == qid]
+
+
 def answer_grades(ws: Workspace, eval_id: str, question_id: str) -> list[Grade]:
     """Every verdict on the answers to one question (all flows, graders and models)."""
     return [g for g in grade_repo(ws).grades(eval_id) if g.question_id == question_id]

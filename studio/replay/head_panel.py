@@ -5,10 +5,12 @@ from __future__ import annotations
 import streamlit as st
 
 from flowkit.trace import StepEvent
+from service.grading import run_verdicts
 from service.runs import ForkView, RunInfo, fork_view
 from service.workspace import Workspace
 from studio.common import inert
 from studio.common.state import ReplayKeys as K
+from studio.compare.judges_data import verdict_line
 from studio.replay import replay
 from studio.run import runview
 
@@ -36,6 +38,19 @@ def _fork_banner(view: ForkView, run: RunInfo) -> None:
                   args=(st.query_params, view.parent_run_id, view.from_step))
 
 
+def _verdicts(ws: Workspace, run: RunInfo) -> None:
+    """The model judges' verdicts on this answer, where its evaluation was graded (`flowkit
+    judge`, or Grade answers on the Compare page): judge, model, verdict and the judge's words."""
+    verdicts = run_verdicts(ws, run.id, run.eval_id)
+    if not verdicts:
+        return
+    st.markdown("**Judges**")
+    for g in verdicts:
+        st.caption(inert.escape(verdict_line(g.grader, g.model, g.score, g.parsed)))
+        if g.reason:
+            st.caption("“" + inert.escape(g.reason[:200]) + "”")
+
+
 def draw(ws: Workspace, run: RunInfo, steps: list[StepEvent]) -> None:
     """The header of the replay of `run` (its stored `steps`)."""
     head, totals = st.columns([3, 2])
@@ -48,6 +63,7 @@ def draw(ws: Workspace, run: RunInfo, steps: list[StepEvent]) -> None:
             inert.text(run.answer)
         if run.error:
             st.error(inert.escape(run.error))
+        _verdicts(ws, run)
         view = fork_view(ws, run, steps)
         if view is not None:
             _fork_banner(view, run)

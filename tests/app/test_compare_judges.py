@@ -118,6 +118,15 @@ def test_grade_answers_shows_uncorrected_scores_naming_the_model(ws):
     get_jobs().wait_idle(60)
     until(at, lambda a: "graded 0 answers (6 already graded)" in texts(a))
     assert len(ws.resources.llm.prompts) == n
+    # the replay of one graded run shows its verdicts (a run outside an evaluation shows none)
+    run_id = f"{plan.eval_id}-1-0"                  # 'vague' on the first question
+    replay_at = page("pages/replay.py", run=run_id).run()
+    assert not replay_at.exception, [e.message for e in replay_at.exception]
+    shown = texts(replay_at)
+    assert "Judges" in shown and f"correctness ({model}): no" in shown, shown
+    assert f"correctness ({model}): yes" not in shown and "“no, it differs”" in shown
+    assert grading.run_verdicts(ws, run_id, None) == []
+    assert grading.run_verdicts(ws, f"{plan.eval_id}-9-0", plan.eval_id) == []
 
 
 def label_radio(at, plan, flow_index: int, qid: str, metric: str = "correctness"):
