@@ -5,34 +5,27 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 
-from ..trace import RunEnd, RunStart, StepEvent
+from ..trace import ListSink, RunEnd
 from .export import LiveExport
 from .record import RunRecord
 from .settings import ExportTarget, TelemetrySettings, live_target
 
 
-class TelemetrySink:
-    """Keeps a run's start and steps; at its end queues the run for export (nothing else)."""
+class TelemetrySink(ListSink):
+    """Keeps a run's start and steps (as ListSink does); at its end queues the run for export
+    (nothing else) and lets go of the steps."""
 
     def __init__(self, live: LiveExport, eval_id: str | None = None) -> None:
+        super().__init__()
         self.live, self.eval_id = live, eval_id
-        self._start: RunStart | None = None
-        self._steps: list[StepEvent] = []
-        self._lock = threading.Lock()
-
-    def start(self, run: RunStart) -> None:
-        self._start = run
-
-    def step(self, event: StepEvent) -> None:
-        with self._lock:
-            self._steps.append(event)
 
     def end(self, result: RunEnd) -> None:
-        if self._start is None:
+        super().end(result)
+        if self.run is None:
             return
         with self._lock:
-            steps, self._steps = self._steps, []
-        self.live.submit(RunRecord.from_live(self._start, steps, result, self.eval_id))
+            steps, self.steps = self.steps, []
+        self.live.submit(RunRecord.from_live(self.run, steps, result, self.eval_id))
 
 
 class Telemetry:

@@ -109,3 +109,22 @@ def fake_workspace(data_dir: Any, endpoint: str | None, llm: FakeLLM | None = No
     kb: MemoryKB = fake_resources().kbs["test"]
     ws.resources._kbs["test"] = kb
     return ws
+
+
+def run_sent_live(url: str, resources: Any, question: str) -> tuple[Any, ListSink]:
+    """iter_retgen on the real resources with live export to `url` (flushed before it returns):
+    the run's result and its steps as the run wrote them."""
+    from flowkit.telemetry.export import LiveExport
+    from flowkit.telemetry.settings import TelemetrySettings, target_for
+    from flowkit.telemetry.sink import TelemetrySink
+    from flowkit.trace import MultiSink
+    live = LiveExport(target_for(TelemetrySettings(), {}, url=url))
+    sink = ListSink()
+    try:
+        result = run_flow(compile_flow(load_template("iter_retgen")), question, resources,
+                          kb="sample", sink=MultiSink(sink, TelemetrySink(live)))
+        assert live.flush(30)
+    finally:
+        live.close()
+    return result, sink
+

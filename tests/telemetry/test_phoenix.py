@@ -7,14 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from telkit import Q, fake_workspace, free_port
+from telkit import Q, fake_workspace, free_port, run_sent_live
 
-from flowkit import ListSink, compile_flow, run_flow
-from flowkit.telemetry.export import LiveExport
-from flowkit.telemetry.settings import TelemetrySettings, target_for
-from flowkit.telemetry.sink import TelemetrySink
 from flowkit.templates import load_template
-from flowkit.trace import MultiSink
 from service.cli import main
 
 
@@ -36,14 +31,7 @@ def _doc_ids(span: dict[str, Any]) -> list[str]:
 
 @pytest.mark.real
 def test_a_real_run_read_back_from_phoenix(phoenix, real_resources):
-    live = LiveExport(target_for(TelemetrySettings(), {}, url=phoenix.url))
-    sink = ListSink()
-    try:
-        result = run_flow(compile_flow(load_template("iter_retgen")), Q, real_resources,
-                          kb="sample", sink=MultiSink(sink, TelemetrySink(live)))
-        assert live.flush(30)
-    finally:
-        live.close()
+    result, sink = run_sent_live(phoenix.url, real_resources, Q)
     assert result.status == "ok"
     steps = sink.steps
     count = 1 + len(steps) + sum(len(s.llm_calls) + len(s.retrievals) for s in steps)

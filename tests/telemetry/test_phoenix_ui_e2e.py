@@ -7,13 +7,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
-from flowkit import ListSink, compile_flow, run_flow
-from flowkit.telemetry.export import LiveExport
-from flowkit.telemetry.settings import TelemetrySettings, target_for
-from flowkit.telemetry.sink import TelemetrySink
-from flowkit.templates import load_template
-from flowkit.trace import MultiSink
+from telkit import run_sent_live
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -28,14 +22,7 @@ def test_a_real_run_in_phoenix_ui(phoenix, real_resources):
     from playwright.sync_api import expect, sync_playwright
     if not Path(CHROMIUM).is_file():
         pytest.fail("Debian chromium is not installed (make browser)")
-    live = LiveExport(target_for(TelemetrySettings(), {}, url=phoenix.url))
-    sink = ListSink()
-    try:
-        result = run_flow(compile_flow(load_template("iter_retgen")), QUESTION, real_resources,
-                          kb="sample", sink=MultiSink(sink, TelemetrySink(live)))
-        assert live.flush(30)
-    finally:
-        live.close()
+    result, sink = run_sent_live(phoenix.url, real_resources, QUESTION)
     roots = phoenix.wait_for(1, attribute=f"flowkit.run_id:{result.run_id}", parent_id="null")
     assert len(roots) == 1
     trace_id = roots[0]["context"]["trace_id"]
