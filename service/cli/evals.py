@@ -41,9 +41,14 @@ def cmd_dataset(args: argparse.Namespace) -> int:
         return 0
     if not args.path:
         raise FlowkitError("dataset import needs a PATH (a folder with questions.jsonl, a .jsonl "
-                           "or a .csv)")
-    from flowkit.eval.datasets import from_path
-    ds = from_path(args.path, name=args.name)
+                           "or a .csv) or the name of a set `flowkit eval` finds on disk")
+    from pathlib import Path
+
+    from flowkit.eval.datasets import from_path, known_sets
+    found = known_sets()
+    by_name = args.path in found and not Path(args.path).expanduser().exists()
+    ds = from_path(found[args.path] if by_name else args.path,
+                   name=args.name or (args.path if by_name else None))
     if repo.find_dataset(ds.name) is None:     # a new set: the one rule for names, before ingest
         check_new_name(ds.name, "question set")
     if args.ingest:

@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 
 def test_eval_prints_tables_and_writes_reports(world, fk, tmp_path):
@@ -52,3 +56,20 @@ def test_dataset_import_and_eval_by_name(world, fk, tmp_path):
     code, out, err = fk("eval", "--flow", str(world.good), "--dataset", "mine", "--kb", "test")
     assert code == 0, err
     assert "100.0" in out and "by question type" not in out       # no types, no gold passages
+
+
+def test_dataset_import_takes_a_shared_set_by_name(fk: Any, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`flowkit eval --dataset NAME` finds a set beside the project by name; `dataset import NAME`
+    does too (it said "not a question folder"), and an unknown name still gets that error."""
+    shared = tmp_path / "shared"
+    (shared / "tiny").mkdir(parents=True)
+    (shared / "tiny" / "questions.jsonl").write_text(
+        json.dumps({"id": "a", "question": "Who?", "answers": ["me"]}) + "\n")
+    monkeypatch.setenv("FLOWKIT_SHARED_DATA", str(shared))
+    monkeypatch.chdir(tmp_path)
+    code, out, err = fk("dataset", "import", "tiny")
+    assert code == 0, err
+    assert "dataset 'tiny': 1 questions" in out
+    code, _, err = fk("dataset", "import", "nothing-by-this-name")
+    assert code != 0 and "not a question folder" in err
