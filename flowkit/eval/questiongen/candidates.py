@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from . import facts as F
+from . import prose as P
 
 KINDS = ("single", "bridge", "comparison")
 MULTI_HOP = ("bridge", "comparison")
@@ -74,13 +75,25 @@ def order(passages: Sequence[Passage], seed: int) -> list[Passage]:
     return out
 
 
-def singles(passages: Sequence[Passage]) -> Iterator[Candidate]:
-    """One single-hop question a passage (its most specific fact), in the given order."""
-    for p in passages:
-        found = F.single_facts(p.name, p.text)
-        if found:
-            f = found[0]
-            yield Candidate(f.question, f.answer, "single", (p,), f.relation)
+def singles(passages: Sequence[Passage], per_passage: int = 3) -> Iterator[Candidate]:
+    """Single-hop questions in rounds: each passage's most specific fact in the given order,
+    then each passage's next fact, up to `per_passage` rounds (a small knowledge base gives more
+    than one question a passage; a large one is spread over many passages first). The facts are
+    the encyclopedic ones (`facts`), then those of ordinary prose (`prose`)."""
+    found = {p.chunk_id: _facts(p) for p in passages}
+    for r in range(per_passage):
+        for p in passages:
+            fs = found[p.chunk_id]
+            if r < len(fs):
+                f = fs[r]
+                yield Candidate(f.question, f.answer, "single", (p,), f.relation)
+
+
+def _facts(p: Passage) -> list[F.Fact]:
+    out = F.single_facts(p.name, p.text)
+    asked = {f.question for f in out}
+    out += [f for f in P.passage_facts(p.name, p.text) if f.question not in asked]
+    return out
 
 
 def _title_index(passages: Sequence[Passage]) -> dict[str, Passage]:
