@@ -44,6 +44,32 @@ def default_data_dir() -> Path:
 
 #: LLM fields whose default is None (the device decides at load): the type a given value must have
 _DEVICE_FIELD_TYPES: dict[str, type] = {"n_gpu_layers": int, "n_batch": int, "prefix_reuse": bool}
+#: the version settings.json is written with; a file without one was written before the device
+#: decided (version 1), when the Settings page saved every field with its value
+SETTINGS_VERSION = 2
+#: what version 1 saved for the device fields when the user had set none of them
+_V1_DEVICE_DEFAULTS: dict[str, Any] = {"n_gpu_layers": 0, "n_batch": 64, "prefix_reuse": True}
+
+
+def migrate(data: dict[str, Any]) -> dict[str, Any]:
+    """settings.json as this version reads it. A version-1 file holds the old defaults for the
+    device fields (0 GPU layers, batch 64, prefix reuse on) because the Settings page wrote every
+    field; read as given, they would keep a CUDA install on the CPU after the upgrade. Where all
+    three still hold those old defaults they are read as unset (the device decides); where the
+    user changed any of them, all three are kept as they are."""
+    data = dict(data)
+    version = data.pop("version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ResourceError(f"settings: version must be a whole number >= 1, not {version!r}")
+    if version > SETTINGS_VERSION:
+        raise ResourceError(f"settings: version {version} was written by a newer flowkit "
+                            f"(this one reads up to {SETTINGS_VERSION})")
+    llm = data.get("llm")
+    if version == 1 and isinstance(llm, dict) and all(
+            k in llm and llm[k] == v and type(llm[k]) is type(v)
+            for k, v in _V1_DEVICE_DEFAULTS.items()):
+        data["llm"] = {k: (None if k in _V1_DEVICE_DEFAULTS else v) for k, v in llm.items()}
+    return data
 
 
 @dataclass(frozen=True)
@@ -97,16 +123,21 @@ def load_settings(data_dir: Path) -> Settings:
     if not path.is_file():
         return Settings()
     try:
-        return Settings.from_dict(json.loads(path.read_text()))
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict):
+            raise ResourceError("settings must be a JSON object")
+        return Settings.from_dict(migrate(data))
     except (json.JSONDecodeError, TypeError) as err:
         raise ResourceError(f"{path}: cannot read settings: {err}") from err
+    except ResourceError as err:
+        raise ResourceError(f"{path}: {err}") from None
 
 
 def save_settings(data_dir: Path, settings: Settings) -> None:
     data_dir.mkdir(parents=True, exist_ok=True)
     path = data_dir / "settings.json"
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(settings.to_dict(), indent=2))
+    tmp.write_text(json.dumps({"version": SETTINGS_VERSION, **settings.to_dict()}, indent=2))
     tmp.replace(path)
 
 
@@ -122,6 +153,7 @@ class Resources:
         self._store: ChromaStore | None = None
         self._kbs: dict[str, KnowledgeBase] = {}
         self._lock = threading.Lock()
+        self._kb_lock = threading.Lock()    # apart: kb() takes _lock through store and embedder
         self._closed = False
         self._llm_owned = False    # the model was made here (not given with set_llm)
         self._load_state = ModelState("idle")
@@ -214,10 +246,14 @@ class Resources:
             return self._store
 
     def kb(self, name: str) -> KnowledgeBase:
+        """The knowledge base `name`, one object per name however many threads ask at once
+        (its BM25 index and locks are shared by the runs of a concurrent evaluation)."""
         check_name(name)
-        if name not in self._kbs:
-            self._kbs[name] = KnowledgeBase(name, self.data_dir / "kb", self.store, self.embedder)
-        return self._kbs[name]
+        with self._kb_lock:
+            if name not in self._kbs:
+                self._kbs[name] = KnowledgeBase(name, self.data_dir / "kb", self.store,
+                                                self.embedder)
+            return self._kbs[name]
 
     def kb_names(self) -> list[str]:
         root = self.data_dir / "kb"

@@ -4,17 +4,19 @@ simulated (`device.detect` patched); the page runs in AppTest on a model wrapper
 nothing."""
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from flowkit.errors import ResourceError
 from flowkit.runtime import device
 from flowkit.runtime.device import GPU, Device
 from flowkit.runtime.llama_cpp_backend import GGUFModel
 from flowkit.runtime.llm_contract import LLMSettings
-from flowkit.runtime.resources import Settings, load_settings
+from flowkit.runtime.resources import Settings, load_settings, save_settings
 from service.cli.serve import device_report
 from service.workspace import Workspace
 from studio.common.workspace import use_workspace
@@ -130,3 +132,43 @@ def test_doctor_reports_the_device_and_the_plan(monkeypatch: pytest.MonkeyPatch,
     assert "cannot offload" in str(refused["device_refused"])
     (tmp_path / "settings.json").write_text('{"llm": {"n_batch": 32}}')
     assert device_report(load_settings(tmp_path).llm)["n_batch"] == 32
+
+
+# ---- settings.json written before the device decided (version 1) ------------------------------
+def _write(data_dir: Path, data: dict) -> None:
+    (data_dir / "settings.json").write_text(json.dumps(data))
+
+
+def test_old_explicit_defaults_become_the_devices_choice(tmp_path: Path) -> None:
+    """The old Settings page saved 0 / 64 / true for every user: read as given, a CUDA install
+    would stay on the CPU after the upgrade. Untouched, they now read as unset."""
+    _write(tmp_path, {"llm": {"n_gpu_layers": 0, "n_batch": 64, "prefix_reuse": True,
+                              "temperature": 0.0}})
+    llm = load_settings(tmp_path).llm
+    assert (llm.n_gpu_layers, llm.n_batch, llm.prefix_reuse) == (None, None, None)
+    save_settings(tmp_path, load_settings(tmp_path))
+    saved = json.loads((tmp_path / "settings.json").read_text())
+    assert saved["version"] == 2 and saved["llm"]["n_gpu_layers"] is None
+
+
+def test_a_changed_old_setting_is_kept_with_its_neighbours(tmp_path: Path) -> None:
+    _write(tmp_path, {"llm": {"n_gpu_layers": 0, "n_batch": 128, "prefix_reuse": True}})
+    llm = load_settings(tmp_path).llm
+    assert (llm.n_gpu_layers, llm.n_batch, llm.prefix_reuse) == (0, 128, True)
+
+
+def test_version_two_values_are_what_the_user_chose(tmp_path: Path) -> None:
+    _write(tmp_path, {"version": 2, "llm": {"n_gpu_layers": 0, "n_batch": 64,
+                                            "prefix_reuse": True}})
+    llm = load_settings(tmp_path).llm
+    assert (llm.n_gpu_layers, llm.n_batch, llm.prefix_reuse) == (0, 64, True)
+
+
+@pytest.mark.parametrize("version, words", [(3, "newer flowkit"), ("2", "whole number"),
+                                            (0, "whole number")])
+def test_a_version_this_flowkit_cannot_read_is_refused(tmp_path: Path, version: object,
+                                                       words: str) -> None:
+    _write(tmp_path, {"version": version, "llm": {}})
+    with pytest.raises(ResourceError, match=words) as err:
+        load_settings(tmp_path)
+    assert "settings.json" in str(err.value)
