@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from .facts import Fact, _anchor, _ask, _head, answer_in_question, sentences, words
+from .facts import Fact, _anchor, _ask, _head, _sentence_facts, answer_in_question, sentences, words
 
 #: words after the subject a question keeps at least ("What is a sitcom?" asks nothing specific),
 #: and at most (a longer one is a run-on sentence that asks several things)
@@ -66,8 +66,10 @@ def passage_facts(title: str, text: str, max_sentences: int = 8) -> list[Fact]:
     out: list[Fact] = []
     for raw in sentences(text)[:max_sentences]:
         anchored = _anchor(raw, title, about_title) if 5 <= len(raw.split()) <= 40 else None
-        out.extend(f for f in prose_facts(anchored or raw, context=f"{title}. {text}")
-                   if not answer_in_question(f.question, f.answer))
+        found = prose_facts(anchored or raw, context=f"{title}. {text}")
+        if anchored is None and _stands_alone(" ".join(raw.split())):
+            found += _sentence_facts(" ".join(raw.split()), title)   # its years, counts, names
+        out.extend(f for f in found if not answer_in_question(f.question, f.answer))
     return out
 
 
