@@ -31,6 +31,7 @@ from flowkit.compile import CompiledFlow, compile_flow
 from flowkit.debug import (
     MODES,
     CheckpointMissing,
+    DebugHook,
     Mode,
     Pause,
     drop_thread,
@@ -42,6 +43,8 @@ from flowkit.engine import run_flow
 from flowkit.errors import FlowkitError, short
 from flowkit.memory import OPERATOR_KEYS, Memory
 from flowkit.spec import FlowSpec
+from flowkit.telemetry.debug_sink import DebugTelemetrySink
+from flowkit.telemetry.record import epoch
 from flowkit.trace import MultiSink, RunEnd, RunStart, StepEvent, TraceSink
 from storage.checkpoints import open_checkpointer
 from storage.debug import DebugRepo, NotPausedError
@@ -201,10 +204,18 @@ class Debugger:
             hook = hook_for(compiled, bps, checkpointer=cp)
             sink = _DebugSink(self.ws.store.sink(), self.repo, bps, hook, resuming=False)
             return run_flow(compiled, question, self.ws.resources, kb=kb,
-                            sink=MultiSink(sink, *([extra_sink] if extra_sink else [])),
+                            sink=MultiSink(sink, *([extra_sink] if extra_sink else []),
+                                           *self._telemetry(hook)),
                             run_id=run_id, flow_version=flow_version,
                             settings=self.ws.resources.settings.to_dict(), cancel=cancel,
                             cache=self.ws.completion_cache, debug=hook, on_token=on_token)
+
+    def _telemetry(self, hook: DebugHook, started_at: float | None = None,
+                   eval_id: str | None = None) -> list[TraceSink]:
+        """The segment's live export (none when telemetry is off): its node spans as it ends,
+        the pause it goes on from as an event, the root span when the run ends."""
+        live = self.ws.telemetry.live(self.ws.resources.settings.telemetry)
+        return [DebugTelemetrySink(live, hook, started_at, eval_id)] if live else []
 
     def _compiled(self, spec: dict[str, Any]) -> CompiledFlow:
         return compile_flow(FlowSpec.model_validate({**spec, "layout": {}}))
@@ -289,8 +300,10 @@ class Debugger:
                                 edits=[(k, v) for k, v in held.get("edits") or []])
                 sink = _DebugSink(self.ws.store.sink(run.eval_id), self.repo, bps, hook,
                                   resuming=True)
+                telemetry = self._telemetry(hook, epoch(run.started_at), run.eval_id)
                 return run_flow(compiled, question, self.ws.resources, kb=run.kb,
-                                sink=MultiSink(sink, *([extra_sink] if extra_sink else [])),
+                                sink=MultiSink(sink, *([extra_sink] if extra_sink else []),
+                                               *telemetry),
                                 run_id=run.id, flow_version=run.flow_version,
                                 parent_run_id=run.parent_run_id, parent_step=run.parent_step,
                                 settings=self.ws.resources.settings.to_dict(), cancel=cancel,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from flowkit.errors import FlowkitError, NotFoundError
 from flowkit.memory import OPERATOR_KEYS
 from flowkit.runtime.resources import Resources, Settings
 from flowkit.spec import FlowSpec
+from flowkit.telemetry.events import FORK, MemoryEdit
 from flowkit.telemetry.sink import Telemetry
 from flowkit.trace import MultiSink, RunEnd, RunStart, TraceSink
 from storage.cache import SqlCompletionCache
@@ -77,11 +79,14 @@ class Workspace:
 
     def run(self, flow: FlowSpec | CompiledFlow, question: str, kb: str, *,
             flow_version: int | None = None, extra_sink: TraceSink | None = None,
-            eval_id: str | None = None, run_id: str | None = None, **kwargs: Any) -> RunEnd:
-        """Compile (if needed) and run one question, storing every step as it happens."""
+            eval_id: str | None = None, run_id: str | None = None,
+            edits: Mapping[str, Any] | None = None, **kwargs: Any) -> RunEnd:
+        """Compile (if needed) and run one question, storing every step as it happens. `edits`:
+        the memory changes a fork starts with (an event of its exported trace)."""
         compiled = flow if isinstance(flow, CompiledFlow) else compile_flow(flow)
+        marks = [MemoryEdit(changes=dict(edits), at=time.time(), source=FORK)] if edits else []
         sink = MultiSink(self.store.sink(eval_id), *( [extra_sink] if extra_sink else []),
-                         *self.telemetry.sinks(self.resources.settings.telemetry, eval_id))
+                         *self.telemetry.sinks(self.resources.settings.telemetry, eval_id, marks))
         kwargs.setdefault("cache", self.completion_cache)
         return run_flow(compiled, question, self.resources, kb=kb, sink=sink,
                         flow_version=flow_version, run_id=run_id,
@@ -141,7 +146,7 @@ class Workspace:
         return self.run(spec, question, parent.kb, flow_version=parent.flow_version,
                         extra_sink=extra_sink, start_at=step.node_id, memory=memory,
                         counters=counters, parent_run_id=parent.id, parent_step=step_index,
-                        cancel=cancel)
+                        cancel=cancel, edits=memory_changes)
 
 
 def worker_factory(ws: Workspace) -> functools.partial[Workspace]:

@@ -27,11 +27,15 @@ def span_id_of(run_id: str, n: int) -> int:
     return _digest(f"flowkit-span:{run_id}:{n}", 8)
 
 
+def root_context(run_id: str) -> SpanContext:
+    """The span context of run `run_id`'s root span (built or not yet)."""
+    return SpanContext(trace_id_of(run_id), span_id_of(run_id, 0), is_remote=True,
+                       trace_flags=TraceFlags(TraceFlags.SAMPLED))
+
+
 def root_link(run_id: str, attributes: dict[str, str | int]) -> Link:
     """A link to the root span of run `run_id` (a fork's parent run)."""
-    ctx = SpanContext(trace_id_of(run_id), span_id_of(run_id, 0), is_remote=True,
-                      trace_flags=TraceFlags(TraceFlags.SAMPLED))
-    return Link(ctx, attributes)
+    return Link(root_context(run_id), attributes)
 
 
 class RunIds(IdGenerator):
@@ -43,22 +47,30 @@ class RunIds(IdGenerator):
         self._random = RandomIdGenerator()
 
     @contextmanager
-    def for_run(self, run_id: str) -> Iterator[None]:
-        """Spans built in this block (on this thread) get the run's ids."""
-        self._local.run_id, self._local.next = run_id, 0
+    def for_run(self, run_id: str, part: str = "", root: bool = True) -> Iterator[None]:
+        """Spans built in this block (on this thread) get the run's ids: the first one (the root,
+        when `root`) `span_id_of(run_id, 0)`, the others numbered in order; a `part` of a run
+        sent in parts numbers its spans apart (`run_id#part`), and without `root` none of them
+        takes the root's id."""
+        loc = self._local
+        loc.run_id, loc.key, loc.next = run_id, f"{run_id}#{part}" if part else run_id, 0
+        loc.root = root
+        if not root:
+            loc.next = 1
         try:
             yield
         finally:
-            self._local.run_id = None
+            loc.run_id = None
 
     def generate_trace_id(self) -> int:
         run_id = getattr(self._local, "run_id", None)
         return trace_id_of(run_id) if run_id else self._random.generate_trace_id()
 
     def generate_span_id(self) -> int:
-        run_id = getattr(self._local, "run_id", None)
+        loc = self._local
+        run_id = getattr(loc, "run_id", None)
         if not run_id:
             return self._random.generate_span_id()
-        n = self._local.next
-        self._local.next = n + 1
-        return span_id_of(run_id, n)
+        n = loc.next
+        loc.next = n + 1
+        return span_id_of(run_id if n == 0 else loc.key, n)

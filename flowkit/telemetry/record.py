@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from ..trace import RunEnd, RunStart, StepEvent
+from .events import MemoryEdit, PauseMark
 
 
 class StoredRun(Protocol):
@@ -42,7 +43,12 @@ class StoredRun(Protocol):
 
 @dataclass
 class RunRecord:
-    """One run: what ran, how it ended, its steps. Times are seconds since the epoch."""
+    """One run: what ran, how it ended, its steps. Times are seconds since the epoch.
+
+    A run sent in parts (a debug run, one part per segment between pauses; an exported package,
+    one part per node) is several records of one run id: each names its `part` (its spans' ids
+    derive from it) and only the last one has `root` (the run's span, with `total_steps`); the
+    others' spans hang under that root's id all the same."""
 
     run_id: str
     flow_name: str
@@ -65,6 +71,11 @@ class RunRecord:
     parent_run_id: str | None = None
     parent_step: int | None = None
     eval_id: str | None = None
+    pauses: list[PauseMark] = field(default_factory=list)
+    edits: list[MemoryEdit] = field(default_factory=list)
+    root: bool = True
+    part: str = ""
+    total_steps: int | None = None
 
     @classmethod
     def from_live(cls, start: RunStart, steps: list[StepEvent], end: RunEnd,
@@ -85,8 +96,8 @@ class RunRecord:
     @classmethod
     def from_stored(cls, run: StoredRun, steps: list[StepEvent]) -> RunRecord:
         """The record of a stored run (storage's RunInfo) and its steps."""
-        began = _epoch(run.started_at)
-        ended = _epoch(run.ended_at) if run.ended_at else began + (run.wall_ms or run.ms) / 1000.0
+        began = epoch(run.started_at)
+        ended = epoch(run.ended_at) if run.ended_at else began + (run.wall_ms or run.ms) / 1000.0
         return cls(run_id=run.id, flow_name=run.flow_name, flow_version=run.flow_version,
                    question=run.question, answer=run.answer, status=run.status,
                    started_at=began, ended_at=max(ended, _last_step_end(steps, began)),
@@ -97,7 +108,8 @@ class RunRecord:
                    parent_step=run.parent_step, eval_id=run.eval_id)
 
 
-def _epoch(when: datetime) -> float:
+def epoch(when: datetime) -> float:
+    """Seconds since the epoch of a stored time (a naive one is UTC)."""
     return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
 
 

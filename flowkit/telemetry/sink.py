@@ -3,9 +3,10 @@ that decides, from settings and the environment, whether runs are exported as th
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ..trace import ListSink, RunEnd
+from .events import MemoryEdit
 from .export import LiveExport
 from .record import RunRecord
 from .settings import ExportTarget, TelemetrySettings, live_target
@@ -13,19 +14,29 @@ from .settings import ExportTarget, TelemetrySettings, live_target
 
 class TelemetrySink(ListSink):
     """Keeps a run's start and steps (as ListSink does); at its end queues the run for export
-    (nothing else) and lets go of the steps."""
+    (nothing else) and lets go of the steps. `edits`: memory edits the run starts with (a
+    fork's), events of its root span."""
 
-    def __init__(self, live: LiveExport, eval_id: str | None = None) -> None:
+    def __init__(self, live: LiveExport, eval_id: str | None = None,
+                 edits: Sequence[MemoryEdit] = ()) -> None:
         super().__init__()
-        self.live, self.eval_id = live, eval_id
+        self.live, self.eval_id, self.edits = live, eval_id, list(edits)
 
     def end(self, result: RunEnd) -> None:
         super().end(result)
+        record = self.record(result)
+        if record is not None:
+            self.live.submit(record)
+
+    def record(self, result: RunEnd) -> RunRecord | None:
+        """The run's record at its end (taking the steps out of the sink)."""
         if self.run is None:
-            return
+            return None
         with self._lock:
             steps, self.steps = self.steps, []
-        self.live.submit(RunRecord.from_live(self.run, steps, result, self.eval_id))
+        record = RunRecord.from_live(self.run, steps, result, self.eval_id)
+        record.edits = list(self.edits)
+        return record
 
 
 class Telemetry:
@@ -48,10 +59,12 @@ class Telemetry:
                 self._live = LiveExport(target)
             return self._live
 
-    def sinks(self, settings: TelemetrySettings, eval_id: str | None = None) -> list[TelemetrySink]:
-        """A sink for one run (empty when live export is off), for a MultiSink."""
+    def sinks(self, settings: TelemetrySettings, eval_id: str | None = None,
+              edits: Sequence[MemoryEdit] = ()) -> list[TelemetrySink]:
+        """A sink for one run (empty when live export is off), for a MultiSink; `edits`: the
+        memory edits a fork starts with."""
         live = self.live(settings)
-        return [TelemetrySink(live, eval_id)] if live else []
+        return [TelemetrySink(live, eval_id, edits)] if live else []
 
     def close(self, wait: bool = True) -> None:
         """Send what is queued and stop the exporter's threads (in the background unless

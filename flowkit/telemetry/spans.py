@@ -10,6 +10,11 @@ model calls follow one another inside it (each its own ms); searches, whose time
 recorded, share the step's time before its first model call (`flowkit.timing = "estimated"`).
 With the provider's `RunIds`, trace and span ids derive from the run id (a run sent twice is the
 same trace), and a fork's root span links to its parent run's root span.
+
+A run sent in parts (`RunRecord.part`: a debug run between pauses, an exported package's nodes)
+builds its node spans under its root's id before the root itself is built (by the last part).
+A debug run's pauses and memory edits are events (`events`); a stored `user.edit` step (an edit
+made at a pause) is the `memory edit` event of the node span after it, not a span of its own.
 """
 from __future__ import annotations
 
@@ -28,11 +33,14 @@ from opentelemetry.trace import Span, Status, StatusCode, Tracer
 from ..registry import get as get_operator
 from ..trace import LLMCall, Retrieval, StepEvent, diff
 from .bounds import AttrValue, Limits, as_json, put_text
-from .ids import RunIds, root_link
+from .events import FORK, MemoryEdit, PauseMark
+from .ids import RunIds, root_context, root_link
 from .record import RunRecord
 
 KIND = SpanAttributes.OPENINFERENCE_SPAN_KIND
 _OK_STATUSES = ("ok", "budget_exceeded", "paused")
+#: the operator of a stored memory edit made at a pause (storage.debug)
+USER_EDIT = "user.edit"
 
 
 def _ns(seconds: float) -> int:
@@ -45,11 +53,14 @@ def emit_run(tracer: Tracer, record: RunRecord, limits: Limits | None = None,
     tracer's provider's generator) the ids derive from the run id. Returns how many spans."""
     if ids is None:
         return _emit(tracer, record, limits or Limits())
-    with ids.for_run(record.run_id):
+    with ids.for_run(record.run_id, record.part, record.root):
         return _emit(tracer, record, limits or Limits())
 
 
 def _emit(tracer: Tracer, record: RunRecord, lim: Limits) -> int:
+    if not record.root:
+        parent = trace.set_span_in_context(trace.NonRecordingSpan(root_context(record.run_id)))
+        return _emit_steps(tracer, parent, record, lim, None)
     links = []
     if record.parent_run_id:      # a fork: linked to the run it was forked from
         links.append(root_link(record.parent_run_id, {
@@ -57,10 +68,7 @@ def _emit(tracer: Tracer, record: RunRecord, lim: Limits) -> int:
             "flowkit.parent_step": record.parent_step if record.parent_step is not None else -1}))
     root = tracer.start_span(record.flow_name or "flowkit run", start_time=_ns(record.started_at),
                              attributes=_run_attributes(record, lim), links=links)
-    count = 1
-    ctx = trace.set_span_in_context(root)
-    for step in record.steps:
-        count += _emit_step(tracer, ctx, record, step, lim)
+    count = 1 + _emit_steps(tracer, trace.set_span_in_context(root), record, lim, root)
     if record.status not in _OK_STATUSES:
         root.set_status(Status(StatusCode.ERROR, (record.error or record.status)[:200]))
     root.end(end_time=_ns(record.ended_at))
@@ -74,7 +82,8 @@ def _run_attributes(r: RunRecord, lim: Limits) -> dict[str, AttrValue]:
         SpanAttributes.OUTPUT_MIME_TYPE: OpenInferenceMimeTypeValues.TEXT.value,
         "flowkit.run_id": r.run_id, "flowkit.flow": r.flow_name, "flowkit.status": r.status,
         "flowkit.kb": r.kb, "flowkit.model_id": r.model_id, "flowkit.model_hash": r.model_hash,
-        "flowkit.steps": len(r.steps), "flowkit.llm_calls": r.llm_calls,
+        "flowkit.steps": r.total_steps if r.total_steps is not None else len(r.steps),
+        "flowkit.llm_calls": r.llm_calls,
         "flowkit.tokens": r.tokens, "flowkit.cached_calls": r.cached_calls,
         "flowkit.citations": [str(c) for c in r.citations],
     }
@@ -95,20 +104,68 @@ def _run_attributes(r: RunRecord, lim: Limits) -> dict[str, AttrValue]:
     return attrs
 
 
+def _emit_steps(tracer: Tracer, parent: trace.Context, record: RunRecord, lim: Limits,
+                root: Span | None) -> int:
+    """The node spans of `record` under `parent`, with its pauses and edits as events: each on
+    the span of its node visit (an edit without a node: the next node span); a fork's edits,
+    and any whose visit has no span here, go on `root`, else on the first node span."""
+    pauses = list(record.pauses)
+    edits = list(record.edits)
+    first: Span | None = None
+    count = 0
+    for step in record.steps:
+        if step.operator == USER_EDIT:        # a stored edit at a pause: an event of the next node
+            edits.append(_stored_edit(step))
+            continue
+        span = _emit_step(tracer, parent, record, step, lim, pauses, edits)
+        first = first or span
+        count += 1 + _emit_children(tracer, span, record, step, lim)
+    holder = root or first
+    if holder is not None:
+        for mark in pauses:
+            mark.add_to(holder)
+        for edit in edits:
+            edit.add_to(holder, lim)
+    return count
+
+
+def _stored_edit(step: StepEvent) -> MemoryEdit:
+    changes = {k: c["after"] for k, c in diff(step.memory_before, step.memory_after).items()}
+    return MemoryEdit(changes=changes, at=step.started_at, node=None)
+
+
 def _emit_step(tracer: Tracer, parent: trace.Context, record: RunRecord, step: StepEvent,
-               lim: Limits) -> int:
+               lim: Limits, pauses: list[PauseMark], edits: list[MemoryEdit]) -> Span:
+    """The span of one node visit (not yet ended: its children follow), carrying the pauses
+    at this visit and the edits made before it (both taken out of the lists)."""
     begin = _ns(step.started_at or record.started_at)
     end = begin + _ns(step.ms / 1000.0)
     span = tracer.start_span(step.node_id, context=parent, start_time=begin,
                              attributes=_step_attributes(step, lim))
+    for mark in [p for p in pauses if (p.node, p.visit) == (step.node_id, step.visit)]:
+        mark.add_to(span)
+        pauses.remove(mark)
+    here = (step.node_id, step.visit)
+    for edit in [e for e in edits if e.source != FORK and (e.node is None
+                                                            or (e.node, e.visit) == here)]:
+        edit.add_to(span, lim)
+        edits.remove(edit)
     if step.error:
         span.set_status(Status(StatusCode.ERROR, step.error[:200]))
         span.add_event("exception", {"exception.type": "NodeError",
                                      "exception.message": step.error[: lim.text]},
                        timestamp=end)
+    return span
+
+
+def _emit_children(tracer: Tracer, span: Span, record: RunRecord, step: StepEvent,
+                   lim: Limits) -> int:
+    """The RETRIEVER and LLM spans of one node visit; ends the node's span."""
+    begin = _ns(step.started_at or record.started_at)
+    end = begin + _ns(step.ms / 1000.0)
     ctx = trace.set_span_in_context(span)
     search_until = max(begin, end - sum(_call_ns(c) for c in step.llm_calls))
-    count = 1
+    count = 0
     if step.retrievals:
         share = (search_until - begin) // len(step.retrievals)
         for i, r in enumerate(step.retrievals):
