@@ -25,7 +25,8 @@ a non-empty question and a ready knowledge base.
 
 Resources come from the environment, then from `flowkit_settings.json` next to graph.py, then
 flowkit's defaults (see `ExportSettings`); they are created once per settings and process and load
-nothing until first used. A run may name another knowledge base with the configurable `kb`; an
+nothing until first used. Runs are sent as OpenTelemetry traces when that file's `telemetry` or
+the `OTEL_EXPORTER_OTLP_*` variables say so (flowkit.export.tracing). A run may name another knowledge base with the configurable `kb`; an
 in-process caller (tests) may hand ready-made resources as the configurable `flowkit_resources`.
 """
 from __future__ import annotations
@@ -49,6 +50,7 @@ from ..nodes import bind_run, make_finish, make_node
 from ..runtime.resources import Resources, default_data_dir, load_settings
 from ..spec import Limits
 from ..trace import ListSink, StepEvent
+from .tracing import SETTINGS_KEY, PackageTracer
 
 __all__ = ["FINISH", "ExportSettings", "FlowRuntime", "GraphCodeError", "RunInputError",
            "RunNodeError", "next_node", "on_label"]
@@ -109,10 +111,11 @@ class ExportSettings:
                 raise ResourceError(f"{path}: not valid JSON: {err}") from None
             if not isinstance(data, dict):
                 raise ResourceError(f"{path}: must be a JSON object")
-            unknown = sorted(set(data) - set(ENV))
+            known = {*ENV, SETTINGS_KEY}
+            unknown = sorted(set(data) - known)
             if unknown:
-                raise ResourceError(f"{path}: unknown setting(s) {unknown}; known: {sorted(ENV)}")
-            values.update({k: v for k, v in data.items() if v not in (None, "")})
+                raise ResourceError(f"{path}: unknown setting(s) {unknown}; known: {sorted(known)}")
+            values.update({k: v for k, v in data.items() if k in ENV and v not in (None, "")})
         values.update({k: env[var] for k, var in ENV.items() if env.get(var)})
         try:
             values["chroma_port"] = int(values.get("chroma_port", 8000))
@@ -150,12 +153,17 @@ def on_label(table: Mapping[str, Sequence[str]], *, branch: str | None = None) -
 
 
 class FlowRuntime:
-    """One exported flow's runtime: its name and limits, and where its settings file lies."""
+    """One exported flow's runtime: its name and limits, where its settings file lies, and the
+    version of the saved flow it was exported from (None: a template or a file)."""
 
-    def __init__(self, name: str, limits: Limits, settings_dir: str | Path | None = None) -> None:
+    def __init__(self, name: str, limits: Limits, settings_dir: str | Path | None = None,
+                 version: int | None = None) -> None:
         self.name = name
         self.limits = limits
         self.settings_dir = Path(settings_dir) if settings_dir else None
+        self.version = version
+        self.tracer = PackageTracer(name, version, self.settings_dir / SETTINGS_FILE
+                                    if self.settings_dir else None)
         self._nodes: dict[str, Any] = {}
         self._finish = make_finish()
         self._resources: dict[ExportSettings, Resources] = {}
@@ -173,7 +181,7 @@ class FlowRuntime:
 
     def finish(self, state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
         """The engine's finishing step: after a halt it still leaves an answer."""
-        return self._call(self._finish, state, config)
+        return self._call(self._finish, state, config, last=True)
 
     def settings(self) -> ExportSettings:
         return ExportSettings.resolve(self.settings_dir)
@@ -197,7 +205,8 @@ class FlowRuntime:
         except ValueError as err:
             raise GraphCodeError(f"node '{node_id}' ({key}): invalid params: {err}") from None
 
-    def _call(self, fn: Any, state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    def _call(self, fn: Any, state: Mapping[str, Any], config: RunnableConfig,
+              last: bool = False) -> dict[str, Any]:
         configurable = config.get("configurable") or {}
         settings = self.settings()
         resources = configurable.get("flowkit_resources") or self.resources(settings)
@@ -220,19 +229,29 @@ class FlowRuntime:
                 except FlowkitError as err:
                     raise RunInputError(f"flow '{self.name}': {err}") from err
         sink = ListSink()
-        run_config = bind_run(config, run_id=_run_id(config), resources=resources, kb=kb,
+        run_id = (None if first else str(state.get("run_id") or "")) or _run_id(config)
+        run_config = bind_run(config, run_id=run_id, resources=resources, kb=kb,
                               sink=sink, limits=self.limits,
                               started=time.perf_counter() - (time.time() - started))
+        live = self.tracer.live()
         try:
             update = dict(fn(dict(state), run_config) or {})
         except NodeError as err:
+            if live is not None:
+                self.tracer.end(live, run_id, {**state, "started": started}, {}, sink.steps,
+                                resources.llm, kb, error=str(err))
             raise RunNodeError.of(err) from err
         if first:
             update["started"] = started
-            if served_run:
-                update["run_id"] = served_run
+            update["run_id"] = run_id
         if sink.steps:
             update["trace"] = [_record(e) for e in sink.steps]
+        if live is not None:
+            before = {**state, "started": started}
+            if last:
+                self.tracer.end(live, run_id, before, update, sink.steps, resources.llm, kb)
+            else:
+                self.tracer.node(live, run_id, before, sink.steps, resources.llm, kb)
         return update
 
 

@@ -240,8 +240,8 @@ def _edges(plan: Wiring) -> list[str]:
     return lines
 
 
-def render_graph(spec: FlowSpec) -> str:
-    """The source of graph.py for a valid flow."""
+def render_graph(spec: FlowSpec, version: int | None = None) -> str:
+    """The source of graph.py for a valid flow (`version`: the saved flow's, for its traces)."""
     ops = build_operators(spec)
     wires = wiring(spec, ops, analyse(spec, {nid: op.kind for nid, op in ops.items()}))
     plan = {w.node_id: w for w in wires.nodes}
@@ -254,7 +254,8 @@ def render_graph(spec: FlowSpec) -> str:
     add_nodes = "\n".join(_call("builder.add_node", [_lit(n.id), _code(names[n.id])])
                           for n in spec.nodes)
     runtime = _call("FlowRuntime", [_lit(spec.name), _code("LIMITS"),
-                                    _code("settings_dir=Path(__file__).parent")],
+                                    _code("settings_dir=Path(__file__).parent"),
+                                    *([_lit(version, "version")] if version is not None else [])],
                     used=len("RUNTIME = "))
     description = plain(spec.description)
     head = f"{plain(spec.name, 80)}: exported from flowkit as a LangGraph graph."
@@ -326,9 +327,11 @@ def render_langgraph_json(spec: FlowSpec) -> str:
 
 
 def render_settings() -> str:
-    """flowkit_settings.json: empty values take flowkit's defaults; FLOWKIT_* variables win."""
-    data = {"home": "", "kb": "sample", "model_path": "", "embedder_path": "", "chroma_host": "",
-            "chroma_port": 8000}
+    """flowkit_settings.json: empty values take flowkit's defaults; FLOWKIT_* variables win;
+    `telemetry` (off) sends runs as OpenTelemetry traces (flowkit.export.tracing)."""
+    data: dict[str, Any] = {"home": "", "kb": "sample", "model_path": "", "embedder_path": "",
+                            "chroma_host": "", "chroma_port": 8000,
+                            "telemetry": {"enabled": False, "otlp_endpoint": "", "headers": {}}}
     return json.dumps(data, indent=2) + "\n"
 
 
@@ -390,6 +393,16 @@ Environment variables (from the shell, or `"env"` in langgraph.json) win over
 | `FLOWKIT_EMBEDDER_PATH` | `embedder_path` | the packaged all-MiniLM-L6-v2 |
 | `FLOWKIT_CHROMA_HOST`, `FLOWKIT_CHROMA_PORT` | `chroma_host`, `chroma_port` | Chroma in the data dir |
 
+## Traces
+
+Runs are sent as OpenTelemetry traces (OpenInference conventions: Arize Phoenix, Langfuse, any
+OTLP/HTTP collector), the same span tree as a run in the flowkit studio, when
+`flowkit_settings.json` says `"telemetry": {{"enabled": true, "otlp_endpoint":
+"http://localhost:6006", "headers": {{}}}}` or when `OTEL_EXPORTER_OTLP_ENDPOINT` (or
+`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, with `OTEL_EXPORTER_OTLP_HEADERS`) is set;
+`OTEL_SDK_DISABLED=true` turns it off. A collector that cannot be reached is said once in the log
+and never fails a run.
+
 Limits: {spec.limits.max_steps} steps, {spec.limits.max_llm_calls} LLM calls,
 {spec.limits.max_tokens} tokens, {spec.limits.timeout_s:g} s; once one is hit the run goes to
 `_finish`, which still answers from memory, and `halt` in the output names the limit.
@@ -407,12 +420,12 @@ def check_source(spec: FlowSpec, source: str, filename: str = "graph.py") -> Non
                           f"compile{line}: {short(str(err))}; nothing was written") from None
 
 
-def render(spec: FlowSpec) -> dict[str, str]:
+def render(spec: FlowSpec, version: int | None = None) -> dict[str, str]:
     """File name -> text of the package for `spec` (validated first: ValidationError lists
     every problem); graph.py is compiled before it is handed out (ExportError if it does not
-    compile) and every file must encode as UTF-8."""
+    compile) and every file must encode as UTF-8. `version`: the saved flow's version."""
     ensure_valid(spec)
-    files = {"graph.py": render_graph(spec), "langgraph.json": render_langgraph_json(spec),
+    files = {"graph.py": render_graph(spec, version), "langgraph.json": render_langgraph_json(spec),
              "README.md": render_readme(spec), FLOW_FILE: dumps(spec),
              "flowkit_settings.json": render_settings()}
     check_source(spec, files["graph.py"])
@@ -425,13 +438,15 @@ def render(spec: FlowSpec) -> dict[str, str]:
     return files
 
 
-def write_package(spec: FlowSpec, out_dir: str | Path, *, overwrite: bool = False) -> list[Path]:
+def write_package(spec: FlowSpec, out_dir: str | Path, *, overwrite: bool = False,
+                  version: int | None = None) -> list[Path]:
     """Write the package into out_dir (created if missing). Without `overwrite`, refuses
     (ExportError listing them) when any of its files already exists there; other files in the
     folder are left alone. Every file is rendered, compiled and written to a temporary folder
-    first, then moved into place, so a refusal or a failure writes nothing."""
+    first, then moved into place, so a refusal or a failure writes nothing. `version`: the saved
+    flow's version, written into graph.py for its traces."""
     out = Path(out_dir)
-    files = render(spec)
+    files = render(spec, version)
     if out.exists() and not out.is_dir():
         raise ExportError(f"{out} exists and is not a directory")
     taken = sorted(name for name in files if os.path.lexists(out / name))

@@ -6,7 +6,9 @@ with the collector's answer when it refuses or cannot be reached (the CLI's `--o
 `LiveExport` is the live path and never stands in a run's way: `submit` only queues the finished
 run; a background thread builds its spans and hands them to a BatchSpanProcessor, whose own thread
 exports them. A collector that is down is said once in the log (`flowkit.telemetry` logger) and
-the spans are dropped; the run has long ended by then.
+the spans are dropped; the run has long ended by then. A process that exits (a CLI, an exported
+package's run) waits at most CLOSE_WAIT_S for its last spans, and says so once when they could
+not be sent in that time.
 """
 from __future__ import annotations
 
@@ -108,6 +110,7 @@ class OnceLoggedExporter(SpanExporter):
         self.inner, self.url = inner, url
         self.failures = 0
         self._said_down = False
+        self._lock = threading.Lock()
 
     @property
     def down(self) -> bool:
@@ -126,11 +129,17 @@ class OnceLoggedExporter(SpanExporter):
                 self._said_down = False
             return result
         self.failures += 1
-        if not self._said_down:
-            log.warning("telemetry: the collector at %s cannot be reached; spans are dropped "
-                        "until it can (said once; runs are not affected)", self.url)
-            self._said_down = True
+        self.say_down("telemetry: the collector at %s cannot be reached; spans are dropped "
+                      "until it can (said once; runs are not affected)")
         return result
+
+    def say_down(self, message: str) -> None:
+        """Log `message` (its `%s`: the collector's URL) unless the collector was already said
+        to be down; from then on it is."""
+        with self._lock:
+            said, self._said_down = self._said_down, True
+        if not said:
+            log.warning(message, self.url)
 
     def shutdown(self) -> None:
         self.inner.shutdown()
@@ -204,3 +213,7 @@ class LiveExport:
                                    daemon=True)
         stopper.start()
         stopper.join(timeout=CLOSE_WAIT_S)
+        if stopper.is_alive():      # a process's exit: a collector that is down is said here
+            self.exporter.say_down("telemetry: the collector at %s did not take the last spans "
+                                   f"within {CLOSE_WAIT_S:g} s of closing; they are dropped (is it "
+                                   "running? said once; runs are not affected)")

@@ -109,8 +109,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     why = common.path_problem(args.out)
     if why is not None:
         raise FlowkitError(f"--out {args.out[:40]!r}{'...' if len(args.out) > 40 else ''} {why}")
-    spec, _ = common.open_workspace(args).resolve_flow(args.flow)
-    paths = write_package(spec, args.out, overwrite=args.force)
+    spec, version = common.open_workspace(args).resolve_flow(args.flow)
+    paths = write_package(spec, args.out, overwrite=args.force, version=version)
     common.out.print(f"exported flow '{spec.name}' as graph '{graph_id(spec)}' to {args.out}: "
                      f"{', '.join(p.name for p in paths)}")
     common.out.print(f"serve it: cd {args.out} && langgraph dev --no-browser")

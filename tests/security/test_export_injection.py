@@ -166,7 +166,7 @@ def test_literal_round_trips_any_string_and_refuses_what_json_cannot_hold() -> N
 def test_the_exporter_refuses_what_does_not_compile_and_writes_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec = load_template("naive_rag")
-    monkeypatch.setattr(writer, "render_graph", lambda s: "def broken(:\n")
+    monkeypatch.setattr(writer, "render_graph", lambda s, version=None: "def broken(:\n")
     with pytest.raises(ExportError, match="naive_rag"):
         write_package(spec, tmp_path / "out")
     assert not (tmp_path / "out").exists()

@@ -1,0 +1,162 @@
+"""An exported package's runs as traces: switched on by its flowkit_settings.json or the OTEL_*
+variables, the same span tree as the engine's run of the same flow (self_rag: a router branch and
+a judged loop), sent from a separate process into the session's real Phoenix; a collector that is
+down is said once and the run still answers."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from telkit import Q, looping_llm, self_rag_run, start_receiver
+
+from flowkit.errors import ResourceError
+from flowkit.export import write_package
+from flowkit.export.tracing import read_telemetry
+from flowkit.telemetry.export import build_spans
+from flowkit.telemetry.record import RunRecord
+from flowkit.templates import load_template
+from flowkit.testing import fake_resources
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+
+#: imports graph.py by path (as `langgraph dev` does) and asks one question on the fake model
+SCRIPT = textwrap.dedent("""
+    import importlib.util, json, sys
+    sys.path.insert(0, sys.argv[3])
+    from telkit import Q, looping_llm
+    from flowkit.testing import fake_resources
+    spec = importlib.util.spec_from_file_location("exported_graph", sys.argv[1] + "/graph.py")
+    module = sys.modules["exported_graph"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = module.graph.invoke({"question": Q}, config={"configurable": {
+        "flowkit_resources": fake_resources(looping_llm()), "kb": "test", "run_id": sys.argv[2]}})
+    print(json.dumps({"answer": out["answer"], "run_id": out["run_id"], "steps": out["steps"],
+                      "trace": [[t["node"], t["visit"]] for t in out["trace"]]}))
+""")
+
+
+def export_self_rag(folder: Path, telemetry: dict[str, Any] | None = None) -> Path:
+    write_package(load_template("self_rag"), folder, version=3, overwrite=True)
+    if telemetry is not None:
+        path = folder / "flowkit_settings.json"
+        settings = json.loads(path.read_text())
+        settings["telemetry"] = telemetry
+        path.write_text(json.dumps(settings))
+    return folder
+
+
+def run_package(folder: Path, run_id: str, env: dict[str, str] | None = None
+                ) -> subprocess.CompletedProcess[str]:
+    script = folder.parent / "ask.py"
+    script.write_text(SCRIPT)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    return subprocess.run([sys.executable, str(script), str(folder), run_id, str(HERE)],
+                          env={**clean, "PYTHONPATH": str(ROOT), **(env or {})}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+def engine_spans() -> tuple[Any, list[Any]]:
+    """self_rag run by the engine on the same script, and the spans the studio would send."""
+    result, sink, _ = self_rag_run()
+    start = sink.run
+    assert start is not None and sink.result is not None
+    return result, build_spans([RunRecord.from_live(start, sink.steps, sink.result)])
+
+
+def test_in_process_the_package_sends_the_engines_span_tree(tmp_path, monkeypatch):
+    receiver = start_receiver()
+    try:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+        folder = export_self_rag(tmp_path / "pkg")
+        from exportkit import load_module
+        module = load_module(folder)
+        out = module.graph.invoke({"question": Q}, config={"configurable": {
+            "flowkit_resources": fake_resources(looping_llm()), "kb": "test", "run_id": "pkg-1"}})
+        live = module.RUNTIME.tracer.live()
+        assert live is not None and live.flush(10)
+        result, expected = engine_spans()
+        assert out["answer"] == result.answer
+        assert len(receiver.spans) == len(expected)
+        roots = [s for s in receiver.spans if not s.parent_span_id]
+        assert len(roots) == 1
+        attrs = {a.key: a.value for a in roots[0].attributes}
+        assert attrs["flowkit.run_id"].string_value == "pkg-1"
+        assert attrs["flowkit.flow"].string_value == "self_rag"
+        assert attrs["flowkit.flow_version"].int_value == 3
+        assert attrs["input.value"].string_value == Q
+        assert attrs["output.value"].string_value == out["answer"]
+        assert attrs["flowkit.steps"].int_value == out["steps"] == result.steps
+        ids = {s.span_id for s in receiver.spans}
+        assert len(ids) == len(receiver.spans)
+        assert all(s.parent_span_id in ids for s in receiver.spans if s.parent_span_id)
+        assert len({s.trace_id for s in receiver.spans}) == 1
+        kinds = sorted((s.name, {a.key: a.value for a in s.attributes}
+                        ["openinference.span.kind"].string_value) for s in receiver.spans)
+        assert kinds == sorted((s.name, s.attributes["openinference.span.kind"])
+                               for s in expected)
+    finally:
+        receiver.close()
+
+
+def test_the_settings_files_telemetry_is_read_and_checked(tmp_path):
+    assert not read_telemetry(tmp_path / "missing.json").enabled
+    folder = export_self_rag(tmp_path / "pkg")
+    written = json.loads((folder / "flowkit_settings.json").read_text())
+    assert written["telemetry"] == {"enabled": False, "otlp_endpoint": "", "headers": {}}
+    assert not read_telemetry(folder / "flowkit_settings.json").enabled
+    export_self_rag(folder, {"enabled": True, "otlp_endpoint": "http://collector:4318",
+                             "headers": {"api_key": "k"}})
+    tel = read_telemetry(folder / "flowkit_settings.json")
+    assert (tel.enabled, tel.otlp_endpoint, tel.headers) == (True, "http://collector:4318",
+                                                            {"api_key": "k"})
+    export_self_rag(folder, {"enabled": "yes"})
+    with pytest.raises(ResourceError, match=r"flowkit_settings.json: settings: telemetry.enabled"):
+        read_telemetry(folder / "flowkit_settings.json")
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT" in (folder / "README.md").read_text()
+
+
+def test_a_package_run_in_its_own_process_arrives_in_phoenix(phoenix, tmp_path):
+    folder = export_self_rag(tmp_path / "pkg", {"enabled": True, "otlp_endpoint": phoenix.url,
+                                                "headers": {}})
+    proc = run_package(folder, "pkg-phoenix-1")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    result, expected = engine_spans()
+    assert out["answer"] == result.answer
+    roots = phoenix.wait_for(1, attribute="flowkit.run_id:pkg-phoenix-1", parent_id="null")
+    assert len(roots) == 1, phoenix.log.read_text()[-1500:]
+    root = roots[0]
+    spans = phoenix.wait_for(len(expected), trace_id=root["context"]["trace_id"])
+    assert len(spans) == len(expected)
+    assert root["name"] == "self_rag" and root["span_kind"] == "CHAIN"
+    assert root["attributes"]["input.value"] == Q
+    assert root["attributes"]["output.value"] == out["answer"]
+    assert root["attributes"]["flowkit.flow_version"] == 3
+    nodes = sorted((s for s in spans if s["parent_id"] == root["context"]["span_id"]),
+                   key=lambda s: s["attributes"]["flowkit.step_index"])
+    assert [[s["name"], s["attributes"]["flowkit.visit"]] for s in nodes] == out["trace"]
+    assert ["search", 2] in out["trace"]                            # the loop looped
+    kinds = sorted(s["span_kind"] for s in spans)
+    assert kinds == sorted(s.attributes["openinference.span.kind"] for s in expected)
+    assert kinds.count("LLM") >= 4 and kinds.count("RETRIEVER") >= 2
+
+
+def test_a_collector_that_is_down_is_said_once_and_the_run_answers(tmp_path):
+    from telkit import free_port
+    folder = export_self_rag(tmp_path / "pkg")
+    url = f"http://127.0.0.1:{free_port()}"
+    proc = run_package(folder, "pkg-down-1", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["answer"] == self_rag_run()[0].answer and out["run_id"] == "pkg-down-1"
+    said = [line for line in proc.stderr.splitlines() if "telemetry:" in line]
+    assert len(said) == 1, proc.stderr[-2000:]
+    assert said[0].startswith(f"telemetry: the collector at {url}/v1/traces ")
+    assert "dropped" in said[0] and "runs are not affected" in said[0]
