@@ -44,7 +44,7 @@ from flowkit.errors import FlowkitError, short
 from flowkit.memory import OPERATOR_KEYS, Memory
 from flowkit.spec import FlowSpec
 from flowkit.telemetry.debug_sink import DebugTelemetrySink
-from flowkit.telemetry.record import epoch
+from flowkit.telemetry.record import RunRecord, epoch
 from flowkit.trace import MultiSink, RunEnd, RunStart, StepEvent, TraceSink
 from storage.checkpoints import open_checkpointer
 from storage.debug import DebugRepo, NotPausedError
@@ -217,6 +217,17 @@ class Debugger:
         live = self.ws.telemetry.live(self.ws.resources.settings.telemetry)
         return [DebugTelemetrySink(live, hook, started_at, eval_id)] if live else []
 
+    def _send_root(self, run_id: str) -> None:
+        """An aborted run's root span (status cancelled), under which the node spans its
+        segments sent wait; nothing when telemetry is off."""
+        live = self.ws.telemetry.live(self.ws.resources.settings.telemetry)
+        if live is None:
+            return
+        run = self.ws.store.get_run(run_id)
+        record = RunRecord.from_stored(run, [])
+        record.part, record.total_steps = "abort", run.steps
+        live.submit(record)
+
     def _compiled(self, spec: dict[str, Any]) -> CompiledFlow:
         return compile_flow(FlowSpec.model_validate({**spec, "layout": {}}))
 
@@ -320,6 +331,7 @@ class Debugger:
         self.repo.abort(run.id, who, view.pause.node if view.pause else None)
         with open_checkpointer(self.ws.store.url) as cp:
             drop_thread(cp, run.id)
+        self._send_root(run.id)
 
     def set_value(self, run_id: str, key: str, value: Any, who: str | None = None) -> PausedRun:
         """Set working-memory `key` of a paused run, validated against the key's type; recorded in

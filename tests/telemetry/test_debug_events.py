@@ -193,3 +193,15 @@ def test_a_paused_and_continued_run_arrives_in_phoenix_with_its_pause(phoenix, t
         assert len(edits) == 1 and edits[0]["attributes"]["flowkit.edit.keys"] == ["question"]
     finally:
         ws.close()
+
+
+def test_an_aborted_paused_run_gets_its_root_over_the_spans_it_sent(traced):
+    ws, memory = traced
+    dbg = Debugger(ws)
+    end = dbg.start(SHAPES["loop"], Q, "test", ["gen@2"])
+    dbg.abort(end.run_id, "tester")
+    spans = spans_of(ws, memory, end.run_id)
+    root = root_of(spans)
+    assert root.attributes["flowkit.status"] == "cancelled"
+    assert root.attributes["flowkit.steps"] == ws.store.get_run(end.run_id).steps == 4
+    assert [s.name for s in node_spans(spans, root)] == ["ret", "gen", "judge", "ret"]
