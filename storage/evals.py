@@ -7,7 +7,7 @@ its place in the evaluation. Everything returned is a plain object, never a live
 from __future__ import annotations
 
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -48,6 +48,8 @@ class EvalInfo:
     question_ids: list[str]
     status: str
     created_at: datetime
+    #: how its runs went (see EvalRepo.record_execution), oldest first
+    execution: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def flow_refs(self) -> list[str]:
@@ -64,7 +66,7 @@ def _dataset(r: DatasetRow) -> DatasetInfo:
 
 def _eval(r: EvalRow) -> EvalInfo:
     return EvalInfo(r.id, r.name, r.dataset, r.kb, list(r.flows or []), list(r.question_ids or []),
-                    r.status, r.created_at)
+                    r.status, r.created_at, [dict(e) for e in r.execution or []])
 
 
 def run_id_for(eval_id: str, flow_index: int, question_index: int) -> str:
@@ -140,6 +142,17 @@ class EvalRepo:
                 s.add(row)
                 s.flush()
             return _eval(row)
+
+    def record_execution(self, eval_id: str, record: dict[str, Any]) -> None:
+        """Note how a session runs the evaluation ({"concurrency": N, ...}): appended when it
+        differs from the last record, so a resumed evaluation keeps how each part ran."""
+        with Session(self.engine) as s, s.begin():
+            row = s.get(EvalRow, eval_id)
+            if row is None:
+                raise NotFoundError(f"no evaluation '{eval_id}'")
+            have = list(row.execution or [])
+            if not have or have[-1] != record:
+                row.execution = [*have, dict(record)]
 
     def add_flows(self, eval_id: str, flows: list[dict[str, Any]]) -> EvalInfo:
         """Append columns (flow records) to an evaluation; the columns it has stay as they are."""

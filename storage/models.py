@@ -128,6 +128,9 @@ class EvalRow(Base):
     question_ids: Mapped[list[Any]] = mapped_column(JSON, default=list)
     status: Mapped[str] = mapped_column(String(32), default="running")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    #: how its runs went, one record a session that ran it differently from the one before:
+    #: {"concurrency": N, "server_parallel": P, ...} (flowkit.eval.concurrent.Execution.record)
+    execution: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True, default=None)
 
 
 class CompletionCacheRow(Base):

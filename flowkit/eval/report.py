@@ -72,6 +72,9 @@ class EvalReport:
     judges: list[JudgeScore] = field(default_factory=list)
     #: each answer's verdicts: {flow: {question id: {"grader@model": score or None}}}
     verdicts: dict[str, dict[str, dict[str, float | None]]] = field(default_factory=dict)
+    #: how its runs went, a record per session that ran it differently ({"concurrency": N,
+    #: "server_parallel": P, "requested": M, "workers": W}; flowkit.eval.concurrent)
+    execution: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def recall_title(self) -> str:
@@ -87,6 +90,7 @@ class EvalReport:
                 "vs_baseline": {f: [d.to_dict() for d in ds] for f, ds in self.deltas.items()},
                 "disagreements": self.disagreements,
                 "judges": [j.to_dict() for j in self.judges],
+                "execution": self.execution,
                 "results": {f: [r.to_dict() for r in rs] for f, rs in self.results.items()}}
 
 
@@ -312,14 +316,38 @@ def _header_lines(rep: EvalReport) -> list[str]:
             f"EM, F1, Acc and {rep.recall_title} in %; tokens are prompt + completion per question; "
             f"{rep.recall_title}: share of gold passages in the top {rep.k or 'all'} of any search "
             "of the run. Deltas: flow minus baseline, mean [95% paired bootstrap interval, 1000 "
-            "resamples, seed 0]; * the interval excludes 0."]
+            "resamples, seed 0]; * the interval excludes 0.",
+            *([md_text(execution_line(rep))] if execution_line(rep) else [])]
+
+
+def _one_execution(rec: dict[str, Any]) -> str:
+    n = int(rec.get("concurrency", 1))
+    text = f"{n} runs in flight at once" if n > 1 else "one run at a time"
+    if rec.get("workers"):
+        text = f"on {rec['workers']} Ray workers"
+    if rec.get("requested") and int(rec["requested"]) != n:
+        text += f" (--concurrency {rec['requested']} asked; the model was not a server)"
+    if rec.get("server_parallel"):
+        text += f" (the server reports {rec['server_parallel']} parallel slots)"
+    return text
+
+
+def execution_line(rep: EvalReport) -> str:
+    """'Runs: 4 runs in flight at once (the server reports 4 parallel slots).', or '' for an
+    evaluation run one run at a time throughout (as every evaluation was before concurrency)."""
+    plain = [{"concurrency": 1}]
+    if not rep.execution or all(r == plain[0] for r in rep.execution):
+        return ""
+    return "Runs: " + ", then ".join(_one_execution(r) for r in rep.execution) + "."
 
 
 def _html_header_lines(rep: EvalReport) -> list[str]:
     """The header lines as plain text (the HTML report escapes them itself)."""
     done = min((s.n for s in rep.summaries.values()), default=0)
+    runs = execution_line(rep)
     return [f"Evaluation {rep.eval_id}: {len(rep.flows)} flows on {done} of {rep.planned} "
-            f"questions of {rep.dataset}, knowledge base {rep.kb}.", _header_lines(rep)[1]]
+            f"questions of {rep.dataset}, knowledge base {rep.kb}.", _header_lines(rep)[1],
+            *([runs] if runs else [])]
 
 
 def to_markdown(rep: EvalReport) -> str:

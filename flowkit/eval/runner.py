@@ -24,6 +24,7 @@ from ..compile import compile_flow
 from ..errors import FlowkitError
 from ..process import pid_alive as _pid_alive
 from ..spec import FlowSpec, from_dict, to_dict
+from .concurrent import Execution, check_concurrency, plan_execution, run_concurrently
 from .costs import RunCost
 from .metrics import QuestionResult, score
 from .workspace import EvalWorkspace
@@ -46,6 +47,8 @@ class EvalStore(Protocol):
     def running_pids(self, eval_id: str) -> dict[str, int]: ...
 
     def add_flows(self, eval_id: str, flows: list[dict[str, Any]]) -> Any: ...
+
+    def record_execution(self, eval_id: str, record: dict[str, Any]) -> None: ...
 
 
 @dataclass
@@ -225,6 +228,8 @@ class Outcome:
     statuses: dict[str, int] = field(default_factory=dict)
     computed_calls: int = 0
     cached_calls: int = 0
+    #: how this session ran it: runs in flight, the server's parallel slots where it says
+    execution: Execution = field(default_factory=Execution)
 
 
 def _guard_running(repo: EvalStore, eval_id: str) -> None:
@@ -239,30 +244,43 @@ def run_evaluation(ws: EvalWorkspace, repo: EvalStore, plan: EvalPlan, *,
                    stop: threading.Event | None = None, workers: int = 1,
                    make_workspace: Callable[[], Any] | None = None,
                    ray_address: str = "",
-                   workspace_for: Callable[[str], Any] | None = None) -> Outcome:
+                   workspace_for: Callable[[str], Any] | None = None, concurrency: int = 1,
+                   notice: Callable[[str], None] | None = None) -> Outcome:
     """Run (or resume) an evaluation. `stop` ends it cleanly: the run in flight stops at its next
     step (status cancelled; done again on resume) and no further question starts.
 
     With `workers` > 1 the runs still to do go to that many Ray workers (flowkit.eval.parallel),
     each with its own workspace from `make_workspace`; ids, storage and resume are the same.
-    A column that names a model runs in `workspace_for(model)` (serially only)."""
+    With `concurrency` > 1 and a model server in the settings, that many runs are in flight at
+    once in threads of this process (flowkit.eval.concurrent); with an embedded model they run
+    serially and `notice` gets one line saying why. A column that names a model runs in
+    `workspace_for(model)` (serially only)."""
+    check_concurrency(concurrency)
     ws.store.mark_interrupted()
     ws.resources.kb(plan.kb).require_ready()
     models = [f.model for f in plan.flows if f.model]
     if models and (workers > 1 or workspace_for is None):
         raise FlowkitError(f"column(s) on model {', '.join(models)}: a flow@model column runs "
                            "without --workers, through a workspace per model")
+    if workers > 1 and concurrency > 1:
+        raise FlowkitError("--workers and --concurrency: choose one (Ray workers each load their "
+                           "own model; --concurrency keeps several calls in flight to one server)")
     if workers > 1:
         if make_workspace is None:
             raise FlowkitError("--workers needs a workspace factory for the workers")
         from .parallel import check_engines
         check_engines(ray_address, ws.resources.settings)
+    execution = _execution(ws, plan, concurrency)
+    if execution.note and notice is not None:
+        notice(execution.note)
     repo.ensure_eval(plan.eval_id, plan.name, plan.dataset, plan.kb,
                      [f.record() for f in plan.flows], [str(q["id"]) for q in plan.questions])
     repo.set_status(plan.eval_id, "running")
     statuses = repo.statuses(plan.eval_id)
     _guard_running(repo, plan.eval_id)
-    out = Outcome(plan.eval_id, "running")
+    repo.record_execution(plan.eval_id, {**execution.record(),
+                                         **({"workers": workers} if workers > 1 else {})})
+    out = Outcome(plan.eval_id, "running", execution=execution)
     done = 0
     estimate = _Estimate(plan)
 
@@ -285,6 +303,9 @@ def run_evaluation(ws: EvalWorkspace, repo: EvalStore, plan: EvalPlan, *,
         if workers > 1:
             _run_on_workers(plan, repo, statuses, out, finished, stop, workers, make_workspace,
                             ray_address)
+        elif execution.concurrency > 1:
+            _run_concurrently(ws, plan, repo, statuses, out, finished, stop,
+                              execution.concurrency)
         else:
             wss = [workspace_for(f.model) if f.model and workspace_for else ws
                    for f in plan.flows]
@@ -322,10 +343,20 @@ def _run_serially(wss: list[Any], plan: EvalPlan, repo: EvalStore, statuses: dic
             finished(fi, qi, result.status, RunCost.of(result))
 
 
-def _run_on_workers(plan: EvalPlan, repo: EvalStore, statuses: dict[str, str], out: Outcome,
-                    finished: Callable[..., None], stop: threading.Event | None,
-                    workers: int, make_workspace: Callable[[], Any] | None, address: str) -> None:
-    from .parallel import Task, run_parallel
+def _execution(ws: EvalWorkspace, plan: EvalPlan, concurrency: int) -> Execution:
+    """How this session runs the evaluation (runs in flight; see flowkit.eval.concurrent)."""
+    if concurrency > 1 and any(f.model for f in plan.flows):
+        return Execution(1, concurrency, None, "--concurrency keeps calls in flight to the "
+                         "settings' model server; a FLOW@MODEL column runs on a model of its own, "
+                         "so the runs go one after another")
+    return plan_execution(ws.resources.settings.llm, concurrency)
+
+
+def _tasks_to_do(plan: EvalPlan, repo: EvalStore, statuses: dict[str, str], out: Outcome,
+                 finished: Callable[..., None]) -> list[Any]:
+    """The runs still to do, in plan order (finished ones reported skipped, unfinished ones
+    discarded to be done again)."""
+    from .parallel import Task
     tasks: list[Task] = []
     for qi, q in enumerate(plan.questions):
         for fi in range(len(plan.flows)):
@@ -338,6 +369,31 @@ def _run_on_workers(plan: EvalPlan, repo: EvalStore, statuses: dict[str, str], o
                 repo.discard_run(rid)
                 out.redone += 1
             tasks.append(Task(fi, qi, rid, str(q["question"])))
+    return tasks
+
+
+def _run_concurrently(ws: EvalWorkspace, plan: EvalPlan, repo: EvalStore,
+                      statuses: dict[str, str], out: Outcome, finished: Callable[..., None],
+                      stop: threading.Event | None, n: int) -> None:
+    compiled = [compile_flow(f.spec) for f in plan.flows]
+    tasks = _tasks_to_do(plan, repo, statuses, out, finished)
+
+    def run_one(task: Any, cancel: threading.Event, started: Any) -> Any:
+        flow = plan.flows[task.flow_index]
+        return ws.run(compiled[task.flow_index], task.question, plan.kb,
+                      flow_version=flow.version, eval_id=plan.eval_id, run_id=task.run_id,
+                      cancel=cancel, extra_sink=started)
+
+    run_concurrently(tasks, run_one, n,
+                     lambda t, result: finished(t.flow_index, t.question_index, result.status,
+                                                RunCost.of(result)), stop)
+
+
+def _run_on_workers(plan: EvalPlan, repo: EvalStore, statuses: dict[str, str], out: Outcome,
+                    finished: Callable[..., None], stop: threading.Event | None,
+                    workers: int, make_workspace: Callable[[], Any] | None, address: str) -> None:
+    from .parallel import run_parallel
+    tasks = _tasks_to_do(plan, repo, statuses, out, finished)
     if tasks:
         if make_workspace is None:
             raise FlowkitError("--workers needs a workspace factory for the workers")
@@ -420,8 +476,11 @@ def evaluation_report(repo: Any, plan: EvalPlan, baseline: str | None = None,
             raise FlowkitError(f"--baseline '{baseline}' is not one of the flows "
                                f"({', '.join(f.label for f in plan.flows)})")
         base = match[0]
-    return build_report(results, eval_id=plan.eval_id, name=plan.name, dataset=plan.dataset,
-                        kb=plan.kb, baseline=base, k=k, planned=len(plan.questions))
+    info = repo.find_eval(plan.eval_id) if hasattr(repo, "find_eval") else None
+    rep = build_report(results, eval_id=plan.eval_id, name=plan.name, dataset=plan.dataset,
+                       kb=plan.kb, baseline=base, k=k, planned=len(plan.questions))
+    rep.execution = list(getattr(info, "execution", None) or [])
+    return rep
 
 
 def resolve_flows(ws: Any, refs: Sequence[str],

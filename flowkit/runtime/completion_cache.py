@@ -8,7 +8,8 @@ depends on, so a stale hit is impossible by construction:
   its chat template), the context size, seed, GPU layers and threads, the llama.cpp build and the
   CPU (model name and feature flags: AMX and non-AMX kernels give other numerics), the extra buffer
   setting, the prompt format (`PROMPT_FORMAT`, a hash of flowkit's own prompt shaping) and whether
-  base models get in-context examples; for an OpenAI-compatible server, its URL and model name;
+  base models get in-context examples; for an OpenAI-compatible server, its URL and model name,
+  and its parallel slots where it reports more than one (see `server_slots`);
 - the call: the kind (complete, tokens, logprobs), the prompt, the system message, `max_tokens`,
   the temperature, the stop strings and whether logprobs were asked for.
 
@@ -33,8 +34,8 @@ from typing import Any, Protocol
 KEY_PARTS = ("backend", "model file sha256", "context size", "seed", "GPU layers", "threads",
              "prompt batch size",
              "llama.cpp build", "CPU model and flags", "extra buffer setting", "prompt format",
-             "in-context examples", "call kind", "prompt", "system message", "max_tokens",
-             "temperature", "stop strings", "logprobs")
+             "in-context examples", "server parallel slots", "call kind", "prompt",
+             "system message", "max_tokens", "temperature", "stop strings", "logprobs")
 
 
 @dataclass(frozen=True)
@@ -148,9 +149,14 @@ def model_identity(llm: Any) -> dict[str, Any] | None:
     backend = str(getattr(settings, "backend", ""))
     if backend == "openai" or type(llm).__name__ == "OpenAICompatibleLLM":
         base_url = str(getattr(llm, "base_url", "") or getattr(settings, "base_url", ""))
-        return {"backend": "openai", "base_url": base_url,
-                "model": str(getattr(llm, "model_id", "")), "n_ctx": int(settings.n_ctx),
-                "seed": int(settings.seed), "prompt_format": prompt_format()}
+        ident: dict[str, Any] = {"backend": "openai", "base_url": base_url,
+                                 "model": str(getattr(llm, "model_id", "")),
+                                 "n_ctx": int(settings.n_ctx), "seed": int(settings.seed),
+                                 "prompt_format": prompt_format()}
+        slots = server_slots(llm)
+        if slots > 1:
+            ident["parallel"] = slots
+        return ident
     path = getattr(llm, "path", None)
     if path is None:
         return None
@@ -163,6 +169,31 @@ def model_identity(llm: Any) -> dict[str, Any] | None:
             "n_batch": int(getattr(settings, "n_batch", None) or CPU_BATCH),
             "extra_bufts": str(settings.extra_bufts), "platform": _platform(),
             "prompt_format": prompt_format(), "examples": bool(settings.prompt_examples)}
+
+
+def server_slots(llm: Any) -> int:
+    """The parallel slots an OpenAI-compatible server reports (1 when it reports none).
+
+    Part of the cache key where it is above 1, so that answers computed on a batching server
+    (`flowkit serve-model --parallel N`, llama.cpp's server with N slots, vLLM where it says so)
+    never serve, or are served by, those of a server that runs one request at a time: a batched
+    call's logits depend on what shares its batch, and greedy answers can differ (issue 40).
+    A server that reports nothing or one slot keeps the keys it always had.
+
+    The client's own concurrency (`flowkit eval --concurrency N`) is not part of the key: a
+    one-slot server still computes one request at a time, so concurrency changes only the order
+    in which requests arrive. Measured against today's one-slot `flowkit serve-model` with
+    bench/concurrency.py (2 templates x 8 sample questions, cache off): see the README's figures;
+    where order changes an answer, it is the server's prompt reuse from the request before (which a
+    serial evaluation's key does not hold either), not concurrency."""
+    ask = getattr(llm, "server_parallel", None)
+    if not callable(ask):
+        return 1
+    try:
+        slots = ask()
+    except Exception:  # noqa: BLE001 - a probe that fails says nothing: the plain key
+        return 1
+    return int(slots) if isinstance(slots, int) and slots > 1 else 1
 
 
 def _gpu_layers(llm: Any, settings: Any) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -55,6 +56,17 @@ class OpenAICompatibleLLM:
         self._token = settings.api_key if token is None else token
         self._tokenize_ok: bool | None = None    # unknown until the first count
         self._tokenize_route = ""
+        self._parallel: tuple[int | None] | None = None   # not asked yet
+        self._parallel_lock = threading.Lock()
+
+    def server_parallel(self) -> int | None:
+        """The parallel slots the server reports (`runtime.server_parallel`), asked once (the
+        threads of a concurrent evaluation all get the one answer)."""
+        with self._parallel_lock:
+            if self._parallel is None:
+                from .server_parallel import server_parallel
+                self._parallel = (server_parallel(self.base_url, self._token or ""),)
+            return self._parallel[0]
 
     @property
     def n_ctx(self) -> int:

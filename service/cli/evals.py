@@ -3,6 +3,7 @@
     flowkit eval --flow A --flow B --dataset DIR_OR_NAME --kb KB [--limit N] [--baseline A]
                  (--flow A@MODEL runs A on a packaged model id or a .gguf path)
                  [--out FILE.json] [--report FILE.md|.html] [--csv FILE] [--resume EVAL_ID]
+                 [--concurrency N]  (N runs in flight to a model server)
     flowkit evals                      list evaluations
     flowkit dataset import PATH [--name NAME] [--kb KB [--ingest]]
     flowkit dataset list
@@ -95,7 +96,8 @@ def _plan(args: argparse.Namespace, ws: Any, repo: Any) -> Any:
                      limit=args.limit, eval_id=args.resume or None, name=args.name or "")
 
 
-def _run(plan: Any, ws: Any, repo: Any, workers: int = 1, ray_address: str = "") -> Any:
+def _run(plan: Any, ws: Any, repo: Any, workers: int = 1, ray_address: str = "",
+         concurrency: int = 1) -> Any:
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -123,7 +125,9 @@ def _run(plan: Any, ws: Any, repo: Any, workers: int = 1, ray_address: str = "")
         try:
             return run_evaluation(ws, repo, plan, progress=on_progress, workers=workers,
                                   make_workspace=factory, ray_address=ray_address,
-                                  workspace_for=models.get)
+                                  workspace_for=models.get, concurrency=concurrency,
+                                  notice=lambda line: prog.console.print(
+                                      common.styled("[yellow]note:[/yellow] {}", line)))
         finally:
             models.close()
 
@@ -170,10 +174,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
                                    "'{}' [dim](resume: flowkit eval --resume {})[/dim]",
                                    plan.eval_id, len(plan.flows), len(plan.questions),
                                    plan.dataset, plan.kb, plan.eval_id))
-    outcome = _run(plan, ws, repo, args.workers, args.ray_address or "")
+    outcome = _run(plan, ws, repo, args.workers, args.ray_address or "", args.concurrency)
     common.err.print(f"ran {outcome.ran}, skipped {outcome.skipped} already done, redid {outcome.redone} "
               f"unfinished; model calls: {outcome.computed_calls} computed, "
-              f"{outcome.cached_calls} served from the completion cache")
+              f"{outcome.cached_calls} served from the completion cache"
+              + concurrency_words(outcome.execution))
     k = None if args.k == 0 else args.k
     from service.grading import grade, with_judges
     if graders:                               # graded first, so the files carry the verdicts
@@ -238,6 +243,27 @@ def cmd_evals(args: argparse.Namespace) -> int:
     return 0
 
 
+def concurrency_words(execution: Any) -> str:
+    """'; 4 runs in flight (server: 4 parallel slots)' for a concurrent session, else ''."""
+    if execution.concurrency <= 1:
+        return ""
+    slots = (f" (server: {execution.server_parallel} parallel slots)"
+             if execution.server_parallel else "")
+    return f"; {execution.concurrency} runs in flight{slots}"
+
+
+def add_concurrency_arg(s: argparse.ArgumentParser) -> None:
+    """--concurrency, as `flowkit eval` and `flowkit search` take it."""
+    from flowkit.eval.concurrent import MAX_CONCURRENCY
+    s.add_argument("--concurrency", type=common.int_between(1, MAX_CONCURRENCY), default=1,
+                   metavar="N",
+                   help=f"keep N (flow, question) runs in flight at once (1 to {MAX_CONCURRENCY}; "
+                        "default 1: one after another); needs a model server in settings "
+                        "(llm.backend openai: llama.cpp's server with parallel slots, vLLM, "
+                        "`flowkit serve-model --parallel N`); with an embedded model the runs "
+                        "go serially, with a note")
+
+
 def add_worker_args(s: argparse.ArgumentParser) -> None:
     """--workers and --ray-address, as `flowkit eval` and `flowkit search` take them."""
     s.add_argument("--workers", type=common.int_at_least(1), default=1,
@@ -275,6 +301,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--no-cache", action="store_true", help=common.NO_CACHE_HELP)
     grade_cli.add_judge_options(s)
     add_worker_args(s)
+    add_concurrency_arg(s)
     s.set_defaults(fn=cmd_eval)
 
     s = sub.add_parser("diverge", help="where two columns of an evaluation part, per question "
