@@ -19,6 +19,13 @@ ids. Candidates kept by the race are saved as flows
 flow. The front (F1 vs tokens and seconds per question) and the hand-written flows are then
 evaluated on the confirmation questions, each with its paired 95% interval of F1 against the best
 hand-written flow there. Progress lives in `<space>.search-<id>.json` beside the space file.
+
+The quality objective is F1 unless the request names another (`flowkit.search.objective`): EM,
+Acc, or a model judge. With a judge, each batch's finished runs are graded (`service.grading`:
+through the completion cache, verdicts stored with the evaluation, so a resumed search grades
+only what is new) and the judge's score per question takes F1's place in the race, the front and
+the confirmation; the judge's calls are counted apart (`Budget.judge_calls`), never in a
+candidate's tokens or calls nor in the budget.
 """
 from __future__ import annotations
 
@@ -40,12 +47,13 @@ from flowkit.search import state as state_mod
 from flowkit.search import study
 from flowkit.search.candidates import Candidate, base_candidates, build_spec, identity
 from flowkit.search.front import Point, pareto
+from flowkit.search.objective import Objective, check_name, check_reference, names, rescore
 from flowkit.search.racing import KEPT, RACING, Batch, Entry, Race, rungs
 from flowkit.search.space import SearchSpace, load_space, size, validate_space
 from flowkit.search.splits import shared_passages, split
 from flowkit.spec import FlowSpec, fingerprint
 
-from . import evaluations
+from . import evaluations, grading
 from .modelchoice import ModelWorkspaces, model_problem
 from .workspace import Workspace, worker_factory
 
@@ -74,6 +82,10 @@ class SearchRequest:
     ray_address: str = ""
     #: successive halving acts only on batches of at least this many questions (0: from the first)
     halving_from: int = 0
+    #: what the race ranks on: f1, em, acc or a judge (`flowkit.search.objective.names()`)
+    objective: str = "f1"
+    #: a judge objective's model: '' or 'default' (the workspace's), a packaged id or a .gguf
+    judge_model: str = ""
 
 
 #: the values successive halving accepts (the Search page's Halving field, the CLI's --halving)
@@ -188,6 +200,29 @@ def _figures(st: state_mod.SearchState) -> Callable[[str], list[float] | None]:
     return figures
 
 
+def objectives() -> list[str]:
+    """The objectives a search takes, answer metrics first (the Search page's choices, the CLI's
+    --objective)."""
+    return names()
+
+
+def is_judge(objective: str) -> bool:
+    """Whether `objective` is a model judge's score (it then takes a judge model)."""
+    return Objective(objective).is_judge
+
+
+def _objective(ws: Workspace, req: SearchRequest) -> Objective:
+    """The request's objective checked (a known name; a judge's model loadable), with the judge
+    model named as grades name it."""
+    name = check_name(req.objective or "f1")
+    goal = Objective(name)
+    if not goal.is_judge:
+        return goal
+    model = "" if req.judge_model in ("", "default") else req.judge_model
+    grading.check([name], model)
+    return Objective(name, model, grading.model_name(ws, model))
+
+
 def prepare(ws: Workspace, req: SearchRequest) -> SearchPlan:
     """Validate the space, read the dataset and the splits, and load or start the search state."""
     if req.budget_calls < 1:
@@ -196,16 +231,22 @@ def prepare(ws: Workspace, req: SearchRequest) -> SearchPlan:
         raise FlowkitError("--workers must be at least 1")
     if req.workers > 1:
         check_engines(req.ray_address, ws.resources.settings)
+    goal = _objective(ws, req)
     space, flows = load(ws, req.space)
     ds = resolve(evaluations.eval_repo(ws), req.dataset)
     search_qs, confirm_qs = split(ds.questions, req.search_questions, req.confirm_questions)
+    check_reference(goal.name, search_qs + confirm_qs, ds.name)
     sid = state_mod.search_id(Path(req.space).read_text(), ds.name, req.kb,
                               req.search_questions, req.confirm_questions, str(ws.data_dir))
     path = state_mod.state_path(req.space, sid)
     st = state_mod.load(path)
     resumed = st is not None
-    if st is None:
-        st = state_mod.SearchState(sid, entries=_new_entries(space, flows))
+    if st is not None:
+        st.check_objective(goal.name, goal.judge_model, path)
+    else:
+        st = state_mod.SearchState(sid, entries=_new_entries(space, flows),
+                                   objective=goal.name, judge_model=goal.judge_model,
+                                   judge_label=goal.judge_label)
         next_wave(space, flows, st)
     st.budget.calls, st.budget.hours = req.budget_calls, req.budget_hours
     return SearchPlan(req, space, flows, ds.name, search_qs, confirm_qs, path, st, resumed)
@@ -226,6 +267,11 @@ class Estimate:
     sampled: int = 0
     #: confirmation questions that share a supporting passage with a search question
     shared_passages: int = 0
+    #: how the quality objective is named ('F1', 'groundedness (judge: ...)')
+    objective: str = "F1"
+    #: a judge objective's calls if none were dropped, and to confirm (0 for an answer metric)
+    judge_calls: int = 0
+    judge_confirm_calls: int = 0
 
     def describe(self) -> str:
         later = self.candidates - self.sampled if 0 < self.sampled < self.candidates else 0
@@ -236,7 +282,10 @@ class Estimate:
                 f"{self.first_rung_calls} model calls for the first batch, {self.all_calls} if "
                 f"none were dropped, plus about {self.confirm_calls} to confirm (estimated from "
                 f"the flows' model-calling nodes; the cache serves what candidates share); "
-                f"budget {self.budget} calls"
+                f"budget {self.budget} calls; objective {self.objective}"
+                + (f", about {self.judge_calls} judge calls if none were dropped plus about "
+                   f"{self.judge_confirm_calls} to confirm (counted apart: not in the budget "
+                   "nor in a candidate's cost)" if self.judge_calls else "")
                 + (f"; on {self.workers} Ray workers" if self.workers > 1 else "")
                 + (f"; note: {self.shared_passages} confirmation question(s) share a supporting "
                    "passage with the search questions, so their confirmation is not independent "
@@ -254,11 +303,17 @@ def estimate(plan: SearchPlan) -> Estimate:
     # the waves not asked yet: as many as max_candidates (and the space) leave, at the mean cost
     later = max(0, min(plan.space.max_candidates, size(plan.space, plan.flows)) - len(entries))
     per_q += [sum(per_q) / max(1, len(per_q))] * later
+    goal = plan.state.quality()
+    judge_q = goal.judge_calls_per_answer()
+    confirmed = min(3, len(entries)) + sum(1 for e in entries if e.extra.get("hand_written"))
     return Estimate(len(per_q), sizes, math.ceil(sum(per_q) * sizes[0]),
                     math.ceil(sum(per_q) * sizes[-1]),
                     math.ceil(front_guess * len(plan.confirm_qs)), r.budget_calls, r.workers,
                     sampled=len(entries),
-                    shared_passages=shared_passages(plan.search_qs, plan.confirm_qs))
+                    shared_passages=shared_passages(plan.search_qs, plan.confirm_qs),
+                    objective=goal.label(),
+                    judge_calls=math.ceil(judge_q * len(per_q) * sizes[-1]),
+                    judge_confirm_calls=math.ceil(judge_q * confirmed * len(plan.confirm_qs)))
 
 
 def _workspace(ws: Workspace, plan: SearchPlan, model: str) -> Workspace:
@@ -287,10 +342,27 @@ def _evaluate(ws: Workspace, plan: SearchPlan, e: Entry, n: int, which: str,
     if out.status == "done" and n < len(qs) and e.reached < len(qs):
         repo.set_status(eid, "stopped")     # a batch of its split, not all of it (Compare: Resume)
     results = collect_results(part, repo.runs(eid), repo.retrievals(eid))[e.cid]
+    goal = plan.state.quality()
+    results = rescore(results, goal, _judge(ws, plan, eid, e.cid, goal) if goal.is_judge else None)
     e.extra[f"{which}_eval"] = eid
     if results and (which == "confirm" or len(results) >= e.reached):   # to open in Replay
         e.extra[f"{which}_best_run"] = max(results, key=lambda q: (q.f1, -q.tokens)).run_id
     return Batch(results, out.computed_calls, out.cached_calls, out.status == "stopped")
+
+
+def _judge(ws: Workspace, plan: SearchPlan, eid: str, cid: str, goal: Objective) -> dict[str, float]:
+    """Grade the finished runs of evaluation `eid` not graded yet with the objective's judge and
+    return its score per question of candidate `cid`; the judge's calls go to the budget's
+    `judge_*` counts (never to the candidate's, never to the budget in calls). A judge model
+    other than the workspace's is loaded for each batch's grading (`grading.grade` closes it)."""
+    out = grading.grade(ws, eid, [goal.name], model=goal.judge_model)
+    b = plan.state.budget
+    b.judge_calls += out.calls
+    b.judge_cached_calls += out.cached_calls
+    b.judge_tokens += out.tokens
+    return {g.question_id: float(g.score)
+            for g in grading.grade_repo(ws).grades(eid, grader=goal.name, model=out.model)
+            if g.flow == cid and g.score is not None}
 
 
 def _save_flow(ws: Workspace, plan: SearchPlan, e: Entry) -> None:
@@ -355,7 +427,7 @@ def _race_waves(ws: Workspace, plan: SearchPlan, stop: threading.Event | None,
             race = Race(st.entries, len(plan.search_qs),
                         lambda e, n: _evaluate(ws, plan, e, n, "search", stop, on_run),
                         st.budget, first=r.first_batch, growth=r.growth, halving=r.halving,
-                        halving_from=r.halving_from,
+                        halving_from=r.halving_from, metric=st.quality().short,
                         save=save, ended=lambda status: setattr(st, "race_status", status),
                         log=log)
             st.race_status = race.run()

@@ -15,6 +15,10 @@ often). Before each evaluation the budget is checked: in model calls (estimated 
 candidate's calls per question so far) and, if given, in hours; a race that would pass it ends
 there and keeps who is still racing.
 
+"F1" here is the search's quality objective: a search on EM, Acc or a model judge's score hands the
+race results whose `f1` holds that score (`objective.rescore`) and names it (`metric`) in the
+reasons, so the same rules judge every objective.
+
 `Race.run` is resumable: the evaluation callback skips the runs already stored, so running the
 same race again redoes nothing and comes to the same decisions. Its end ('done' or 'budget') is
 handed to `ended` before the save that marks the survivors kept, so a saved state never holds the
@@ -45,6 +49,7 @@ class Entry:
     status: str = RACING
     reason: str = ""
     reached: int = 0
+    #: the mean of the search's quality objective (F1 unless the search state names another)
     f1: float | None = None
     tokens: float | None = None
     seconds: float | None = None
@@ -77,7 +82,8 @@ class Entry:
 @dataclass
 class Budget:
     """Model calls (computed, not served from the cache) and hours the race may spend; the
-    confirmation's calls are counted apart (`confirm_calls`), outside the budget."""
+    confirmation's calls are counted apart (`confirm_calls`), outside the budget, and so are a
+    judge objective's (`judge_calls`)."""
 
     calls: int
     hours: float | None = None
@@ -85,6 +91,11 @@ class Budget:
     cached_calls: int = 0
     elapsed_s: float = 0.0
     confirm_calls: int = 0
+    #: a judge objective's calls (race and confirmation; those the cache served among them) and
+    #: tokens: evaluation cost, never a candidate's and outside the budget in calls
+    judge_calls: int = 0
+    judge_cached_calls: int = 0
+    judge_tokens: int = 0
 
     def calls_left(self) -> int:
         return self.calls - self.spent_calls
@@ -114,16 +125,17 @@ def rungs(total: int, first: int = 10, growth: float = 2.0) -> list[int]:
 
 
 def drop_worse(results: dict[str, list[QuestionResult]], best: str, n_resamples: int = 1000,
-               min_pairs: int = 3) -> dict[str, str]:
+               min_pairs: int = 3, metric: str = "F1") -> dict[str, str]:
     """cid -> reason for each candidate whose paired 95% interval of F1 minus `best`'s lies
-    entirely below 0 (on at least `min_pairs` shared questions)."""
+    entirely below 0 (on at least `min_pairs` shared questions). `metric` names the score the
+    results hold as `f1` in the reason (a search's objective: `objective.rescore`)."""
     out = {}
     for cid, res in results.items():
         if cid == best or not res:
             continue
         d = paired_bootstrap(res, results[best], "f1", n_resamples=n_resamples)
         if d.n >= min_pairs and d.high < 0:
-            out[cid] = (f"F1 {100 * d.mean:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}] "
+            out[cid] = (f"{metric} {100 * d.mean:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}] "
                         f"against {best} on {d.n} questions: the interval is below 0")
     return out
 
@@ -163,11 +175,13 @@ class Race:
                  halving_from: int = 0, save: Callable[[], None] = lambda: None,
                  ended: Callable[[str], None] = lambda status: None,
                  log: Callable[[str], None] = lambda msg: None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, metric: str = "F1") -> None:
         self.entries, self.total, self.evaluate = entries, total, evaluate
         self.budget, self.first, self.growth, self.halving = budget, first, growth, halving
         self.halving_from = halving_from
         self.save, self.ended, self.log, self.clock = save, ended, log, clock
+        #: how the reasons name the score the results hold as `f1` (the search's objective)
+        self.metric = metric
 
     def alive(self) -> list[Entry]:
         return [e for e in self.entries if e.status == RACING]
@@ -197,7 +211,7 @@ class Race:
         if len(alive) < 2:
             return
         best = max(alive, key=lambda e: (e.f1 or 0.0, -(e.tokens or 0.0)))
-        for cid, reason in drop_worse(results, best.cid).items():
+        for cid, reason in drop_worse(results, best.cid, metric=self.metric).items():
             e = next(x for x in alive if x.cid == cid)
             e.status, e.reason = DROPPED, f"after {n} questions: {reason}"
             self.log(f"dropped {cid}: {e.reason}")
@@ -210,7 +224,8 @@ class Race:
                 e = judged[h.cid]
                 e.status = DROPPED
                 e.reason = (f"after {n} questions: successive halving kept the top {keep}; "
-                            f"ranked {h.rank} of {h.of} on F1 and tokens on those questions "
+                            f"ranked {h.rank} of {h.of} on {self.metric} and tokens on those "
+                            f"questions "
                             f"({100 * h.f1:.1f}, {h.tokens:.0f} tokens/q; front layer {h.layer})")
                 self.log(f"dropped {e.cid}: {e.reason}")
 

@@ -2,7 +2,8 @@
 
 `<space>.search-<id>.json` holds the candidates (what each is, raced how far, dropped why, the
 saved flow version), Optuna's trials (what each wave asked and was told, see `study`), the budget
-spent and the phase (race, confirm, done). The answers themselves
+spent, the phase (race, confirm, done) and the quality objective (F1, or a judge and its model:
+a resumed search keeps it, and `check_objective` refuses to resume it on another). The answers themselves
 are the evaluations' runs in the workspace database: a resumed search finds them there and runs
 only what is missing. The id is derived from the space's content, the dataset, the knowledge base
 and the two splits and the data directory, so another command starts another file.
@@ -18,6 +19,7 @@ from typing import Any
 
 from .. import jsonread
 from ..errors import FlowkitError, SpecError, short
+from .objective import Objective
 from .racing import Budget, Entry
 from .study import Trial
 
@@ -47,13 +49,20 @@ class SearchState:
     budget: Budget = field(default_factory=lambda: Budget(0))
     confirm: dict[str, Any] = field(default_factory=dict)
     trials: list[Trial] = field(default_factory=list)
+    #: what the race ranks on (`objective.names()`); a judge's model as asked ('' the
+    #: workspace's) and as named beside its scores
+    objective: str = "f1"
+    judge_model: str = ""
+    judge_label: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"search_id": self.search_id, "phase": self.phase,
                 "race_status": self.race_status,
                 "entries": [e.to_dict() for e in self.entries],
                 "budget": vars(self.budget), "confirm": self.confirm,
-                "trials": [t.to_dict() for t in self.trials]}
+                "trials": [t.to_dict() for t in self.trials],
+                "objective": self.objective, "judge_model": self.judge_model,
+                "judge_label": self.judge_label}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SearchState:
@@ -61,7 +70,29 @@ class SearchState:
                    str(d.get("race_status", "")),
                    [Entry.from_dict(e) for e in d.get("entries", [])],
                    Budget(**d.get("budget", {"calls": 0})), dict(d.get("confirm") or {}),
-                   [Trial.from_dict(t) for t in d.get("trials", [])])
+                   [Trial.from_dict(t) for t in d.get("trials", [])],
+                   str(d.get("objective") or "f1"), str(d.get("judge_model") or ""),
+                   str(d.get("judge_label") or ""))
+
+    def quality(self) -> Objective:
+        """The objective as one value: its name, judge model and how its scores are named."""
+        return Objective(self.objective, self.judge_model, self.judge_label)
+
+    def check_objective(self, objective: str, judge_model: str, path: Path | str) -> None:
+        """Refuse to resume this search on another objective or judge model (its figures so far
+        were scored on its own), naming both and the state file to delete to start again."""
+        mine = (self.objective, self.judge_model if Objective(self.objective).is_judge else "")
+        asked = (objective, judge_model if Objective(objective).is_judge else "")
+        if mine == asked:
+            return
+
+        def said(o: str, m: str) -> str:
+            return o + (f" --judge-model {m}" if m else "")
+        raise FlowkitError(f"search {self.search_id} was started with --objective "
+                           f"{said(*mine)} and cannot resume with --objective {said(*asked)}: "
+                           f"its candidates were raced on {mine[0]}; run it again with "
+                           f"--objective {said(*mine)}, or delete '{path}' to start it again "
+                           f"on {asked[0]}")
 
 
 #: The largest state file read (a search of 64 candidates writes well under 1 MB).

@@ -4,13 +4,17 @@
                    --confirm-questions 1-100 --budget-calls N [--budget-hours H]
                    [--first-batch 10] [--halving 2 [--halving-from 40]]
                    [--workers N [--ray-address A]]
+                   [--objective f1|em|acc|groundedness|answer_relevance|context_relevance|correctness
+                    [--judge-model M]]
                    [--check | --estimate]
 
 It prints the cost estimate first, then races the candidates (progress on stderr; who is
 dropped and why), saves the kept ones as flows, and prints the front with its search and
 confirmation figures. Run the same command again after a kill (or Ctrl-C) and it resumes: the
 state is `SPACE.search-<id>.json` beside the space, the answers are in the workspace database.
-`--check` only validates the space; `--estimate` prints the estimate and stops.
+`--check` only validates the space; `--estimate` prints the estimate and stops. `--objective`
+ranks on EM, Acc or a model judge's score instead of F1 (for a question set without answers:
+groundedness, answer_relevance or context_relevance); the judge's calls are counted apart.
 """
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ import argparse
 from typing import Any
 
 from rich.table import Table
+
+from flowkit.search.objective import names as objective_names
 
 from . import common
 from .evals import add_worker_args
@@ -27,10 +33,13 @@ def _table(plan: Any) -> Table:
     from service.search import front_of
     st = plan.state
     front = {e.cid for e in front_of(st.entries)}
+    goal = st.quality()
+    q = goal.short
     table = Table(title=f"search {st.search_id}: {st.race_status or 'racing'}, phase {st.phase} "
-                        f"(F1 in %; confirmation F1 minus the best hand-written flow, 95% CI)")
-    for col in ("cand", "candidate", "status", "n", "search F1", "tokens/q", "s/q",
-                "confirm F1", "vs best written", "flow"):
+                        f"({goal.label()} in %; confirmation {q} minus the best hand-written "
+                        "flow, 95% CI)")
+    for col in ("cand", "candidate", "status", "n", f"search {q}", "tokens/q", "s/q",
+                f"confirm {q}", "vs best written", "flow"):
         table.add_column(col, overflow="fold")
     for e in st.entries:
         c = st.confirm.get(e.cid, {})
@@ -74,7 +83,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     req = search.SearchRequest(args.space, args.dataset, args.kb, args.search_questions,
                                args.confirm_questions, args.budget_calls, args.budget_hours,
                                args.first_batch, 2.0, args.halving, args.workers,
-                               args.ray_address or "", halving_from=args.halving_from)
+                               args.ray_address or "", halving_from=args.halving_from,
+                               objective=args.objective, judge_model=args.judge_model or "")
     plan = search.prepare(ws, req)
     est = search.estimate(plan)
     common.err.print(common.styled("[bold]search {}[/bold] ({}; state in {})", plan.state.search_id,
@@ -96,6 +106,10 @@ def cmd_search(args: argparse.Namespace) -> int:
     common.err.print(f"model calls: {b.spent_calls} computed by the race (budget {b.calls}), "
                      f"{b.confirm_calls} to confirm, {b.cached_calls} served from the cache; {sum(e.status == 'dropped' for e in st.entries)} "
                      f"of {len(st.entries)} candidates dropped early")
+    if st.quality().is_judge:
+        common.err.print(f"judge calls ({st.quality().label()}): {b.judge_calls} "
+                         f"({b.judge_cached_calls} from the cache), {b.judge_tokens} tokens; "
+                         "counted apart from the candidates' cost and the budget")
     common.out.print(_table(plan))
     _print_reasons(plan)
     _print_front(plan)
@@ -103,16 +117,19 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def _print_front(plan: Any) -> None:
-    """One plain line per front candidate: both F1 figures, the interval, the cost."""
+    """One plain line per front candidate: both quality figures (F1 or the objective, named),
+    the interval, the cost."""
     from flowkit.search.candidates import Candidate
     from service.search import front_of
+    goal = plan.state.quality()
+    q = goal.label()
     for e in front_of(plan.state.entries):
         c = plan.state.confirm.get(e.cid)
-        conf = (f"confirm F1 {100 * c['f1']:.1f} on {c['n']} ({100 * c['delta']:+.1f} "
+        conf = (f"confirm {q} {100 * c['f1']:.1f} on {c['n']} ({100 * c['delta']:+.1f} "
                 f"[{100 * c['low']:+.1f}, {100 * c['high']:+.1f}] vs {c['vs']}), "
                 f"{c['tokens']:.0f} tokens/q" if c else "not confirmed yet")
         common.out.print(f"front {e.cid} ({Candidate.from_dict(e.candidate).describe()}): "
-                         f"search F1 {100 * (e.f1 or 0):.1f} on {e.reached}, "
+                         f"search {q} {100 * (e.f1 or 0):.1f} on {e.reached}, "
                          f"{e.tokens or 0:.0f} tokens/q; {conf}; flow {e.flow_name} "
                          f"v{e.flow_version}", soft_wrap=True)
 
@@ -138,6 +155,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "batches of at least N questions (0: from the first; the interval rule "
                    "acts from the first either way); larger batches judge more steadily")
     add_worker_args(s)
+    s.add_argument("--objective", default="f1", choices=objective_names(), metavar="NAME",
+                   help="what the race ranks on: f1 (default), em, acc, or a model judge's "
+                   "score (groundedness, answer_relevance, context_relevance: no gold answers "
+                   "needed; correctness needs them); judge calls are counted apart. A resumed "
+                   "search keeps its objective. Choices: " + ", ".join(objective_names()))
+    s.add_argument("--judge-model", default="", metavar="M", help="a judge objective's model: "
+                   "default (the workspace's), a packaged id or a .gguf path")
     s.add_argument("--check", action="store_true", help="only validate the space file")
     s.add_argument("--estimate", action="store_true", help="print the estimate and stop")
     s.set_defaults(fn=cmd_search)

@@ -498,6 +498,8 @@ class SearchKeys(Keys, prefix="search"):
     HALVING: Key[float]                     # 0: the interval rule alone
     HALVING_FROM: Key[int]                  # questions a batch needs before halving acts
     WORKERS: Key[int]                       # Ray workers (1: in the studio's own thread)
+    OBJECTIVE: Key[str]                     # f1, em, acc or a judge (flowkit.search.objective)
+    JUDGE_MODEL: Key[str]                   # a judge objective's model ('' the workspace's)
     CHECK: Key[bool]
     CHECKED: Key[Any]                       # (form fingerprint, studio.search.search_data.Checked)
     START: Key[bool]

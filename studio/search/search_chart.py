@@ -9,13 +9,15 @@ import altair as alt
 STATUS_COLOURS = {"racing": "#1f77b4", "kept": "#2ca02c", "dropped": "#aaaaaa"}
 
 
-def front_chart(points: list[dict[str, Any]]) -> alt.LayerChart | alt.FacetChart:
-    """Candidates as dots (colour: racing / kept / dropped), the front as a line over them."""
+def front_chart(points: list[dict[str, Any]],
+                metric: str = "F1") -> alt.LayerChart | alt.FacetChart:
+    """Candidates as dots (colour: racing / kept / dropped), the front as a line over them;
+    `metric` names the quality axis (the search's objective; the points hold it as 'F1 (%)')."""
     data = alt.Data(values=points)
     base = alt.Chart(data).encode(
         x=alt.X("tokens/q:Q", title="tokens per question (lower is cheaper)",
                 scale=alt.Scale(zero=False), axis=alt.Axis(format=",.0f")),
-        y=alt.Y("F1 (%):Q", title="search F1 (%)", scale=alt.Scale(domain=[0, 100])))
+        y=alt.Y("F1 (%):Q", title=f"search {metric} (%)", scale=alt.Scale(domain=[0, 100])))
     dots = base.mark_circle(size=90).encode(
         color=alt.Color("status:N", scale=alt.Scale(domain=list(STATUS_COLOURS),
                                                      range=list(STATUS_COLOURS.values()))),
@@ -24,6 +26,7 @@ def front_chart(points: list[dict[str, Any]]) -> alt.LayerChart | alt.FacetChart
     line = base.transform_filter("datum.front").mark_line(strokeDash=[4, 3], color="#2ca02c")
     labels = base.mark_text(dy=-10, fontSize=11).encode(text="cand:N")
     return alt.layer(line, dots, labels).properties(
-        title=alt.TitleParams("The front: F1 against tokens per question",
-                              subtitle="dashed: candidates no other beats on F1, tokens and time"),
+        title=alt.TitleParams(f"The front: {metric} against tokens per question",
+                              subtitle=f"dashed: candidates no other beats on {metric}, tokens "
+                                       "and time"),
         height=320)

@@ -103,7 +103,8 @@ class Checked:
 
 def check(ws: Workspace, text: str, dataset: str, kb: str, search_qs: str, confirm_qs: str,
           budget_calls: int, first_batch: int = 10, budget_hours: float | None = None,
-          halving: float = 0.0, workers: int = 1, halving_from: int = 0) -> Checked:
+          halving: float = 0.0, workers: int = 1, halving_from: int = 0,
+          objective: str = "f1", judge_model: str = "") -> Checked:
     """Validate the space against its flows and the question ranges against the set, sample the
     candidates and estimate the cost; FlowkitError (a SpaceError lists each field) otherwise."""
     if not text.strip():
@@ -116,7 +117,8 @@ def check(ws: Workspace, text: str, dataset: str, kb: str, search_qs: str, confi
     req = SearchRequest(str(save_space(ws, text)), dataset, kb, search_qs.strip(),
                         confirm_qs.strip(), int(budget_calls), budget_hours or None,
                         first_batch=int(first_batch), halving=float(halving),
-                        workers=int(workers), halving_from=int(halving_from))
+                        workers=int(workers), halving_from=int(halving_from),
+                        objective=objective, judge_model=judge_model.strip())
     plan = search.prepare(ws, req)
     est = search.estimate(plan)
     return Checked(req, plan.state.search_id, est.candidates, est.describe(), plan.resumed)

@@ -95,17 +95,19 @@ def interval(c: dict[str, Any], cid: str) -> str:
 
 
 def rows(state: state_mod.SearchState) -> list[dict[str, Any]]:
-    """One row per candidate: figures in % (F1) and per question, why dropped, links."""
+    """One row per candidate: figures in % (F1, or the objective the search ranks on, named in
+    the column) and per question, why dropped, links."""
     front = {e.cid for e in search.front_of(state.entries)}
+    q = state.quality().short
     out = []
     for e in state.entries:
         c = state.confirm.get(e.cid) or {}
         out.append({"cand": e.cid + (" ★" if e.cid in front else ""),
                     "candidate": describe(e), "status": e.status, "questions": e.reached,
-                    "search F1": _pct(e.f1),
+                    f"search {q}": _pct(e.f1),
                     "tokens/q": None if e.tokens is None else round(e.tokens),
                     "s/q": None if e.seconds is None else round(e.seconds, 2),
-                    "confirm F1": _pct(c.get("f1")),
+                    f"confirm {q}": _pct(c.get("f1")),
                     "vs best written": interval(c, e.cid) if c else "",
                     "editor": editor_link(e), "compare": compare_link(e),
                     "replay": replay_link(e), "why": e.reason})

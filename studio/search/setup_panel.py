@@ -1,6 +1,6 @@
 """The Search page's form: the space (a starter made from a flow, an uploaded file, or JSON typed
 in the box), the question set and knowledge base, the search and confirmation questions, the
-budget; "Check and estimate" validates it all and shows the cost, "Start the search" queues it."""
+budget, the objective (F1 or a model judge); "Check and estimate" validates it all and shows the cost, "Start the search" queues it."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,6 +8,7 @@ from typing import Any
 import streamlit as st
 
 from flowkit.errors import FlowkitError
+from service import search
 from service.evaluations import EvalRepo
 from service.workspace import Workspace
 from studio.common import inert
@@ -109,11 +110,34 @@ def data_section(ws: Workspace, repo: EvalRepo) -> dict[str, Any] | None:
                            "the first); the interval rule drops from the first batch either "
                            "way. F1 on 20 questions moves by about 10 points between samples: "
                            "larger batches judge more steadily (bench/halving_noise.py)")
+    objective, judge_model = objective_section()
     st.caption(f"{n} questions in {inert.escape(name)}")
-    return {"dataset": name, "kb": kb, "search_qs": search_qs, "confirm_qs": confirm_qs,
+    return {"objective": objective, "judge_model": judge_model,
+            "dataset": name, "kb": kb, "search_qs": search_qs, "confirm_qs": confirm_qs,
             "budget_calls": int(budget), "first_batch": int(first),
             "budget_hours": float(hours) or None, "halving": float(halving),
             "workers": int(workers), "halving_from": int(halving_from)}
+
+
+def objective_section() -> tuple[str, str]:
+    """The objective the race ranks on (the CLI's --objective) and a judge's model
+    (--judge-model, shown for a judge only)."""
+    if not K.OBJECTIVE.held():
+        K.OBJECTIVE.set("f1")
+    a, b = st.columns(2)
+    objective = a.selectbox("Objective", search.objectives(), key=K.OBJECTIVE,
+                            help="What the race ranks on: F1 (or EM, Acc) against the set's "
+                                 "answers, or a model judge's score per answer: groundedness, "
+                                 "answer_relevance and context_relevance need no answers "
+                                 "(for your own documents), correctness needs them. Judge "
+                                 "calls are counted apart from the flows' cost and the budget")
+    if not search.is_judge(objective):
+        return objective, ""
+    if not K.JUDGE_MODEL.held():
+        K.JUDGE_MODEL.set("")
+    model = b.text_input("Judge model", key=K.JUDGE_MODEL, placeholder="default",
+                         help="Empty: the workspace's model; or a packaged id or a .gguf path")
+    return objective, model
 
 
 def _number(col: Any, label: str, key: Key[Any], default: float, low: float, step: float,

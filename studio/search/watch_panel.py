@@ -8,6 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from flowkit.errors import FlowkitError
+from service import search
 from service.search import SearchRequest
 from service.workspace import Workspace
 from studio.common import inert
@@ -20,7 +21,10 @@ from studio.search import search_view as sv
 
 def header(sid: str, req: SearchRequest) -> None:
     st.markdown(f"### Search {sid}")
-    st.caption(f"space {inert.code(req.space)} · {inert.escape(req.dataset)} on knowledge base "
+    judge = (f" (judge: {inert.escape(req.judge_model or 'default')})"
+             if search.is_judge(req.objective) else "")
+    st.caption(f"objective {inert.escape(req.objective)}{judge} · "
+               f"space {inert.code(req.space)} · {inert.escape(req.dataset)} on knowledge base "
                f"{inert.escape(req.kb)} · search questions {inert.escape(req.search_questions)}, "
                f"confirmation questions {inert.escape(req.confirm_questions)} · resume from a "
                f"shell with `flowkit search` and the same arguments")
@@ -77,7 +81,8 @@ def candidates_section(w: sv.Watch) -> None:
         return
     points = sv.chart_points(w.state)
     if points:
-        st.altair_chart(search_chart.front_chart(points), width="stretch")
+        st.altair_chart(search_chart.front_chart(points, w.state.quality().short),
+                        width="stretch")
     st.dataframe(sv.rows(w.state), hide_index=True, width="stretch", key=K.TABLE_DF,
                  column_config={
                      "editor": st.column_config.LinkColumn("editor", display_text="open flow"),
@@ -85,23 +90,26 @@ def candidates_section(w: sv.Watch) -> None:
                                                             display_text="open evaluation"),
                      "replay": st.column_config.LinkColumn("replay",
                                                            display_text="replay best answer")})
-    st.caption("★ on the front · F1 in % · confirm F1: on the confirmation questions, with the "
-               "difference from the best hand-written flow there [95% paired interval]")
+    goal = w.state.quality()
+    st.caption(f"★ on the front · {inert.escape(goal.label())} in % · confirm {goal.short}: on "
+               "the confirmation questions, with the difference from the best hand-written flow "
+               "there [95% paired interval]")
 
 
 def front_section(w: sv.Watch) -> None:
     if w.state is None or w.state.phase == "race":
         return
     st.subheader("The front")
+    q = inert.escape(w.state.quality().label())
     for p in sv.front(w.state):
         e = p.entry
-        conf = (f"confirm F1 **{100 * p.confirm['f1']:.1f}** on {p.confirm['n']} "
+        conf = (f"confirm {q} **{100 * p.confirm['f1']:.1f}** on {p.confirm['n']} "
                 f"({inert.escape(sv.interval(p.confirm, e.cid))}), "
                 f"{p.confirm['tokens']:.0f} tokens/q" if p.confirm else "not confirmed yet")
         links = [f"[open in the Editor]({sv.editor_link(e)})" if e.flow_name else "",
                  f"[open in Compare]({sv.compare_link(e)})" if sv.compare_link(e) else "",
                  f"[replay its best answer]({sv.replay_link(e)})" if sv.replay_link(e) else ""]
-        st.markdown(f"- **{e.cid}** {inert.escape(p.label)}: search F1 "
+        st.markdown(f"- **{e.cid}** {inert.escape(p.label)}: search {q} "
                     f"**{100 * (e.f1 or 0):.1f}** on {e.reached}, {e.tokens or 0:.0f} tokens/q; "
                     f"{conf} · " + " · ".join(x for x in links if x))
 
