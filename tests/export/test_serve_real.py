@@ -39,6 +39,7 @@ QUESTION = "Who designed the Corren Lighthouse?"
 class Served:
     url: str = ""
     problem: str = ""
+    folder: Path | None = None
 
 
 def _free_port() -> int:
@@ -93,7 +94,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, real_resources: Any) -> Ite
                                      f"{log_path.read_text()[-3000:]}")
                 return
             time.sleep(0.5)
-        yield Served(url=url)
+        yield Served(url=url, folder=folder)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)    # the server and the model worker it started
@@ -150,3 +151,40 @@ def test_a_run_names_its_knowledge_base_and_hears_what_is_wrong(served: Served):
                            config={"configurable": {"kb": "no_such_kb"}}, raise_error=False)
     assert out["__error__"]["error"] == "RunInputError", out
     assert "no_such_kb" in out["__error__"]["message"]
+
+
+def test_served_runs_are_traced_once_the_settings_file_says_so(served: Served):
+    """The package reads its flowkit_settings.json at every node: switched on while the server
+    runs, the next run's spans reach the collector (tests/telemetry's OTLP receiver)."""
+    import json
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "telemetry"))
+    from telkit import start_receiver
+    client = _client(served)
+    assert served.folder is not None
+    path = served.folder / "flowkit_settings.json"
+    before = path.read_text()
+    receiver = start_receiver()
+    try:
+        settings = json.loads(before)
+        settings["telemetry"] = {"enabled": True, "otlp_endpoint": receiver.url, "headers": {}}
+        path.write_text(json.dumps(settings))
+        out = client.runs.wait(None, FLOW, input={"question": QUESTION})
+        deadline = time.monotonic() + 60          # the server's exporter sends within a second
+        while not any(not s.parent_span_id for s in receiver.spans):
+            assert time.monotonic() < deadline, f"no root span; got {len(receiver.spans)} spans"
+            time.sleep(0.5)
+        root = next(s for s in receiver.spans if not s.parent_span_id)
+        attrs = {a.key: a.value for a in root.attributes}
+        assert root.name == FLOW and attrs["flowkit.run_id"].string_value == out["run_id"]
+        assert attrs["input.value"].string_value == QUESTION
+        assert attrs["output.value"].string_value == out["answer"]
+        mine = [s for s in receiver.spans if s.trace_id == root.trace_id]
+        nodes = sorted((s for s in mine if s.parent_span_id == root.span_id),
+                       key=lambda s: s.start_time_unix_nano)
+        assert [s.name for s in nodes] == ["retrieve", "generate"]
+        kinds = sorted({a.key: a.value for a in s.attributes}
+                       ["openinference.span.kind"].string_value for s in mine)
+        assert kinds.count("LLM") == out["llm_calls"] == 1 and "RETRIEVER" in kinds
+    finally:
+        path.write_text(before)
+        receiver.close()
