@@ -2,10 +2,12 @@
 CLI and the studio use).
 
 `grade` reads each finished run's stored trace and asks the graders (no flow call runs again);
-verdicts are stored per answer, grader and grader model, so grading again resumes and a second
-grader model is kept beside the first. `scores` turns them into what a page shows: per flow the PPI
-estimate with its 95% interval where people labelled answers, else the raw grader mean marked
-uncorrected; and paired differences against the baseline the same way.
+verdicts are stored per answer, grader and grader model, so grading again resumes (a verdict of an
+older prompt version is made again) and a second grader model is kept beside the first. `scores`
+turns them into what a page shows: per flow the PPI estimate with its 95% interval where people
+labelled answers (for context relevance also the passages they read: service.passage_labels),
+else the raw grader mean marked uncorrected; and paired differences against the baseline the same
+way.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flowkit.errors import FlowkitError
-from flowkit.eval.graders import GRADER_VERSION, GRADERS, check_names
+from flowkit.eval.graders import GRADERS, check_names, grader_version
 from flowkit.eval.grading import GradingSession, item_for
 from flowkit.eval.metrics import PairedDiff
 from flowkit.eval.ppi import labels_only, ppi_mean, ppi_paired, uncorrected
@@ -24,6 +26,8 @@ from storage.grades import Grade, GradeRepo
 
 from .evaluations import eval_repo, report, stored_plan
 from .modelchoice import DEFAULT, ModelWorkspaces, model_problem
+from .passage_labels import METRIC as CONTEXT_RELEVANCE
+from .passage_labels import passage_truth
 from .settings import DEFAULT_MODEL
 from .workspace import Workspace
 
@@ -82,7 +86,8 @@ def grade(ws: Workspace, eval_id: str, graders: list[str], *, model: str = "",
     questions = {str(q["id"]): q for q in plan.questions}
     grades = grade_repo(ws)
     label = model_name(ws, model)
-    done = {(g.flow, g.question_id, g.grader) for g in grades.grades(eval_id, model=label)}
+    done = {(g.flow, g.question_id, g.grader) for g in grades.grades(eval_id, model=label)
+            if g.version == grader_version(g.grader)}      # an older prompt's verdict: again
     todo = [(flow, r) for flow, rs in rep.results.items() for r in rs if r.status == "ok"]
     out = GradeOutcome(label)
     models = ModelWorkspaces(ws)
@@ -105,7 +110,7 @@ def grade(ws: Workspace, eval_id: str, graders: list[str], *, model: str = "",
                     res = session.grade(g, item)
                     v = res.verdict
                     grades.put_grade(Grade(eval_id, flow, r.question_id, g, label, v.score,
-                                           v.reason, v.parsed, GRADER_VERSION, v.detail,
+                                           v.reason, v.parsed, grader_version(g), v.detail,
                                            res.calls, res.cached_calls, res.tokens, res.ms))
                     out.calls += res.calls
                     out.cached_calls += res.cached_calls
@@ -173,7 +178,11 @@ def scores(ws: Workspace, eval_id: str, grader: str, model: str = "", *,
         if g.score is not None and g.flow in by_flow:
             by_flow[g.flow][g.question_id] = float(g.score)
     truth: dict[str, dict[str, float]] = {f: {} for f in flows}
-    for lab in repo.labels(eval_id, metric=grader):
+    if grader == CONTEXT_RELEVANCE:          # passage labels: shares, where every passage is
+        for f, shares in passage_truth(ws, plan).shares.items():
+            if f in truth:
+                truth[f].update(shares)
+    for lab in repo.labels(eval_id, metric=grader):           # an answer's own label wins
         if lab.flow in truth:
             truth[lab.flow][lab.question_id] = lab.value
     out = JudgedReport(eval_id, grader, label, flows[0] if flows else "")

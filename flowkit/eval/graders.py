@@ -20,6 +20,9 @@ from typing import Any
 
 #: bump when a prompt or the parser changes: stored with every grade
 GRADER_VERSION = "graders-1"
+#: a grader whose prompt changed since GRADER_VERSION, with its own version: a stored grade of
+#: another version is made again (its new prompt is a new cache key, so old verdicts never mix in)
+GRADER_VERSIONS: dict[str, str] = {"context_relevance": "graders-2"}
 UNPARSED = 0.5
 PASSAGE_CHARS = 500
 VERDICT_TOKENS = 8
@@ -52,15 +55,29 @@ _YES = re.compile(r"\b(yes|supported|correct|relevant|true)\b", re.I)
 _NEGATED = re.compile(r"\b(?:not|isn't|is not)\s+(?:\w+\s+)?(?:supported|correct|relevant|true)\b",
                       re.I)
 _NO = re.compile(r"\b(no|not|unsupported|incorrect|irrelevant|false|wrong)\b", re.I)
+#: words in quotes are the passage's or the question's, not the judge's verdict
+_QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
+#: a verdict word that starts a name or a number is an answer ('No Doubt', 'True Detective',
+#: 'Not Fade Away', 'No. 5 Squadron'): small judges answer the question instead of judging
+_NAME = re.compile(r"\b(?i:yes|no|not|true|false|correct|wrong)(?:\s+(?!I\b)[A-Z]|\.?\s*\d)")
+
+
+def grader_version(name: str) -> str:
+    """The version stored with a grader's verdicts (its prompt and the parser)."""
+    return GRADER_VERSIONS.get(name, GRADER_VERSION)
 
 
 def parse_yes_no(text: str | None) -> bool | None:
     """The verdict on the first non-empty line: True for yes, False for no, None when it says
-    neither or both ('yes and no', 'I cannot tell', an empty reply, a rambling one)."""
-    for line in (text or "").splitlines():
-        line = line.strip()
-        if not line:
+    neither or both ('yes and no', 'I cannot tell', an empty reply, a rambling one), when its
+    only verdict word is in quotes, or when that word starts a name or a number (an answer to
+    the question, such as 'No Doubt' or 'True Detective', is not a verdict)."""
+    for raw in (text or "").splitlines():
+        if not raw.strip():
             continue
+        line = _QUOTED.sub(" ", raw).strip()
+        if not line or _NAME.search(line):
+            return None
         line = _NEGATED.sub(" no ", line)
         yes, no = bool(_YES.search(line)), bool(_NO.search(line))
         if yes == no:
@@ -90,13 +107,34 @@ GROUNDEDNESS = (
     "Passages:\n[1] Tomas Vale: Tomas Vale is a sculptor.\nQuestion: Where was Tomas Vale born?\n"
     "Answer: Dunmore\nStated: no\n\n"
     "Passages:\n{passages}\nQuestion: {question}\nAnswer: {answer}\nStated:")
+#: context relevance (graders-2): the passage first and a "Verdict (yes/no):" line. Asked with
+#: the question last and "Helps:", Gemma 3 270M answered the question instead ('1999', 'Bob
+#: Seger') on 491 of 813 passages; asked this way it judges, with some answers left
 CONTEXT_RELEVANCE = (
     "Decide whether the passage helps to answer the question. Reply yes or no.\n\n"
+    "Passage: Mira Holt: Mira Holt (born 1902 in Dunmore) was a painter.\nQuestion: Which river "
+    "flows through the town where Mira Holt was born?\nVerdict (yes/no): yes\n\n"
+    "Passage: Dunmore Castle: Dunmore Castle is a castle near the river Tay, built in 1450.\n"
+    "Question: Which river flows through the town where Mira Holt was born?\n"
+    "Verdict (yes/no): no\n\n"
     "Passage: Lake Orin: Its dam was finished in 1931.\nQuestion: When was the dam of Lake Orin "
-    "finished?\nHelps: yes\n\n"
+    "finished?\nVerdict (yes/no): yes\n\n"
     "Passage: Tomas Vale: Tomas Vale is a sculptor.\nQuestion: When was the dam of Lake Orin "
-    "finished?\nHelps: no\n\n"
-    "Passage: {passage}\nQuestion: {question}\nHelps:")
+    "finished?\nVerdict (yes/no): no\n\n"
+    "Passage: {passage}\nQuestion: {question}\nVerdict (yes/no):")
+#: asked only when the reply to CONTEXT_RELEVANCE is no verdict: the question first, so the
+#: passage is the last thing read and the model replies yes or no (far more often yes)
+CONTEXT_RELEVANCE_AGAIN = (
+    "Decide whether the passage helps to answer the question. Reply yes or no.\n\n"
+    "Question: Which river flows through the town where Mira Holt was born?\nPassage: Mira "
+    "Holt: Mira Holt (born 1902 in Dunmore) was a painter.\nHelps: yes\n\n"
+    "Question: Which river flows through the town where Mira Holt was born?\nPassage: Dunmore "
+    "Castle: Dunmore Castle is a castle near the river Tay, built in 1450.\nHelps: no\n\n"
+    "Question: When was the dam of Lake Orin finished?\nPassage: Lake Orin: Its dam was "
+    "finished in 1931.\nHelps: yes\n\n"
+    "Question: When was the dam of Lake Orin finished?\nPassage: Tomas Vale: Tomas Vale is a "
+    "sculptor.\nHelps: no\n\n"
+    "Question: {question}\nPassage: {passage}\nHelps:")
 ANSWER_RELEVANCE = (
     "Decide whether the answer responds to what the question asks (a person for who, a year or "
     "date for when, a place for where), right or wrong. Reply yes or no.\n\n"
@@ -150,15 +188,20 @@ def context_relevance(item: Item, ask: Ask) -> Verdict:
     if not item.passages:
         return Verdict(0.0, "no passages were read")
     detail: list[float] = []
-    unparsed = 0
+    unparsed = again = 0
     for p in item.passages[:5]:
-        v = _score(ask(_fill(CONTEXT_RELEVANCE, passage=_passages([p])[4:],
-                             question=item.question)))
+        text = _passages([p])[4:]
+        v = _score(ask(_fill(CONTEXT_RELEVANCE, passage=text, question=item.question)))
+        if not v.parsed:                   # it answered the question: ask the other way round
+            again += 1
+            v = _score(ask(_fill(CONTEXT_RELEVANCE_AGAIN, passage=text, question=item.question)))
         detail.append(float(v.score if v.score is not None else UNPARSED))
         unparsed += not v.parsed
     share = sum(detail) / len(detail)
-    return Verdict(share, f"{sum(1 for d in detail if d == 1.0)} of {len(detail)} passages help",
-                   parsed=unparsed == 0, detail=detail)
+    reason = f"{sum(1 for d in detail if d == 1.0)} of {len(detail)} passages help"
+    if again:
+        reason += f" ({again} asked again: the first reply was no verdict)"
+    return Verdict(share, reason, parsed=unparsed == 0, detail=detail)
 
 
 def answer_relevance(item: Item, ask: Ask) -> Verdict:

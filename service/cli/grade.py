@@ -2,6 +2,7 @@
 
     flowkit judge EVAL_ID --judge correctness,groundedness [--judge-model M] [--json]
     flowkit label EVAL_ID --flow F --question QID --metric correctness --value 1|0|clear
+    flowkit label EVAL_ID --question QID --passage DOC_ID --value 1|0|clear   (context relevance)
     flowkit eval ... --judge correctness [--judge-model M]   (grades after the runs)
 
 A grader reads each finished run's stored trace (no flow call runs again); its calls go through
@@ -64,9 +65,38 @@ def cmd_judge(args: argparse.Namespace) -> int:
     return 0
 
 
+PASSAGE_VALUES: dict[str, float | None] = {"1": 1.0, "0": 0.0, "relevant": 1.0,
+                                           "irrelevant": 0.0, "clear": None}
+
+
+def label_passage(args: argparse.Namespace) -> int:
+    """`flowkit label EVAL --question Q --passage ID --value 1|0|clear`: one passage an answering
+    node read, relevant or not to the question (the context-relevance judge's truth)."""
+    from service.passage_labels import set_passage_label
+    if args.value not in PASSAGE_VALUES:
+        raise FlowkitError(f"--value: use 1 (relevant), 0 (irrelevant) or clear for a passage; "
+                           f"got '{args.value}'")
+    if args.flow:
+        raise FlowkitError("--flow: a passage label belongs to the question and the passage "
+                           "(every flow that read it); leave --flow out with --passage")
+    ws = common.open_workspace(args)
+    try:
+        set_passage_label(ws, args.eval_id, args.question, args.passage,
+                          PASSAGE_VALUES[args.value])
+        common.out.print(f"passage label {args.value} on {args.passage} / {args.question}")
+    finally:
+        ws.close()
+    return 0
+
+
 def cmd_label(args: argparse.Namespace) -> int:
     from service.evaluations import stored_plan
     from service.grading import grade_repo
+    if args.passage:
+        return label_passage(args)
+    if not args.flow:
+        raise FlowkitError("--flow: which flow's answer to label (or --passage ID to label a "
+                           "passage the answers read)")
     if args.metric not in GRADERS:
         raise FlowkitError(f"--metric: unknown '{args.metric}'; use {', '.join(GRADERS)}")
     value = {"1": 1.0, "0": 0.0, "right": 1.0, "wrong": 0.0, "clear": None}.get(args.value, -1.0)
@@ -104,11 +134,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_judge_options(s, required=True)
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_judge)
-    s = sub.add_parser("label", help="label one answer of an evaluation right or wrong (the "
-                       "truth judges are corrected with)")
+    s = sub.add_parser("label", help="label one answer of an evaluation right or wrong, or one "
+                       "passage an answer read relevant or not (the truth judges are corrected "
+                       "with)")
     s.add_argument("eval_id")
-    s.add_argument("--flow", required=True)
+    s.add_argument("--flow", default="", help="the flow whose answer is labelled")
     s.add_argument("--question", required=True, help="the question id")
+    s.add_argument("--passage", default="", help="a passage id the answers to --question read: "
+                   "label it for context relevance (--value 1, 0 or clear; no --flow)")
     s.add_argument("--metric", default="correctness", help=", ".join(GRADERS))
     s.add_argument("--value", required=True, help="1 (right), 0 (wrong) or clear")
     s.set_defaults(fn=cmd_label)

@@ -1,6 +1,7 @@
 """The Compare page's sections: set up a comparison, follow it, and show its results (metrics with
 deltas, judge scores (judges_panel), charts, the questions the flows disagree on, one question's
-traces side by side with the judges' verdicts and your labels).
+traces side by side with the judges' verdicts and your labels, of answers and of the passages
+they read).
 
 Session keys are prefixed "compare_"; which evaluation and question are open lives in the query
 params (?eval=ID&q=QUESTION_ID), so a refresh shows the same thing again.
@@ -17,7 +18,7 @@ from flowkit.eval import report as report_mod
 from flowkit.eval.datasets import Dataset, from_path, known_sets, resolve
 from flowkit.eval.report import EvalReport
 from flowkit.eval.runner import EvalPlan
-from service import grading
+from service import grading, passage_labels
 from service.evaluations import EvalRepo
 from service.workspace import Workspace
 from studio.common import inert, tasks
@@ -26,7 +27,12 @@ from studio.common.state import CompareKeys as K
 from studio.common.state import query_select
 from studio.compare import compare_charts as charts
 from studio.compare import compare_data as cd
-from studio.compare import generate_link_panel, judges_panel, variant_panel
+from studio.compare import (
+    generate_link_panel,
+    judges_panel,
+    passage_labels_panel,
+    variant_panel,
+)
 
 NEW_KB = "__new__"
 
@@ -324,13 +330,22 @@ def traces_section(ws: Workspace, plan: EvalPlan, rep: EvalReport) -> None:
     ts = cd.traces(ws, plan, rep, qid)
     grades = grading.answer_grades(ws, plan.eval_id, qid)
     labels = grading.answer_labels(ws, plan.eval_id, qid)
+    read = passage_labels.question_passages(ws, plan.eval_id, qid)
+    marked = passage_labels.passage_labels(ws, plan.eval_id, qid)
+
+    def judged(fi: int, flow: str) -> None:
+        judges_panel.answer_panel(ws, plan.eval_id, fi, flow, qid, grades, labels)
+        detail = next((g.detail for g in grades
+                       if g.flow == flow and g.grader == passage_labels.METRIC), [])
+        passage_labels_panel.passage_panel(ws, plan.eval_id, fi, qid, read.get(flow, []),
+                                           marked, detail)
+
     cols = st.columns(len(ts))
     for fi, (col, t) in enumerate(zip(cols, ts)):
         with col:
             ok = t.result is not None and t.result.status == "ok"
-            _trace_column(t, list(q.get("answers") or []), functools.partial(
-                judges_panel.answer_panel, ws, plan.eval_id, fi, t.flow, qid, grades, labels)
-                if ok else None)
+            _trace_column(t, list(q.get("answers") or []),
+                          functools.partial(judged, fi, t.flow) if ok else None)
 
 
 def results(ws: Workspace, repo: EvalRepo, plan: EvalPlan, jobs: JobManager) -> None:

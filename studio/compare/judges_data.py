@@ -10,6 +10,7 @@ from typing import Any
 from flowkit.eval.metrics import PairedDiff
 from service.grading import LABEL_WORDS, JudgedFlow, JudgedReport
 from service.modelchoice import DEFAULT
+from service.passage_labels import METRIC as CONTEXT_RELEVANCE
 from service.settings import PACKAGED
 
 #: The model picker's entry for "a .gguf file on disk" (its path is typed beside it).
@@ -97,8 +98,10 @@ def labels_line(r: JudgedReport) -> str:
     n = sum(f.labels for f in r.flows)
     head = f"{r.grader} on {r.model}: "
     if not n:
+        what = ("every passage an answer read (relevant or not)" if r.grader == CONTEXT_RELEVANCE
+                else "answers")
         return (head + "no labels yet, so the scores are the judge's own (uncorrected). Label "
-                "answers in the side-by-side view below: a few turn them into PPI estimates with "
+                f"{what} in the side-by-side view below: a few turn them into PPI estimates with "
                 "intervals that hold whatever the judge's mistakes.")
     parts = []
     for f in r.flows:

@@ -21,9 +21,38 @@ from service.workspace import Workspace
     ("yes", True), (" Yes.\nmore text", True), ("no", False), ("No, it is not.", False),
     ("", None), ("\n\n", None), ("yes and no", None), ("I think it could be either way", None),
     ("Maybe. The passage talks about a lighthouse built long ago in the north of...", None),
-    ("not supported", False), ("correct", True), ("<verdict>", None)])
+    ("not supported", False), ("correct", True), ("<verdict>", None),
+    # what Gemma 3 270M wrote as context-relevance judge: the question's answer, not a verdict
+    ("1999", None), ("Bob Seger", None), ("No Doubt", None), ("True Detective", None),
+    ("Not Fade Away", None), ("No. 5 Squadron", None), ("Yes I think so", True),
+    # a verdict only in quotes is the passage's word, not the judge's
+    ('The passage says "yes"', None), ('"no"\nyes', None), ("\u201cYes\u201d", None),
+    ('yes, "no" is not in it', None), ("\n\nNo.", False)])
 def test_verdict_parser_on_hostile_output(reply, want):
     assert G.parse_yes_no(reply) is want
+
+
+def test_context_relevance_asks_again_when_the_reply_is_an_answer():
+    item = G.Item("Which river flows through Dunmore?", "the Tay", (),
+                  ({"id": "d1", "title": "Dunmore", "text": "Dunmore lies on the Tay."},
+                   {"id": "d2", "title": "Sundby", "text": "Sundby has a viaduct."},
+                   {"id": "d3", "title": "Corren", "text": "Corren has a lighthouse."}))
+    asked: list[str] = []
+
+    def ask(p: str) -> str:   # d1: a verdict; d2: an answer, then a verdict; d3: never one
+        asked.append(p)
+        last = p.rsplit("\n\n", 1)[1]
+        if "Dunmore lies" in last:
+            return "yes"
+        if "Sundby" in last:
+            return "no" if last.endswith("Helps:") else "the Tay"
+        return "1999"
+    v = G.context_relevance(item, ask)
+    assert v.detail == [1.0, 0.0, G.UNPARSED] and not v.parsed
+    assert len(asked) == 5 and sum(p.endswith("Helps:") for p in asked) == 2
+    assert all(p.endswith("Verdict (yes/no):") for p in asked[:2])
+    assert v.reason == "1 of 3 passages help (2 asked again: the first reply was no verdict)"
+    assert G.grader_version("context_relevance") != G.grader_version("correctness")
 
 
 def test_each_grader_reads_what_it_should():
