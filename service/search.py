@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from flowkit.errors import FlowkitError, NotFoundError
+from flowkit.eval.concurrent import check_concurrency
 from flowkit.eval.datasets import resolve
 from flowkit.eval.metrics import QuestionResult, paired_bootstrap, summarize
 from flowkit.eval.parallel import check_engines, ray_session
@@ -86,6 +87,9 @@ class SearchRequest:
     objective: str = "f1"
     #: a judge objective's model: '' or 'default' (the workspace's), a packaged id or a .gguf
     judge_model: str = ""
+    #: (flow, question) runs of each evaluation in flight at once to the settings' model server
+    #: (as `flowkit eval --concurrency`; an embedded model runs them serially); 1: one at a time
+    concurrency: int = 1
 
 
 #: the values successive halving accepts (the Search page's Halving field, the CLI's --halving)
@@ -231,6 +235,9 @@ def prepare(ws: Workspace, req: SearchRequest) -> SearchPlan:
         raise FlowkitError("--workers must be at least 1")
     if req.workers > 1:
         check_engines(req.ray_address, ws.resources.settings)
+    check_concurrency(req.concurrency)
+    if req.workers > 1 and req.concurrency > 1:
+        raise FlowkitError("--workers and --concurrency: choose one")
     goal = _objective(ws, req)
     space, flows = load(ws, req.space)
     ds = resolve(evaluations.eval_repo(ws), req.dataset)
@@ -337,7 +344,8 @@ def _evaluate(ws: Workspace, plan: SearchPlan, e: Entry, n: int, which: str,
     out = evaluations.run(wsm, part, stop=stop,
                           progress=(lambda p: on_run(e, which, p)) if on_run else None,
                           workers=workers, ray_address=plan.request.ray_address,
-                          make_workspace=plan.worker_factory(wsm) if workers > 1 else None)
+                          make_workspace=plan.worker_factory(wsm) if workers > 1 else None,
+                          concurrency=plan.request.concurrency)
     repo = evaluations.eval_repo(ws)
     if out.status == "done" and n < len(qs) and e.reached < len(qs):
         repo.set_status(eid, "stopped")     # a batch of its split, not all of it (Compare: Resume)

@@ -3,7 +3,7 @@
     flowkit search SPACE.json --dataset D --kb K --search-questions 101-300
                    --confirm-questions 1-100 --budget-calls N [--budget-hours H]
                    [--first-batch 10] [--halving 2 [--halving-from 40]]
-                   [--workers N [--ray-address A]]
+                   [--workers N [--ray-address A] | --concurrency N]
                    [--objective f1|em|acc|groundedness|answer_relevance|context_relevance|correctness
                     [--judge-model M]]
                    [--check | --estimate]
@@ -26,7 +26,7 @@ from rich.table import Table
 from flowkit.search.objective import names as objective_names
 
 from . import common
-from .evals import add_worker_args
+from .evals import add_concurrency_arg, add_worker_args
 
 
 def _table(plan: Any) -> Table:
@@ -84,7 +84,8 @@ def cmd_search(args: argparse.Namespace) -> int:
                                args.confirm_questions, args.budget_calls, args.budget_hours,
                                args.first_batch, 2.0, args.halving, args.workers,
                                args.ray_address or "", halving_from=args.halving_from,
-                               objective=args.objective, judge_model=args.judge_model or "")
+                               objective=args.objective, judge_model=args.judge_model or "",
+                               concurrency=args.concurrency)
     plan = search.prepare(ws, req)
     est = search.estimate(plan)
     common.err.print(common.styled("[bold]search {}[/bold] ({}; state in {})", plan.state.search_id,
@@ -92,6 +93,10 @@ def cmd_search(args: argparse.Namespace) -> int:
     common.err.print(f"estimate: {est.describe()}")
     if args.estimate:
         return 0
+    from flowkit.eval.concurrent import plan_execution
+    execution = plan_execution(ws.resources.settings.llm, args.concurrency)
+    if execution.note:
+        common.err.print(common.styled("[yellow]note:[/yellow] {}", execution.note))
     done = [0]
 
     def on_run(e: Any, which: str, p: Any) -> None:
@@ -155,6 +160,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "batches of at least N questions (0: from the first; the interval rule "
                    "acts from the first either way); larger batches judge more steadily")
     add_worker_args(s)
+    add_concurrency_arg(s)
     s.add_argument("--objective", default="f1", choices=objective_names(), metavar="NAME",
                    help="what the race ranks on: f1 (default), em, acc, or a model judge's "
                    "score (groundedness, answer_relevance, context_relevance: no gold answers "

@@ -194,3 +194,23 @@ def test_cli_with_embedded_model_prints_the_note_once(fk: Any, world: Any) -> No
     assert code == 0, err
     assert err.count("needs a model server") == 1
     assert "runs in flight" not in err
+
+
+def test_ctrl_c_lets_runs_in_flight_end_and_resume_finishes(world: Any, tmp_path: Path) -> None:
+    def interrupt(p: Any) -> None:            # Ctrl-C arrives while the runner waits for runs
+        if p.done == 2:
+            raise KeyboardInterrupt
+    with fake_openai_server(answer_for) as server:
+        ws = server_workspace(tmp_path / "home3", server.url)
+        repo = EvalRepo(ws.store)
+        plan = plan_on(ws, world, "ctrlceval001")
+        with pytest.raises(KeyboardInterrupt):
+            run_evaluation(ws, repo, plan, concurrency=3, progress=interrupt)
+        statuses = repo.statuses(plan.eval_id)
+        assert repo.get_eval(plan.eval_id).status == "interrupted"
+        assert 2 <= len(statuses) < plan.total                 # no new run started after it
+        assert set(statuses.values()) <= {"ok", "cancelled"}   # none left half-written
+        again = run_evaluation(ws, repo, plan, concurrency=3)
+    assert again.status == "done"
+    assert again.skipped == list(statuses.values()).count("ok")
+    assert set(repo.statuses(plan.eval_id).values()) == {"ok"}
