@@ -179,7 +179,7 @@ def scores(ws: Workspace, eval_id: str, grader: str, model: str = "", *,
             by_flow[g.flow][g.question_id] = float(g.score)
     truth: dict[str, dict[str, float]] = {f: {} for f in flows}
     if grader == CONTEXT_RELEVANCE:          # passage labels: shares, where every passage is
-        for f, shares in passage_truth(ws, plan).shares.items():
+        for f, shares in passage_truth(ws, plan).items():
             if f in truth:
                 truth[f].update(shares)
     for lab in repo.labels(eval_id, metric=grader):           # an answer's own label wins

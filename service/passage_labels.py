@@ -9,7 +9,6 @@ labelled relevant, and PPI corrects the judge with it (service.grading.scores).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from flowkit.errors import FlowkitError
@@ -78,18 +77,10 @@ def set_passage_label(ws: Workspace, eval_id: str, question_id: str, passage_id:
                          None if value is None else float(value))
 
 
-@dataclass
-class PassageTruth:
-    """Per flow and question, the share of the answer's passages labelled relevant (answers whose
-    every passage is labelled), and how many passages carry a label."""
-
-    shares: dict[str, dict[str, float]]
-    passages_labelled: int
-
-
-def passage_truth(ws: Workspace, plan: EvalPlan) -> PassageTruth:
-    """The context-relevance truth that passage labels give (only questions with a label are
-    read from the traces)."""
+def passage_truth(ws: Workspace, plan: EvalPlan) -> dict[str, dict[str, float]]:
+    """The context-relevance truth that passage labels give: per flow and question, the share of
+    the answer's passages labelled relevant, for answers whose every passage is labelled (only
+    questions with a label are read from the traces)."""
     by_q: dict[str, dict[str, float]] = {}
     for lab in passage_repo(ws).labels(plan.eval_id):
         by_q.setdefault(lab.question_id, {})[lab.passage_id] = lab.value
@@ -103,4 +94,4 @@ def passage_truth(ws: Workspace, plan: EvalPlan) -> PassageTruth:
             read = passages_read(ws, plan, fi, qi)
             if read and all(p["id"] in labels for p in read):
                 shares[f][str(q["id"])] = sum(labels[p["id"]] for p in read) / len(read)
-    return PassageTruth(shares, sum(len(v) for v in by_q.values()))
+    return shares
