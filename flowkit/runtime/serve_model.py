@@ -12,6 +12,10 @@ is answered 400 with an OpenAI-shaped JSON error (the library answers 500 with a
 takes NaN or a negative `max_tokens`). This server, not the model worker's HTTP
 surface, because clients of an external server expect the whole OpenAI API (streaming, several
 messages) and the server engines' tests compare against llama-cpp-python's own routes.
+
+With `parallel` N > 1, chat completions are batched over N slots (`batch_engine`, `batch_routes`:
+continuous batching, one `llama_decode` a step for every active slot); every answer carries
+`x-flowkit-parallel: N`.
 """
 from __future__ import annotations
 
@@ -48,6 +52,7 @@ class ServeSettings:
     extra_bufts: str = "auto"     # auto | on | off, as the `llm.extra_bufts` setting
     model_alias: str = ""         # the name /v1/models reports; '' = the file's name
     api_key: str = ""             # a bearer token clients must send; '' = none
+    parallel: int = 1             # slots batched together (batch_engine); 1 = one at a time
 
 
 def resolve(model_path: str) -> Path:
@@ -208,6 +213,7 @@ def create_app(settings: ServeSettings) -> tuple[Any, amx.Decision]:
                             "pip install 'llama-cpp-python[server]'") from err
     path = resolve(settings.model_path)
     decided: list[amx.Decision] = []
+    loaded: list[Any] = []
     library_load = server_model.LlamaProxy.load_llama_from_model_settings
 
     class DecidedProxy(server_model.LlamaProxy):
@@ -218,6 +224,7 @@ def create_app(settings: ServeSettings) -> tuple[Any, amx.Decision]:
             llama, decision = load_gguf(model.model, settings.extra_bufts,
                                         lambda: library_load(model))
             decided.append(decision)
+            loaded.append(llama)
             return llama
 
     threads: dict[str, Any] = ({"n_threads": settings.n_threads,
@@ -238,7 +245,12 @@ def create_app(settings: ServeSettings) -> tuple[Any, amx.Decision]:
               "/extras/tokenize": api.TokenizeInputRequest,
               "/extras/tokenize/count": api.TokenizeInputRequest,
               "/extras/detokenize": api.DetokenizeInputRequest}
-    return (ValidatedRequests(app, routes, api_key=settings.api_key, n_ctx=settings.n_ctx),
+    from .batch_engine import BatchEngine
+    from .batch_routes import BatchedChat
+    engine = (BatchEngine(loaded[-1], settings.parallel, settings.n_ctx)
+              if settings.parallel > 1 else None)
+    batched = BatchedChat(app, engine, api.CreateChatCompletionRequest)
+    return (ValidatedRequests(batched, routes, api_key=settings.api_key, n_ctx=settings.n_ctx),
             decided[-1])
 
 

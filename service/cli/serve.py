@@ -14,6 +14,8 @@ from . import common
 #: The context sizes serve-model takes (llama.cpp needs room for a prompt; 1M is beyond any
 #: packaged model).
 MIN_N_CTX, MAX_N_CTX = 64, 1_048_576
+#: The most slots `--parallel` takes (as flowkit.runtime.batch_engine.MAX_PARALLEL).
+MAX_PARALLEL = 64
 
 
 def cmd_serve_model(args: argparse.Namespace) -> int:
@@ -23,13 +25,15 @@ def cmd_serve_model(args: argparse.Namespace) -> int:
     settings = ServeSettings(model_path=args.model, host=args.host, port=args.port,
                              n_ctx=args.n_ctx, seed=args.seed, n_threads=args.n_threads,
                              n_gpu_layers=args.n_gpu_layers, extra_bufts=args.extra_bufts,
-                             model_alias=args.model_alias, api_key=args.api_key)
+                             model_alias=args.model_alias, api_key=args.api_key,
+                             parallel=args.parallel)
 
     def ready(decision: amx.Decision) -> None:
         state = "on" if decision.use else "off"
+        slots = f", {settings.parallel} parallel slots" if settings.parallel > 1 else ""
         common.err.print(f"serving {settings.model_path or 'the default model'} on "
                          f"http://{settings.host}:{settings.port}/v1 (extra buffer types {state}: "
-                         f"{decision.reason})")
+                         f"{decision.reason}{slots})")
 
     serve(settings, on_ready=ready)
     return 0
@@ -131,6 +135,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="llama.cpp extra buffer types (AMX): auto decides by probing this CPU")
     s.add_argument("--model-alias", default="", help="the model name /v1/models reports")
     s.add_argument("--api-key", default="", help="a bearer token every request must carry")
+    s.add_argument("--parallel", type=common.int_between(1, MAX_PARALLEL), default=1,
+                   help=f"chat completions decoded together in one batch (1 to {MAX_PARALLEL}; "
+                   "1: one at a time). Each slot has --n-ctx tokens; requests with penalties, "
+                   "tools or grammars are still served one at a time")
     s.set_defaults(fn=cmd_serve_model)
 
     s = sub.add_parser("doctor", help="the device (GPU layers offloaded, batch, prefix reuse) and "

@@ -1,0 +1,167 @@
+"""The model side of `flowkit serve-model --parallel N`: one llama.cpp context with N sequences on
+the model the serial server loaded, the chat prompt built as the serial server builds it, and the
+thread that runs the slot scheduler (`batch_slots.Scheduler`).
+
+The context copies the serial `Llama`'s context parameters (threads, batch sizes, attention and
+cache types) with `n_seq_max = N`, the KV cache split per sequence (`kv_unified` off) and N times
+`--n-ctx` tokens, so every slot has `--n-ctx` tokens of context, as the serial server has. A prompt
+is evaluated alone in its slot, in `n_batch` blocks with logits on each block's last token (as
+`Llama.eval` does); decoding then feeds one token a slot, all active slots in one `llama_decode`."""
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import ResourceError
+from .batch_sampling import Logits
+from .batch_slots import Job, Scheduler
+
+#: the most slots `--parallel` takes
+MAX_PARALLEL = 64
+
+
+class LlamaSlots:
+    """`n_slots` sequences of `n_ctx` tokens each in one new context on `llama`'s model."""
+
+    def __init__(self, llama: Any, n_slots: int, n_ctx: int) -> None:
+        import llama_cpp as lc
+        self._lc, self._llama = lc, llama
+        params = type(llama.context_params).from_buffer_copy(llama.context_params)
+        params.n_ctx = n_ctx * n_slots
+        params.n_seq_max = n_slots
+        params.kv_unified = False
+        self.n_batch = int(params.n_batch)
+        ctx = lc.llama_init_from_model(llama.model, params)
+        if not ctx:
+            raise ResourceError(f"llama.cpp could not make a context of {n_slots} slots x {n_ctx} "
+                                "tokens (out of memory? lower --parallel or --n-ctx)")
+        self._ctx = ctx
+        self._memory = lc.llama_get_memory(ctx)
+        self._vocab = llama._model.vocab
+        self.n_vocab = int(llama.n_vocab())
+        self.n_slots = n_slots
+        self.n_ctx = min(n_ctx, int(lc.llama_n_ctx_seq(ctx)))
+        self._batch = lc.llama_batch_init(max(self.n_batch, n_slots), 0, 1)
+        self._closed = False
+
+    def prefill(self, seq: int, tokens: Sequence[int]) -> Logits:
+        """Evaluate `tokens` into sequence `seq` in `n_batch` blocks; the last token's logits."""
+        for start in range(0, len(tokens), self.n_batch):
+            block = tokens[start:start + self.n_batch]
+            self._fill([(seq, token, start + i) for i, token in enumerate(block)],
+                       last_only=True)
+            self._decode()
+        return self._row(len(tokens[(len(tokens) - 1) // self.n_batch * self.n_batch:]) - 1)
+
+    def decode(self, steps: Sequence[tuple[int, int, int]]) -> list[Logits]:
+        """One token for each (sequence, token, position), in one batch; a row of logits each."""
+        self._fill(steps, last_only=False)
+        self._decode()
+        return [self._row(i) for i in range(len(steps))]
+
+    def forget(self, seq: int) -> None:
+        """Remove sequence `seq` from the KV cache."""
+        self._lc.llama_memory_seq_rm(self._memory, seq, -1, -1)
+
+    def piece(self, token: int) -> bytes:
+        """The token's text (special tokens as nothing, as `Llama.detokenize`)."""
+        return bytes(self._llama._model.detokenize([token]))
+
+    def is_end(self, token: int) -> bool:
+        """End of generation (llama.cpp's `llama_vocab_is_eog`)."""
+        return bool(self._lc.llama_vocab_is_eog(self._vocab, token))
+
+    def close(self) -> None:
+        """Free the batch and the context."""
+        if not self._closed:
+            self._closed = True
+            self._lc.llama_batch_free(self._batch)
+            self._lc.llama_free(self._ctx)
+
+    def _fill(self, steps: Sequence[tuple[int, int, int]], *, last_only: bool) -> None:
+        batch = self._batch
+        batch.n_tokens = len(steps)
+        for i, (seq, token, pos) in enumerate(steps):
+            batch.token[i] = token
+            batch.pos[i] = pos
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = seq
+            batch.logits[i] = not last_only or i == len(steps) - 1
+
+    def _decode(self) -> None:
+        code = self._lc.llama_decode(self._ctx, self._batch)
+        if code != 0:
+            raise RuntimeError(f"llama_decode returned {code} (1: no room in the KV cache)")
+
+    def _row(self, i: int) -> Logits:
+        ptr = self._lc.llama_get_logits_ith(self._ctx, i)
+        row: Logits = np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float)),
+                                            shape=(self.n_vocab,)).copy()
+        return row
+
+
+class _Captured(Exception):
+    """Carries what a chat handler would hand to `create_completion`."""
+
+    def __init__(self, prompt: list[int], stop: list[str]) -> None:
+        super().__init__("captured")
+        self.prompt, self.stop = prompt, stop
+
+
+class _CaptureCompletion:
+    """`llama` for a chat handler, but `create_completion` hands back its prompt and stop."""
+
+    def __init__(self, llama: Any) -> None:
+        self._llama = llama
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llama, name)
+
+    def create_completion(self, *, prompt: list[int], stop: Any = None, **_: Any) -> Any:
+        stops = [] if stop is None else [stop] if isinstance(stop, str) else list(stop)
+        raise _Captured(list(prompt), [str(s) for s in stops])
+
+
+def chat_prompt(llama: Any, messages: list[Any],
+                stop: str | list[str] | None) -> tuple[list[int], list[str]]:
+    """The prompt tokens and stop strings `llama.create_chat_completion` would generate from:
+    the same chat handler (the GGUF's template, or the format llama-cpp-python recognised)
+    renders and tokenizes, and its call to `create_completion` is caught. ValueError when the
+    template refuses the messages."""
+    from llama_cpp import llama_chat_format
+    handler: Any = (llama.chat_handler or llama._chat_handlers.get(llama.chat_format)
+               or llama_chat_format.get_chat_completion_handler(llama.chat_format))
+    try:
+        handler(llama=_CaptureCompletion(llama), messages=messages, stop=stop)
+    except _Captured as got:
+        return got.prompt, got.stop
+    raise ValueError("the chat handler did not call create_completion")   # pragma: no cover
+
+
+class BatchEngine:
+    """The scheduler on its own thread over a `LlamaSlots` on the serial server's `llama`."""
+
+    def __init__(self, llama: Any, parallel: int, n_ctx: int) -> None:
+        if not 1 < parallel <= MAX_PARALLEL:
+            raise ValueError(f"parallel must be 2..{MAX_PARALLEL}, not {parallel}")
+        self.llama = llama
+        self.slots = LlamaSlots(llama, parallel, n_ctx)
+        self.scheduler = Scheduler(self.slots)
+        self.parallel, self.n_ctx = parallel, self.slots.n_ctx
+        self._thread = threading.Thread(target=self.scheduler.run, name="flowkit-batch-decode",
+                                        daemon=True)
+        self._thread.start()
+
+    def submit(self, job: Job) -> None:
+        """Queue a job (PromptTooLong when it cannot fit a slot)."""
+        self.scheduler.submit(job)
+
+    def close(self) -> None:
+        """Stop the decode thread and free the context."""
+        self.scheduler.stop()
+        self._thread.join(timeout=60)
+        self.slots.close()

@@ -1,0 +1,76 @@
+"""How `flowkit serve-model --parallel N` picks each token from a slot's logits, and the
+log-probabilities it reports.
+
+At temperature 0 the pick is the argmax (the first of equal maxima, as llama.cpp's greedy sampler).
+Above 0 it is seeded sampling in llama-cpp-python's order: top-k, then top-p, then min-p, then the
+temperature, then a draw from a random generator seeded with the request's `seed`. The same request
+draws the same tokens from the same logits every time, but not the tokens the serial server
+(`--parallel 1`) draws: llama.cpp's sampler uses another random generator."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+Logits = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """A request's sampling numbers (the OpenAI / llama-cpp-python names)."""
+
+    temperature: float = 0.0
+    top_k: int = 40
+    top_p: float = 0.95
+    min_p: float = 0.05
+    seed: int = 42
+    top_logprobs: int | None = None     # None: no log-probabilities; n: the pick's and n best
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token's log-probability and the best alternatives'."""
+
+    token: bytes
+    logprob: float
+    top: tuple[tuple[int, float], ...]   # (token id, log-probability), best first
+
+
+def choose(logits: Logits, sampling: Sampling, rng: np.random.Generator) -> int:
+    """The token to generate next from `logits` (one row, the vocabulary's size)."""
+    if sampling.temperature <= 0:
+        return int(np.argmax(logits))
+    order = np.argsort(-logits, kind="stable")
+    if sampling.top_k > 0:
+        order = order[:sampling.top_k]
+    kept = logits[order].astype(np.float64)
+    probs = _softmax(kept)
+    if sampling.top_p < 1.0:
+        enough = int(np.searchsorted(np.cumsum(probs), sampling.top_p)) + 1
+        order, kept = order[:enough], kept[:enough]
+    if sampling.min_p > 0.0:
+        keep = kept >= kept[0] + np.log(sampling.min_p)
+        order, kept = order[keep], kept[keep]
+    probs = _softmax(kept / sampling.temperature)
+    return int(order[int(rng.choice(len(order), p=probs))])
+
+
+def log_probs(logits: Logits, token: int, top: int) -> tuple[float, tuple[tuple[int, float], ...]]:
+    """`token`'s log-probability under `logits` and the `top` most likely tokens' (best first)."""
+    row = logits.astype(np.float64)
+    shifted = row - row.max()
+    lse = np.log(np.exp(shifted).sum())
+    logp = shifted - lse
+    best: tuple[tuple[int, float], ...] = ()
+    if top > 0:
+        ids = np.argpartition(-logp, min(top, len(logp) - 1))[:top]
+        ids = ids[np.argsort(-logp[ids], kind="stable")]
+        best = tuple((int(i), float(logp[i])) for i in ids)
+    return float(logp[token]), best
+
+
+def _softmax(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    e = np.exp(x - x.max())
+    out: npt.NDArray[np.float64] = e / e.sum()
+    return out

@@ -1,0 +1,264 @@
+"""The slot scheduler of `flowkit serve-model --parallel N` (continuous batching).
+
+N slots share one model context, one sequence each. One thread (`Scheduler.run`) repeats a step:
+1. a request whose client went away (`Job.cancel`) leaves its slot, or the queue, and the slot's
+   sequence is removed from the model's memory;
+2. queued requests are admitted into free slots, first come first served; each one's prompt is
+   evaluated alone (`SlotModel.prefill`, in the same batches a fresh serial call uses) and its first
+   token picked;
+3. every active slot's last token goes into one batch (`SlotModel.decode`: one token a slot) and
+   each slot's next token is picked from its row of logits.
+A slot finishes as llama-cpp-python's `create_completion` finishes: an end-of-generation token
+('stop', not counted), a stop string in the text (the text cut before the first of the request's
+stop strings found, in the request's order; 'stop'), `max_tokens` tokens or the slot's context full
+('length'). Its slot is then free for the next request in the queue.
+
+`SlotModel` is the model side (`batch_engine.LlamaSlots`, or a fake in the tests). Results go to
+each job's `emit` (called on the scheduler's thread): `Piece` (text that no stop string can still
+take back), then `Done` or `Failed`."""
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from .batch_sampling import Logits, Sampling, TokenLogprob, choose, log_probs
+
+
+class SlotModel(Protocol):
+    """One model context with `n_slots` sequences of `n_ctx` tokens each."""
+
+    n_slots: int
+    n_ctx: int
+
+    def prefill(self, seq: int, tokens: Sequence[int]) -> Logits:
+        """Evaluate a prompt into sequence `seq` (empty before); the last token's logits."""
+
+    def decode(self, steps: Sequence[tuple[int, int, int]]) -> list[Logits]:
+        """Evaluate one (sequence, token, position) per active slot in one batch; their logits."""
+
+    def forget(self, seq: int) -> None:
+        """Remove sequence `seq` from the model's memory."""
+
+    def piece(self, token: int) -> bytes:
+        """The text of one generated token."""
+
+    def is_end(self, token: int) -> bool:
+        """Whether `token` ends generation (end of sequence, end of turn)."""
+
+
+@dataclass(frozen=True)
+class Piece:
+    """More of the text: it follows the pieces before it."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Done:
+    """The whole completion."""
+
+    text: str
+    finish_reason: str            # 'stop' | 'length'
+    prompt_tokens: int
+    completion_tokens: int
+    logprobs: tuple[TokenLogprob, ...] | None
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The model failed while this request was in a slot (the request is not retried)."""
+
+    message: str
+
+
+Event = Piece | Done | Failed
+
+
+class PromptTooLong(ValueError):
+    """A prompt that does not fit one slot's context (a 400 for the client)."""
+
+    def __init__(self, prompt_tokens: int, n_ctx: int) -> None:
+        super().__init__(f"Requested tokens ({prompt_tokens}) exceed context window of {n_ctx} "
+                         "(one slot's context: --n-ctx)")
+        self.prompt_tokens, self.n_ctx = prompt_tokens, n_ctx
+
+
+@dataclass
+class Job:
+    """One completion request: its prompt's tokens and how to generate."""
+
+    tokens: list[int]
+    emit: Callable[[Event], None]
+    max_tokens: int | None = None         # None or <= 0: up to the slot's context
+    stop: Sequence[str] = ()
+    sampling: Sampling = field(default_factory=Sampling)
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+    def cancel(self) -> None:
+        """The client went away: leave the queue or the slot at the next step."""
+        self.cancelled.set()
+
+
+@dataclass
+class _Slot:
+    seq: int
+    job: Job
+    limit: int                      # the most tokens this job may generate
+    rng: np.random.Generator
+    stops: list[bytes]
+    hold: int                       # bytes kept back while a stop string could still complete
+    tokens: list[int] = field(default_factory=list)
+    data: bytes = b""
+    sent: int = 0                   # bytes of `data` already handed out as pieces
+    pending: int = -1               # the token to feed at the next decode step
+    logprobs: list[TokenLogprob] = field(default_factory=list)
+
+    @property
+    def position(self) -> int:
+        return len(self.job.tokens) + len(self.tokens) - 1
+
+
+class Scheduler:
+    """Continuous batching over `model`'s slots; `submit` from any thread, `run` on one."""
+
+    def __init__(self, model: SlotModel) -> None:
+        self.model = model
+        self._slots: list[_Slot | None] = [None] * model.n_slots
+        self._queue: deque[Job] = deque()
+        self._cond = threading.Condition()
+        self._stopped = False
+
+    def submit(self, job: Job) -> None:
+        """Queue `job`; PromptTooLong when its prompt leaves no room in a slot's context."""
+        if not job.tokens or len(job.tokens) >= self.model.n_ctx:
+            raise PromptTooLong(len(job.tokens), self.model.n_ctx)
+        with self._cond:
+            self._queue.append(job)
+            self._cond.notify()
+
+    def load(self) -> tuple[int, int]:
+        """(active slots, queued requests) now."""
+        with self._cond:
+            return sum(s is not None for s in self._slots), len(self._queue)
+
+    def stop(self) -> None:
+        """Make `run` return after its current step."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+
+    def run(self) -> None:
+        """Step until `stop`, sleeping while there is nothing to do."""
+        while True:
+            with self._cond:
+                while not self._stopped and not self._queue and \
+                        all(s is None for s in self._slots):
+                    self._cond.wait()
+                if self._stopped:
+                    return
+            self.step()
+
+    def step(self) -> None:
+        """One round: drop the cancelled, admit into free slots, decode one token a slot."""
+        with self._cond:
+            self._queue = deque(j for j in self._queue if not j.cancelled.is_set())
+        for slot in self._active():
+            if slot.job.cancelled.is_set():
+                self._free(slot)
+        for index, current in enumerate(self._slots):
+            if current is not None:
+                continue
+            with self._cond:
+                job = self._queue.popleft() if self._queue else None
+            if job is None:
+                break
+            self._admit(index, job)
+        active = [s for s in self._active() if s.pending >= 0]
+        if not active:
+            return
+        try:
+            rows = self.model.decode([(s.seq, s.pending, s.position) for s in active])
+        except Exception as err:            # noqa: BLE001 - every waiting client must hear of it
+            for slot in active:
+                self._fail(slot, err)
+            return
+        for slot, row in zip(active, rows):
+            self._take(slot, row)
+
+    def _active(self) -> list[_Slot]:
+        return [s for s in self._slots if s is not None]
+
+    def _admit(self, index: int, job: Job) -> None:
+        n_prompt = len(job.tokens)
+        room = self.model.n_ctx - n_prompt
+        limit = room if job.max_tokens is None or job.max_tokens <= 0 else \
+            min(job.max_tokens, room)
+        stops = [s.encode("utf-8") for s in job.stop if s]
+        slot = _Slot(seq=index, job=job, limit=limit, stops=stops,
+                     rng=np.random.default_rng(job.sampling.seed),
+                     hold=max((len(s) for s in stops), default=1) - 1)
+        self._slots[index] = slot
+        try:
+            row = self.model.prefill(index, job.tokens)
+        except Exception as err:            # noqa: BLE001 - the client must hear of it
+            self._fail(slot, err)
+            return
+        self._take(slot, row)
+
+    def _take(self, slot: _Slot, row: Logits) -> None:
+        """Pick the slot's next token from `row` and finish the slot or keep it going."""
+        job = slot.job
+        token = choose(row, job.sampling, slot.rng)
+        if self.model.is_end(token):
+            self._finish(slot, "stop", slot.data)
+            return
+        slot.tokens.append(token)
+        piece = self.model.piece(token)
+        slot.data += piece
+        if job.sampling.top_logprobs is not None:
+            logprob, top = log_probs(row, token, job.sampling.top_logprobs)
+            slot.logprobs.append(TokenLogprob(piece, logprob, top))
+        for stop in slot.stops:
+            if stop in slot.data:
+                self._finish(slot, "stop", slot.data[:slot.data.index(stop)])
+                return
+        if len(slot.tokens) >= slot.limit or slot.position + 1 >= self.model.n_ctx:
+            self._finish(slot, "length", slot.data)
+            return
+        slot.pending = token
+        ready = _whole_chars(slot.data, len(slot.data) - slot.hold)
+        if ready > slot.sent:
+            job.emit(Piece(slot.data[slot.sent:ready].decode("utf-8", "ignore")))
+            slot.sent = ready
+
+    def _finish(self, slot: _Slot, reason: str, data: bytes) -> None:
+        job = slot.job
+        self._free(slot)
+        job.emit(Done(data.decode("utf-8", "ignore"), reason, len(job.tokens), len(slot.tokens),
+                      tuple(slot.logprobs) if job.sampling.top_logprobs is not None else None))
+
+    def _fail(self, slot: _Slot, err: Exception) -> None:
+        self._free(slot)
+        slot.job.emit(Failed(f"the model failed in slot {slot.seq}: {err}"))
+
+    def _free(self, slot: _Slot) -> None:
+        self._slots[slot.seq] = None
+        self.model.forget(slot.seq)
+
+
+def _whole_chars(data: bytes, end: int) -> int:
+    """`end` moved back, if need be, so that data[:end] does not end inside a UTF-8 character."""
+    end = max(0, min(end, len(data)))
+    for back in range(1, min(4, end) + 1):
+        byte = data[end - back]
+        if byte < 0x80:
+            return end                               # ASCII: nothing cut
+        if byte >= 0xC0:                             # a lead byte: is its character whole?
+            need = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            return end if back >= need else end - back
+    return end
