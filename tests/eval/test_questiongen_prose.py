@@ -85,3 +85,53 @@ def test_singles_come_in_rounds_so_a_small_base_gives_more_than_one_a_passage():
     got = list(C.singles(ps))
     assert [c.passages[0].chunk_id for c in got] == ["d0#0", "d1#0", "d2#0"] * 2
     assert len(list(C.singles(ps, per_passage=1))) == 3
+
+
+def facts_of(title: str, text: str) -> dict[str, str]:
+    return {f.question: f.answer for f in C._facts(C.Passage("d#0", "d", title, text))}
+
+
+def test_a_thing_named_only_as_the_film_or_the_series_is_not_asked_about():
+    # read in 50 generated NQ questions: 'The series was produced by whom?', 'The regular season
+    # began on what date ...?', 'The film screened at ... on what date?'
+    got = facts_of("Harbour Lights (TV series)",
+                   "Harbour Lights is a drama about a lighthouse keeper and her three sons. The "
+                   "series was produced by Corren Pictures in the north. The film screened at "
+                   "the Osterhavn Festival on May 3, 1988, before its release.")
+    assert not any(q.startswith(("The series", "The film")) for q in got), got
+    assert not any("the series" in q or "the film" in q for q in got), got
+    assert P.leans_on_context("Principal photography began on what date, in Lisby?")
+    assert not P.leans_on_context("Who directed the film Harbour Lights in 1988?")
+    assert P.bare_answer("The Monarchy") and not P.bare_answer("The Habsburg Monarchy")
+
+
+def test_a_capitalized_ed_word_is_not_the_verb():
+    # 'United' ended a subject 'Article Two of the' (read in a generated question)
+    got = asked("Article Nine of the United Charter establishes the council of the six "
+                "islands for every member.")
+    assert "Article Nine of the" not in got.values()
+
+
+def test_a_second_clause_without_a_comma_gives_nothing():
+    assert asked("The Upper Assembly has a Speaker and a Clerk and the Lower Council has a "
+                 "Chairman and a Deputy.") == {}
+
+
+def test_a_passage_person_named_by_surname_is_who():
+    got = {f.question: f.answer for f in P.passage_facts(
+        "Oda Lenning", "Oda Lenning was a surveyor of the northern reefs. Lenning died on 3 "
+                       "May 1901 from a fever caught on the last survey of the reefs.")}
+    assert "Who died on 3 May 1901 from a fever caught on the last survey of the reefs?" in got
+
+
+def test_a_bridge_goes_through_a_whole_name_only():
+    song = C.Passage("s#0", "s", "Lantern (song)", "Lantern is a song by the band Velt from "
+                                                    "their album Night Ferries, released in 1999.")
+    game = C.Passage("g#0", "g", "Tide Runner", "Tide Runner is a game developed by Lantern "
+                                                 "Studios North and released in 2004.")
+    by_first = {"Lantern": ["Lantern"], "Tide": ["Tide Runner"]}
+    assert "Lantern" not in C._mentions(game.text, by_first)
+    assert C._mentions("It was developed by Lantern and released in 2004.", by_first) == \
+        ["Lantern"]
+    assert not any("developer of Tide Runner" in c.question
+                   for c in C.bridges([song, game], 0))

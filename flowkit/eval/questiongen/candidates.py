@@ -93,7 +93,7 @@ def _facts(p: Passage) -> list[F.Fact]:
     out = F.single_facts(p.name, p.text)
     asked = {f.question for f in out}
     out += [f for f in P.passage_facts(p.name, p.text) if f.question not in asked]
-    return out
+    return [f for f in out if not P.leans_on_context(f.question) and not P.bare_answer(f.answer)]
 
 
 def _title_index(passages: Sequence[Passage]) -> dict[str, Passage]:
@@ -133,11 +133,13 @@ def _bridge_description(a: Passage, sentence: str, entity: str) -> str | None:
 
 
 def _mentions(sentence: str, by_first: dict[str, list[str]]) -> list[str]:
-    """Titles written in `sentence`, longest first (looked up by their first word)."""
+    """Titles written whole in `sentence`, longest first (looked up by their first word): not
+    the start of a longer name ('Rockstar' in 'developed by Rockstar San Diego' is not the song
+    'Rockstar': a bridge through it asked for 'the developer of Red Dead Redemption')."""
     found: set[str] = set()
     for w in set(re.findall(r"[\w'.&-]+", sentence)):
         for name in by_first.get(w, ()):
-            if name in sentence:
+            if re.search(rf"(?<![\w'-]){re.escape(name)}(?![\w'-])(?!\s+[A-Z0-9])", sentence):
                 found.add(name)
     return sorted(found, key=lambda n: (-len(n), n))
 

@@ -34,8 +34,30 @@ _AGENT_VERBS = {"led", "said", "wrote", "joined", "declared", "married", "ruled"
                 "introduced", "described", "discovered", "invented", "developed", "designed", "died",
                 "lived", "worked", "studied", "taught", "retired"}
 #: a second clause with its own subject: 'X is the largest island, and Y is the smallest'
-_SECOND_CLAUSE = re.compile(r",\s+(?:and|but|while|whereas|so)\s+(?:[A-Z][\w'’-]*\s+)+"
-                            r"(?:is|are|was|were|has|had)\b")
+_SECOND_CLAUSE = re.compile(r"(?:,\s+|\s)(?:and|but|while|whereas|so)\s+(?:the\s+)?"
+                            r"(?:[A-Z][\w'’-]*\s+)+(?:is|are|was|were|has|had|have)\b")
+#: a thing the question names only as 'the film', 'the song' ...: known from the sentence before
+#: ('The series was produced by whom?', 'Principal photography began on what date, in Welch?')
+_BARE_THING = re.compile(r"\b[Tt]he\s+(?:film|song|series|album|book|novel|show|season|"
+                         r"regular season|game|episode|video|single|play|manga|story|team|band|"
+                         r"group|company|project|work|movie|programme|program|character|"
+                         r"monarchy|empire|town|city|village|island)\b(?!\s+(?:[A-Z0-9\"']|of\b))")
+_FILM_TERMS = re.compile(r"^(?:Principal photography|Filming|Production|Shooting|Recording)\b")
+
+
+def bare_answer(answer: str) -> bool:
+    """Whether an answer is only 'The Monarchy', 'The film': a thing the passage had named
+    before, not its name."""
+    toks = answer.split()
+    return len(toks) == 2 and toks[0].lower() == "the" and bool(
+        _BARE_THING.fullmatch(f"the {toks[1].lower()}"))
+
+
+def leans_on_context(question: str) -> bool:
+    """Whether a question names what it asks about only as something the passage's reader
+    already knows ('the film', 'The series', 'Principal photography began ...'): asked alone,
+    it has no one answer. A name after it ('the film Jaws', 'the series of ...') is fine."""
+    return bool(_BARE_THING.search(question) or _FILM_TERMS.search(question))
 #: first words that lean on another sentence, or quantify rather than name
 _LEANING = {"this", "these", "those", "that", "such", "it", "its", "he", "she", "they", "his",
             "her", "their", "there", "some", "many", "most", "several", "various", "all", "each",
@@ -50,7 +72,10 @@ _PERSON_NOUNS = {"leader", "king", "queen", "ruler", "rulers", "founder", "autho
                  "man", "woman", "people", "writer", "poet", "composer", "scientist", "player",
                  "actor", "singer", "director", "participants", "soldiers", "mercenaries",
                  "mathematician", "inventor", "chief", "astronomer", "painter", "engineer",
-                 "merchant", "sculptor", "architect", "explorer", "lawyer", "teacher", "commander", "heir", "prince", "princess"}
+                 "merchant", "sculptor", "architect", "explorer", "lawyer", "teacher",
+                 "goldsmith", "blacksmith", "printer", "physician", "doctor", "nurse", "soldier",
+                 "officer", "priest", "monk", "farmer", "sailor", "pilot", "judge", "dancer",
+                 "surveyor", "navigator", "astronaut", "botanist", "chemist", "historian", "commander", "heir", "prince", "princess"}
 #: pronouns that, anywhere in the sentence, point outside it (possessives of the subject are fine)
 _OUTSIDE = {"he", "she", "it", "they", "this", "these", "those", "him", "them", "there"}
 _CENTURY = re.compile(r"\bthe\s+(\d{1,2}(?:st|nd|rd|th))(?:\s+and\s+(\d{1,2}(?:st|nd|rd|th)))?"
@@ -66,17 +91,19 @@ def passage_facts(title: str, text: str, max_sentences: int = 8) -> list[Fact]:
     out: list[Fact] = []
     for raw in sentences(text)[:max_sentences]:
         anchored = _anchor(raw, title, about_title) if 5 <= len(raw.split()) <= 40 else None
-        found = prose_facts(anchored or raw, context=f"{title}. {text}")
+        found = prose_facts(anchored or raw, context=f"{title}. {text}", title=title)
         if anchored is None and _stands_alone(" ".join(raw.split())):
             found += _sentence_facts(" ".join(raw.split()), title)   # its years, counts, names
         out.extend(f for f in found if not answer_in_question(f.question, f.answer))
     return out
 
 
-def prose_facts(sentence: str, context: str = "") -> list[Fact]:
+def prose_facts(sentence: str, context: str = "", title: str = "") -> list[Fact]:
     """The facts of one sentence that stands alone, most specific first (none if it leans on
     another sentence or is too short to ask about). `context` (the passage) tells a name that
-    starts a sentence from a common noun: a name is capitalized inside a sentence there too."""
+    starts a sentence from a common noun: a name is capitalized inside a sentence there too;
+    `title` (the passage's) makes a subject that is its last word a person ('Ledger died ...'
+    in 'Heath Ledger' asks 'Who died ...?')."""
     s = " ".join(sentence.split())
     if not _stands_alone(s):
         return []
@@ -84,7 +111,7 @@ def prose_facts(sentence: str, context: str = "") -> list[Fact]:
     century = _century(s)
     if century:
         out.append(century)
-    subj = _subject(s, context or s)
+    subj = _subject(s, context or s, title)
     if subj:
         out.append(subj)
     return out
@@ -108,13 +135,15 @@ def _century(s: str) -> Fact | None:
     return Fact(_ask(s, m.group(0), phrase, m.start()), answer, "century", s)
 
 
-def _subject(s: str, context: str) -> Fact | None:
+def _subject(s: str, context: str, title: str = "") -> Fact | None:
     """'X <verb> rest.' -> 'Who/What <verb> rest?' where X names something: a capitalized name
     (not only the sentence's first word), an acronym, or 'A/An <noun>' defined by 'is a/an/the'."""
     toks = s.rstrip(".!").split()
     for end in range(1, min(7, len(toks) - MIN_REST_WORDS)):
         if toks[end].endswith(","):
             return None                           # 'Isaac refused, so Richard ...': two clauses
+        if not toks[end][:1].islower():
+            continue                              # 'United' in 'Article Two of the United ...'
         verb = toks[end].lower()
         if verb not in _AUX and not (verb.endswith("ed") and len(verb) > 3) \
                 and verb not in _AGENT_VERBS:
@@ -123,13 +152,15 @@ def _subject(s: str, context: str) -> Fact | None:
         if any(re.search(r"[,;:()\"“”]", t) for t in span):
             return None
         rest = toks[end:]
-        if len(rest) > MAX_REST_WORDS or _SECOND_CLAUSE.search(" ".join(rest)):
+        if len(rest) > MAX_REST_WORDS or _SECOND_CLAUSE.search(" ".join(rest)) \
+                or ";" in " ".join(rest):
             return None
         if not _names_something(span, rest, context):
             if verb in _AUX:
                 return None                       # the verb, after a subject that names nothing
             continue                              # an adjective ('The United States ...')
-        wh = "Who" if _person(span, verb, rest) else "What"
+        surname = len(span) == 1 and len(title.split()) > 1 and title.split()[-1] == span[0]
+        wh = "Who" if surname or _person(span, verb, rest) else "What"
         q = f"{wh} {' '.join(rest)}"
         q = re.sub(r"\s+([,;:])", r"\1", q).rstrip(".!;:,") + "?"
         answer = " ".join(span)
@@ -159,8 +190,9 @@ def _names_something(span: list[str], rest: list[str], context: str) -> bool:
     """Whether the words before the verb name what the sentence is about, not a subject known
     only from a sentence before ('The film', 'The objective')."""
     first = span[0]
-    if first.lower().endswith(("ing", "ly")) and first not in ("King",):
-        return False                              # 'Having obtained ...', 'Closely related ...'
+    inside = re.search(rf"[a-z,;]\s+{re.escape(first)}\b", context) is not None
+    if first.lower().endswith(("ing", "ly")) and not inside:
+        return False                # 'Having obtained ...', 'Closely related ...'; not 'Lenning'
     later_caps = [t for t in span[1:] if t[:1].isupper() or t.isupper()]
     if first in ("The",):
         return bool(later_caps)                   # 'The complexity class P', 'The Normans'
@@ -170,7 +202,6 @@ def _names_something(span: list[str], rest: list[str], context: str) -> bool:
     if first[:1].isupper() and later_caps:
         return True                               # 'Guy de Lusignan', 'Fécamp Abbey'
     if first[:1].isupper() and len(span) == 1:    # 'Limassol', 'NP'; not 'Entry'
-        inside = re.search(rf"[a-z,;]\s+{re.escape(first)}\b", context)
-        return len(first) > 1 and (first.isupper() or inside is not None)
+        return len(first) > 1 and (first.isupper() or inside)
     # a bare plural defined: 'Decision problems are one of the central objects ...'
     return rest[0].lower() == "are" and rest[1].lower() in ("a", "an", "the", "one")
