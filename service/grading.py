@@ -76,9 +76,12 @@ def check(graders: list[str], model: str) -> None:
 
 def grade(ws: Workspace, eval_id: str, graders: list[str], *, model: str = "",
           on_progress: Callable[[int, int], None] | None = None,
-          should_stop: Callable[[], bool] | None = None) -> GradeOutcome:
+          should_stop: Callable[[], bool] | None = None,
+          models: ModelWorkspaces | None = None) -> GradeOutcome:
     """Grade every finished answer of evaluation `eval_id` with `graders` on `model` (default:
-    the workspace's). Answers graded before with the same grader and model are kept."""
+    the workspace's). Answers graded before with the same grader and model are kept. `models`
+    (a caller's, e.g. a search's) keeps a judge model loaded between calls; without it the model
+    is loaded here and closed at the end."""
     check(graders, model)
     repo = eval_repo(ws)
     plan = stored_plan(ws, eval_id)
@@ -90,7 +93,8 @@ def grade(ws: Workspace, eval_id: str, graders: list[str], *, model: str = "",
             if g.version == grader_version(g.grader)}      # an older prompt's verdict: again
     todo = [(flow, r) for flow, rs in rep.results.items() for r in rs if r.status == "ok"]
     out = GradeOutcome(label)
-    models = ModelWorkspaces(ws)
+    owned = models is None
+    models = models or ModelWorkspaces(ws)
     try:
         session: GradingSession | None = None
         for i, (flow, r) in enumerate(todo, 1):
@@ -121,7 +125,8 @@ def grade(ws: Workspace, eval_id: str, graders: list[str], *, model: str = "",
             if on_progress is not None:
                 on_progress(i, len(todo))
     finally:
-        models.close()
+        if owned:
+            models.close()
     return out
 
 

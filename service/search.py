@@ -362,8 +362,11 @@ def _judge(ws: Workspace, plan: SearchPlan, eid: str, cid: str, goal: Objective)
     """Grade the finished runs of evaluation `eid` not graded yet with the objective's judge and
     return its score per question of candidate `cid`; the judge's calls go to the budget's
     `judge_*` counts (never to the candidate's, never to the budget in calls). A judge model
-    other than the workspace's is loaded for each batch's grading (`grading.grade` closes it)."""
-    out = grading.grade(ws, eid, [goal.name], model=goal.judge_model)
+    other than the workspace's is loaded once, with the search's other models, and stays loaded
+    until the search ends."""
+    if plan.workspaces is None:
+        plan.workspaces = ModelWorkspaces(ws)
+    out = grading.grade(ws, eid, [goal.name], model=goal.judge_model, models=plan.workspaces)
     b = plan.state.budget
     b.judge_calls += out.calls
     b.judge_cached_calls += out.cached_calls

@@ -163,3 +163,32 @@ def test_search_command_names_the_judge_objective(world, fk):
     assert code == 2 and "cannot resume with --objective f1" in err, err
     code, _, err = fk(*args[:-1], "bleu", "--estimate")
     assert code == 2 and "invalid choice: 'bleu'" in err, err
+
+
+def test_a_judge_on_another_model_is_loaded_once_for_the_whole_search(world, monkeypatch):
+    """A judge model other than the workspace's used to be loaded again for every batch's
+    grading (grading.grade made and closed its own ModelWorkspaces); the search's own set of
+    model workspaces now keeps it loaded until the search ends."""
+    from service import grading, modelchoice
+    made: list[str] = []
+    closed: list[int] = []
+    real_get = modelchoice.ModelWorkspaces.get
+
+    def get(self, model):
+        if model in ("", modelchoice.DEFAULT):
+            return real_get(self, model)
+        if model not in self._made:
+            made.append(model)
+            self._made[model] = self.ws        # the judge runs on the scripted workspace
+        return self._made[model]
+
+    monkeypatch.setattr(modelchoice.ModelWorkspaces, "get", get)
+    monkeypatch.setattr(modelchoice.ModelWorkspaces, "close",
+                        lambda self: (closed.append(len(self._made)), self._made.clear()))
+    monkeypatch.setattr(grading, "check", lambda graders, model: None)
+    world.ws.resources.set_llm(judging_llm())
+    req = request(world, objective="groundedness", judge_model="other.gguf")
+    st = search.run(world.ws, search.prepare(world.ws, req))
+    assert st.phase == "done"
+    assert made == ["other.gguf"]              # loaded once, over every batch and confirmation
+    assert closed and closed[-1] == 1          # and closed with the search
