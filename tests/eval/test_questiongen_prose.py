@@ -135,3 +135,19 @@ def test_a_bridge_goes_through_a_whole_name_only():
         ["Lantern"]
     assert not any("developer of Tide Runner" in c.question
                    for c in C.bridges([song, game], 0))
+
+
+def test_more_faults_read_in_a_second_generated_set():
+    # 'The concept was developed by whom?', a sentence that starts with 'But', one cut short
+    assert P.leans_on_context("The concept was developed by whom?")
+    assert P.leans_on_context("The regular season began on what date?")
+    assert not P.leans_on_context("The customary law of Normandy was developed between what "
+                                  "centuries?")
+    assert not P.leans_on_context("The 2018 season of the Harbour League began on what date?")
+    assert P.leans_on_context("Training at the camp was led by whom, and a?")
+    got = facts_of("Harbour Titans", "Harbour Titans is a film about a school team. But after "
+                                     "hard training by Coach Orrin Vale, the team won in 1971.")
+    assert not any(q.startswith("But") for q in got), got
+    # a possessive names its owner elsewhere in the question: kept
+    assert not P.leans_on_context("Night Ferries was released on what date by the band's "
+                                  "label, Corren Records?")

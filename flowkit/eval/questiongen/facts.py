@@ -104,8 +104,9 @@ def _anchor(sentence: str, title: str, about_title: bool = True) -> str | None:
             s = _POSSESSIVE_START.sub(f"{title}'s ", s, count=1)
         return s if _about(s, title) else None
     first = s.split()[0] if s.split() else ""
-    if _PRONOUNS & set(words(s)) or not first[:1].isupper() or first in _STOP_TITLE:
-        return None
+    if _PRONOUNS & set(words(s)) or not first[:1].isupper() or first in _STOP_TITLE \
+            or first.lower().strip(",") in _DISCOURSE:
+        return None                        # 'But after forceful coaching by ...' leans back
     return s
 
 

@@ -41,7 +41,7 @@ _SECOND_CLAUSE = re.compile(r"(?:,\s+|\s)(?:and|but|while|whereas|so)\s+(?:the\s
 _BARE_THING = re.compile(r"\b[Tt]he\s+(?:film|song|series|album|book|novel|show|season|"
                          r"regular season|game|episode|video|single|play|manga|story|team|band|"
                          r"group|company|project|work|movie|programme|program|character|"
-                         r"monarchy|empire|town|city|village|island)\b(?!\s+(?:[A-Z0-9\"']|of\b))")
+                         r"monarchy|empire|town|city|village|island)\b(?!\s+(?:[A-Z0-9\"']|of\b)|['’]s\b)")
 _FILM_TERMS = re.compile(r"^(?:Principal photography|Filming|Production|Shooting|Recording)\b")
 
 
@@ -57,7 +57,29 @@ def leans_on_context(question: str) -> bool:
     """Whether a question names what it asks about only as something the passage's reader
     already knows ('the film', 'The series', 'Principal photography began ...'): asked alone,
     it has no one answer. A name after it ('the film Jaws', 'the series of ...') is fine."""
-    return bool(_BARE_THING.search(question) or _FILM_TERMS.search(question))
+    return bool(_BARE_THING.search(question) or _FILM_TERMS.search(question)
+                or _unnamed_subject(question) or _CUT_SHORT.search(question))
+
+
+#: a question that ends inside its sentence ('..., and a?'): the sentence was cut at an
+#: abbreviation
+_CUT_SHORT = re.compile(r"\b(?:a|an|the|of|and|or|to|in|by|with)\?$")
+_STOP_AT = _AUX | {"what", "whom", "who", "how", "which", "when", "where"}
+
+
+def _unnamed_subject(question: str) -> bool:
+    """'The concept was developed by whom?', 'The regular season began on what date ...?':
+    'The' and common nouns up to the verb or the question word, no name among them."""
+    toks = question.rstrip("?").split()
+    if len(toks) < 3 or toks[0] != "The" or not toks[1][:1].islower():
+        return False
+    for t in toks[1:]:
+        w = t.lower().strip(",'’\"")
+        if w in _STOP_AT or (w.endswith("ed") and len(w) > 3):
+            return True
+        if t[:1].isupper() or t[:1].isdigit():
+            return False
+    return True
 #: first words that lean on another sentence, or quantify rather than name
 _LEANING = {"this", "these", "those", "that", "such", "it", "its", "he", "she", "they", "his",
             "her", "their", "there", "some", "many", "most", "several", "various", "all", "each",
