@@ -95,6 +95,8 @@ def main() -> int:
               f"server parallel {n if parallel else 1}, cache off", flush=True)
         serial_s, serial = evaluate(ws, plan("serial"), 1)
         conc_s, conc = evaluate(ws, plan("conc"), n)
+        print(f"  so far: ratio concurrent / serial {conc_s / serial_s:.2f}, answers differing "
+              f"{len(differing(serial, conc))} of {len(serial)}", flush=True)
         again_s, again = evaluate(ws, plan("again"), 1)
         ws.close()
     load_after = os.getloadavg()[0]

@@ -182,10 +182,12 @@ def server_slots(llm: Any) -> int:
 
     The client's own concurrency (`flowkit eval --concurrency N`) is not part of the key: a
     one-slot server still computes one request at a time, so concurrency changes only the order
-    in which requests arrive. Measured against today's one-slot `flowkit serve-model` with
-    bench/concurrency.py (2 templates x 8 sample questions, cache off): see the README's figures;
-    where order changes an answer, it is the server's prompt reuse from the request before (which a
-    serial evaluation's key does not hold either), not concurrency."""
+    in which requests arrive. Measured with bench/concurrency.py (SmolLM2-135M, naive_rag and
+    rewrite_retrieve_read on 8 sample questions, cache off, 2 busy cores): serial vs
+    `--concurrency 4` differed on 0 of 16 answers against a one-slot `flowkit serve-model`, and
+    on 0 of 16 against `flowkit serve-model --parallel 4`. Few answers on one CPU prove little
+    for other kernels (GPU batches), so the slots stay in the key: a miss when the server changes
+    is cheap, a batched answer served as a serial one would silently mix the two."""
     ask = getattr(llm, "server_parallel", None)
     if not callable(ask):
         return 1
