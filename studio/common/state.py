@@ -159,6 +159,7 @@ class CompareKeys(Keys, prefix="compare"):
     KB_FOR: Key[str]                        # the question set KB was picked for
     NEW_KB: Key[str]
     LIMIT: Key[int]
+    CONCURRENCY: Key[int]                   # runs in flight (a model server in settings only)
     START: Key[bool]
     OPEN: Key[str]
     WAS_ACTIVE: Key[dict[str, bool]]

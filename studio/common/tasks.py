@@ -233,9 +233,11 @@ def last_job(jobs: JobManager, eval_id: str) -> Job | None:
 
 
 def submit_eval(jobs: JobManager, ws: Workspace, plan: EvalPlan, dataset: Dataset | None = None,
-                ingest_first: bool = False) -> str:
+                ingest_first: bool = False, concurrency: int = 1) -> str:
     """Queue the evaluation (or return the job already queued for it). With `ingest_first`, the
     dataset's corpus is ingested into the plan's knowledge base first when that one is empty.
+    `concurrency` > 1 keeps that many runs in flight against a model server in settings (with
+    the embedded model the runs go one after another, as `flowkit eval --concurrency` does).
 
     It runs in the job manager's one worker thread, after whatever was queued before it, so the
     model is never used by two threads. Every answer is stored as a run as it finishes; a
@@ -260,7 +262,8 @@ def submit_eval(jobs: JobManager, ws: Workspace, plan: EvalPlan, dataset: Datase
                           message=f"{p.describe()} · {p.flow} on question "
                                   f"{p.question_index + 1} ({p.status})")
 
-        out = evaluations.run(ws, plan, progress=on_progress, stop=report.cancel)
+        out = evaluations.run(ws, plan, progress=on_progress, stop=report.cancel,
+                              concurrency=concurrency)
         return {"eval_id": out.eval_id, "status": out.status, "ran": out.ran,
                 "skipped": out.skipped, "redone": out.redone,
                 "computed_calls": out.computed_calls, "cached_calls": out.cached_calls}

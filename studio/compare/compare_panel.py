@@ -115,6 +115,15 @@ def setup_form(ws: Workspace, repo: EvalRepo, jobs: JobManager) -> None:
         K.LIMIT.set(min(30, n))
     limit = st.number_input("Questions (the first N, file order)", min_value=1, max_value=n,
                             step=1, key=K.LIMIT)
+    concurrency = 1
+    if ws.resources.settings.llm.backend == "openai":     # a model server: it can batch
+        if not K.CONCURRENCY.held():
+            K.CONCURRENCY.set(1)
+        concurrency = int(st.number_input(
+            "Questions in flight", min_value=1, max_value=64, step=1, key=K.CONCURRENCY,
+            help="Runs sent to the model server at once (flowkit eval --concurrency): a server "
+                 "with parallel slots (flowkit serve-model --parallel N, llama.cpp's server, "
+                 "vLLM) answers them together. Answers, their order and resume are as with one."))
     if st.button("Run the comparison", type="primary", key=K.START,
                  disabled=len(refs) < cd.MIN_FLOWS):
         try:
@@ -122,7 +131,8 @@ def setup_form(ws: Workspace, repo: EvalRepo, jobs: JobManager) -> None:
             if not ingest_first:
                 ws.resources.kb(kb).require_ready()
             dataset = cd.load_dataset(repo, name)       # stores its questions (for resume)
-            tasks.submit_eval(jobs, ws, plan, dataset, ingest_first=ingest_first)
+            tasks.submit_eval(jobs, ws, plan, dataset, ingest_first=ingest_first,
+                              concurrency=concurrency)
         except FlowkitError as err:
             st.error(inert.escape(err))
         else:
