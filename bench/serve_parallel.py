@@ -9,6 +9,13 @@ Printed: each pass's wall time and completion tokens a second, the throughput ra
 serial; the median over rounds), the number of completions whose text differs between the two
 servers (and whether either server changed its own answers between rounds), and the load average.
 
+Measured on the 2-core build machine while other work ran (load average 4.5 to 9, this bench at
+nice 10), SmolLM2-135M Q4_1, --n-ctx 4096, max_tokens 64: the answer prompts are prefill-bound
+(17,584 prompt tokens to 630 completion tokens over 32 prompts), and the machine's load swung
+more than batching changes: 32 prompts, one round: ratio 0.53; 12 prompts, two rounds: 0.28 and
+1.30 (the same serial pass took 53 s, then 188 s). Completions that differ: 0 of 32, 0 of 12 in
+both rounds. Read the ratio on an idle machine before drawing anything from it.
+
 Usage: nice python bench/serve_parallel.py [--prompts 32] [--at-once 4] [--rounds 2]
                                            [--max-tokens 64] [--closed-book]
 """
