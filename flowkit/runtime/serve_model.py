@@ -48,7 +48,7 @@ class ServeSettings:
     n_ctx: int = 8192
     seed: int = 42
     n_threads: int = 0            # 0: llama-cpp-python's default
-    n_gpu_layers: int = 0
+    n_gpu_layers: int | None = None   # None: the device decides (-1 with a GPU, else 0)
     extra_bufts: str = "auto"     # auto | on | off, as the `llm.extra_bufts` setting
     model_alias: str = ""         # the name /v1/models reports; '' = the file's name
     api_key: str = ""             # a bearer token clients must send; '' = none
@@ -202,6 +202,15 @@ async def _send_error(send: Send, status: int, message: str, param: str | None,
     await send({"type": "http.response.body", "body": raw})
 
 
+def gpu_layers(requested: int | None) -> int:
+    """The layers the server puts on the GPU, decided as the studio's model decides them
+    (`device.plan`): every layer where this llama.cpp build can offload and a GPU is there, else
+    none; a number given wins, and a GPU number on a build that cannot offload is refused."""
+    from . import device
+    from .llm_contract import LLMSettings
+    return int(device.plan(LLMSettings(n_gpu_layers=requested), None).settings.n_gpu_layers or 0)
+
+
 def create_app(settings: ServeSettings) -> tuple[Any, amx.Decision]:
     """The server application with its model loaded (through `load_gguf`), and the AMX decision."""
     try:
@@ -212,6 +221,7 @@ def create_app(settings: ServeSettings) -> tuple[Any, amx.Decision]:
         raise ResourceError("llama-cpp-python's server is not installed: "
                             "pip install 'llama-cpp-python[server]'") from err
     path = resolve(settings.model_path)
+    layers = gpu_layers(settings.n_gpu_layers)
     decided: list[amx.Decision] = []
     loaded: list[Any] = []
     library_load = server_model.LlamaProxy.load_llama_from_model_settings
@@ -232,7 +242,7 @@ def create_app(settings: ServeSettings) -> tuple[Any, amx.Decision]:
                                if settings.n_threads > 0 else {})
     model = ModelSettings(model=str(path), model_alias=settings.model_alias or path.name,
                           n_ctx=settings.n_ctx, seed=settings.seed,
-                          n_gpu_layers=settings.n_gpu_layers, verbose=False, **threads)
+                          n_gpu_layers=layers, verbose=False, **threads)
     server = ServerSettings(host=settings.host, port=settings.port,
                             api_key=settings.api_key or None)
     server_app.LlamaProxy = DecidedProxy        # type: ignore[misc]  # what set_llama_proxy builds

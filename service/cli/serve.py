@@ -129,8 +129,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--seed", type=common.int_between(0, 2**32 - 1), default=42)
     s.add_argument("--n-threads", type=common.int_between(0, 1024), default=0,
                    help="0: half the cores")
-    s.add_argument("--n-gpu-layers", type=common.int_between(-1, 100_000), default=0,
-                   help="-1: every layer on the GPU")
+    s.add_argument("--n-gpu-layers", type=common.int_between(-1, 100_000), default=None,
+                   help="-1: every layer on the GPU; 0: none (default: every layer where this "
+                        "llama.cpp build and a GPU allow it, else none)")
     s.add_argument("--extra-bufts", choices=amx.EXTRA_BUFTS_CHOICES, default="auto",
                    help="llama.cpp extra buffer types (AMX): auto decides by probing this CPU")
     s.add_argument("--model-alias", default="", help="the model name /v1/models reports")

@@ -172,3 +172,22 @@ def test_a_version_this_flowkit_cannot_read_is_refused(tmp_path: Path, version: 
     with pytest.raises(ResourceError, match=words) as err:
         load_settings(tmp_path)
     assert "settings.json" in str(err.value)
+
+
+# ---- flowkit serve-model decides its GPU layers like the studio's model ---------------------
+def test_serve_model_gpu_layers_follow_the_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`serve-model` defaulted to 0 GPU layers: on a CUDA build it served from the CPU until the
+    user found --n-gpu-layers. Unset, it now follows the device; a number given wins."""
+    from flowkit.runtime.serve_model import gpu_layers
+    monkeypatch.setattr(device, "detect", lambda: H200)
+    assert gpu_layers(None) == -1 and gpu_layers(0) == 0 and gpu_layers(7) == 7
+    monkeypatch.setattr(device, "detect", lambda: CPU)
+    assert gpu_layers(None) == 0
+    with pytest.raises(ResourceError, match="cannot offload"):
+        gpu_layers(-1)
+
+
+def test_serve_model_cli_leaves_gpu_layers_to_the_device() -> None:
+    from service.cli import build_parser
+    assert build_parser().parse_args(["serve-model"]).n_gpu_layers is None
+    assert build_parser().parse_args(["serve-model", "--n-gpu-layers", "0"]).n_gpu_layers == 0
