@@ -23,13 +23,17 @@ pytestmark = [pytest.mark.real, pytest.mark.loads_model]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_tiny_evaluation_with_two_in_flight(llama_server_url: str, real_resources: Any) -> None:
+def test_tiny_evaluation_with_two_in_flight(llama_server_url: str, real_resources: Any,
+                                            tmp_path: Path) -> None:
+    # a data dir of its own: a second Workspace on the session's shared one (real_resources')
+    # left its sample knowledge base empty for every real test after it
+    from flowkit.ingest import ensure_sample
     settings = Settings(llm=LLMSettings(backend="openai", base_url=llama_server_url,
                                         model_name="default", n_ctx=4096),
                         completion_cache=False)
-    ws = Workspace(real_resources.data_dir, settings)
+    ws = Workspace(tmp_path, settings)
     ws.resources.set_embedder(real_resources.embedder)
-    ws.resources._store = real_resources.store          # one Chroma client for the data dir
+    ensure_sample(ws.resources)
     repo = EvalRepo(ws.store)
     ds = from_path(ROOT / "flowkit" / "sample_kb" / "questions.jsonl")
     repo.save_dataset(ds.name, ds.source, ds.questions)
