@@ -51,6 +51,8 @@ CODES: dict[str, str] = {
     "duplicate_key": "an object names the same key twice (JSON would silently keep the last)",
     "too_deep": "objects/arrays nest deeper than flowkit.spec.MAX_DEPTH",
     "non_finite_number": "NaN, Infinity or a number too large for a float",
+    "number_too_long": "a number written with more digits than flowkit.jsonread reads (an "
+                       "integer of thousands of digits would take seconds to parse)",
     "bad_text": "a text holds a lone surrogate (not valid Unicode, cannot be stored)",
     "string_too_long": "a text is longer than flowkit.spec.MAX_STRING characters",
     "too_many_nodes": "more nodes (or layout entries) than flowkit.spec.MAX_NODES",

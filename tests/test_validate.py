@@ -310,6 +310,13 @@ def test_non_finite_number():
     refused(b'{"name": "x", "limits": {"timeout_s": 1e999}}', "non_finite_number")
 
 
+def test_number_too_long():
+    # found by the fuzz test: the code was raised but missing from the documented codes
+    p = refused(b'{"name": "x", "limits": {"timeout_s": ' + b"9" * 5000 + b"}}",
+                "number_too_long")
+    assert "5,000 digits" in p.message
+
+
 def test_bad_text():
     doc = _template_doc()
     doc["description"] = "ok \ud800"
