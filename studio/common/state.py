@@ -312,18 +312,36 @@ def take_flow(state: MutableMapping[str, Any] | None = None) -> str | None:
     return RunKeys.FLOW_HANDOVER.pop(state)
 
 
+#: seconds a notice stays on the page after it is first shown, whatever reruns the page in
+#: between (the sidebar's rerun when the model is in came right after "Settings saved" and wiped
+#: it before anyone could read it: a whole-suite run's browser test saw nothing in half the runs)
+FLASH_S = 8.0
+
+
 def flash(key: str, text: str, kind: FlashKind = "success",
           state: MutableMapping[str, Any] | None = None) -> None:
     """Keep a notice for the page's next run (call before st.rerun())."""
-    _state(state)[key] = (kind, text)
+    _state(state)[key] = (kind, text, None)
 
 
-def show_flash(key: str, state: MutableMapping[str, Any] | None = None) -> str | None:
-    """Show the notice kept under `key` once (as literal text) and forget it; its text or None."""
-    value = _state(state).pop(key, None)
+def show_flash(key: str, state: MutableMapping[str, Any] | None = None,
+               now: Callable[[], float] | None = None) -> str | None:
+    """Show the notice kept under `key` (as literal text); its text or None. It is shown on
+    every run of the page for `FLASH_S` seconds after its first showing, then forgotten."""
+    import time
+    box = _state(state)
+    value = box.get(key)
     if not value:
         return None
-    kind, text = value if isinstance(value, tuple) else ("success", str(value))
+    if not isinstance(value, tuple):
+        value = ("success", str(value), None)
+    kind, text, first = (*value, None)[:3] if len(value) == 2 else value
+    t = (now or time.monotonic)()
+    if first is None:
+        box[key] = (kind, text, t)
+    elif t - first > FLASH_S:
+        box.pop(key, None)
+        return None
     getattr(st, kind)(inert.escape(text))
     return str(text)
 

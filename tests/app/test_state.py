@@ -173,3 +173,18 @@ def test_hand_over_run_keeps_the_drafts_breakpoints_for_the_run_page(went):
     assert st_state.take_flow(state) == "my_flow"
     assert st_state.take_breakpoints(state) == ["generate", "retrieve:after"]
     assert st_state.take_breakpoints(state) is None     # once
+
+
+def test_a_notice_outlives_the_reruns_right_after_it():
+    """'Settings saved' was shown once and forgotten; the sidebar's rerun when the model came in
+    wiped it at once. It now stays FLASH_S seconds after its first showing, then goes."""
+    from studio.common import state as S
+    box: dict = {}
+    clock = [100.0]
+    S.flash("n", "Settings saved.", state=box)
+    assert S.show_flash("n", box, now=lambda: clock[0]) == "Settings saved."
+    clock[0] += 2
+    assert S.show_flash("n", box, now=lambda: clock[0]) == "Settings saved."   # a rerun
+    clock[0] += S.FLASH_S
+    assert S.show_flash("n", box, now=lambda: clock[0]) is None
+    assert "n" not in box and S.show_flash("n", box) is None
