@@ -8,11 +8,16 @@ knowledge base), with the real default model:
 2. evaluate the flows on the generated set and on the first M gold questions (one evaluation each,
    paired within it);
 3. print each flow's F1 on both, the two rankings and Kendall's tau between them, and S generated
-   questions with their answers and passages, to read.
+   questions with their answers and passages, to read;
+4. the ceiling on that tau (with --gold-ref): the same flows on the next M gold questions (M+1 to
+   2M), and Kendall's tau between the two gold samples: how well one gold sample of M questions
+   predicts another. Each set's steadiness over random halves (median tau of 200 half splits) is
+   printed too; a generated set cannot agree with gold better than gold agrees with itself.
 
 Usage:
   python bench/generated_vs_gold.py --dataset hotpotqa_dev_500_ircotfmt --kb hotpot --n 100 \
-      --gold 100 [--flows naive_rag,advanced_linear,...] [--seed 0] [--show 20] [--data-dir DIR]
+      --gold 100 [--gold-ref] [--flows naive_rag,advanced_linear,...] [--seed 0] [--show 20]
+      [--data-dir DIR]
   (--flows "" generates and shows only.)
 """
 from __future__ import annotations
@@ -27,9 +32,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from flowkit.eval.datasets import shared_data_dir
 from flowkit.eval.questiongen.checks import REASONS
 from flowkit.eval.questiongen.generate import Request
-from flowkit.eval.ranking import kendall_tau, ranks
+from flowkit.eval.ranking import half_split_taus, kendall_tau, ranks
 from service import questiongen
 from service.cli import main as cli
 from service.workspace import Workspace
@@ -82,6 +88,8 @@ def main() -> int:
     ap.add_argument("--kb", default="hotpot")
     ap.add_argument("--n", type=int, default=100)
     ap.add_argument("--gold", type=int, default=100)
+    ap.add_argument("--gold-ref", action="store_true",
+                    help="also evaluate gold questions M+1..2M: tau between two gold samples")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--flows", default=",".join(EIGHT))
     ap.add_argument("--show", type=int, default=20)
@@ -126,8 +134,43 @@ def main() -> int:
         if all(v is not None for v in per.values()):
             t = kendall_tau([f1_gold[f] for f in flows], [float(per[f] or 0) for f in flows])
             print(f"  on the generated {kind} questions only: tau {t:.2f}")
+    print("\nsteadiness over random halves (median Kendall's tau of 200 half splits, IQR):")
+    for label, report in (("gold", gold), ("generated", generated)):
+        print(f"  {label:10} {_steadiness(report, flows)}")
+    if a.gold_ref:
+        ref = evaluate(data_dir, flows, str(_slice(a.dataset, a.gold, out_dir)), a.kb, a.gold,
+                       out_dir / "gold_ref.json")
+        f1_ref = {f: float(ref["summary"][f]["f1"]) for f in flows}
+        t_ref = kendall_tau([f1_gold[f] for f in flows], [f1_ref[f] for f in flows])
+        t_gen = kendall_tau([f1_ref[f] for f in flows], [f1_gen[f] for f in flows])
+        print(f"\n{'flow':28} {'F1 gold 1':>9} {'F1 gold 2':>9}")
+        for f in flows:
+            print(f"{f:28} {100 * f1_gold[f]:9.1f} {100 * f1_ref[f]:9.1f}")
+        print(f"Kendall's tau, gold questions 1-{a.gold} vs {a.gold + 1}-{2 * a.gold}: "
+              f"{t_ref:.2f} (the ceiling for generated vs gold); generated vs gold "
+              f"{a.gold + 1}-{2 * a.gold}: {t_gen:.2f}")
+        print(f"  gold 2     {_steadiness(ref, flows)}")
     print(f"data dir: {data_dir}")
     return 0
+
+
+def _steadiness(report: dict[str, Any], flows: list[str]) -> str:
+    scores = {f: [float(r["f1"] or 0) for r in report["results"][f]] for f in flows}
+    taus = half_split_taus(scores)
+    if not taus:
+        return "n/a"
+    q = len(taus)
+    return f"{taus[q // 2]:.2f} [{taus[q // 4]:.2f}, {taus[3 * q // 4]:.2f}]"
+
+
+def _slice(dataset: str, m: int, out_dir: Path) -> Path:
+    """Gold questions m+1..2m of a shared set, as a question file of their own."""
+    lines = (shared_data_dir() / dataset / "questions.jsonl").read_text().splitlines()
+    if len(lines) < 2 * m:
+        raise SystemExit(f"--gold-ref needs {2 * m} questions in {dataset}; it has {len(lines)}")
+    path = out_dir / f"{dataset}-{m + 1}-{2 * m}.jsonl"
+    path.write_text("\n".join(lines[m: 2 * m]) + "\n")
+    return path
 
 
 def _by_type(report: dict[str, Any], flow: str, kind: str) -> float | None:

@@ -36,3 +36,36 @@ def kendall_tau(a: Sequence[float], b: Sequence[float]) -> float:
 def ranks(scores: Mapping[str, float]) -> list[str]:
     """Names from best to worst score (name order breaks ties)."""
     return sorted(scores, key=lambda k: (-scores[k], k))
+
+
+def half_split_taus(scores: Mapping[str, Sequence[float]], draws: int = 200,
+                    seed: int = 0) -> list[float]:
+    """How steady a ranking of flows is on these questions: over `draws` random splits of the
+    questions into two halves, Kendall's tau between the flows' mean scores on one half and on
+    the other (sorted, lowest first; nan splits left out).
+
+    `scores` maps each flow to its per-question scores, in one question order for every flow. A
+    median near 1 says any half of the set orders the flows the same way; near 0, that the set
+    is too small (or the flows too close) for its ranking to carry over to other questions. It
+    is the ceiling for any other set's agreement with this one: two gold samples of the same
+    size agree about as well as two halves of twice their size."""
+    import random
+    flows = list(scores)
+    lengths = {len(scores[f]) for f in flows}
+    if len(lengths) > 1:
+        raise ValueError(f"half_split_taus needs one score per question for every flow; got "
+                         f"lengths {sorted(lengths)}")
+    n = lengths.pop() if lengths else 0
+    if len(flows) < 2 or n < 2:
+        return []
+    rng = random.Random(seed)
+    order = list(range(n))
+    taus: list[float] = []
+    for _ in range(draws):
+        rng.shuffle(order)
+        one, two = order[: n // 2], order[n // 2:]
+        tau = kendall_tau([sum(scores[f][i] for i in one) / len(one) for f in flows],
+                          [sum(scores[f][i] for i in two) / len(two) for f in flows])
+        if not math.isnan(tau):
+            taus.append(tau)
+    return sorted(taus)
