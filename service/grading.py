@@ -131,33 +131,12 @@ def grade(ws: Workspace, eval_id: str, graders: list[str], *, model: str = "",
 
 
 @dataclass
-class JudgedFlow:
-    """One flow's score on one grader: PPI with labels, else uncorrected, and the label count."""
-
-    flow: str
-    grader: str
-    model: str
-    estimate: PairedDiff
-    corrected: bool
-    labels: int
-    raw_mean: float
-    labels_only_width: float | None = None
-    vs_baseline: PairedDiff | None = None
-    #: whether vs_baseline is PPI (some questions labelled for both flows) or uncorrected
-    vs_corrected: bool = False
-
-    @property
-    def width(self) -> float:
-        return self.estimate.high - self.estimate.low
-
-
-@dataclass
 class JudgedReport:
     eval_id: str
     grader: str
     model: str
     baseline: str
-    flows: list[JudgedFlow] = field(default_factory=list)
+    flows: list[JudgeScore] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"eval_id": self.eval_id, "grader": self.grader, "model": self.model,
@@ -199,9 +178,9 @@ def scores(ws: Workspace, eval_id: str, grader: str, model: str = "", *,
             est = ppi_mean([v for q, v in s.items() if q not in t], labelled, metric=grader,
                            flow=f)
             lo = labels_only([y for _, y in labelled])
-            jf = JudgedFlow(f, grader, label, est, True, len(labelled), raw, lo.high - lo.low)
+            jf = JudgeScore(f, grader, label, est, True, len(labelled), raw, lo.high - lo.low)
         else:
-            jf = JudgedFlow(f, grader, label, uncorrected(list(s.values()), metric=grader, flow=f),
+            jf = JudgeScore(f, grader, label, uncorrected(list(s.values()), metric=grader, flow=f),
                             False, 0, raw)
         if f != out.baseline and s and by_flow.get(out.baseline):
             base, tb = by_flow[out.baseline], truth[out.baseline]
@@ -241,9 +220,8 @@ def with_judges(ws: Workspace, rep: EvalReport) -> EvalReport:
     """`rep` (a report of evaluation `rep.eval_id`) with every stored judge's scores per flow and
     each answer's verdicts, for the exports (`flowkit eval --report/--csv/--out`); unchanged
     where nothing was graded."""
-    rep.judges = [JudgeScore(f.flow, f.grader, f.model, f.estimate, f.corrected, f.labels,
-                             f.vs_baseline)
-                  for jr in all_scores(ws, rep.eval_id) for f in jr.flows if f.flow in rep.results]
+    rep.judges = [f for jr in all_scores(ws, rep.eval_id) for f in jr.flows
+                  if f.flow in rep.results]
     verdicts: dict[str, dict[str, dict[str, float | None]]] = {}
     for g in grade_repo(ws).grades(rep.eval_id):
         verdicts.setdefault(g.flow, {}).setdefault(g.question_id, {})[

@@ -29,12 +29,14 @@ from .metrics import (
 PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2")
 
 
-@dataclass(frozen=True)
+@dataclass
 class JudgeScore:
-    """A model judge's score of one flow as the reports show it (made by `service.grading`):
-    with labels, the prediction-powered estimate and its 95% interval (`corrected`); without,
+    """A model judge's score of one flow (made by `service.grading`, shown by the reports and the
+    Compare page): with labels, the prediction-powered estimate and its 95% interval
+    (`corrected`), beside the judge's raw mean and the labels-only interval's width; without,
     the judge's raw mean with a bootstrap interval, marked uncorrected. `model` names the judge's
-    model wherever the score is shown."""
+    model wherever the score is shown; `vs_baseline` is the paired difference against the first
+    flow (PPI where some questions are labelled for both flows: `vs_corrected`)."""
 
     flow: str
     grader: str
@@ -42,7 +44,15 @@ class JudgeScore:
     estimate: PairedDiff
     corrected: bool
     labels: int
+    raw_mean: float = math.nan
+    labels_only_width: float | None = None
     vs_baseline: PairedDiff | None = None
+    vs_corrected: bool = False
+
+    @property
+    def width(self) -> float:
+        """The estimate's interval width."""
+        return self.estimate.high - self.estimate.low
 
     def to_dict(self) -> dict[str, Any]:
         return {"flow": self.flow, "grader": self.grader, "model": self.model,

@@ -8,7 +8,8 @@ import math
 from typing import Any
 
 from flowkit.eval.metrics import PairedDiff
-from service.grading import LABEL_WORDS, JudgedFlow, JudgedReport
+from flowkit.eval.report import JudgeScore
+from service.grading import LABEL_WORDS, JudgedReport
 from service.modelchoice import DEFAULT
 from service.passage_labels import METRIC as CONTEXT_RELEVANCE
 from service.settings import PACKAGED
@@ -55,7 +56,7 @@ def _missing(d: PairedDiff | None) -> bool:
     return d is None or d.n == 0 or any(math.isnan(v) for v in (d.mean, d.low, d.high))
 
 
-def score_cell(jf: JudgedFlow) -> str:
+def score_cell(jf: JudgeScore) -> str:
     """'PPI 72.0 [61.2, 80.3]' with labels, '58.0 [50.1, 66.0] uncorrected' without (in %)."""
     d = jf.estimate
     if _missing(d):
@@ -68,7 +69,7 @@ def score_cell(jf: JudgedFlow) -> str:
     return f"PPI {interval}" if jf.corrected else f"{interval} uncorrected"
 
 
-def delta_cell(jf: JudgedFlow, baseline: str) -> str:
+def delta_cell(jf: JudgeScore, baseline: str) -> str:
     """The paired difference against the baseline, marked PPI (some pairs labelled) or
     uncorrected; * when its interval excludes 0."""
     if jf.flow == baseline:
