@@ -25,6 +25,7 @@ from .metrics import (
     paired_bootstrap,
     summarize,
 )
+from .ranking import half_split_taus
 
 PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2")
 
@@ -85,6 +86,9 @@ class EvalReport:
     #: how its runs went, a record per session that ran it differently ({"concurrency": N,
     #: "server_parallel": P, "requested": M, "workers": W}; flowkit.eval.concurrent)
     execution: list[dict[str, Any]] = field(default_factory=list)
+    #: Kendall's tau between the flows' F1 on two random halves of the questions every flow
+    #: answered, for 200 splits, sorted (empty for fewer than 3 flows or 10 such questions)
+    steadiness: list[float] = field(default_factory=list)
 
     @property
     def recall_title(self) -> str:
@@ -101,6 +105,7 @@ class EvalReport:
                 "disagreements": self.disagreements,
                 "judges": [j.to_dict() for j in self.judges],
                 "execution": self.execution,
+                "ranking_steadiness": steadiness_summary(self.steadiness),
                 "results": {f: [r.to_dict() for r in rs] for f, rs in self.results.items()}}
 
 
@@ -123,7 +128,45 @@ def build_report(results: dict[str, list[QuestionResult]], *, eval_id: str = "",
             rep.deltas[f] = [paired_bootstrap(rs, results[base], m, n_resamples, seed)
                              for m in PAIRED]
     rep.disagreements = disagreements(results)
+    rep.steadiness = _steadiness(results)
     return rep
+
+
+#: the fewest flows and questions a ranking's steadiness is worth reporting for
+STEADY_MIN_FLOWS = 3
+STEADY_MIN_QUESTIONS = 10
+
+
+def _steadiness(results: dict[str, list[QuestionResult]]) -> list[float]:
+    if len(results) < STEADY_MIN_FLOWS:
+        return []
+    by_flow = {f: {r.question_id: float(r.f1 or 0) for r in rs} for f, rs in results.items()}
+    common = [q for q in next(iter(by_flow.values())) if all(q in v for v in by_flow.values())]
+    if len(common) < STEADY_MIN_QUESTIONS:
+        return []
+    return half_split_taus({f: [v[q] for q in common] for f, v in by_flow.items()})
+
+
+def steadiness_summary(taus: Sequence[float]) -> dict[str, float] | None:
+    """{"median", "q1", "q3", "splits"} of a report's half-split taus (None without them)."""
+    if not taus:
+        return None
+    n = len(taus)
+    return {"median": taus[n // 2], "q1": taus[n // 4], "q3": taus[3 * n // 4], "splits": n}
+
+
+def steadiness_line(rep: EvalReport) -> str:
+    """How far the flows' order by F1 holds across halves of these questions, in words, or ''
+    (too few flows or questions). A median tau under ~0.6 says the order of close flows here
+    may not carry over to other questions: more questions, or flows further apart, are needed."""
+    s = steadiness_summary(rep.steadiness)
+    if s is None:
+        return ""
+    verdict = ("steady" if s["median"] >= 0.8 else "fairly steady" if s["median"] >= 0.6
+               else "not steady: close flows may swap places on other questions")
+    return (f"Ranking steadiness: two random halves of these questions order the flows by F1 "
+            f"with Kendall's tau {s['median']:.2f} (median of {int(s['splits'])} splits; middle "
+            f"half {s['q1']:.2f} to {s['q3']:.2f}): {verdict}.")
 
 
 # ---- formatting --------------------------------------------------------------------------
@@ -327,7 +370,8 @@ def _header_lines(rep: EvalReport) -> list[str]:
             f"{rep.recall_title}: share of gold passages in the top {rep.k or 'all'} of any search "
             "of the run. Deltas: flow minus baseline, mean [95% paired bootstrap interval, 1000 "
             "resamples, seed 0]; * the interval excludes 0.",
-            *([md_text(execution_line(rep))] if execution_line(rep) else [])]
+            *([md_text(execution_line(rep))] if execution_line(rep) else []),
+            *([md_text(steadiness_line(rep))] if steadiness_line(rep) else [])]
 
 
 def _one_execution(rec: dict[str, Any]) -> str:
@@ -354,10 +398,10 @@ def execution_line(rep: EvalReport) -> str:
 def _html_header_lines(rep: EvalReport) -> list[str]:
     """The header lines as plain text (the HTML report escapes them itself)."""
     done = min((s.n for s in rep.summaries.values()), default=0)
-    runs = execution_line(rep)
+    runs, steady = execution_line(rep), steadiness_line(rep)
     return [f"Evaluation {rep.eval_id}: {len(rep.flows)} flows on {done} of {rep.planned} "
             f"questions of {rep.dataset}, knowledge base {rep.kb}.", _header_lines(rep)[1],
-            *([runs] if runs else [])]
+            *([runs] if runs else []), *([steady] if steady else [])]
 
 
 def to_markdown(rep: EvalReport) -> str:

@@ -142,9 +142,11 @@ def _print_table(title: str, rows: list[list[str]]) -> None:
 
 
 def print_report(rep: Any) -> None:
-    from flowkit.eval.report import delta_rows, summary_rows, type_rows
+    from flowkit.eval.report import delta_rows, steadiness_line, summary_rows, type_rows
     _print_table(f"evaluation {rep.eval_id}: {rep.dataset} on '{rep.kb}' "
                  f"(EM/F1/Acc/{rep.recall_title} in %)", summary_rows(rep))
+    if steadiness_line(rep):
+        common.out.print(steadiness_line(rep), markup=False, highlight=False)
     if rep.deltas:
         _print_table(f"minus baseline '{rep.baseline}': mean [95% bootstrap CI]; * excludes 0",
                      delta_rows(rep))

@@ -16,7 +16,7 @@ import streamlit as st
 from flowkit.errors import FlowkitError
 from flowkit.eval import report as report_mod
 from flowkit.eval.datasets import Dataset, from_path, known_sets, resolve
-from flowkit.eval.report import EvalReport
+from flowkit.eval.report import EvalReport, steadiness_line
 from flowkit.eval.runner import EvalPlan
 from service import grading, passage_labels
 from service.evaluations import EvalRepo
@@ -224,6 +224,9 @@ def metrics_section(rep: EvalReport) -> None:
     st.caption(f"{so_far}EM, F1, Acc and {rep.recall_title} in %; tokens = prompt + completion per "
                f"question; {rep.recall_title}: share of gold passages in the top "
                f"{rep.k or 'all'} of any search of the run.")
+    steady = steadiness_line(rep)
+    if steady:
+        st.caption(inert.escape(steady), help=steadiness_line.__doc__)
     deltas = cd.delta_table(rep)
     if deltas:
         st.markdown(f"**Against the baseline {inert.code(rep.baseline)}**: mean difference "

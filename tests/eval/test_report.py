@@ -10,6 +10,7 @@ import re
 import pytest
 
 from flowkit.errors import FlowkitError
+from flowkit.eval import report
 from flowkit.eval.metrics import QuestionResult
 from flowkit.eval.report import (
     build_report,
@@ -123,3 +124,35 @@ def test_bar_labels_stay_readable_without_a_metric():
     svg = bar_svg("t", ["a", "b"], [1234.5, 0.123456])
     assert ">1,234<" in svg or ">1,235<" in svg
     assert ">0.123<" in svg and "e+03" not in svg
+
+
+def _flows(scores: dict[str, list[float]]):
+    return {f: [_res(f, f"q{i}", v, 100, "bridge", "x") for i, v in enumerate(vs)]
+            for f, vs in scores.items()}
+
+
+def test_ranking_steadiness_in_every_export(tmp_path):
+    import random
+    rng = random.Random(1)
+    # three flows far apart: every half of the questions orders them the same way
+    apart = build_report(_flows({f: [float(rng.random() < p) for _ in range(40)]
+                                 for f, p in (("a", 0.9), ("b", 0.5), ("c", 0.1))}))
+    line = report.steadiness_line(apart)
+    assert "Kendall's tau" in line and ": steady." in line
+    assert apart.to_dict()["ranking_steadiness"]["median"] >= 0.8
+    assert line in report.to_markdown(apart) and html_escape(line) in report.to_html(apart)
+    # three flows of one skill: the order does not hold, and the line says so
+    same = build_report(_flows({f: [float(rng.random() < 0.5) for _ in range(40)] for f in "xyz"}))
+    assert "not steady" in report.steadiness_line(same)
+
+
+def test_no_steadiness_for_two_flows_or_few_questions(rep):
+    assert rep.steadiness == [] and report.steadiness_line(rep) == ""
+    assert rep.to_dict()["ranking_steadiness"] is None
+    few = build_report(_flows({f: [1.0, 0.0, 1.0] for f in "abc"}))
+    assert report.steadiness_line(few) == ""
+
+
+def html_escape(text: str) -> str:
+    import html
+    return html.escape(text)
