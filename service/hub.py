@@ -1,15 +1,25 @@
 """Models by name, as the Settings page pulls them: a GGUF from the Hugging Face Hub into the
-workspace's data directory (flowkit.runtime.hub: sha256 checked against the Hub's), and the
-models pulled there so far."""
+workspace's data directory (flowkit.runtime.hub: sha256 checked against the Hub's; a pull that
+was stopped goes on from the bytes it had), and the models pulled there so far."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from flowkit.runtime.hub import OnProgress, Pulled, pull, pulled_models
+from flowkit.runtime.hub import (
+    HubError,
+    OnProgress,
+    PullCancelled,
+    Pulled,
+    check_request,
+    part_files,
+    pull,
+    pulled_models,
+)
 
 from .workspace import Workspace
 
-__all__ = ["models_dir", "pull_model", "pulled"]
+__all__ = ["HubError", "PullCancelled", "Pulled", "check_request", "models_dir", "partial_bytes",
+           "pull_into", "pull_model", "pulled"]
 
 
 def models_dir(ws: Workspace) -> Path:
@@ -22,7 +32,25 @@ def pull_model(ws: Workspace, repo: str, filename: str,
     """Pull `filename` of the Hub repository `repo` into the workspace's models folder; raises
     a FlowkitError (one line) when the Hub is unreachable, the file is missing or its sha256
     differs from the Hub's."""
-    return pull(repo.strip(), filename.strip(), models_dir(ws), on_progress=on_progress)
+    return pull_into(models_dir(ws), repo, filename, on_progress=on_progress)
+
+
+def pull_into(folder: Path, repo: str, filename: str,
+              on_progress: OnProgress | None = None) -> Pulled:
+    """`pull_model` into a models folder given by path (a background job keeps the folder, not
+    the workspace, which a settings change may rebuild while the file downloads)."""
+    return pull(repo.strip(), filename.strip(), folder, on_progress=on_progress)
+
+
+def partial_bytes(folder: Path, repo: str, filename: str) -> int:
+    """Bytes of `repo`/`filename` downloaded by a pull that stopped (the next pull goes on from
+    there); 0 when there is none (or the request cannot be one)."""
+    repo, filename = repo.strip(), filename.strip()
+    try:
+        check_request(repo, filename)
+        return max((p.stat().st_size for p in part_files(folder, repo, filename)), default=0)
+    except (HubError, OSError):
+        return 0
 
 
 def pulled(ws: Workspace) -> list[Path]:

@@ -1,23 +1,28 @@
 """Models by name: pull a GGUF from the Hugging Face Hub into the data directory's models folder.
 
-`pull(repo, filename, models_dir)` asks the Hub for the file's metadata (its commit, size and the
-sha256 of its LFS object), downloads it with `huggingface_hub.hf_hub_download` (a progress bar; a
-connection that drops part-way is resumed from the byte where it stopped, with a Range request;
-huggingface_hub 2.x deletes the part of a pull that was stopped, so that one starts over), checks the file's sha256 against the
-Hub's and only then moves it to `<models_dir>/<owner>--<name>/<file>`, where `pulled_models` lists
-it (and `flowkit models` and the Settings page show it). A file whose sha256 differs is deleted and
-nothing is listed; an unreachable Hub is a `HubError` that says so in one line.
+`pull(repo, filename, models_dir)` asks the Hub for the file's metadata (its commit, size, the
+sha256 of its LFS object and where its bytes are), then downloads them with huggingface_hub's
+`http_get` into a part file of its own, `<models_dir>/.download/<owner>--<name>/<file>.<sha>.part`
+(`hf_hub_download` deletes what it got when a pull is stopped, so a killed pull would start over).
+A pull that was stopped (the process killed, the connection lost, the Settings page's Stop) goes
+on from the bytes already in that part file: the next pull asks for the rest with a Range
+request (a connection that drops part-way is resumed that way within one pull too). The whole
+file's sha256 is then checked against the Hub's, and only then is it moved to
+`<models_dir>/<owner>--<name>/<file>`, where `pulled_models` lists it (and `flowkit models` and the
+Settings page show it). A file whose sha256 differs is deleted (its part too: it is not resumed)
+and nothing is listed; an unreachable Hub is a `HubError` that says so in one line. Two pulls of
+one file at once (two processes, or the CLI and the studio) are refused: a lock file beside the
+part file is held while one downloads.
 
 `HF_ENDPOINT` (read when a pull starts) points at a mirror or a local stand-in. A pull is asked for
 explicitly, so it goes online even where `HF_HUB_OFFLINE=1` keeps the rest of flowkit offline (the
-Makefile sets it): only for the pull's own requests, under a lock.
+Makefile sets it): only while a pull runs (several may run at once; the last to end restores it).
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import re
-import shutil
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,12 +33,12 @@ from typing import Any
 from ..errors import ResourceError
 from .gguf import inspect_gguf
 
-#: Called with (bytes so far, total bytes or None) while a pull downloads.
+#: Called with (bytes so far, total bytes or None) while a pull downloads; a resumed pull's first
+#: call gives the bytes it already had.
 OnProgress = Callable[[int, "int | None"], None]
 DEFAULT_ENDPOINT = "https://huggingface.co"
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_ONLINE_LOCK = threading.Lock()
 
 
 class HubError(ResourceError):
@@ -41,8 +46,8 @@ class HubError(ResourceError):
 
 
 class PullCancelled(HubError):
-    """Raised by an `on_progress` callback to stop a pull (the Settings page's stop); the part
-    downloaded is deleted, nothing is listed."""
+    """Raised by an `on_progress` callback to stop a pull (the Settings page's Stop); the part
+    downloaded is kept, so the next pull of the file goes on from it; nothing is listed."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,16 @@ class Pulled:
     commit: str
     sha256: str
     size_bytes: int
+
+
+@dataclass(frozen=True)
+class _Remote:
+    """What the Hub says of a file: its sha256, commit, size and where its bytes are."""
+
+    sha256: str
+    commit: str
+    size: int | None
+    url: str
 
 
 def check_request(repo: str, filename: str) -> None:
@@ -84,25 +99,48 @@ def pulled_models(models_dir: Path) -> list[Path]:
                                              for part in p.relative_to(models_dir).parts))
 
 
+def part_files(models_dir: Path, repo: str, filename: str) -> list[Path]:
+    """The part files of `repo`/`filename` waiting to be resumed (one per sha256 the Hub gave)."""
+    staging = models_dir / ".download" / folder_name(repo)
+    name = Path(filename)
+    return sorted((staging / name.parent).glob(f"{name.name}.*.part"))
+
+
 def _endpoint(endpoint: str | None) -> str:
     return (endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
 
 
-@contextmanager
-def _online() -> Iterator[None]:
-    """Let huggingface_hub make the pull's requests where HF_HUB_OFFLINE=1 is set."""
-    from huggingface_hub import constants
-    with _ONLINE_LOCK:
-        before = constants.HF_HUB_OFFLINE
-        constants.HF_HUB_OFFLINE = False
+class _OnlineGate:
+    """Lets huggingface_hub make the pulls' requests where HF_HUB_OFFLINE=1 is set: on while at
+    least one pull runs, back to what it was when the last one ends."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._inside = 0
+        self._before = False
+
+    @contextmanager
+    def opened(self) -> Iterator[None]:
+        from huggingface_hub import constants
+        with self._lock:
+            if self._inside == 0:
+                self._before = constants.HF_HUB_OFFLINE
+                constants.HF_HUB_OFFLINE = False
+            self._inside += 1
         try:
             yield
         finally:
-            constants.HF_HUB_OFFLINE = before
+            with self._lock:
+                self._inside -= 1
+                if self._inside == 0:
+                    constants.HF_HUB_OFFLINE = self._before
+
+
+_ONLINE = _OnlineGate()
 
 
 def _progress_class(on_progress: OnProgress | None) -> Any:
-    """A tqdm class for hf_hub_download that also hands the progress to `on_progress`."""
+    """A tqdm class for http_get that also hands the progress to `on_progress`."""
     from huggingface_hub.utils import tqdm as hf_tqdm
     if on_progress is None:
         return None
@@ -125,10 +163,15 @@ def _unreachable(err: BaseException, endpoint: str) -> HubError:
                     f"{' '.join(str(err).split())[:200] or type(err).__name__}")
 
 
-def _lfs_sha256(repo: str, filename: str, revision: str | None, endpoint: str) -> tuple[str, str,
-                                                                                        int | None]:
-    """(sha256, commit, size) of the file as the Hub says: the LFS object's sha256 is its etag;
-    where the etag is not one, the repository's file metadata (model_info) is asked."""
+def _is_http_error(err: BaseException) -> bool:
+    """An error of the HTTP client (httpx / httpx2 / httpcore: their classes differ between
+    versions)."""
+    return type(err).__module__.startswith(("httpx", "httpcore"))
+
+
+def _remote(repo: str, filename: str, revision: str | None, endpoint: str) -> _Remote:
+    """The file as the Hub says: the LFS object's sha256 is its etag; where the etag is not one,
+    the repository's file metadata (model_info) is asked."""
     from huggingface_hub import HfApi, get_hf_file_metadata, hf_hub_url
     from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
     url = hf_hub_url(repo, filename, revision=revision, endpoint=endpoint)
@@ -151,14 +194,14 @@ def _lfs_sha256(repo: str, filename: str, revision: str | None, endpoint: str) -
     except HubError:
         raise
     except Exception as err:  # httpx's errors differ between versions
-        if type(err).__module__.startswith(("httpx", "httpcore")):
+        if _is_http_error(err):
             raise _unreachable(err, endpoint) from err
         raise HubError(f"the Hub refused {repo}/{filename}: {' '.join(str(err).split())[:200]}") \
             from err
     if not _SHA256.match(sha):
         raise HubError(f"the Hub gives no sha256 for {repo}/{filename}; not pulled (flowkit "
                        "pulls only files it can check)")
-    return sha, str(meta.commit_hash or ""), meta.size
+    return _Remote(sha, str(meta.commit_hash or ""), meta.size, meta.location or url)
 
 
 def _sha256_of(path: Path) -> str:
@@ -169,44 +212,95 @@ def _sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
+@contextmanager
+def _only_pull(lock_path: Path, what: str) -> Iterator[None]:
+    """Hold the file's pull lock, or refuse: another pull of the same file is downloading."""
+    from filelock import FileLock, Timeout  # huggingface_hub's own dependency
+    lock = FileLock(lock_path)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise HubError(f"{what} is already being pulled (another flowkit process or page); "
+                       "wait for that pull to end") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _download(remote: _Remote, part: Path, endpoint: str, what: str,
+              on_progress: OnProgress | None) -> None:
+    """Download the file's bytes into `part`, going on from the bytes already there."""
+    from huggingface_hub.file_download import http_get
+    from huggingface_hub.utils import build_hf_headers
+    have = part.stat().st_size if part.is_file() else 0
+    if remote.size is not None and have > remote.size:
+        part.unlink()                           # longer than the file: not a part of it
+        have = 0
+    if on_progress is not None:
+        on_progress(have, remote.size)
+    headers = build_hf_headers()
+    headers["Accept-Encoding"] = "identity"     # the bytes as stored (sizes and ranges hold)
+    try:
+        with part.open("r+b" if have else "wb") as f:
+            f.seek(have)
+            http_get(remote.url, f, resume_size=have, headers=headers,
+                     expected_size=remote.size, displayed_filename=Path(what).name,
+                     tqdm_class=_progress_class(on_progress))
+    except HubError:
+        raise                                   # PullCancelled from on_progress: the part is kept
+    except Exception as err:  # httpx's errors differ between versions
+        got = part.stat().st_size if part.is_file() else 0
+        kept = (f"; {got / 1e6:.0f} MB of it kept: pull again to go on from there" if got
+                else "")
+        if _is_http_error(err) or isinstance(err, (ConnectionError, TimeoutError)):
+            raise HubError(f"the download of {what} from {endpoint} stopped (offline?): "
+                           f"{' '.join(str(err).split())[:200] or type(err).__name__}{kept}") \
+                from err
+        raise HubError(f"the download of {what} failed: "
+                       f"{' '.join(str(err).split())[:200] or type(err).__name__}{kept}") from err
+
+
 def pull(repo: str, filename: str, models_dir: Path, *, revision: str | None = None,
          endpoint: str | None = None, on_progress: OnProgress | None = None) -> Pulled:
     """Download `filename` of the Hub repository `repo` into `models_dir`, check its sha256 and
     GGUF header, and return where it is. A file already pulled with the Hub's sha256 is not
-    downloaded again; a connection dropped part-way resumes where it stopped."""
-    from huggingface_hub import hf_hub_download
+    downloaded again; a pull stopped part-way (killed, disconnected, cancelled) goes on from the
+    bytes it had; another pull of the same file running now is refused (HubError)."""
     check_request(repo, filename)
     ep = _endpoint(endpoint)
+    what = f"{repo}/{filename}"
     target = models_dir / folder_name(repo) / filename
     staging = models_dir / ".download" / folder_name(repo)
-    with _online():
-        sha, commit, size = _lfs_sha256(repo, filename, revision, ep)
-        if target.is_file() and _sha256_of(target) == sha:
-            return Pulled(target, repo, filename, commit, sha, target.stat().st_size)
-        try:
-            got = Path(hf_hub_download(repo, filename, revision=revision, endpoint=ep,
-                                       local_dir=staging,
-                                       tqdm_class=_progress_class(on_progress)))
-        except (OSError, ConnectionError, TimeoutError) as err:
-            raise _unreachable(err, ep) from err
-        except HubError:
-            raise                           # PullCancelled from on_progress: the part is kept
-        except Exception as err:  # httpx's errors differ between versions
-            if type(err).__module__.startswith(("httpx", "httpcore")):
-                raise _unreachable(err, ep) from err
-            raise HubError(f"the download of {repo}/{filename} failed: "
-                           f"{' '.join(str(err).split())[:200]}") from err
-    actual = _sha256_of(got)
-    if actual != sha:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise HubError(f"{repo}/{filename}: the downloaded file's sha256 is {actual[:12]}…, the "
-                       f"Hub says {sha[:12]}…; deleted, nothing pulled (download it again)")
+    with _ONLINE.opened():
+        remote = _remote(repo, filename, revision, ep)
+        if target.is_file() and _sha256_of(target) == remote.sha256:
+            return Pulled(target, repo, filename, remote.commit, remote.sha256,
+                          target.stat().st_size)
+        part = staging / f"{filename}.{remote.sha256[:16]}.part"
+        part.parent.mkdir(parents=True, exist_ok=True)
+        with _only_pull(staging / f"{filename}.lock", what):
+            for old in part_files(models_dir, repo, filename):
+                if old != part:
+                    old.unlink(missing_ok=True)     # a part of a file the Hub no longer serves
+            _download(remote, part, ep, what, on_progress)
+            _verify(part, remote, what)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(part, target)
+    return Pulled(target, repo, filename, remote.commit, remote.sha256,
+                  remote.size or target.stat().st_size)
+
+
+def _verify(part: Path, remote: _Remote, what: str) -> None:
+    """The whole file's sha256 is the Hub's and llama.cpp can read its header; else the part is
+    deleted (never resumed) and HubError/ResourceError says why."""
+    actual = _sha256_of(part)
+    if actual != remote.sha256:
+        part.unlink(missing_ok=True)
+        raise HubError(f"{what}: the downloaded file's sha256 is {actual[:12]}…, the Hub says "
+                       f"{remote.sha256[:12]}…; deleted, nothing pulled (download it again)")
     try:
-        inspect_gguf(got)                   # a GGUF that llama.cpp can read, before it is listed
+        inspect_gguf(part)                  # a GGUF that llama.cpp can read, before it is listed
     except ResourceError:
-        shutil.rmtree(staging, ignore_errors=True)
+        part.unlink(missing_ok=True)
         raise
-    target.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(got, target)
-    shutil.rmtree(staging, ignore_errors=True)
-    return Pulled(target, repo, filename, commit, sha, size or target.stat().st_size)
