@@ -19,7 +19,6 @@ OpenTelemetry is imported only once telemetry is on.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -28,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ResourceError
 from ..telemetry.record import RunRecord
-from ..telemetry.settings import ExportTarget, TelemetryError, TelemetrySettings, live_target
+from ..telemetry.settings import TelemetryError, TelemetrySettings
+from ..telemetry.sink import Telemetry
 from ..trace import StepEvent
 
 if TYPE_CHECKING:
@@ -60,20 +60,12 @@ class PackageTracer:
 
     def __init__(self, flow: str, version: int | None, settings_file: Path | None) -> None:
         self.flow, self.version, self.settings_file = flow, version, settings_file
-        self._live: LiveExport | None = None
-        self._lock = threading.Lock()
+        self.telemetry = Telemetry()
 
     def live(self) -> LiveExport | None:
-        """The running exporter, or None when telemetry is off (settings file, environment)."""
-        target: ExportTarget | None = live_target(read_telemetry(self.settings_file))
-        with self._lock:
-            if self._live is not None and (target is None or self._live.target != target):
-                self._live.close()
-                self._live = None
-            if target is not None and self._live is None:
-                from ..telemetry.export import LiveExport
-                self._live = LiveExport(target)
-            return self._live
+        """The running exporter, or None when telemetry is off (settings file, environment):
+        the workspace's `Telemetry.live`, read again at every node (no restart needed)."""
+        return self.telemetry.live(read_telemetry(self.settings_file))
 
     def node(self, live: LiveExport, run_id: str, state: Mapping[str, Any],
              steps: Sequence[StepEvent], model: Any, kb: str) -> None:

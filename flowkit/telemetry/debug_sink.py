@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 
 from ..trace import RunEnd
 from .events import MemoryEdit, PauseMark
-from .export import LiveExport
 from .record import RunRecord
 from .sink import TelemetrySink
 
 if TYPE_CHECKING:
     from ..debug import DebugHook, Pause
+    from .export import LiveExport
 
 PAUSED = "paused"
 

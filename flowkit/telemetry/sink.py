@@ -1,15 +1,23 @@
 """The live path: a trace sink that hands each finished run to `LiveExport`, and the one place
-that decides, from settings and the environment, whether runs are exported as they end."""
+that decides, from settings and the environment, whether runs are exported as they end
+(`Telemetry`: the workspace's, and an exported package's through flowkit.export.tracing).
+
+The OpenTelemetry SDK is imported only when an exporter is started (telemetry on), so a process
+with telemetry off (an exported package, a CLI) never loads it.
+"""
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ..trace import ListSink, RunEnd
 from .events import MemoryEdit
-from .export import LiveExport
 from .record import RunRecord
 from .settings import ExportTarget, TelemetrySettings, live_target
+
+if TYPE_CHECKING:
+    from .export import LiveExport
 
 
 class TelemetrySink(ListSink):
@@ -56,6 +64,7 @@ class Telemetry:
                 self._live.close()
                 self._live = None
             if target is not None and self._live is None:
+                from .export import LiveExport  # the SDK: only once telemetry is on
                 self._live = LiveExport(target)
             return self._live
 

@@ -37,9 +37,12 @@ SCRIPT = textwrap.dedent("""
     spec.loader.exec_module(module)
     out = module.graph.invoke({"question": Q}, config={"configurable": {
         "flowkit_resources": fake_resources(looping_llm()), "kb": "test", "run_id": sys.argv[2]}})
+    loaded = sorted(m for m in sys.modules if m.startswith(LOADS_OTEL))
     print(json.dumps({"answer": out["answer"], "run_id": out["run_id"], "steps": out["steps"],
-                      "trace": [[t["node"], t["visit"]] for t in out["trace"]]}))
-""")
+                      "trace": [[t["node"], t["visit"]] for t in out["trace"]],
+                      "loaded": loaded}))
+""").replace("LOADS_OTEL", repr(("opentelemetry.exporter", "flowkit.telemetry.export",
+                                 "flowkit.telemetry.spans")))
 
 
 def export_self_rag(folder: Path, telemetry: dict[str, Any] | None = None) -> Path:
@@ -148,6 +151,15 @@ def test_a_package_run_in_its_own_process_arrives_in_phoenix(phoenix, tmp_path):
     assert kinds.count("LLM") >= 4 and kinds.count("RETRIEVER") >= 2
 
 
+def test_with_telemetry_off_a_package_never_loads_the_exporter(tmp_path):
+    folder = export_self_rag(tmp_path / "pkg")
+    proc = run_package(folder, "pkg-off-1")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["answer"] == self_rag_run()[0].answer
+    assert out["loaded"] == []          # (langsmith may load OTel's SDK; flowkit's exporter: no)
+
+
 def test_a_collector_that_is_down_is_said_once_and_the_run_answers(tmp_path):
     from telkit import free_port
     folder = export_self_rag(tmp_path / "pkg")
@@ -156,6 +168,7 @@ def test_a_collector_that_is_down_is_said_once_and_the_run_answers(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["answer"] == self_rag_run()[0].answer and out["run_id"] == "pkg-down-1"
+    assert "flowkit.telemetry.export" in out["loaded"]                # it was on
     said = [line for line in proc.stderr.splitlines() if "telemetry:" in line]
     assert len(said) == 1, proc.stderr[-2000:]
     assert said[0].startswith(f"telemetry: the collector at {url}/v1/traces ")
