@@ -15,6 +15,9 @@ once are queued, never run side by side.
 `cancel`, the Event a cancellable work checks between its steps). A job submitted with a
 `dedupe_key` while an unfinished job has the same key is not queued again: `submit` returns the
 id of the one already queued or running (three clicks on Run make one run).
+
+Work that never touches the model (a model file's download) is submitted with `own_thread=True`:
+it starts at once in a thread of its own, neither waiting behind the queue nor holding it up.
 """
 from __future__ import annotations
 
@@ -73,6 +76,7 @@ class Job:
     meta: dict[str, Any] = field(default_factory=dict)
     dedupe_key: str | None = None
     cancel_requested: bool = False
+    own_thread: bool = False     # runs beside the queue (never the model's work)
 
     @property
     def finished(self) -> bool:
@@ -133,13 +137,17 @@ class JobManager:
     # ---- submitting -----------------------------------------------------------------------
     def submit(self, kind: str, label: str, work: Work, *, run_id: str | None = None,
                parent_run_id: str | None = None, meta: dict[str, Any] | None = None,
-               dedupe_key: str | None = None, on_cancelled: OnCancelled | None = None) -> str:
+               dedupe_key: str | None = None, on_cancelled: OnCancelled | None = None,
+               own_thread: bool = False) -> str:
         """Queue `work` and return the job id at once; the worker runs it when its turn comes.
 
         With `dedupe_key`, an unfinished job with the same key is returned instead (nothing new is
-        queued). `on_cancelled` runs instead of `work` when the job is cancelled while queued."""
+        queued). `on_cancelled` runs instead of `work` when the job is cancelled while queued.
+        With `own_thread`, the work starts now in a thread of its own, beside the queue: only for
+        work that never uses the model (which must stay single-threaded)."""
         job = Job(id=uuid.uuid4().hex[:10], kind=kind, label=label, run_id=run_id,
-                  parent_run_id=parent_run_id, meta=dict(meta or {}), dedupe_key=dedupe_key)
+                  parent_run_id=parent_run_id, meta=dict(meta or {}), dedupe_key=dedupe_key,
+                  own_thread=own_thread)
         with self._lock:
             if dedupe_key is not None:
                 for other in self._jobs.values():
@@ -153,8 +161,13 @@ class JobManager:
                 self._on_cancelled[job.id] = on_cancelled
             self._order.append(job.id)
             self._forget_old()
-            self._ensure_worker()
-        self._queue.put(job.id)
+            if not own_thread:
+                self._ensure_worker()
+        if own_thread:
+            threading.Thread(target=self._run, args=(job.id,), name=f"flowkit-job-{job.id}",
+                             daemon=True).start()
+        else:
+            self._queue.put(job.id)
         return job.id
 
     def _ensure_worker(self) -> None:
@@ -172,25 +185,28 @@ class JobManager:
     # ---- the worker -----------------------------------------------------------------------
     def _serve(self) -> None:
         while True:
-            job_id = self._queue.get()
-            with self._lock:
-                job = self._jobs.get(job_id)
-                work = self._work.pop(job_id, None)
-                self._on_cancelled.pop(job_id, None)
-                if job is None or work is None:
-                    continue
-                job.status, job.started_at = "running", time.time()
-            try:
-                result = work(Reporter(self, job_id))
-            except InputRefused as err:
-                log.warning("job %s (%s) refused its input: %s", job_id, job.label, err)
-                self._finish(job_id, "error", None, _error_text(err))
-            except Exception as err:
-                log.exception("job %s (%s) failed", job_id, job.label)
-                self._finish(job_id, "error", None, _error_text(err))
-            else:
-                done = "cancelled" if self._cancel_event(job_id).is_set() else "done"
-                self._finish(job_id, done, result, None)
+            self._run(self._queue.get())
+
+    def _run(self, job_id: str) -> None:
+        """Run one job's work in this thread (the worker's, or its own) and record how it ended."""
+        with self._lock:
+            job = self._jobs.get(job_id)
+            work = self._work.pop(job_id, None)
+            self._on_cancelled.pop(job_id, None)
+            if job is None or work is None:
+                return
+            job.status, job.started_at = "running", time.time()
+        try:
+            result = work(Reporter(self, job_id))
+        except InputRefused as err:
+            log.warning("job %s (%s) refused its input: %s", job_id, job.label, err)
+            self._finish(job_id, "error", None, _error_text(err))
+        except Exception as err:
+            log.exception("job %s (%s) failed", job_id, job.label)
+            self._finish(job_id, "error", None, _error_text(err))
+        else:
+            done = "cancelled" if self._cancel_event(job_id).is_set() else "done"
+            self._finish(job_id, done, result, None)
 
     def _finish(self, job_id: str, status: str, result: dict[str, Any] | None,
                 error: str | None) -> None:
@@ -273,13 +289,14 @@ class JobManager:
         return out
 
     def ahead_of(self, job_id: str) -> int:
-        """How many unfinished jobs were submitted before this one (0: it is next or running)."""
+        """How many unfinished queued jobs were submitted before this one (0: it is next or
+        running); jobs in threads of their own are never ahead of another."""
         with self._lock:
             n = 0
             for i in self._order:
                 if i == job_id:
                     return n
-                if not self._jobs[i].finished:
+                if not self._jobs[i].finished and not self._jobs[i].own_thread:
                     n += 1
         return 0
 
