@@ -13,10 +13,20 @@ LangGraph already keeps it per run and per thread:
 
 - `started`: wall-clock time the run's first node began (keep-first reducer): drives `timeout_s`;
 - `steps`, `llm_calls`, `tokens`, `halt`, `visits`: flowkit's own counters, as in the engine;
-- `trace`: one record per node visit (append reducer): the run's trace sink;
+- `trace`: one record per node visit (append reducer): the run's trace sink; each record has
+  its step `index` (see below);
 - `run_id`: the server's id of the run that filled the state. A second run on the same thread
   would inherit the first one's counters and trace, so it fails with a clear error instead:
   ask each question on a new thread or as a threadless run.
+
+Step indices. LangGraph runs the nodes of one superstep (a fan-out's parallel branches) in
+parallel, and each of them sees the same `steps` count in the state, so that count alone would
+give them one index. A node visit's index is the state's `steps` (the steps of the supersteps
+before) plus the order in which the visits of its superstep *ended* (the first to end gets the
+lowest), as the engine numbers them (its shared counter counts steps as they are recorded).
+`StepNumbers` hands those out: a small per-process table keyed by run, holding only the current
+superstep's next offset (a superstep's nodes always run in one process), dropped when the run
+ends and bounded in size. So indices are unique and 0..n-1 over a run.
 
 Each node call then builds a short-lived engine run context (`flowkit.nodes.bind_run`) from that
 state, the flow's limits, the resources and the knowledge base, and calls the engine's wrapper
@@ -36,6 +46,7 @@ import os
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -152,6 +163,37 @@ def on_label(table: Mapping[str, Sequence[str]], *, branch: str | None = None) -
     return label_router(table, branch)
 
 
+class StepNumbers:
+    """Unique step indices for the node visits of one process's runs (see the module's help):
+    `number(run_id, done, steps)` gives `steps` the indices after the `done` steps of earlier
+    supersteps and after those already handed out in this superstep."""
+
+    #: runs remembered at once (the oldest is forgotten: a run that never ends here)
+    MAX_RUNS = 1024
+
+    def __init__(self) -> None:
+        self._next: OrderedDict[str, tuple[int, int]] = OrderedDict()   # run -> (done, offset)
+        self._lock = threading.Lock()
+
+    def number(self, run_id: str, done: int, steps: Sequence[StepEvent]) -> list[StepEvent]:
+        """`steps` (one node call's, in the order recorded) with their run-wide indices."""
+        if not steps:
+            return []
+        with self._lock:
+            seen_done, offset = self._next.pop(run_id, (done, 0))
+            if seen_done != done:              # a later superstep (the state's count moved on)
+                offset = 0
+            self._next[run_id] = (done, offset + len(steps))
+            while len(self._next) > self.MAX_RUNS:
+                self._next.popitem(last=False)
+        return [replace(s, index=done + offset + i) for i, s in enumerate(steps)]
+
+    def forget(self, run_id: str) -> None:
+        """The run ended: drop its entry."""
+        with self._lock:
+            self._next.pop(run_id, None)
+
+
 class FlowRuntime:
     """One exported flow's runtime: its name and limits, where its settings file lies, and the
     version of the saved flow it was exported from (None: a template or a file)."""
@@ -166,6 +208,7 @@ class FlowRuntime:
                                     if self.settings_dir else None)
         self._nodes: dict[str, Any] = {}
         self._finish = make_finish()
+        self.numbers = StepNumbers()
         self._resources: dict[ExportSettings, Resources] = {}
         self._lock = threading.Lock()
 
@@ -234,24 +277,30 @@ class FlowRuntime:
                               sink=sink, limits=self.limits,
                               started=time.perf_counter() - (time.time() - started))
         live = self.tracer.live()
+        done = int(state.get("steps") or 0)
         try:
             update = dict(fn(dict(state), run_config) or {})
         except NodeError as err:
+            steps = self.numbers.number(run_id, done, sink.steps)
+            self.numbers.forget(run_id)
             if live is not None:
-                self.tracer.end(live, run_id, {**state, "started": started}, {}, sink.steps,
+                self.tracer.end(live, run_id, {**state, "started": started}, {}, steps,
                                 resources.llm, kb, error=str(err))
             raise RunNodeError.of(err) from err
+        steps = self.numbers.number(run_id, done, sink.steps)
+        if last:
+            self.numbers.forget(run_id)
         if first:
             update["started"] = started
             update["run_id"] = run_id
-        if sink.steps:
-            update["trace"] = [_record(e) for e in sink.steps]
+        if steps:
+            update["trace"] = [_record(e) for e in steps]
         if live is not None:
             before = {**state, "started": started}
             if last:
-                self.tracer.end(live, run_id, before, update, sink.steps, resources.llm, kb)
+                self.tracer.end(live, run_id, before, update, steps, resources.llm, kb)
             else:
-                self.tracer.node(live, run_id, before, sink.steps, resources.llm, kb)
+                self.tracer.node(live, run_id, before, steps, resources.llm, kb)
         return update
 
 
@@ -269,5 +318,5 @@ def _run_id(config: RunnableConfig) -> str:
 
 def _record(e: StepEvent) -> dict[str, Any]:
     """The trace record of one node visit kept in the state (JSON)."""
-    return {"node": e.node_id, "visit": e.visit, "operator": e.operator, "branch": e.branch,
+    return {"index": e.index, "node": e.node_id, "visit": e.visit, "operator": e.operator, "branch": e.branch,
             "llm_calls": len(e.llm_calls), "tokens": e.tokens, "ms": e.ms, "error": e.error}

@@ -9,7 +9,9 @@ off), read as flowkit.telemetry.settings reads them.
 An exported graph has no end-of-run hook and may run its nodes in several worker processes of a
 LangGraph server, so nothing is kept per run in the process: each node visit is sent as it ends
 (its span and its RETRIEVER and LLM spans, under the run's root span id, which derives from the
-run id: flowkit.telemetry.ids), and the last step (`finish`) or a node's error sends the root
+run id: flowkit.telemetry.ids; its `flowkit.step_index` is the visit's run-wide index, unique
+also for the parallel branches of one superstep: flowkit.export.runtime.StepNumbers), and the
+last step (`finish`) or a node's error sends the root
 span: flow, version, question, answer, status, totals from the graph state. Sending is the live
 exporter's (flowkit.telemetry.export.LiveExport): queued, off the run's path; a collector that
 cannot be reached is said once in the log (`flowkit.telemetry`) and never fails a run.
@@ -21,7 +23,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +70,8 @@ class PackageTracer:
 
     def node(self, live: LiveExport, run_id: str, state: Mapping[str, Any],
              steps: Sequence[StepEvent], model: Any, kb: str) -> None:
-        """Send the spans of one node call's steps (under the run's root span id)."""
+        """Send the spans of one node call's steps (under the run's root span id); `steps` carry
+        their run-wide indices (flowkit.export.runtime.StepNumbers)."""
         if not steps:
             return
         record = self._record(run_id, state, steps, model, kb)
@@ -99,11 +101,9 @@ class PackageTracer:
     def _record(self, run_id: str, state: Mapping[str, Any], steps: Sequence[StepEvent],
                 model: Any, kb: str) -> RunRecord:
         began = float(state.get("started") or time.time())
-        done = int(state.get("steps") or 0)
-        numbered = [replace(s, index=done + i) for i, s in enumerate(steps)]
         last = max((s.started_at + s.ms / 1000.0 for s in steps if s.started_at), default=began)
         return RunRecord(run_id=run_id, flow_name=self.flow, flow_version=self.version,
                          question=str(state.get("question") or ""), answer="", status="running",
-                         started_at=began, ended_at=max(last, began), steps=numbered, kb=kb,
+                         started_at=began, ended_at=max(last, began), steps=list(steps), kb=kb,
                          model_id=str(getattr(model, "model_id", "") or ""),
                          model_hash=str(getattr(model, "model_hash", "") or ""))

@@ -108,6 +108,35 @@ def test_in_process_the_package_sends_the_engines_span_tree(tmp_path, monkeypatc
         receiver.close()
 
 
+def test_a_packages_parallel_branches_are_spans_with_their_own_step_index(tmp_path, monkeypatch):
+    from flowkit.testing import HashEmbedder
+    from flowkit.testing.fakes import template_script
+    receiver = start_receiver()
+    try:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+        folder = tmp_path / "branching"
+        write_package(load_template("pre_retrieval_branching"), folder)
+        from exportkit import load_module
+        module = load_module(folder)
+        out = module.graph.invoke({"question": Q}, config={"configurable": {
+            "flowkit_resources": fake_resources(template_script(), kb="test",
+                                                embedder=HashEmbedder()),
+            "kb": "test", "run_id": "pkg-branch-1"}})
+        live = module.RUNTIME.tracer.live()
+        assert live is not None and live.flush(10)
+        root = next(s for s in receiver.spans if not s.parent_span_id)
+        nodes = [s for s in receiver.spans if s.parent_span_id == root.span_id]
+        index = {s.name: {a.key: a.value for a in s.attributes}["flowkit.step_index"].int_value
+                 for s in nodes}
+        assert len(nodes) == len(index) == out["steps"] == 5
+        assert sorted(index.values()) == list(range(5))
+        assert index["expand"] == 0 and {index["bm25"], index["dense"]} == {1, 2}
+        assert (index["fuse"], index["generate"]) == (3, 4)
+        assert {t["node"]: t["index"] for t in out["trace"]} == index    # the state's trace too
+    finally:
+        receiver.close()
+
+
 def test_the_settings_files_telemetry_is_read_and_checked(tmp_path):
     assert not read_telemetry(tmp_path / "missing.json").enabled
     folder = export_self_rag(tmp_path / "pkg")
