@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import getpass
 import threading
+import time
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,7 +44,8 @@ from flowkit.engine import run_flow
 from flowkit.errors import FlowkitError, short
 from flowkit.memory import OPERATOR_KEYS, Memory
 from flowkit.spec import FlowSpec
-from flowkit.telemetry.debug_sink import DebugTelemetrySink
+from flowkit.telemetry.debug_sink import DebugTelemetrySink, pause_mark
+from flowkit.telemetry.events import stored_pauses
 from flowkit.telemetry.record import RunRecord, epoch
 from flowkit.trace import MultiSink, RunEnd, RunStart, StepEvent, TraceSink
 from storage.checkpoints import open_checkpointer
@@ -171,6 +173,8 @@ class _DebugSink:
         if not self.resuming:
             self.trace.start(run)
             self.repo.begin(run.run_id, [b.to_dict() for b in self.breakpoints])
+        else:          # the pause's history: gone on from when this segment started (as live)
+            self.repo.resumed(run.run_id, run.started_at or time.time(), self.hook.mode)
         self.started = True
 
     def step(self, event: StepEvent) -> None:
@@ -178,7 +182,7 @@ class _DebugSink:
 
     def end(self, result: RunEnd) -> None:
         if result.status == "paused" and self.hook.paused is not None:
-            self.repo.save_pause(result)
+            self.repo.save_pause(result, pause_mark(self.hook.paused, None, "").to_stored())
         else:
             self.trace.end(result)
 
@@ -226,6 +230,7 @@ class Debugger:
         run = self.ws.store.get_run(run_id)
         record = RunRecord.from_stored(run, [])
         record.part, record.total_steps = "abort", run.steps
+        record.pauses = stored_pauses(self.repo.get(run.id).history)[-1:]     # the one it ended at
         live.submit(record)
 
     def _compiled(self, spec: dict[str, Any]) -> CompiledFlow:

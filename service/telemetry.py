@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flowkit.errors import FlowkitError
+from flowkit.telemetry.events import stored_pauses
 from flowkit.telemetry.export import send
 from flowkit.telemetry.record import RunRecord
 from flowkit.telemetry.settings import TelemetryError as TelemetryError
@@ -13,6 +14,7 @@ from flowkit.telemetry.settings import TelemetrySettings as TelemetrySettings
 from flowkit.telemetry.settings import live_target as live_target
 from flowkit.telemetry.settings import parse_headers as parse_headers
 from flowkit.telemetry.settings import target_for
+from storage.debug import DebugRepo
 
 from .workspace import Workspace
 
@@ -30,9 +32,13 @@ class Sent:
 
 
 def record_of(ws: Workspace, run_id: str) -> RunRecord:
-    """A stored run (a unique prefix of its id will do) as a RunRecord."""
+    """A stored run (a unique prefix of its id will do) as a RunRecord, with the pauses of a
+    debugged run (the `pause` events it had live; one it is still paused at too)."""
     run = ws.store.get_run(run_id)
-    return RunRecord.from_stored(run, ws.store.steps(run.id))
+    record = RunRecord.from_stored(run, ws.store.steps(run.id))
+    history = DebugRepo(ws.store).get(run.id).history
+    record.pauses = stored_pauses(history, paused_now=run.status == "paused")
+    return record
 
 
 def send_run(ws: Workspace, run_id: str, url: str | None = None) -> Sent:
@@ -52,7 +58,7 @@ def send_eval(ws: Workspace, eval_id: str, url: str | None = None) -> Sent:
     runs = [r for r in repo.runs(info.id) if r.status in ENDED]
     if not runs:
         raise FlowkitError(f"evaluation '{info.id}' has no finished runs to send")
-    records = [RunRecord.from_stored(r, ws.store.steps(r.id)) for r in runs]
+    records = [record_of(ws, r.id) for r in runs]
     for record in records:
         record.eval_id = info.id
     return Sent(len(records), send(records, target), target.url)

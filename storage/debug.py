@@ -4,9 +4,12 @@ compare-and-set that lets one continuer in, aborting, and memory edits recorded 
 A paused run is its `runs` row with status ``paused``, its thread in LangGraph's checkpointer
 (storage.checkpoints: the paused state and where it paused, see flowkit.debug) and its `run_debug`
 row: the breakpoints, the pause count, the edits' record (who, when, key, step) and, while
-paused, `pause` = ``{"steps_done": n, "edits": [[key, value], ...]}``: the trace's step count at
-the pause (a continue whose process died goes back there) and the edits made during this pause,
-which the next continue sends to LangGraph as its update. Everything is in the database, so a
+paused, `pause` = ``{"steps_done": n, "edits": [[key, value], ...], "history": [...]}``: the
+trace's step count at the pause (a continue whose process died goes back there), the edits made
+during this pause, which the next continue sends to LangGraph as its update, and every pause of the
+run so far, this one last (flowkit.telemetry.events.PauseMark's stored form: node, visit, why,
+when it paused and when and how the run went on from it; kept after the run ends, so a run sent
+to a collector later carries its pauses: service.telemetry). Everything is in the database, so a
 paused run survives a restart of the process that paused it. Status changes are compare-and-set
 updates (``WHERE status = 'paused'``), so of two continuers exactly one gets the run.
 """
@@ -49,11 +52,28 @@ class DebugState:
     pause: dict[str, Any] | None
     pauses: int
     edits: list[dict[str, Any]] = field(default_factory=list)
+    #: every pause of the run (stored PauseMarks, the last one the current pause while paused);
+    #: kept in the same JSON as `pause`, which does not show it
+    history: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def edited(self) -> bool:
         """Whether a user changed the run's memory while it was paused."""
         return bool(self.edits)
+
+
+def _current(pause: dict[str, Any]) -> dict[str, Any]:
+    """The trace side of the current pause (steps_done, edits), without the run's history."""
+    return {k: v for k, v in pause.items() if k != "history"}
+
+
+def _close_last(row: RunDebugRow, at: float, mode: str) -> None:
+    """Note in `row`'s pause history when (`at`) and how (`mode`) the run left its last pause."""
+    pause = dict(row.pause or {})
+    history = [dict(h) for h in pause.get("history") or []]
+    if history:
+        history[-1].update(resumed_at=at, mode=mode)
+        row.pause = {**pause, "history": history}
 
 
 def _cas(result: Any) -> int:
@@ -95,18 +115,22 @@ class DebugRepo:
             if row is None:
                 return DebugState(run.id, run.status, [], None, 0, [])
             return DebugState(run.id, run.status, list(row.breakpoints or []),
-                              dict(row.pause) if row.pause and run.status == PAUSED else None,
-                              int(row.pauses or 0), list(row.edits or []))
+                              _current(row.pause) if row.pause and run.status == PAUSED else None,
+                              int(row.pauses or 0), list(row.edits or []),
+                              list((row.pause or {}).get("history") or []))
 
-    def save_pause(self, result: RunEnd) -> None:
+    def save_pause(self, result: RunEnd, mark: dict[str, Any] | None = None) -> None:
         """End a run segment as paused (LangGraph's checkpointer already holds its state): the
-        run's totals so far and the pause's step count, in one transaction."""
+        run's totals so far, the pause's step count and `mark` (the pause, for its history), in
+        one transaction."""
         with Session(self.store.engine) as s, s.begin():
             row = s.get(RunDebugRow, result.run_id)
             if row is None:
                 row = RunDebugRow(run_id=result.run_id, breakpoints=[], pauses=0, edits=[])
                 s.add(row)
-            row.pause = {"steps_done": result.steps, "edits": []}
+            history = list((row.pause or {}).get("history") or [])
+            row.pause = {"steps_done": result.steps, "edits": [],
+                         "history": [*history, *([mark] if mark else [])]}
             row.pauses = int(row.pauses or 0) + 1
             row.updated_at = utcnow()
             s.execute(update(RunRow).where(RunRow.id == result.run_id).values(
@@ -135,9 +159,17 @@ class DebugRepo:
                 raise NotPausedError(f"run '{run_id}' is paused but has no pause record")
             if breakpoints is not None:
                 row.breakpoints = breakpoints
-            pause, bps = dict(row.pause), list(row.breakpoints or [])
+            pause, bps = _current(row.pause), list(row.breakpoints or [])
         self.store._hold(run_id)
         return pause, bps
+
+    def resumed(self, run_id: str, at: float, mode: str) -> None:
+        """The run went on from its last pause at `at` (seconds since the epoch) by `mode`:
+        noted in its pause history."""
+        with Session(self.store.engine) as s, s.begin():
+            row = s.get(RunDebugRow, run_id)
+            if row is not None:
+                _close_last(row, at, mode)
 
     def unclaim(self, run_id: str) -> None:
         """Give a claimed run back (running -> paused, its checkpoint untouched): the continue
@@ -157,6 +189,9 @@ class DebugRepo:
                                           + (f" by {who}" if who else "")))
             if _cas(res) != 1:
                 raise self._not_paused(s, run_id, "abort")
+            row = s.get(RunDebugRow, run_id)
+            if row is not None:
+                _close_last(row, time.time(), "abort")
 
     def edit(self, run_id: str, key: str, value: Any, who: str, memory: dict[str, Any],
              node: str | None) -> dict[str, Any]:
@@ -194,7 +229,7 @@ class DebugRepo:
             row.edits = [*(row.edits or []), {"who": who, "at": time.time(), "key": key,
                                               "step": idx, "node": node}]
             row.updated_at = utcnow()
-            return pause
+            return _current(pause)
 
     def set_breakpoints(self, run_id: str, breakpoints: list[dict[str, Any]]) -> None:
         """Replace a paused run's breakpoints (they apply from its next continue)."""

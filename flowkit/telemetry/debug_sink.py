@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 PAUSED = "paused"
 
 
-def pause_mark(pause: Pause, resumed_at: float, mode: str) -> PauseMark:
-    """The event record of `pause` (a flowkit.debug.Pause), gone on from at `resumed_at`."""
+def pause_mark(pause: Pause, resumed_at: float | None, mode: str) -> PauseMark:
+    """The event record of `pause` (a flowkit.debug.Pause), gone on from at `resumed_at` (None:
+    not yet; what the trace store keeps at the pause, storage.debug)."""
     return PauseMark(node=pause.node, visit=pause.visit, when=pause.when, reason=pause.reason,
                      paused_at=pause.paused_at, resumed_at=resumed_at, mode=mode,
                      breakpoint=pause.breakpoint, condition_error=pause.condition_error,

@@ -14,7 +14,10 @@ same trace), and a fork's root span links to its parent run's root span.
 A run sent in parts (`RunRecord.part`: a debug run between pauses, an exported package's nodes)
 builds its node spans under its root's id before the root itself is built (by the last part).
 A debug run's pauses and memory edits are events (`events`); a stored `user.edit` step (an edit
-made at a pause) is the `memory edit` event of the node span after it, not a span of its own.
+made at a pause) is the `memory edit` event of the node span after it, not a span of its own, and
+a stored run's pauses (`RunRecord.pauses`, from the trace store's pause history, never steps) are
+the `pause` events of the node visits they paused at, as they were live; one whose node never ran
+(the run was aborted there, or is still paused) is an event of the root span.
 """
 from __future__ import annotations
 

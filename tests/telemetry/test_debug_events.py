@@ -205,3 +205,56 @@ def test_an_aborted_paused_run_gets_its_root_over_the_spans_it_sent(traced):
     assert root.attributes["flowkit.status"] == "cancelled"
     assert root.attributes["flowkit.steps"] == ws.store.get_run(end.run_id).steps == 4
     assert [s.name for s in node_spans(spans, root)] == ["ret", "gen", "judge", "ret"]
+
+
+def test_pauses_are_stored_and_sent_after_the_fact_as_the_same_events(traced):
+    from service.telemetry import record_of
+    ws, memory = traced
+    dbg = Debugger(ws)
+    end = dbg.start(SHAPES["loop"], Q, "test", ["gen@2", "judge@3?len(drafts) >= 1"])
+    dbg.set_value(end.run_id, "question", "Where was Mara Velt born, again?")
+    end = dbg.resume(end.run_id, "step")              # pauses once more, before the judge
+    assert end.status == "paused"
+    end = dbg.resume(end.run_id)
+    while end.status == "paused":
+        end = dbg.resume(end.run_id)
+    live = spans_of(ws, memory, end.run_id)
+    sent = build_spans([record_of(ws, end.run_id)])
+
+    def marks(spans: list[Any]) -> list[tuple[str, int, dict[str, Any]]]:
+        return sorted((s.name, s.attributes.get("flowkit.visit", 0), e)
+                      for s in spans for e in events(s, "pause"))
+    assert len(marks(live)) == dbg.show(end.run_id).pauses >= 3
+    assert marks(sent) == marks(live)                    # same spans, same attributes
+    steps = ws.store.steps(end.run_id)                   # replay's steps: node visits and edits
+    assert [s.operator for s in steps if s.node_id.startswith("_") and s.node_id != "_finish"] \
+        == ["user.edit"]
+    history = dbg.repo.get(end.run_id).history
+    assert [(h["node"], h["visit"], h["mode"]) for h in history][:2] == [("gen", 2, "step"),
+                                                                         ("judge", 2, "continue")]
+
+
+def test_a_paused_run_sent_now_carries_its_pause_still_open(traced):
+    from service.telemetry import record_of
+    ws, _ = traced
+    dbg = Debugger(ws)
+    end = dbg.start(SHAPES["loop"], Q, "test", ["gen@2"])
+    spans = build_spans([record_of(ws, end.run_id)])
+    root = root_of(spans)
+    (mark,) = events(root, "pause")                  # the node it waits at has not run: the root
+    assert (mark["flowkit.pause.node"], mark["flowkit.pause.visit"]) == ("gen", 2)
+    assert mark["flowkit.pause.mode"] == "still paused" and "flowkit.pause.seconds" not in mark
+    assert mark["flowkit.pause.breakpoint"] == "gen@2"
+
+
+def test_an_aborted_runs_last_pause_is_on_its_root_live_and_after_the_fact(traced):
+    from service.telemetry import record_of
+    ws, memory = traced
+    dbg = Debugger(ws)
+    end = dbg.start(SHAPES["loop"], Q, "test", ["gen@2"])
+    dbg.abort(end.run_id, "tester")
+    for spans in (spans_of(ws, memory, end.run_id), build_spans([record_of(ws, end.run_id)])):
+        root = root_of(spans)
+        (mark,) = [e for s in spans for e in events(s, "pause")]
+        assert mark in events(root, "pause")
+        assert mark["flowkit.pause.mode"] == "abort" and mark["flowkit.pause.seconds"] >= 0
