@@ -11,7 +11,7 @@ from flowkit.runtime.hub import (
     PullCancelled,
     Pulled,
     check_request,
-    part_files,
+    partial_bytes,
     pull,
     pulled_models,
 )
@@ -40,17 +40,6 @@ def pull_into(folder: Path, repo: str, filename: str,
     """`pull_model` into a models folder given by path (a background job keeps the folder, not
     the workspace, which a settings change may rebuild while the file downloads)."""
     return pull(repo.strip(), filename.strip(), folder, on_progress=on_progress)
-
-
-def partial_bytes(folder: Path, repo: str, filename: str) -> int:
-    """Bytes of `repo`/`filename` downloaded by a pull that stopped (the next pull goes on from
-    there); 0 when there is none (or the request cannot be one)."""
-    repo, filename = repo.strip(), filename.strip()
-    try:
-        check_request(repo, filename)
-        return max((p.stat().st_size for p in part_files(folder, repo, filename)), default=0)
-    except (HubError, OSError):
-        return 0
 
 
 def pulled(ws: Workspace) -> list[Path]:

@@ -106,6 +106,17 @@ def part_files(models_dir: Path, repo: str, filename: str) -> list[Path]:
     return sorted((staging / name.parent).glob(f"{name.name}.*.part"))
 
 
+def partial_bytes(models_dir: Path, repo: str, filename: str) -> int:
+    """Bytes of `repo`/`filename` downloaded by a pull that stopped (the next pull goes on from
+    there); 0 when there is none (or the request cannot be one)."""
+    repo, filename = repo.strip(), filename.strip()
+    try:
+        check_request(repo, filename)
+        return max((p.stat().st_size for p in part_files(models_dir, repo, filename)), default=0)
+    except (HubError, OSError):
+        return 0
+
+
 def _endpoint(endpoint: str | None) -> str:
     return (endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.table import Table
 
 from flowkit.errors import FlowkitError
-from flowkit.runtime.hub import pull, pulled_models
+from flowkit.runtime.hub import partial_bytes, pull, pulled_models
 from flowkit.runtime.models import assemble_all, models_table
 from flowkit.runtime.resources import default_data_dir
 
@@ -31,6 +31,10 @@ def pull_command(words: list[str], data_dir: str | None, revision: str | None = 
         raise FlowkitError("flowkit models pull REPO FILE: give the Hub repository (owner/name) "
                            "and the GGUF file's name, e.g. flowkit models pull "
                            "ggml-org/gemma-3-1b-it-GGUF gemma-3-1b-it-Q4_K_M.gguf")
+    kept = partial_bytes(models_dir(data_dir), words[0], words[1])
+    if kept:
+        common.err.print(f"going on from the {kept / 1e6:.0f} MB an earlier pull of "
+                         f"{words[0]}/{words[1]} downloaded", soft_wrap=True)
     got = pull(words[0], words[1], models_dir(data_dir), revision=revision)
     common.out.print(f"pulled {got.repo}/{got.filename} "          # plain console: text as is
                      f"({got.size_bytes / 1e6:.0f} MB, sha256 {got.sha256[:12]}… checked) to "

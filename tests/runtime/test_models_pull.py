@@ -248,8 +248,10 @@ def test_the_next_pull_resumes_after_the_hub_went_away_mid_file(hub: StandIn,
     assert pulled_models(tmp_path) == [got.path] and part_files(tmp_path, REPO, FILE) == []
 
 
-def test_a_killed_pull_goes_on_from_the_bytes_on_disk(hub: StandIn, tmp_path: Path) -> None:
-    """`flowkit models pull` killed (SIGKILL) with 20 MB on disk: the next pull resumes there."""
+def test_a_killed_pull_goes_on_from_the_bytes_on_disk(hub: StandIn, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`flowkit models pull` killed (SIGKILL) with 20 MB on disk: the next one resumes there."""
     hub.stall_at = 25 * 1024 * 1024
     env = {**os.environ, "HF_ENDPOINT": hub.endpoint, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "service.cli", "--data-dir", str(tmp_path),
@@ -270,9 +272,14 @@ def test_a_killed_pull_goes_on_from_the_bytes_on_disk(hub: StandIn, tmp_path: Pa
     assert on_disk == 2 * CHUNK and pulled_models(models) == []
     hub.stall_at, hub.ranges = 0, []
     hub.release.set()
-    got = pull(REPO, FILE, models, endpoint=hub.endpoint)
+    monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+    assert main(["--data-dir", str(tmp_path), "models", "pull", REPO, FILE]) == 0
+    said = capsys.readouterr()
+    assert f"going on from the 21 MB an earlier pull of {REPO}/{FILE} downloaded" in said.err
     assert hub.ranges == [f"bytes={on_disk}-"]
-    assert got.sha256 == sha256_of(got.path) == hub.sha256 and pulled_models(models) == [got.path]
+    (got,) = pulled_models(models)
+    assert str(got) in said.out and sha256_of(got) == hub.sha256
+    assert part_files(models, REPO, FILE) == []
 
 
 def test_a_stopped_pull_keeps_its_part_and_a_second_pull_meanwhile_is_refused(
