@@ -46,7 +46,7 @@ from flowkit.memory import OPERATOR_KEYS, Memory
 from flowkit.spec import FlowSpec
 from flowkit.telemetry.debug_sink import DebugTelemetrySink, pause_mark
 from flowkit.telemetry.events import stored_pauses
-from flowkit.telemetry.record import RunRecord, epoch
+from flowkit.telemetry.record import RunRecord
 from flowkit.trace import MultiSink, RunEnd, RunStart, StepEvent, TraceSink
 from storage.checkpoints import open_checkpointer
 from storage.debug import DebugRepo, NotPausedError
@@ -214,23 +214,27 @@ class Debugger:
                             settings=self.ws.resources.settings.to_dict(), cancel=cancel,
                             cache=self.ws.completion_cache, debug=hook, on_token=on_token)
 
-    def _telemetry(self, hook: DebugHook, started_at: float | None = None,
-                   eval_id: str | None = None) -> list[TraceSink]:
+    def _telemetry(self, hook: DebugHook, eval_id: str | None = None) -> list[TraceSink]:
         """The segment's live export (none when telemetry is off): its node spans as it ends,
-        the pause it goes on from as an event, the root span when the run ends."""
+        under the run's root (sent at the first pause) or a continuation span (a later segment;
+        flowkit.telemetry.debug_sink), the pause it goes on from as an event."""
         live = self.ws.telemetry.live(self.ws.resources.settings.telemetry)
-        return [DebugTelemetrySink(live, hook, started_at, eval_id)] if live else []
+        return [DebugTelemetrySink(live, hook, eval_id)] if live else []
 
-    def _send_root(self, run_id: str) -> None:
-        """An aborted run's root span (status cancelled), under which the node spans its
-        segments sent wait; nothing when telemetry is off."""
+    def _send_abort(self, run_id: str) -> None:
+        """An aborted run's last part: a continuation span under the root its first pause sent,
+        from the pause it ended at to now, status cancelled, that pause as its event; nothing
+        when telemetry is off."""
         live = self.ws.telemetry.live(self.ws.resources.settings.telemetry)
         if live is None:
             return
         run = self.ws.store.get_run(run_id)
         record = RunRecord.from_stored(run, [])
-        record.part, record.total_steps = "abort", run.steps
-        record.pauses = stored_pauses(self.repo.get(run.id).history)[-1:]     # the one it ended at
+        last = stored_pauses(self.repo.get(run.id).history)[-1:]     # the one it ended at
+        record.root, record.continuation = False, True
+        record.part, record.total_steps, record.pauses = "abort", run.steps, last
+        if last:
+            record.started_at = last[0].paused_at
         live.submit(record)
 
     def _compiled(self, spec: dict[str, Any]) -> CompiledFlow:
@@ -316,7 +320,7 @@ class Debugger:
                                 edits=[(k, v) for k, v in held.get("edits") or []])
                 sink = _DebugSink(self.ws.store.sink(run.eval_id), self.repo, bps, hook,
                                   resuming=True)
-                telemetry = self._telemetry(hook, epoch(run.started_at), run.eval_id)
+                telemetry = self._telemetry(hook, run.eval_id)
                 return run_flow(compiled, question, self.ws.resources, kb=run.kb,
                                 sink=MultiSink(sink, *([extra_sink] if extra_sink else []),
                                                *telemetry),
@@ -336,7 +340,7 @@ class Debugger:
         self.repo.abort(run.id, who, view.pause.node if view.pause else None)
         with open_checkpointer(self.ws.store.url) as cp:
             drop_thread(cp, run.id)
-        self._send_root(run.id)
+        self._send_abort(run.id)
 
     def set_value(self, run_id: str, key: str, value: Any, who: str | None = None) -> PausedRun:
         """Set working-memory `key` of a paused run, validated against the key's type; recorded in

@@ -47,8 +47,10 @@ class RunRecord:
 
     A run sent in parts (a debug run, one part per segment between pauses; an exported package,
     one part per node) is several records of one run id: each names its `part` (its spans' ids
-    derive from it) and only the last one has `root` (the run's span, with `total_steps`); the
-    others' spans hang under that root's id all the same."""
+    derive from it) and one of them has `root` (the run's span, with `total_steps`: an exported
+    package's last, a debug run's first); the others' spans hang under that root's id all the
+    same, a `continuation`'s under a span of its own (a child of the root that carries the part's
+    outcome: a debug run's segments after its first pause, flowkit.telemetry.debug_sink)."""
 
     run_id: str
     flow_name: str
@@ -76,6 +78,7 @@ class RunRecord:
     root: bool = True
     part: str = ""
     total_steps: int | None = None
+    continuation: bool = False
 
     @classmethod
     def from_live(cls, start: RunStart, steps: list[StepEvent], end: RunEnd,

@@ -12,7 +12,18 @@ With the provider's `RunIds`, trace and span ids derive from the run id (a run s
 same trace), and a fork's root span links to its parent run's root span.
 
 A run sent in parts (`RunRecord.part`: a debug run between pauses, an exported package's nodes)
-builds its node spans under its root's id before the root itself is built (by the last part).
+builds its node spans under its root's id, which need not be built yet (an exported package's
+root comes with its last part). A debug run that pauses live sends its root at its first pause
+(status paused) and each later segment as a continuation span under it:
+
+    <flow>                   CHAIN   start -> first pause: flowkit.status "paused"
+      <node id> ...                  the first segment's node visits
+      <flow> (continued)     CHAIN   one per later segment: resumed -> its pause or the run's end;
+        <node id> ...                the run's attributes as of then (the last: status, answer,
+                                     totals); an abort is one with no nodes, status cancelled
+
+so a collector always has the root of what it was sent (a run may stay paused for days, or for
+good). A stored run sent after the fact has one root over the whole run, its pauses as events.
 A debug run's pauses and memory edits are events (`events`); a stored `user.edit` step (an edit
 made at a pause) is the `memory edit` event of the node span after it, not a span of its own, and
 a stored run's pauses (`RunRecord.pauses`, from the trace store's pause history, never steps) are
@@ -44,6 +55,8 @@ KIND = SpanAttributes.OPENINFERENCE_SPAN_KIND
 _OK_STATUSES = ("ok", "budget_exceeded", "paused")
 #: the operator of a stored memory edit made at a pause (storage.debug)
 USER_EDIT = "user.edit"
+#: the name of a continuation span is the flow's name and this
+CONTINUED = "(continued)"
 
 
 def _ns(seconds: float) -> int:
@@ -63,6 +76,8 @@ def emit_run(tracer: Tracer, record: RunRecord, limits: Limits | None = None,
 def _emit(tracer: Tracer, record: RunRecord, lim: Limits) -> int:
     if not record.root:
         parent = trace.set_span_in_context(trace.NonRecordingSpan(root_context(record.run_id)))
+        if record.continuation:
+            return _emit_continuation(tracer, parent, record, lim)
         return _emit_steps(tracer, parent, record, lim, None)
     links = []
     if record.parent_run_id:      # a fork: linked to the run it was forked from
@@ -75,6 +90,22 @@ def _emit(tracer: Tracer, record: RunRecord, lim: Limits) -> int:
     if record.status not in _OK_STATUSES:
         root.set_status(Status(StatusCode.ERROR, (record.error or record.status)[:200]))
     root.end(end_time=_ns(record.ended_at))
+    return count
+
+
+def _emit_continuation(tracer: Tracer, parent: trace.Context, record: RunRecord,
+                       lim: Limits) -> int:
+    """A continuation (`RunRecord.continuation`): a span under the run's root, `<flow>
+    (continued)`, over this part's time with the run's attributes as of its end (its status, the
+    answer and totals once the run ended), and this part's node spans under it."""
+    attrs = _run_attributes(record, lim)
+    attrs["flowkit.part"] = record.part
+    span = tracer.start_span(f"{record.flow_name or 'flowkit run'} {CONTINUED}", context=parent,
+                             start_time=_ns(record.started_at), attributes=attrs)
+    count = 1 + _emit_steps(tracer, trace.set_span_in_context(span), record, lim, span)
+    if record.status not in _OK_STATUSES:
+        span.set_status(Status(StatusCode.ERROR, (record.error or record.status)[:200]))
+    span.end(end_time=_ns(record.ended_at))
     return count
 
 

@@ -53,8 +53,20 @@ def root_of(spans: list[Any]) -> Any:
     return roots[0]
 
 
+def kids_of(spans: list[Any], parent: Any) -> list[Any]:
+    return [s for s in spans if s.parent is not None and s.parent.span_id == parent.context.span_id]
+
+
+def continuations(spans: list[Any], root: Any) -> list[Any]:
+    """The continuation spans under `root` (a debug run's segments after its first pause)."""
+    found = [s for s in kids_of(spans, root) if s.name.endswith(" (continued)")]
+    return sorted(found, key=lambda s: s.start_time)
+
+
 def node_spans(spans: list[Any], root: Any) -> list[Any]:
-    kids = [s for s in spans if s.parent is not None and s.parent.span_id == root.context.span_id]
+    """The node spans under `root` and under its continuations, in step order."""
+    parents = [root, *continuations(spans, root)]
+    kids = [s for p in parents for s in kids_of(spans, p) if "flowkit.node_id" in s.attributes]
     return sorted(kids, key=lambda s: s.attributes["flowkit.step_index"])
 
 
@@ -68,18 +80,26 @@ def test_a_paused_edited_and_continued_run_is_one_trace_with_its_pause_and_edit(
     end = dbg.start(SHAPES["loop"], Q, "test", ["gen@2?len(drafts) == 1"])
     assert end.status == "paused"
     waiting = spans_of(ws, memory, end.run_id)
-    assert waiting and all(s.parent is not None for s in waiting)     # no root while paused
+    root = root_of(waiting)                   # the root is sent at the pause: no orphans
+    assert root.name == "loop" and root.attributes["flowkit.status"] == "paused"
+    assert root.status.is_ok and root.attributes["flowkit.steps"] == 4
+    assert root.attributes["input.value"] == Q
+    assert [s.name for s in node_spans(waiting, root)] == ["ret", "gen", "judge", "ret"]
     dbg.set_value(end.run_id, "question", LONG_QUESTION)
     done = dbg.resume(end.run_id)
     assert done.status == "ok"
 
     spans = spans_of(ws, memory, end.run_id)
-    root = root_of(spans)
-    assert root.name == "loop" and root.attributes["flowkit.status"] == "ok"
-    assert root.attributes["flowkit.run_id"] == end.run_id
+    assert root_of(spans).context == root.context
+    (cont,) = continuations(spans, root)      # the resumed segment: under the root
+    assert cont.name == "loop (continued)" and cont.attributes["flowkit.status"] == "ok"
+    assert cont.attributes["flowkit.run_id"] == end.run_id
+    assert cont.attributes["output.value"] == done.answer
     stored = ws.store.get_run(end.run_id)
-    assert root.attributes["flowkit.steps"] == stored.steps
+    assert cont.attributes["flowkit.steps"] == stored.steps
     assert root.start_time <= min(s.start_time for s in spans)
+    assert root.end_time <= cont.start_time
+    assert all(s.parent.span_id == cont.context.span_id for s in node_spans(spans, root)[4:])
     nodes = node_spans(spans, root)
     real = [s for s in ws.store.steps(end.run_id) if s.operator != "user.edit"]
     assert [(s.name, s.attributes["flowkit.visit"]) for s in nodes] == \
@@ -178,7 +198,7 @@ def test_a_paused_and_continued_run_arrives_in_phoenix_with_its_pause(phoenix, t
         live = ws.telemetry.live(ws.resources.settings.telemetry)
         assert live is not None and live.flush(30)
         real = [s for s in ws.store.steps(end.run_id) if s.operator != "user.edit"]
-        count = 1 + len(real) + sum(len(s.llm_calls) + len(s.retrievals) for s in real)
+        count = 2 + len(real) + sum(len(s.llm_calls) + len(s.retrievals) for s in real)
         roots = phoenix.wait_for(1, attribute=f"flowkit.run_id:{end.run_id}", parent_id="null")
         assert len(roots) == 1, phoenix.log.read_text()[-1500:]
         spans = phoenix.wait_for(count, trace_id=roots[0]["context"]["trace_id"])
@@ -191,20 +211,28 @@ def test_a_paused_and_continued_run_arrives_in_phoenix_with_its_pause(phoenix, t
         assert attrs["flowkit.pause.seconds"] >= 0
         edits = [e for s in spans for e in s.get("events") or [] if e["name"] == "memory edit"]
         assert len(edits) == 1 and edits[0]["attributes"]["flowkit.edit.keys"] == ["question"]
+        (cont,) = [s for s in spans if s["parent_id"] == roots[0]["context"]["span_id"]
+                   and s["name"] == "loop (continued)"]
+        assert roots[0]["attributes"]["flowkit.status"] == "paused"
+        assert cont["attributes"]["flowkit.status"] == "ok"
+        assert cont["attributes"]["output.value"] == ws.store.get_run(end.run_id).answer
     finally:
         ws.close()
 
 
-def test_an_aborted_paused_run_gets_its_root_over_the_spans_it_sent(traced):
+def test_an_aborted_paused_run_ends_in_a_cancelled_continuation_under_its_root(traced):
     ws, memory = traced
     dbg = Debugger(ws)
     end = dbg.start(SHAPES["loop"], Q, "test", ["gen@2"])
     dbg.abort(end.run_id, "tester")
     spans = spans_of(ws, memory, end.run_id)
     root = root_of(spans)
-    assert root.attributes["flowkit.status"] == "cancelled"
-    assert root.attributes["flowkit.steps"] == ws.store.get_run(end.run_id).steps == 4
+    assert root.attributes["flowkit.status"] == "paused"
+    (cont,) = continuations(spans, root)
+    assert cont.attributes["flowkit.status"] == "cancelled" and not cont.status.is_ok
+    assert cont.attributes["flowkit.steps"] == ws.store.get_run(end.run_id).steps == 4
     assert [s.name for s in node_spans(spans, root)] == ["ret", "gen", "judge", "ret"]
+    assert not kids_of(spans, cont)
 
 
 def test_pauses_are_stored_and_sent_after_the_fact_as_the_same_events(traced):
@@ -256,5 +284,6 @@ def test_an_aborted_runs_last_pause_is_on_its_root_live_and_after_the_fact(trace
     for spans in (spans_of(ws, memory, end.run_id), build_spans([record_of(ws, end.run_id)])):
         root = root_of(spans)
         (mark,) = [e for s in spans for e in events(s, "pause")]
-        assert mark in events(root, "pause")
+        holder = (continuations(spans, root) or [root])[-1]  # live: the abort's continuation
+        assert mark in events(holder, "pause")
         assert mark["flowkit.pause.mode"] == "abort" and mark["flowkit.pause.seconds"] >= 0
