@@ -282,7 +282,6 @@ class SettingsKeys(Keys, prefix="settings"):
     PREFIX_REUSE: Key[str]
     PULL_REPO: Key[str]
     PULL_FILE: Key[str]
-    PULL_NOTICE: Key[Notice]
     PULL_GO: Key[bool]
 
 
