@@ -45,6 +45,36 @@ SCRIPT = textwrap.dedent("""
                                  "flowkit.telemetry.spans")))
 
 
+#: like SCRIPT, but the model's third call writes the file argv[3] names and hangs (a run the
+#: test then kills with SIGTERM)
+HANGING_SCRIPT = textwrap.dedent("""
+    import importlib.util, pathlib, sys, time
+    sys.path.insert(0, sys.argv[4])
+    from telkit import Q, looping_llm
+    from flowkit.testing import fake_resources
+    llm, calls = looping_llm(), []
+    answer = llm.complete
+
+    def complete(prompt, **kw):
+        calls.append(prompt)
+        if len(calls) == 3:
+            pathlib.Path(sys.argv[3]).write_text("hanging")
+            time.sleep(120)
+        return answer(prompt, **kw)
+
+    llm.complete = complete
+    spec = importlib.util.spec_from_file_location("exported_graph", sys.argv[1] + "/graph.py")
+    module = sys.modules["exported_graph"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.graph.invoke({"question": Q}, config={"configurable": {
+        "flowkit_resources": fake_resources(llm), "kb": "test", "run_id": sys.argv[2]}})
+""")
+
+
+class Killed(BaseException):
+    """Stands for the process ending mid-run (nothing in flowkit or LangGraph catches it)."""
+
+
 def export_self_rag(folder: Path, telemetry: dict[str, Any] | None = None) -> Path:
     write_package(load_template("self_rag"), folder, version=3, overwrite=True)
     if telemetry is not None:
@@ -135,6 +165,95 @@ def test_a_packages_parallel_branches_are_spans_with_their_own_step_index(tmp_pa
         assert {t["node"]: t["index"] for t in out["trace"]} == index    # the state's trace too
     finally:
         receiver.close()
+
+
+def test_a_run_its_process_ends_under_gets_a_killed_root_over_its_node_spans(tmp_path,
+                                                                            monkeypatch):
+    import signal
+    receiver = start_receiver()
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+        folder = export_self_rag(tmp_path / "pkg")
+        from exportkit import load_module
+        module = load_module(folder)
+        llm, calls = looping_llm(), []
+        answer = llm.complete
+
+        def complete(prompt: str, **kw: Any) -> Any:
+            calls.append(prompt)
+            if len(calls) == 3:
+                raise Killed()
+            return answer(prompt, **kw)
+
+        llm.complete = complete                              # type: ignore[method-assign]
+        with pytest.raises(Killed):
+            module.graph.invoke({"question": Q}, config={"configurable": {
+                "flowkit_resources": fake_resources(llm), "kb": "test", "run_id": "pkg-kill-1"}})
+        tracer = module.RUNTIME.tracer
+        live = tracer.live()
+        assert live is not None and live.flush(10)
+        assert receiver.spans and not [s for s in receiver.spans if not s.parent_span_id]
+        assert signal.getsignal(signal.SIGTERM) is not before     # its SIGTERM handler is set
+        assert tracer.kill_open("the test") == 1                  # what atexit/SIGTERM call
+        assert tracer.kill_open("the test") == 0                  # sent once
+        roots = [s for s in receiver.spans if not s.parent_span_id]
+        assert len(roots) == 1
+        root = roots[0]
+        attrs = {a.key: a.value for a in root.attributes}
+        assert attrs["flowkit.status"].string_value == "killed"
+        assert attrs["flowkit.error"].string_value == "killed: the test before the run ended"
+        assert root.status.code == root.status.STATUS_CODE_ERROR
+        assert root.status.message.startswith("killed: the test")
+        assert attrs["flowkit.run_id"].string_value == "pkg-kill-1"
+        assert attrs["input.value"].string_value == Q
+        nodes = [s for s in receiver.spans if s.parent_span_id == root.span_id]
+        assert len(nodes) >= 2 and attrs["flowkit.steps"].int_value == len(nodes)
+        assert len({s.trace_id for s in receiver.spans}) == 1
+        llm_spans = [s for s in receiver.spans if {a.key: a.value for a in s.attributes}
+                     ["openinference.span.kind"].string_value == "LLM"]
+        assert attrs["flowkit.llm_calls"].int_value == len(llm_spans) >= 1   # ended calls
+        assert len(calls) == 3                                # the third was cut off
+    finally:
+        signal.signal(signal.SIGTERM, before)
+        receiver.close()
+
+
+def test_a_package_run_killed_by_sigterm_has_its_root_in_phoenix(phoenix, tmp_path):
+    import signal
+    import time
+    folder = export_self_rag(tmp_path / "pkg", {"enabled": True, "otlp_endpoint": phoenix.url,
+                                                "headers": {}})
+    script, marker = tmp_path / "hang.py", tmp_path / "hanging"
+    script.write_text(HANGING_SCRIPT)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    proc = subprocess.Popen([sys.executable, str(script), str(folder), "pkg-sigterm-1",
+                             str(marker), str(HERE)], env={**clean, "PYTHONPATH": str(ROOT)},
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 60
+        while not marker.exists() and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.1)
+        assert marker.exists(), proc.communicate(timeout=5)[1][-2000:]
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGTERM, err[-2000:]    # it still dies by SIGTERM
+    roots = phoenix.wait_for(1, attribute="flowkit.run_id:pkg-sigterm-1", parent_id="null")
+    assert len(roots) == 1, phoenix.log.read_text()[-1500:]
+    root = roots[0]
+    assert root["name"] == "self_rag" and root["status_code"] == "ERROR"
+    assert root["attributes"]["flowkit.status"] == "killed"
+    assert root["attributes"]["flowkit.error"] == "killed: SIGTERM before the run ended"
+    steps = root["attributes"]["flowkit.steps"]
+    spans = phoenix.wait_for(steps + 1, trace_id=root["context"]["trace_id"])
+    nodes = [s for s in spans if s["parent_id"] == root["context"]["span_id"]]
+    assert len(nodes) == steps >= 2                       # no orphans: all under the root
+    ids = {s["context"]["span_id"] for s in spans}
+    assert all(s["parent_id"] in ids for s in spans if s["parent_id"])
+    assert [s for s in spans if not s["parent_id"]] == [root]
 
 
 def test_the_settings_files_telemetry_is_read_and_checked(tmp_path):
