@@ -46,7 +46,7 @@ SCRIPT = textwrap.dedent("""
 
 
 #: like SCRIPT, but the model's third call writes the file argv[3] names and hangs (a run the
-#: test then kills with SIGTERM)
+#: test then kills with SIGTERM), or with argv[5] "exit" ends the process (SystemExit)
 HANGING_SCRIPT = textwrap.dedent("""
     import importlib.util, pathlib, sys, time
     sys.path.insert(0, sys.argv[4])
@@ -59,6 +59,8 @@ HANGING_SCRIPT = textwrap.dedent("""
         calls.append(prompt)
         if len(calls) == 3:
             pathlib.Path(sys.argv[3]).write_text("hanging")
+            if sys.argv[5:] == ["exit"]:
+                sys.exit(3)
             time.sleep(120)
         return answer(prompt, **kw)
 
@@ -216,6 +218,31 @@ def test_a_run_its_process_ends_under_gets_a_killed_root_over_its_node_spans(tmp
         assert len(calls) == 3                                # the third was cut off
     finally:
         signal.signal(signal.SIGTERM, before)
+        receiver.close()
+
+
+def test_a_package_process_that_exits_mid_run_sends_the_runs_root_at_exit(tmp_path):
+    receiver = start_receiver()
+    try:
+        folder = export_self_rag(tmp_path / "pkg")
+        script = tmp_path / "hang.py"
+        script.write_text(HANGING_SCRIPT)
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        proc = subprocess.run([sys.executable, str(script), str(folder), "pkg-exit-1",
+                               str(tmp_path / "hanging"), str(HERE), "exit"],
+                              env={**clean, "PYTHONPATH": str(ROOT),
+                                   "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url},
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 3, proc.stderr[-2000:]
+        roots = [s for s in receiver.spans if not s.parent_span_id]
+        assert len(roots) == 1, proc.stderr[-2000:]
+        attrs = {a.key: a.value for a in roots[0].attributes}
+        assert attrs["flowkit.status"].string_value == "killed"
+        assert attrs["flowkit.error"].string_value == \
+            "killed: the process exited before the run ended"
+        nodes = [s for s in receiver.spans if s.parent_span_id == roots[0].span_id]
+        assert len(nodes) == attrs["flowkit.steps"].int_value >= 2
+    finally:
         receiver.close()
 
 
