@@ -20,8 +20,8 @@ A run killed mid-way. Its node spans are already sent, and its root would come o
 end, so a collector would keep them as orphans. The tracer therefore remembers, per process, the
 runs that sent node spans and no root yet (a LangGraph server runs one run's nodes in one worker
 process; the table is bounded), and when the process ends first it sends each one's root with an
-error status: `flowkit.status` "killed", the error saying how (`killed: SIGTERM`, `killed: the
-process exited`), the totals as far as they got. This runs at exit (`atexit`, before the exporter
+error status: `flowkit.status` "killed", the error saying how ("killed: SIGTERM before the run
+ended", "killed: the process exited before the run ended"), the totals as far as they got. This runs at exit (`atexit`, before the exporter
 closes; it then waits at most CLOSE_WAIT_S twice for the spans to go) and on SIGTERM, whose
 default ends a process without exit handlers: where the process has the default SIGTERM action
 or a handler of its own (set on the main thread when telemetry is first seen on), the tracer's

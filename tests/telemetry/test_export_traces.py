@@ -197,6 +197,9 @@ def test_a_run_its_process_ends_under_gets_a_killed_root_over_its_node_spans(tmp
         assert live is not None and live.flush(10)
         assert receiver.spans and not [s for s in receiver.spans if not s.parent_span_id]
         assert signal.getsignal(signal.SIGTERM) is not before     # its SIGTERM handler is set
+        from flowkit.export import tracing
+        from flowkit.telemetry import export
+        assert tracing.CLOSE_WAIT_S == export.CLOSE_WAIT_S         # a copy (not to load OTel)
         assert tracer.kill_open("the test") == 1                  # what atexit/SIGTERM call
         assert tracer.kill_open("the test") == 0                  # sent once
         roots = [s for s in receiver.spans if not s.parent_span_id]
