@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from ..errors import ResourceError
 from .batch_sampling import Logits
-from .batch_slots import Job, Scheduler
+from .batch_slots import Entry, Job, Scheduler
 
 #: the most slots `--parallel` takes
 MAX_PARALLEL = 64
@@ -34,7 +35,7 @@ class LlamaSlots:
         params.n_ctx = n_ctx * n_slots
         params.n_seq_max = n_slots
         params.kv_unified = False
-        self.n_batch = int(params.n_batch)
+        self.n_batch = min(int(params.n_batch), int(params.n_ubatch))
         ctx = lc.llama_init_from_model(llama.model, params)
         if not ctx:
             raise ResourceError(f"llama.cpp could not make a context of {n_slots} slots x {n_ctx} "
@@ -48,20 +49,38 @@ class LlamaSlots:
         self._batch = lc.llama_batch_init(max(self.n_batch, n_slots), 0, 1)
         self._closed = False
 
-    def prefill(self, seq: int, tokens: Sequence[int]) -> Logits:
-        """Evaluate `tokens` into sequence `seq` in `n_batch` blocks; the last token's logits."""
-        for start in range(0, len(tokens), self.n_batch):
-            block = tokens[start:start + self.n_batch]
-            self._fill([(seq, token, start + i) for i, token in enumerate(block)],
-                       last_only=True)
-            self._decode()
-        return self._row(len(tokens[(len(tokens) - 1) // self.n_batch * self.n_batch:]) - 1)
+    def evaluate(self, entries: Sequence[Entry]) -> list[Logits]:
+        """Evaluate `entries` (at most `n_batch`); the rows asked for, in order.
 
-    def decode(self, steps: Sequence[tuple[int, int, int]]) -> list[Logits]:
-        """One token for each (sequence, token, position), in one batch; a row of logits each."""
-        self._fill(steps, last_only=False)
-        self._decode()
-        return [self._row(i) for i in range(len(steps))]
+        llama.cpp splits a batch over split KV streams into micro-batches of equal tokens per
+        sequence; left to itself it would put the first token of a prompt chunk beside the
+        generating slots' single tokens. Instead the sequences go in one `llama_decode` per
+        count of tokens they have here (the generating ones together, prompt chunks of the same
+        length together): the same micro-batches in number, each token on the kernels a fresh
+        serial call uses for it (see `batch_slots._chunk`)."""
+        count = Counter(e.seq for e in entries)
+        groups: dict[int, list[int]] = {}
+        for i, entry in enumerate(entries):
+            groups.setdefault(count[entry.seq], []).append(i)
+        rows: dict[int, Logits] = {}
+        for size in sorted(groups):
+            self._decode([entries[i] for i in groups[size]])
+            rows.update((i, self._row(j)) for j, i in enumerate(groups[size])
+                        if entries[i].logits)
+        return [rows[i] for i in range(len(entries)) if entries[i].logits]
+
+    def _decode(self, entries: Sequence[Entry]) -> None:
+        batch = self._batch
+        batch.n_tokens = len(entries)
+        for i, (seq, token, pos, logits) in enumerate(entries):
+            batch.token[i] = token
+            batch.pos[i] = pos
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = seq
+            batch.logits[i] = logits
+        code = self._lc.llama_decode(self._ctx, batch)
+        if code != 0:
+            raise RuntimeError(f"llama_decode returned {code} (1: no room in the KV cache)")
 
     def forget(self, seq: int) -> None:
         """Remove sequence `seq` from the KV cache."""
@@ -81,21 +100,6 @@ class LlamaSlots:
             self._closed = True
             self._lc.llama_batch_free(self._batch)
             self._lc.llama_free(self._ctx)
-
-    def _fill(self, steps: Sequence[tuple[int, int, int]], *, last_only: bool) -> None:
-        batch = self._batch
-        batch.n_tokens = len(steps)
-        for i, (seq, token, pos) in enumerate(steps):
-            batch.token[i] = token
-            batch.pos[i] = pos
-            batch.n_seq_id[i] = 1
-            batch.seq_id[i][0] = seq
-            batch.logits[i] = not last_only or i == len(steps) - 1
-
-    def _decode(self) -> None:
-        code = self._lc.llama_decode(self._ctx, self._batch)
-        if code != 0:
-            raise RuntimeError(f"llama_decode returned {code} (1: no room in the KV cache)")
 
     def _row(self, i: int) -> Logits:
         ptr = self._lc.llama_get_logits_ith(self._ctx, i)

@@ -3,11 +3,14 @@
 N slots share one model context, one sequence each. One thread (`Scheduler.run`) repeats a step:
 1. a request whose client went away (`Job.cancel`) leaves its slot, or the queue, and the slot's
    sequence is removed from the model's memory;
-2. queued requests are admitted into free slots, first come first served; each one's prompt is
-   evaluated alone (`SlotModel.prefill`, in the same batches a fresh serial call uses) and its first
-   token picked;
-3. every active slot's last token goes into one batch (`SlotModel.decode`: one token a slot) and
-   each slot's next token is picked from its row of logits.
+2. queued requests are admitted into free slots, first come first served;
+3. one batch of at most `SlotModel.n_batch` tokens is evaluated (`SlotModel.evaluate`): the last
+   token of every slot that is generating, then prompt tokens of the slots still reading theirs,
+   the fewest left first, in chunks shaped as a fresh serial call reads them (`_chunk`). A long
+   prompt is read over several steps while the other slots go on generating, one token a step;
+   a short prompt that arrives beside it is read first. Logits are asked for each generating
+   slot's token and for a prompt's last token only; each such slot's next token is picked from
+   its row.
 A slot finishes as llama-cpp-python's `create_completion` finishes: an end-of-generation token
 ('stop', not counted), a stop string in the text (the text cut before the first of the request's
 stop strings found, in the request's order; 'stop'), `max_tokens` tokens or the slot's context full
@@ -22,24 +25,33 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
 from .batch_sampling import Logits, Sampling, TokenLogprob, choose, log_probs
 
 
+class Entry(NamedTuple):
+    """One token of a batch: into sequence `seq` at `pos`; `logits`: its row is wanted."""
+
+    seq: int
+    token: int
+    pos: int
+    logits: bool
+
+
 class SlotModel(Protocol):
-    """One model context with `n_slots` sequences of `n_ctx` tokens each."""
+    """One model context with `n_slots` sequences of `n_ctx` tokens each, evaluating at most
+    `n_batch` tokens at a time."""
 
     n_slots: int
     n_ctx: int
+    n_batch: int
 
-    def prefill(self, seq: int, tokens: Sequence[int]) -> Logits:
-        """Evaluate a prompt into sequence `seq` (empty before); the last token's logits."""
-
-    def decode(self, steps: Sequence[tuple[int, int, int]]) -> list[Logits]:
-        """Evaluate one (sequence, token, position) per active slot in one batch; their logits."""
+    def evaluate(self, entries: Sequence[Entry]) -> list[Logits]:
+        """Evaluate `entries` (several sequences, each's positions following what it holds) in one
+        batch; a row of logits for each entry that asks for one, in order."""
 
     def forget(self, seq: int) -> None:
         """Remove sequence `seq` from the model's memory."""
@@ -115,7 +127,8 @@ class _Slot:
     tokens: list[int] = field(default_factory=list)
     data: bytes = b""
     sent: int = 0                   # bytes of `data` already handed out as pieces
-    pending: int = -1               # the token to feed at the next decode step
+    read: int = 0                   # prompt tokens evaluated so far
+    pending: int = -1               # the token to feed at the next step (-1: none yet)
     logprobs: list[TokenLogprob] = field(default_factory=list)
 
     @property
@@ -164,7 +177,7 @@ class Scheduler:
             self.step()
 
     def step(self) -> None:
-        """One round: drop the cancelled, admit into free slots, decode one token a slot."""
+        """One round: drop the cancelled, admit into free slots, evaluate one batch."""
         with self._cond:
             self._queue = deque(j for j in self._queue if not j.cancelled.is_set())
         for slot in self._active():
@@ -178,17 +191,46 @@ class Scheduler:
             if job is None:
                 break
             self._admit(index, job)
-        active = [s for s in self._active() if s.pending >= 0]
-        if not active:
+        entries, owners = self._compose()
+        if not entries:
             return
         try:
-            rows = self.model.decode([(s.seq, s.pending, s.position) for s in active])
+            rows = self.model.evaluate(entries)
         except Exception as err:            # noqa: BLE001 - every waiting client must hear of it
-            for slot in active:
+            for slot in {id(s): s for s, _ in owners}.values():
                 self._fail(slot, err)
             return
-        for slot, row in zip(active, rows):
+        for slot, row in zip([s for s, wants in owners if wants], rows):
             self._take(slot, row)
+
+    def _compose(self) -> tuple[list[Entry], list[tuple[_Slot, bool]]]:
+        """This step's batch in slot order, and for each entry its slot and whether it asks for
+        logits: every generating slot's token, then prompt chunks, the fewest left first, up to
+        `n_batch` tokens in all (`_chunk` says how much of a prompt a step takes)."""
+        active = self._active()
+        n_batch = self.model.n_batch
+        budget = n_batch - sum(s.pending >= 0 for s in active)
+        chunk: dict[int, int] = {}
+        reading = [s for s in active if s.pending < 0]
+        for slot in sorted(reading, key=lambda s: len(s.job.tokens) - s.read):
+            take = _chunk(len(slot.job.tokens), slot.read, budget, n_batch)
+            if take:
+                chunk[slot.seq] = take
+                budget -= take
+        entries: list[Entry] = []
+        owners: list[tuple[_Slot, bool]] = []
+        for slot in active:
+            if slot.pending >= 0:
+                entries.append(Entry(slot.seq, slot.pending, slot.position, True))
+                owners.append((slot, True))
+            elif slot.seq in chunk:
+                prompt, first = slot.job.tokens, slot.read
+                slot.read += chunk[slot.seq]
+                for pos in range(first, slot.read):
+                    last = pos == len(prompt) - 1
+                    entries.append(Entry(slot.seq, prompt[pos], pos, last))
+                    owners.append((slot, last))
+        return entries, owners
 
     def _active(self) -> list[_Slot]:
         return [s for s in self._slots if s is not None]
@@ -199,16 +241,9 @@ class Scheduler:
         limit = room if job.max_tokens is None or job.max_tokens <= 0 else \
             min(job.max_tokens, room)
         stops = [s.encode("utf-8") for s in job.stop if s]
-        slot = _Slot(seq=index, job=job, limit=limit, stops=stops,
-                     rng=np.random.default_rng(job.sampling.seed),
-                     hold=max((len(s) for s in stops), default=1) - 1)
-        self._slots[index] = slot
-        try:
-            row = self.model.prefill(index, job.tokens)
-        except Exception as err:            # noqa: BLE001 - the client must hear of it
-            self._fail(slot, err)
-            return
-        self._take(slot, row)
+        self._slots[index] = _Slot(seq=index, job=job, limit=limit, stops=stops,
+                                   rng=np.random.default_rng(job.sampling.seed),
+                                   hold=max((len(s) for s in stops), default=1) - 1)
 
     def _take(self, slot: _Slot, row: Logits) -> None:
         """Pick the slot's next token from `row` and finish the slot or keep it going."""
@@ -262,3 +297,22 @@ def _whole_chars(data: bytes, end: int) -> int:
             need = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
             return end if back >= need else end - back
     return end
+
+
+def _chunk(n_prompt: int, read: int, budget: int, n_batch: int) -> int:
+    """How many more tokens of a prompt of `n_prompt` (`read` of them evaluated) to put in a batch
+    with room for `budget`: 0 (none this step) or a number that keeps the prompt's tokens on the
+    kernels a fresh serial call uses. llama.cpp computes attention for a sequence with one token in
+    a micro-batch on another path than for several, and the logits differ (tests/servers shows it).
+    A fresh call reads the prompt in `n_batch` blocks: every token beside others of its sequence,
+    but the last alone when `n_prompt % n_batch == 1`. So: such a last token is a chunk of its
+    own; any other chunk has 2 or more tokens and leaves 0, or 2 or more, before that last."""
+    tail = 1 if n_prompt % n_batch == 1 else 0
+    body = n_prompt - tail                   # read in chunks of 2 or more
+    if read >= body:
+        return 1 if read < n_prompt and budget >= 1 else 0
+    left = body - read
+    take = min(left, budget)
+    if left - take == 1:
+        take -= 1
+    return take if take >= 2 or take == left else 0

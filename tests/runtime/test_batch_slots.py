@@ -11,6 +11,7 @@ import pytest
 from flowkit.runtime.batch_sampling import Sampling, choose, log_probs
 from flowkit.runtime.batch_slots import (
     Done,
+    Entry,
     Event,
     Failed,
     Job,
@@ -26,17 +27,20 @@ WORDS = {END: b"", 1: b"Hel", 2: b"lo", 3: b" wor", 4: b"ld", 5: b"!", 6: "é".e
 
 class FakeModel:
     """Generates, for a prompt starting with token p, the script SCRIPTS[p] (then repeats its last
-    token); checks that every token arrives at the position after the one before it."""
+    token); checks that every token arrives at the position after the one before it, that a batch
+    holds at most `n_batch` tokens, and that a sequence asks for logits only at its last prompt
+    token and then at every generated one."""
 
     SCRIPTS = {100: [1, 2, 3, 4, END], 101: [5, 5, 5, 5, 5, 5, 5], 102: [END],
                103: [6, 1, 2, 3, 4, 5, END]}
 
-    def __init__(self, n_slots: int = 2, n_ctx: int = 64, fail_at: int | None = None) -> None:
-        self.n_slots, self.n_ctx = n_slots, n_ctx
+    def __init__(self, n_slots: int = 2, n_ctx: int = 64, fail_at: int | None = None,
+                 n_batch: int = 512) -> None:
+        self.n_slots, self.n_ctx, self.n_batch = n_slots, n_ctx, n_batch
         self.seqs: dict[int, list[int]] = {}
-        self.prompts: dict[int, int] = {}
+        self.prompts: dict[int, int] = {}                # seq -> prompt length, once read
         self.prefills: list[tuple[int, int]] = []        # (slot, first prompt token)
-        self.batches: list[list[int]] = []               # the slots of each decode batch
+        self.batches: list[list[Entry]] = []
         self.forgotten: list[int] = []
         self.fail_at = fail_at
 
@@ -47,24 +51,32 @@ class FakeModel:
         row[script[min(k, len(script) - 1)]] = 1.0
         return row
 
-    def prefill(self, seq: int, tokens: Sequence[int]) -> np.ndarray:
-        assert seq not in self.seqs, f"slot {seq} was not forgotten before reuse"
-        self.seqs[seq], self.prompts[seq] = list(tokens), len(tokens)
-        self.prefills.append((seq, tokens[0]))
-        return self._row(seq)
-
-    def decode(self, steps: Sequence[tuple[int, int, int]]) -> list[np.ndarray]:
+    def evaluate(self, entries: Sequence[Entry]) -> list[np.ndarray]:
+        assert 0 < len(entries) <= self.n_batch
         if self.fail_at is not None and len(self.batches) == self.fail_at:
             raise RuntimeError("llama_decode returned 1")
-        self.batches.append([seq for seq, _, _ in steps])
-        for seq, token, pos in steps:
+        self.batches.append(list(entries))
+        rows = []
+        for seq, token, pos, logits in entries:
+            if pos == 0:
+                assert seq not in self.seqs, f"slot {seq} was not forgotten before reuse"
+                self.seqs[seq] = []
+                self.prefills.append((seq, token))
             assert pos == len(self.seqs[seq]), f"slot {seq}: position {pos}"
             self.seqs[seq].append(token)
-        return [self._row(seq) for seq, _, _ in steps]
+            if seq not in self.prompts:
+                if logits:
+                    self.prompts[seq] = len(self.seqs[seq])
+            else:
+                assert logits, f"slot {seq}: a generated token without logits"
+            if logits:
+                rows.append(self._row(seq))
+        return rows
 
     def forget(self, seq: int) -> None:
         self.forgotten.append(seq)
         self.seqs.pop(seq, None)
+        self.prompts.pop(seq, None)
 
     def piece(self, token: int) -> bytes:
         return WORDS[token]
@@ -94,9 +106,10 @@ def test_requests_fill_free_slots_and_wait_for_one() -> None:
     for first, events, most in ((101, a, 3), (101, b, 3), (100, c, None)):
         sched.submit(_job(first, events, max_tokens=most))
     sched.step()
-    assert model.prefills == [(0, 101), (1, 101)]
+    assert model.prefills == [(0, 101), (1, 101)]      # both prompts read in one batch
     assert sched.load() == (2, 1)                      # the third waits for a slot
-    assert model.batches == [[0, 1]]                   # both slots decoded in one batch
+    sched.step()
+    assert [e.seq for e in model.batches[1]] == [0, 1]  # both slots decoded in one batch
     _drain(sched)
     assert model.prefills[2] == (0, 100)               # slot 0 freed, then reused
     assert a[-1] == b[-1] == Done("!!!", "length", 3, 3, None)
@@ -230,3 +243,114 @@ def test_requests_the_engine_cannot_serve_go_to_the_serial_app() -> None:
     assert serial_reason(Request.model_validate({**flowkit_like, "n": 2})) == "n"
     assert serial_reason(Request.model_validate({**flowkit_like, "grammar": "root ::= \"a\""})) \
         == "grammar"
+
+
+def _per_seq(batch: list[Entry]) -> dict[int, list[Entry]]:
+    out: dict[int, list[Entry]] = {}
+    for entry in batch:
+        out.setdefault(entry.seq, []).append(entry)
+    return out
+
+
+def test_several_prompts_are_read_in_one_batch_with_logits_at_their_last_tokens() -> None:
+    model = FakeModel(n_slots=3)
+    sched = Scheduler(model)
+    events: list[list[Event]] = [[], [], []]
+    for first, n_prompt, got in zip((100, 101, 103), (4, 6, 5), events):
+        sched.submit(_job(first, got, n_prompt=n_prompt))
+    sched.step()
+    assert len(model.batches) == 1
+    read = _per_seq(model.batches[0])
+    assert {seq: [e.pos for e in es] for seq, es in read.items()} == \
+        {0: [0, 1, 2, 3], 1: [0, 1, 2, 3, 4, 5], 2: [0, 1, 2, 3, 4]}
+    assert [e.pos for e in model.batches[0] if e.logits] == [3, 5, 4]
+    _drain(sched)
+    assert [got[-1] for got in events] == [Done("Hello world", "stop", 4, 4, None),
+                                           Done("!" * 58, "length", 6, 58, None),
+                                           Done("éHello world!", "stop", 5, 6, None)]
+
+
+def test_a_long_prompt_is_read_in_chunks_of_at_most_n_batch() -> None:
+    model = FakeModel(n_slots=1, n_batch=8)
+    sched = Scheduler(model)
+    events: list[Event] = []
+    sched.submit(_job(100, events, n_prompt=21))
+    sched.step()
+    sched.step()
+    assert not events                                   # nothing picked before the last chunk
+    sched.step()
+    assert [len(b) for b in model.batches] == [8, 8, 5]   # 21 tokens, chunks of n_batch
+    assert [e.pos for b in model.batches for e in b] == list(range(21))
+    assert [e.pos for b in model.batches for e in b if e.logits] == [20]
+    assert events == [Piece("Hel")]
+    _drain(sched)
+    assert events[-1] == Done("Hello world", "stop", 21, 4, None)
+
+
+def test_a_generating_slot_advances_in_every_step_while_another_prompt_is_read() -> None:
+    model = FakeModel(n_slots=2, n_batch=8)
+    sched = Scheduler(model)
+    short: list[Event] = []
+    long: list[Event] = []
+    sched.submit(_job(101, short, n_prompt=3, max_tokens=6))
+    sched.step()                                        # the short prompt read, 1st token picked
+    sched.submit(_job(100, long, n_prompt=30))
+    steps_before = len(model.batches)
+    while not any(isinstance(e, Done) for e in long):
+        sched.step()
+    reading = [b for b in model.batches[steps_before:] if any(e.seq == 1 and not e.logits
+                                                              for e in b)]
+    assert len(reading) >= 4                            # 30 tokens: over several steps
+    generated = [e for b in reading for e in b if e.seq == 0]
+    assert len(generated) == min(len(reading), 5)       # one token a step until max_tokens
+    assert all(len(b) <= 8 for b in model.batches)
+    assert short[-1] == Done("!!!!!!", "length", 3, 6, None)
+    assert long[-1] == Done("Hello world", "stop", 30, 4, None)
+
+
+def test_the_fewest_prompt_tokens_left_are_read_first() -> None:
+    model = FakeModel(n_slots=2, n_batch=8)
+    sched = Scheduler(model)
+    long: list[Event] = []
+    short: list[Event] = []
+    sched.submit(_job(100, long, n_prompt=40))          # first come
+    sched.submit(_job(101, short, n_prompt=4))
+    sched.step()
+    read = _per_seq(model.batches[0])
+    assert [e.pos for e in read[1]] == [0, 1, 2, 3] and read[1][-1].logits
+    assert [e.pos for e in read[0]] == [0, 1, 2, 3]     # the long one takes the rest of n_batch
+
+
+@pytest.mark.parametrize(("n_prompt", "n_batch", "chunks"), [
+    (17, 8, [8, 8, 1]),          # as a fresh call: the last token alone (17 % 8 == 1)
+    (9, 8, [8, 1]),
+    (1, 8, [1]),
+    (10, 8, [8, 2]),             # never a last chunk of one token otherwise
+])
+def test_prompt_chunks_keep_the_fresh_calls_shape(n_prompt: int, n_batch: int,
+                                                  chunks: list[int]) -> None:
+    model = FakeModel(n_slots=1, n_batch=n_batch)
+    sched = Scheduler(model)
+    sched.submit(_job(102, [], n_prompt=n_prompt))
+    _drain(sched)
+    assert [len(b) for b in model.batches] == chunks
+
+
+def test_a_chunk_never_leaves_one_token_before_the_prompts_end() -> None:
+    from flowkit.runtime.batch_slots import _chunk
+    rng = np.random.default_rng(0)
+    for n_prompt in range(1, 40):
+        last_alone = n_prompt % 8 == 1
+        for _ in range(20):                              # budgets as other slots leave them
+            read, chunks = 0, []
+            while read < n_prompt:
+                budget = int(rng.integers(0, 12))
+                take = _chunk(n_prompt, read, budget, 8)
+                assert 0 <= take <= budget
+                if take:
+                    chunks.append(take)
+                    read += take
+            if last_alone:                               # as a fresh call: the last one alone
+                assert chunks[-1] == 1 and all(c >= 2 for c in chunks[:-1])
+            else:
+                assert all(c >= 2 for c in chunks)

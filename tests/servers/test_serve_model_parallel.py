@@ -1,6 +1,8 @@
 """`flowkit serve-model --parallel 4` with the packaged default model: four answer prompts sent at
 once through flowkit's own OpenAI-compatible client come back as the serial server (`--parallel 1`)
-answers them, token counts included; the server reports its slots; a stream is the same answer;
+answers them, token counts included, also when a prompt longer than the batch (read in chunks
+over several steps while the others generate) arrives with short ones; the server reports its
+slots; a stream is the same answer;
 a prompt longer than one slot's context is a 400 that names the context."""
 from __future__ import annotations
 
@@ -51,6 +53,21 @@ def test_four_at_once_answer_as_the_serial_server(llama_server_url: str,
     assert got == [(c.text, c.prompt_tokens, c.completion_tokens, c.finish_reason)
                    for c in serial]
     assert all(c.prompt_tokens > 100 and c.text for c in batched)
+
+
+def test_a_long_prompt_read_beside_short_ones_answers_as_the_serial_server(
+        llama_server_url: str, parallel_url: str) -> None:
+    prompts = answer_prompts(24)
+    long = "\n\n".join(p.rsplit("Question: ", 1)[0] for p in prompts[16:19]) + \
+        "Question: " + prompts[19].rsplit("Question: ", 1)[1]
+    mixed = [long, *prompts[20:23]]
+    batched = _answers(parallel_url, mixed, 4)
+    serial = _answers(llama_server_url, mixed, 1)
+    got = [(c.text, c.prompt_tokens, c.completion_tokens, c.finish_reason) for c in batched]
+    assert got == [(c.text, c.prompt_tokens, c.completion_tokens, c.finish_reason)
+                   for c in serial]
+    assert batched[0].prompt_tokens > max(2 * 512, *(c.prompt_tokens for c in batched[1:]))
+    assert all(c.text for c in batched)
 
 
 def test_the_server_reports_its_slots_and_which_path_served(parallel_url: str,
