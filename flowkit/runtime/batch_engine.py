@@ -4,9 +4,13 @@ thread that runs the slot scheduler (`batch_slots.Scheduler`).
 
 The context copies the serial `Llama`'s context parameters (threads, batch sizes, attention and
 cache types) with `n_seq_max = N`, the KV cache split per sequence (`kv_unified` off) and N times
-`--n-ctx` tokens, so every slot has `--n-ctx` tokens of context, as the serial server has. A prompt
-is evaluated alone in its slot, in `n_batch` blocks with logits on each block's last token (as
-`Llama.eval` does); decoding then feeds one token a slot, all active slots in one `llama_decode`."""
+`--n-ctx` tokens, so every slot has `--n-ctx` tokens of context, as the serial server has. A step
+evaluates at most `n_batch` tokens: the generating slots' next tokens and chunks of the prompts
+being read (the scheduler composes it), each sequence with its own id and positions. On the CPU a
+token's logits do not depend on the other sequences beside it, but do depend on whether its own
+sequence has one token or several in the micro-batch (another attention path), so `evaluate`
+chooses the micro-batches itself and the scheduler reads prompts in chunks of a fresh call's
+shape: a slot's greedy text is the serial server's (tests/servers/test_serve_model_parallel.py)."""
 from __future__ import annotations
 
 import ctypes
