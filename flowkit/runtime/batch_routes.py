@@ -19,18 +19,12 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from .batch_engine import BatchEngine, chat_prompt
 from .batch_sampling import Sampling, TokenLogprob
 from .batch_slots import Done, Event, Failed, Job, Piece, PromptTooLong
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+from .serve_model import ASGIApp, Message, Receive, Scope, Send, error_body, send_json
 
 CHAT_ROUTE = "/v1/chat/completions"
 PARALLEL_HEADER = b"x-flowkit-parallel"
@@ -97,8 +91,8 @@ class BatchedChat:
             tokens, stop = chat_prompt(engine.llama, request.model_dump()["messages"],
                                        request.stop)
         except ValueError as err:
-            await _json(send, 400, _error(f"messages: the chat template refused them: {err}",
-                                          "messages"))
+            await send_json(send, 400, error_body(
+                f"messages: the chat template refused them: {err}", "messages"))
             return
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[Event] = asyncio.Queue()
@@ -114,7 +108,7 @@ class BatchedChat:
         try:
             engine.submit(job)
         except PromptTooLong as err:
-            await _json(send, 400, _error(
+            await send_json(send, 400, error_body(
                 f"This model's maximum context length is {err.n_ctx} tokens. However, you "
                 f"requested {err.prompt_tokens + (request.max_tokens or 0)} tokens "
                 f"({err.prompt_tokens} in the messages, {request.max_tokens} in the completion). "
@@ -148,10 +142,11 @@ async def _whole(send: Send, events: asyncio.Queue[Event], head: dict[str, Any])
         if event is _GONE:
             return
         if isinstance(event, Failed):
-            await _json(send, 500, _error(event.message, None, "model_error", "server_error"))
+            await send_json(send, 500, error_body(event.message, None, "model_error",
+                                                  "server_error"))
             return
         if isinstance(event, Done):
-            await _json(send, 200, {**head, "object": "chat.completion", "choices": [{
+            await send_json(send, 200, {**head, "object": "chat.completion", "choices": [{
                 "index": 0, "message": {"role": "assistant", "content": event.text},
                 "logprobs": _logprobs(event.logprobs), "finish_reason": event.finish_reason}],
                 "usage": _usage(event)})
@@ -180,7 +175,7 @@ async def _stream(send: Send, events: asyncio.Queue[Event], head: dict[str, Any]
             sent += event.text
             await chunk({"content": event.text})
         elif isinstance(event, Failed):
-            error = _error(event.message, None, "model_error", "server_error")
+            error = error_body(event.message, None, "model_error", "server_error")
             await send({"type": "http.response.body", "more_body": True,
                         "body": b"data: " + json.dumps(error).encode() + b"\r\n\r\n"})
             break
@@ -208,18 +203,6 @@ def _logprobs(entries: tuple[TokenLogprob, ...] | None) -> dict[str, Any] | None
                          "bytes": list(e.token),
                          "top_logprobs": [{"token": f"#{i}", "logprob": lp} for i, lp in e.top]}
                         for e in entries]}
-
-
-def _error(message: str, param: str | None, kind: str = "invalid_request_error",
-           code: str | None = None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
-
-
-async def _json(send: Send, status: int, payload: dict[str, Any]) -> None:
-    raw = json.dumps(payload).encode()
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]})
-    await send({"type": "http.response.body", "body": raw})
 
 
 async def _whole_body(receive: Receive) -> bytes:

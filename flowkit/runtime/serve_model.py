@@ -190,16 +190,28 @@ def _check(model: Any, body: bytes, n_ctx: int | None) -> None:
         raise BadRequest("the request body is nested too deeply") from err
 
 
+def error_body(message: str, param: str | None, kind: str = "invalid_request_error",
+               code: str | None = None) -> dict[str, Any]:
+    """OpenAI's error shape: {"error": {"message", "type", "param", "code"}}."""
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+async def send_json(send: Send, status: int, payload: dict[str, Any],
+                    headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    """A whole JSON response (this server's and the batching routes' replies and errors)."""
+    raw = json.dumps(payload).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode()),
+        *headers]})
+    await send({"type": "http.response.body", "body": raw})
+
+
 async def _send_error(send: Send, status: int, message: str, param: str | None,
                       kind: str = "invalid_request_error", code: str | None = None) -> None:
-    raw = json.dumps({"error": {"message": message, "type": kind, "param": param,
-                                "code": code}}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode()),
-               (b"connection", b"close")]
-    if status == 401:
-        headers.append((b"www-authenticate", b"Bearer"))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": raw})
+    """A refusal before the body was read (or past its cap): the connection closes after it."""
+    headers = ((b"connection", b"close"),) + \
+        (((b"www-authenticate", b"Bearer"),) if status == 401 else ())
+    await send_json(send, status, error_body(message, param, kind, code), headers)
 
 
 def gpu_layers(requested: int | None) -> int:

@@ -3,7 +3,8 @@ slots, a finished slot freed and reused, stop strings, max_tokens, end of genera
 long for a slot, a client that goes away, a model that fails; and the token pick."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -354,3 +355,30 @@ def test_a_chunk_never_leaves_one_token_before_the_prompts_end() -> None:
                 assert chunks[-1] == 1 and all(c >= 2 for c in chunks[:-1])
             else:
                 assert all(c >= 2 for c in chunks)
+
+
+def test_the_batching_routes_and_the_server_answer_errors_in_one_shape() -> None:
+    import asyncio
+    import json
+
+    from flowkit.runtime import batch_routes, serve_model
+
+    sent: list[Any] = []
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(serve_model._send_error(send, 401, "no key", None, "authentication_error",
+                                        "invalid_api_key"))
+    asyncio.run(batch_routes.send_json(send, 400, batch_routes.error_body(
+        "too long", "messages", code="context_length_exceeded")))
+    starts, bodies = sent[0::2], [json.loads(m["body"]) for m in sent[1::2]]
+    assert [s["status"] for s in starts] == [401, 400]
+    assert bodies == [{"error": {"message": "no key", "type": "authentication_error",
+                                 "param": None, "code": "invalid_api_key"}},
+                      {"error": {"message": "too long", "type": "invalid_request_error",
+                                 "param": "messages", "code": "context_length_exceeded"}}]
+    first, second = (dict(s["headers"]) for s in starts)
+    assert first[b"connection"] == b"close" and first[b"www-authenticate"] == b"Bearer"
+    assert b"connection" not in second
+    assert int(second[b"content-length"]) == len(sent[3]["body"])
