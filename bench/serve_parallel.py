@@ -16,8 +16,13 @@ more than batching changes: 32 prompts, one round: ratio 0.53; 12 prompts, two r
 1.30 (the same serial pass took 53 s, then 188 s). Completions that differ: 0 of 32, 0 of 12 in
 both rounds. Read the ratio on an idle machine before drawing anything from it.
 
+With `--baseline-tree DIR` (a checkout of an earlier commit, e.g. `git archive HEAD~3 | tar -x
+-C DIR`) a third server, `--parallel` from that tree's code, runs in the same rounds: the ratio
+parallel/baseline compares two builds of the batching engine under the same load.
+
 Usage: nice python bench/serve_parallel.py [--prompts 32] [--at-once 4] [--rounds 2]
                                            [--max-tokens 64] [--closed-book]
+                                           [--baseline-tree DIR]
 """
 from __future__ import annotations
 
@@ -26,8 +31,9 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -55,6 +61,21 @@ def closed_book(prompts: list[str]) -> list[str]:
             " Explain your answer in a few sentences." for p in prompts]
 
 
+@contextmanager
+def _started_in(tree: str | None) -> Iterator[None]:
+    """Run what starts inside in `tree` (a server launched with `-m service.cli` then imports
+    that tree's code: the baseline build); nothing when `tree` is None."""
+    if tree is None:
+        yield
+        return
+    here = os.getcwd()
+    os.chdir(tree)
+    try:
+        yield
+    finally:
+        os.chdir(here)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--prompts", type=int, default=32)
@@ -64,6 +85,8 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--closed-book", action="store_true", help="questions alone, asked to "
                     "explain: long answers instead of short ones from passages")
+    ap.add_argument("--baseline-tree", help="a checkout of an earlier commit (git archive or "
+                    "worktree): its --parallel server is measured too, in the same rounds")
     args = ap.parse_args()
     prompts = answer_prompts(args.prompts)
     if args.closed_book:
@@ -71,15 +94,19 @@ def main() -> None:
     model = packaged_path("smollm2-135m")
     print(f"load average at start: {os.getloadavg()} on {os.cpu_count()} cores", flush=True)
     with ExitStack() as stack:
-        serial_url = stack.enter_context(llama_server(model, n_ctx=4096))
-        parallel_url = stack.enter_context(llama_server(
-            model, n_ctx=4096, extra_args=("--parallel", str(args.at_once))))
-        ratios: list[float] = []
-        answers: dict[str, list[list[str]]] = {"serial": [], "parallel": []}
+        servers = [("serial", stack.enter_context(llama_server(model, n_ctx=4096)), 1)]
+        extra = ("--parallel", str(args.at_once))
+        servers.append(("parallel", stack.enter_context(
+            llama_server(model, n_ctx=4096, extra_args=extra)), args.at_once))
+        if args.baseline_tree:
+            with _started_in(args.baseline_tree):
+                servers.append(("baseline", stack.enter_context(
+                    llama_server(model, n_ctx=4096, extra_args=extra)), args.at_once))
+        ratios: dict[str, list[float]] = {name: [] for name, _, _ in servers[1:]}
+        answers: dict[str, list[list[str]]] = {name: [] for name, _, _ in servers}
         for r in range(args.rounds):
-            passes = [("serial", serial_url, 1), ("parallel", parallel_url, args.at_once)]
             timing: dict[str, float] = {}
-            for name, url, at_once in passes if r % 2 == 0 else passes[::-1]:
+            for name, url, at_once in servers if r % 2 == 0 else servers[::-1]:
                 wall, done = run_pass(url, prompts, at_once, args.max_tokens)
                 tokens = sum(c.completion_tokens for c in done)
                 timing[name] = tokens / wall
@@ -87,22 +114,31 @@ def main() -> None:
                 print(f"round {r + 1} {name:8s} ({at_once} at a time): {wall:7.1f} s, "
                       f"{tokens} completion tokens, {tokens / wall:6.2f} tokens/s, "
                       f"{sum(c.prompt_tokens for c in done)} prompt tokens", flush=True)
-            ratios.append(timing["parallel"] / timing["serial"])
-            differ_now = sum(a != b for a, b in zip(answers["serial"][-1],
-                                                      answers["parallel"][-1]))
-            print(f"round {r + 1} throughput ratio parallel/serial: {ratios[-1]:.2f}; "
-                  f"{differ_now} of {len(prompts)} completions differ; load average "
-                  f"{os.getloadavg()}", flush=True)
-    first_serial, first_parallel = answers["serial"][0], answers["parallel"][0]
-    differ = [i for i, (a, b) in enumerate(zip(first_serial, first_parallel)) if a != b]
-    print(f"median throughput ratio over {args.rounds} rounds: {statistics.median(ratios):.2f}")
-    print(f"completions that differ between the servers: {len(differ)} of {len(prompts)}"
-          + (f" (prompts {differ})" if differ else ""))
+            for name in ratios:
+                ratios[name].append(timing[name] / timing["serial"])
+                differ_now = sum(a != b for a, b in zip(answers["serial"][-1],
+                                                          answers[name][-1]))
+                print(f"round {r + 1} throughput ratio {name}/serial: {ratios[name][-1]:.2f}; "
+                      f"{differ_now} of {len(prompts)} completions differ", flush=True)
+            if "baseline" in timing:
+                print(f"round {r + 1} throughput ratio parallel/baseline: "
+                      f"{timing['parallel'] / timing['baseline']:.2f}", flush=True)
+            print(f"round {r + 1} load average {os.getloadavg()}", flush=True)
+    first_serial = answers["serial"][0]
+    for name in ratios:
+        print(f"median throughput ratio {name}/serial over {args.rounds} rounds: "
+              f"{statistics.median(ratios[name]):.2f}")
+        differ = [i for i, (a, b) in enumerate(zip(first_serial, answers[name][0])) if a != b]
+        print(f"completions that differ between serial and {name}: {len(differ)} of "
+              f"{len(prompts)}" + (f" (prompts {differ})" if differ else ""))
+        for i in differ[:3]:
+            print(f"  prompt {i}: serial {first_serial[i]!r} / {name} {answers[name][0][i]!r}")
+    if "baseline" in ratios:
+        each = [p / b for p, b in zip(ratios["parallel"], ratios["baseline"])]
+        print(f"median throughput ratio parallel/baseline: {statistics.median(each):.2f}")
     for name, rounds in answers.items():
         unstable = sum(any(rnd[i] != rounds[0][i] for rnd in rounds) for i in range(len(prompts)))
         print(f"{name}: {unstable} completions changed between rounds")
-    for i in differ[:3]:
-        print(f"  prompt {i}: serial {first_serial[i]!r} / parallel {first_parallel[i]!r}")
     print(f"load average at end: {os.getloadavg()}")
 
 
