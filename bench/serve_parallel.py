@@ -16,6 +16,16 @@ more than batching changes: 32 prompts, one round: ratio 0.53; 12 prompts, two r
 1.30 (the same serial pass took 53 s, then 188 s). Completions that differ: 0 of 32, 0 of 12 in
 both rounds. Read the ratio on an idle machine before drawing anything from it.
 
+Prompts read in batches beside the generating slots (chunked over steps), against the engine that
+read each prompt alone (`--baseline-tree`, the commit before), same machine and rounds, load
+average 3.0 to 3.7 from other sessions' evaluations (this bench at nice 10): 12 prompts, two
+rounds: parallel/baseline 0.60 and 1.02 (median 0.81); parallel/serial 0.24 and 0.52, baseline/
+serial 0.40 and 0.50. An earlier single round on 32 prompts gave 0.09 (baseline 45 s, in a quiet
+moment; the new engine 520 s, the serial server 275 s). Completions that differ from the serial
+server: 0 of 12 in both rounds and 0 of 32 (both engines); none changed between rounds. The two
+cores were oversubscribed throughout (llama.cpp's two threads a server beside other work), so
+these ratios say nothing yet about the change: measure on an idle machine.
+
 With `--baseline-tree DIR` (a checkout of an earlier commit, e.g. `git archive HEAD~3 | tar -x
 -C DIR`) a third server, `--parallel` from that tree's code, runs in the same rounds: the ratio
 parallel/baseline compares two builds of the batching engine under the same load.
