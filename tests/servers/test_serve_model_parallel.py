@@ -57,16 +57,18 @@ def test_four_at_once_answer_as_the_serial_server(llama_server_url: str,
 
 def test_a_long_prompt_read_beside_short_ones_answers_as_the_serial_server(
         llama_server_url: str, parallel_url: str) -> None:
+    # two articles' passages (over 512 tokens: read in two chunks) beside two short prompts;
+    # kept small: each server reads every token of it on 2 CPU cores
     prompts = answer_prompts(24)
-    long = "\n\n".join(p.rsplit("Question: ", 1)[0] for p in prompts[16:19]) + \
+    long = "\n\n".join(p.rsplit("Question: ", 1)[0] for p in prompts[16:18]) + \
         "Question: " + prompts[19].rsplit("Question: ", 1)[1]
-    mixed = [long, *prompts[20:23]]
+    mixed = [long, *prompts[20:22]]
     batched = _answers(parallel_url, mixed, 4)
     serial = _answers(llama_server_url, mixed, 1)
     got = [(c.text, c.prompt_tokens, c.completion_tokens, c.finish_reason) for c in batched]
     assert got == [(c.text, c.prompt_tokens, c.completion_tokens, c.finish_reason)
                    for c in serial]
-    assert batched[0].prompt_tokens > max(2 * 512, *(c.prompt_tokens for c in batched[1:]))
+    assert batched[0].prompt_tokens > max(512, *(c.prompt_tokens for c in batched[1:]))
     assert all(c.text for c in batched)
 
 
