@@ -151,3 +151,15 @@ def test_more_faults_read_in_a_second_generated_set():
     # a possessive names its owner elsewhere in the question: kept
     assert not P.leans_on_context("Night Ferries was released on what date by the band's "
                                   "label, Corren Records?")
+
+
+def test_faults_read_in_the_hotpotqa_set_of_prompts_qgen_4():
+    # 'The firm' (Polycom, named a sentence before) and 'that 2000 season' lean on the passage
+    assert P.leans_on_context("The firm employs approximately 3,800 employees and had annual "
+                              "revenues of approximately $1.4 billion in what year?")
+    assert P.leans_on_context("Who retired after that 2000 season to his home in Alba, Texas?")
+    assert P.leans_on_context("What was founded in this period by the monks of Lisby?")
+    # a named firm, 'that' as a conjunction and a named season stay
+    assert not P.leans_on_context("The firm of Barrie & Jenkins was formed in what year?")
+    assert not P.leans_on_context("Who argued that the harbour at Lisby was Roman?")
+    assert not P.leans_on_context("The 2000 season of the Harbour League began on what date?")

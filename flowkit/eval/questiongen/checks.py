@@ -35,7 +35,7 @@ from .facts import answer_in_question
 #: every reason a candidate can be dropped for, in the order the checks run
 REASONS = ("answer_in_question", "near_duplicate", "round_trip", "closed_book", "one_passage")
 #: bump when a prompt or a rule below changes: it is stored with every generated question
-PROMPT_VERSION = "qgen-4"
+PROMPT_VERSION = "qgen-5"
 #: a model answer matches when it holds the answer (Acc) or shares most of its words (F1)
 MATCH_F1 = 0.6
 DUPLICATE_COSINE = 0.92

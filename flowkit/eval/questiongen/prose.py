@@ -41,7 +41,9 @@ _SECOND_CLAUSE = re.compile(r"(?:,\s+|\s)(?:and|but|while|whereas|so)\s+(?:the\s
 _BARE_THING = re.compile(r"\b[Tt]he\s+(?:film|song|series|album|book|novel|show|season|"
                          r"regular season|game|episode|video|single|play|manga|story|team|band|"
                          r"group|company|project|work|movie|programme|program|character|"
-                         r"monarchy|empire|town|city|village|island)\b(?!\s+(?:[A-Z0-9\"']|of\b)|['’]s\b)")
+                         r"monarchy|empire|town|city|village|island|firm|corporation|"
+                         r"organization|organisation|school|college|university|club|magazine|"
+                         r"newspaper|label|station|network)\b(?!\s+(?:[A-Z0-9\"']|of\b)|['’]s\b)")
 _FILM_TERMS = re.compile(r"^(?:Principal photography|Filming|Production|Shooting|Recording)\b")
 
 
@@ -58,7 +60,14 @@ def leans_on_context(question: str) -> bool:
     already knows ('the film', 'The series', 'Principal photography began ...'): asked alone,
     it has no one answer. A name after it ('the film Jaws', 'the series of ...') is fine."""
     return bool(_BARE_THING.search(question) or _FILM_TERMS.search(question)
-                or _unnamed_subject(question) or _CUT_SHORT.search(question))
+                or _unnamed_subject(question) or _CUT_SHORT.search(question)
+                or _DEMONSTRATIVE.search(question))
+
+
+#: 'that 2000 season', 'this period', 'those years': a time or thing the sentence before named
+_DEMONSTRATIVE = re.compile(r"\b(?:[Tt]hat\s+(?:\d{4}\b|(?:season|year|time|day|period|game|"
+                            r"match|event|war|tour|album|film|song|point)\b)|"
+                            r"(?:[Tt]his|[Tt]hese|[Tt]hose)\s+[a-z])")
 
 
 #: a question that ends inside its sentence ('..., and a?'): the sentence was cut at an
