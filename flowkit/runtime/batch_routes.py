@@ -21,10 +21,10 @@ import time
 import uuid
 from typing import Any
 
+from .asgi_replies import ASGIApp, Message, Receive, Scope, Send, error_body, send_json
 from .batch_engine import BatchEngine, chat_prompt
 from .batch_sampling import Sampling, TokenLogprob
 from .batch_slots import Done, Event, Failed, Job, Piece, PromptTooLong
-from .serve_model import ASGIApp, Message, Receive, Scope, Send, error_body, send_json
 
 CHAT_ROUTE = "/v1/chat/completions"
 PARALLEL_HEADER = b"x-flowkit-parallel"

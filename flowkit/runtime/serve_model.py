@@ -20,8 +20,6 @@ continuous batching, one `llama_decode` a step for every active slot); every ans
 from __future__ import annotations
 
 import hmac
-import json
-from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from email.message import EmailMessage
 from pathlib import Path
@@ -29,6 +27,7 @@ from typing import Any
 
 from ..errors import ResourceError
 from . import amx
+from .asgi_replies import ASGIApp, Message, Receive, Scope, Send, error_body, send_json
 from .gguf import inspect_gguf
 from .gguf_load import load_gguf
 from .worker_requests import BadRequest, body_limit, content_length, generation_limits, parse_body
@@ -61,13 +60,6 @@ def resolve(model_path: str) -> Path:
     path = model_file(model_path)
     inspect_gguf(path)
     return path
-
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class ValidatedRequests:
@@ -188,22 +180,6 @@ def _check(model: Any, body: bytes, n_ctx: int | None) -> None:
                             str(err)[:500], where or None) from err
     except RecursionError as err:
         raise BadRequest("the request body is nested too deeply") from err
-
-
-def error_body(message: str, param: str | None, kind: str = "invalid_request_error",
-               code: str | None = None) -> dict[str, Any]:
-    """OpenAI's error shape: {"error": {"message", "type", "param", "code"}}."""
-    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
-
-
-async def send_json(send: Send, status: int, payload: dict[str, Any],
-                    headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
-    """A whole JSON response (this server's and the batching routes' replies and errors)."""
-    raw = json.dumps(payload).encode()
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode()),
-        *headers]})
-    await send({"type": "http.response.body", "body": raw})
 
 
 async def _send_error(send: Send, status: int, message: str, param: str | None,
