@@ -36,6 +36,7 @@ from flowkit.eval.datasets import shared_data_dir
 from flowkit.eval.questiongen.checks import REASONS
 from flowkit.eval.questiongen.generate import Request
 from flowkit.eval.ranking import half_split_taus, kendall_tau, ranks
+from flowkit.eval.report import steadiness_summary
 from service import questiongen
 from service.cli import main as cli
 from service.workspace import Workspace
@@ -156,11 +157,8 @@ def main() -> int:
 
 def _steadiness(report: dict[str, Any], flows: list[str]) -> str:
     scores = {f: [float(r["f1"] or 0) for r in report["results"][f]] for f in flows}
-    taus = half_split_taus(scores)
-    if not taus:
-        return "n/a"
-    q = len(taus)
-    return f"{taus[q // 2]:.2f} [{taus[q // 4]:.2f}, {taus[3 * q // 4]:.2f}]"
+    s = steadiness_summary(half_split_taus(scores))
+    return "n/a" if s is None else f"{s['median']:.2f} [{s['q1']:.2f}, {s['q3']:.2f}]"
 
 
 def _slice(dataset: str, m: int, out_dir: Path) -> Path:
