@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import ResourceError
 from .gguf import inspect_gguf
@@ -37,7 +38,8 @@ from .gguf import inspect_gguf
 #: call gives the bytes it already had.
 OnProgress = Callable[[int, "int | None"], None]
 DEFAULT_ENDPOINT = "https://huggingface.co"
-_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+#: A Hub repository id, matched whole (`fullmatch`: a `$` would let a trailing newline through)
+_REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -74,11 +76,12 @@ class _Remote:
 
 def check_request(repo: str, filename: str) -> None:
     """Refuse a repository id or file name that cannot be one on the Hub (one line each)."""
-    if not _REPO.match(repo or "") or ".." in repo:
+    if not isinstance(repo, str) or not _REPO.fullmatch(repo) or ".." in repo:
         raise HubError(f"repository {repo!r}: give it as owner/name, e.g. "
                        "ggml-org/gemma-3-1b-it-GGUF")
     parts = (filename or "").split("/")
-    if not filename or filename.startswith("/") or any(p in ("", ".", "..") for p in parts):
+    if not filename or filename.startswith("/") or not filename.isprintable() or \
+            any(p in ("", ".", "..") for p in parts):
         raise HubError(f"file {filename!r}: give the file's path inside the repository, e.g. "
                        "gemma-3-1b-it-Q4_K_M.gguf")
     if not filename.lower().endswith(".gguf"):
@@ -239,6 +242,29 @@ def _only_pull(lock_path: Path, what: str) -> Iterator[None]:
         lock.release()
 
 
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of `url`, the port made explicit for http and https."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:                          # a port that is no number: no origin matches it
+        return (scheme, "", -1)
+    return (scheme, (parts.hostname or "").lower(),
+            port if port is not None else {"http": 80, "https": 443}.get(scheme))
+
+
+def _headers_for(url: str, endpoint: str, headers: dict[str, str]) -> dict[str, str]:
+    """`headers` for a request to `url`, without the Hugging Face token unless `url` is on the
+    endpoint's own origin. The Hub answers an LFS file with a redirect to a CDN (another host,
+    a signed URL that needs no token): a token sent there leaves the Hub (issue 47, finding 1).
+    Redirects the HTTP client follows itself drop it too (httpx strips Authorization when a
+    redirect leaves the origin)."""
+    if _origin(url) == _origin(endpoint):
+        return dict(headers)
+    return {k: v for k, v in headers.items() if k.lower() != "authorization"}
+
+
 def _download(remote: _Remote, part: Path, endpoint: str, what: str,
               on_progress: OnProgress | None) -> None:
     """Download the file's bytes into `part`, going on from the bytes already there."""
@@ -250,7 +276,7 @@ def _download(remote: _Remote, part: Path, endpoint: str, what: str,
         have = 0
     if on_progress is not None:
         on_progress(have, remote.size)
-    headers = build_hf_headers()
+    headers = _headers_for(remote.url, endpoint, build_hf_headers())
     headers["Accept-Encoding"] = "identity"     # the bytes as stored (sizes and ranges hold)
     try:
         with part.open("r+b" if have else "wb") as f:

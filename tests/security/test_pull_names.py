@@ -9,7 +9,9 @@ from flowkit.runtime.hub import HubError, check_request
 BAD = [("../../etc", "x.gguf"), ("owner/../name", "x.gguf"), ("owner/name", "../../x.gguf"),
        ("owner/name", "/etc/passwd.gguf"), ("owner/name", "a/../../b.gguf"),
        ("owner/name", "a//b.gguf"), ("owner/name", "./x.gguf"), ("owner/name", "model.bin"),
-       ("", "x.gguf"), ("owner/name", "")]
+       ("", "x.gguf"), ("owner/name", ""),
+       # issue 47 finding 9: a trailing newline passed the `^...$` pattern (a traceback later)
+       ("owner/repo\n", "x.gguf"), ("owner/name", "a\nb.gguf"), ("owner/name", "x\x1b[2J.gguf")]
 
 
 @pytest.mark.parametrize(("repo", "filename"), BAD)
