@@ -25,7 +25,8 @@ import numpy as np
 
 from .. import registry
 from ..context import RunContext
-from ..errors import FlowkitError
+from ..errors import FlowkitError, SpecError
+from ..jsonread import parse
 from ..judges import chain_items, judge_text, save_classifier
 from ..spec import FlowSpec, NodeSpec
 
@@ -34,6 +35,8 @@ L2_GRID = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
 #: How much simulated accuracy (share of questions) the picked threshold may give up against
 #: always running the full chain.
 MAX_DROP = 0.02
+#: Longest string in one line of an examples file (a chain's text; the bound stops hostile input).
+MAX_EXAMPLE_CHARS = 1_000_000
 
 
 @dataclass
@@ -281,9 +284,11 @@ def read_examples(path: str | Path) -> tuple[dict[str, list[Example]], set[str]]
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = parse(line, f"{path}, line {n}", max_depth=4, max_string=MAX_EXAMPLE_CHARS)
             ex = Example(str(row["question_id"]), str(row["text"]), int(row["label"]),
                          int(row["prefix"]))
+        except SpecError as err:    # deep nesting, NaN, a huge string: the reader's own message
+            raise ValueError(f"{path}, line {n}: not an example ({err.detail})") from None
         except (ValueError, KeyError, TypeError) as err:
             raise ValueError(f"{path}, line {n}: not an example ({err})") from err
         examples.setdefault(ex.question_id, []).append(ex)

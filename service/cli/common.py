@@ -12,22 +12,40 @@ from __future__ import annotations
 import argparse
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.segment import Segment
 from rich.text import Text
 
 from flowkit.errors import FlowkitError, SpecError
 from service.workspace import Workspace
 
+#: Control characters a terminal acts on (C0 but newline and tab, DEL, C1), each to its escape.
+_CONTROLS = {c: ascii(chr(c))[1:-1] for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))
+             if chr(c) not in "\n\t"}
+
+
+class _DataSafeConsole(Console):
+    """A Console that writes every control character of the text it prints as its escape
+    (`\x1b`, `\x07`): a document, file or flow name holding ESC sequences cannot clear the
+    screen or set the window title (issue 47, finding 8). Rich's own control segments (cursor
+    moves, the progress bar's redraws) and its styles pass as they are."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            seg if seg.control else Segment(seg.text.translate(_CONTROLS), seg.style)
+            for seg in buffer)
+
 
 def plain_console(stderr: bool = False) -> Console:
-    """A console that prints strings as they are: no markup, no :emoji: codes, no highlighting."""
-    return Console(stderr=stderr, markup=False, emoji=False, highlight=False)
+    """A console that prints strings as they are: no markup, no :emoji: codes, no highlighting,
+    and control characters written as escapes."""
+    return _DataSafeConsole(stderr=stderr, markup=False, emoji=False, highlight=False)
 
 
 out = plain_console()

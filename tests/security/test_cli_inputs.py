@@ -128,3 +128,12 @@ def test_an_ambiguous_evaluation_id_prefix_names_the_candidates(tmp_path: Path,
     assert "ex3" not in err                  # '_' is not a wildcard
     code, _, err = fk("eval", "--resume", "%")
     _one_line_error(code, err, "no evaluation '%'")
+
+
+def test_train_judge_examples_nested_deeply_is_one_line(fk: Runner, tmp_path: Path) -> None:
+    """Issue 47 finding 9: `train-judge --examples` read each line with json.loads, the one reader
+    not going through jsonread; 100,000 nested lists were a RecursionError traceback."""
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    code, _, err = fk("train-judge", "--examples", str(deep))
+    _one_line_error(code, err, "deep.jsonl", "line 1", "nested deeper")
