@@ -1,10 +1,13 @@
-"""Candidate questions of three kinds, built from a knowledge base's passages in a seeded order.
+"""Candidate questions, built from a knowledge base's passages in a seeded order.
 
 - single: one passage, one fact of it (`facts.single_facts`);
 - bridge: passage A names the subject of passage B ("... directed by Scott Derrickson"); a fact of
   B is asked about "the director of <A>", so the answer needs both;
 - comparison: two passages of the same sort compared on one property (born first, founded first,
-  the same nationality).
+  the same nationality);
+- table: one row of a table chunk, asked for one of its cells (`tables`);
+- manual: one sentence of a manual's prose: a default, a limit, a definition, the command that
+  does something (`manual`).
 
 Passages are visited in a seeded permutation of the whole knowledge base, so a set drawn from a
 large corpus is not its first documents, and the same seed gives the same candidates.
@@ -14,14 +17,21 @@ from __future__ import annotations
 import html
 import random
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import facts as F
 from . import prose as P
 
-KINDS = ("single", "bridge", "comparison")
+KINDS = ("single", "bridge", "comparison", "table", "manual")
 MULTI_HOP = ("bridge", "comparison")
+#: the kinds a request asks for when it names none: those measured on encyclopedic corpora
+#: (HotpotQA); the CLI and the studio offer and preselect every kind (`KINDS`)
+DEFAULT_KINDS = ("single", "bridge", "comparison")
+#: kinds read off one chunk of a long document: a kept question uses up its chunk, not its whole
+#: document (a manual is a few documents of hundreds of chunks; one question a document gave 3)
+PER_CHUNK = ("table", "manual")
 
 #: "directed by X" -> X is "the director of <A>"
 AGENTS = {"directed": "director", "written": "writer", "founded": "founder",
@@ -37,12 +47,25 @@ AGENTS = {"directed": "director", "written": "writer", "founded": "founder",
 
 @dataclass(frozen=True)
 class Passage:
-    """One passage of the knowledge base: its chunk id, document id, title and text."""
+    """One passage of the knowledge base: its chunk id, document id, title and text, and the
+    chunk's metadata (`flowkit.documents.provenance`: source, section, pages, kind)."""
 
     chunk_id: str
     doc_id: str
     title: str
     text: str
+    meta: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def kind(self) -> str:
+        """'table' for a chunk of a table's rows, 'text' for prose, '' where the chunker did not
+        say (older knowledge bases)."""
+        return str(self.meta.get("kind") or "")
+
+    @property
+    def place(self) -> str:
+        """Where the passage lies, as a gold place (`provenance.gold_place` reads it back)."""
+        return place(self.meta, self.doc_id)
 
     @property
     def name(self) -> str:
@@ -66,6 +89,34 @@ class Candidate:
     def doc_ids(self) -> list[str]:
         return list(dict.fromkeys(p.doc_id for p in self.passages))
 
+    @property
+    def chunk_ids(self) -> list[str]:
+        return list(dict.fromkeys(p.chunk_id for p in self.passages))
+
+    @property
+    def places(self) -> list[str]:
+        """The pages or sections the question comes from ('guide.pdf#p23'), where known."""
+        return list(dict.fromkeys(x for x in (p.place for p in self.passages) if x))
+
+
+def place(meta: Mapping[str, Any], doc_id: str = "") -> str:
+    """A chunk's place as a gold passage names one: 'file.pdf#p23', 'file.pdf#p23-24' (pages),
+    'file.html#s4' (a section, where the format has no pages), or '' where the metadata names
+    neither (an older chunker's chunk: its document id already says all that is known). The
+    file is the chunk's `source` (its document id where it has none), so `provenance.chunk_at`
+    matches it against the chunks a flow retrieves."""
+    doc = str(meta.get("source") or doc_id or "")
+    try:
+        first, last = int(meta.get("page_start") or 0), int(meta.get("page_end") or 0)
+    except (TypeError, ValueError):
+        first = last = 0
+    if doc and first > 0:
+        return f"{doc}#p{first}" + (f"-{last}" if last > first else "")
+    section = str(meta.get("section_id") or "")
+    if doc and re.fullmatch(r"s\d+", section):
+        return f"{doc}#{section}"
+    return ""
+
 
 def order(passages: Sequence[Passage], seed: int) -> list[Passage]:
     """The passages in a seeded permutation (sorted by chunk id first, so the order does not
@@ -79,8 +130,9 @@ def singles(passages: Sequence[Passage], per_passage: int = 3) -> Iterator[Candi
     """Single-hop questions in rounds: each passage's most specific fact in the given order,
     then each passage's next fact, up to `per_passage` rounds (a small knowledge base gives more
     than one question a passage; a large one is spread over many passages first). The facts are
-    the encyclopedic ones (`facts`), then those of ordinary prose (`prose`)."""
-    found = {p.chunk_id: _facts(p) for p in passages}
+    the encyclopedic ones (`facts`), then those of ordinary prose (`prose`). A table chunk
+    gives none: its rows are not sentences (the `table` kind asks about them)."""
+    found = {p.chunk_id: _facts(p) if p.kind != "table" else [] for p in passages}
     for r in range(per_passage):
         for p in passages:
             fs = found[p.chunk_id]
