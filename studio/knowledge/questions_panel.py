@@ -18,7 +18,7 @@ from streamlit.errors import StreamlitAPIException
 from flowkit.errors import FlowkitError
 from flowkit.eval.questiongen.candidates import KINDS
 from flowkit.eval.questiongen.checks import REASONS
-from flowkit.eval.questiongen.generate import Request
+from flowkit.eval.questiongen.generate import MAX_QUESTIONS, Request
 from flowkit.names import check_new_name
 from service import questiongen
 from service.workspace import Workspace
@@ -68,7 +68,8 @@ def form(ws: Workspace, jobs: JobManager, kb: str) -> None:
     if not K.QGEN_SEED.held():
         K.QGEN_SEED.set(0)
     n_col, kinds_col, seed_col = st.columns([1, 3, 1])
-    n = n_col.number_input("How many questions", step=1, key=K.QGEN_N,
+    n = n_col.number_input("How many questions", step=1, key=K.QGEN_N, min_value=1,
+                           max_value=MAX_QUESTIONS,
                            help="Questions to keep; fewer when the candidates run out")
     kinds = kinds_col.multiselect("Kinds", list(KINDS), key=K.QGEN_KINDS,
                                   format_func=lambda k: KIND_HELP.get(k, k))

@@ -137,3 +137,17 @@ def test_train_judge_examples_nested_deeply_is_one_line(fk: Runner, tmp_path: Pa
     deep.write_text("[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
     code, _, err = fk("train-judge", "--examples", str(deep))
     _one_line_error(code, err, "deep.jsonl", "line 1", "nested deeper")
+
+
+@pytest.mark.parametrize(("args", "field"), [
+    (("--n", "1000000000"), "n: at most 10,000 questions"),
+    (("--n", "5", "--max-tries", str(10**12)), "max_tries: at most 250,000")])
+def test_dataset_generate_sizes_beyond_reason_are_one_line_at_once(
+        fk: Runner, args: tuple[str, ...], field: str) -> None:
+    """Issue 47 finding 5: `dataset generate --n 1000000000` hung before printing anything (the
+    estimate counted 25 billion tries one by one) and `--max-tries 10^12` was accepted."""
+    import time
+    began = time.monotonic()
+    code, _, err = fk("dataset", "generate", "--kb", "test", *args)
+    _one_line_error(code, err, field)
+    assert time.monotonic() - began < 30

@@ -44,6 +44,11 @@ CALLS_IF_KEPT = {"single": 2, "bridge": 4, "comparison": 4, "table": 2, "manual"
 #: single 68 of 101 kept, bridge 4 of 166, comparison 28 of 747; 2,043 calls for 1,014 tried).
 #: table and manual: not measured yet, taken as single's (one passage, one round trip and one
 #: closed-book call when kept); replace them with bench/documents.py's figures
+#: The most questions one generation may be asked for: a generated set is read by a person (and
+#: each question costs about 20 model calls to find); `--n 10^9` hung in the estimate before.
+MAX_QUESTIONS = 10_000
+#: The most candidates one generation may try (25 per question at MAX_QUESTIONS).
+MAX_TRIES = 25 * MAX_QUESTIONS
 KEEP_PRIOR = {"single": 0.67, "bridge": 0.025, "comparison": 0.04, "table": 0.67, "manual": 0.67}
 CALLS_PER_TRY = {"single": 1.75, "bridge": 2.0, "comparison": 2.05, "table": 1.75,
                  "manual": 1.75}
@@ -65,6 +70,9 @@ class Request:
         out = []
         if self.n <= 0:
             out.append(f"n: the number of questions must be at least 1; got {self.n}")
+        elif self.n > MAX_QUESTIONS:
+            out.append(f"n: at most {MAX_QUESTIONS:,} questions in one generation; got "
+                       f"{self.n:,} (generate several sets with other seeds)")
         if not self.kinds:
             out.append("kinds: name at least one of " + ", ".join(KINDS))
         for k in self.kinds:
@@ -72,6 +80,8 @@ class Request:
                 out.append(f"kinds: unknown kind '{k}' (use {', '.join(KINDS)})")
         if self.max_tries < 0:
             out.append(f"max_tries: must be >= 0; got {self.max_tries}")
+        elif self.max_tries > MAX_TRIES:
+            out.append(f"max_tries: at most {MAX_TRIES:,}; got {self.max_tries:,}")
         return out
 
     @property
