@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .documents.provenance import PROVENANCE_KEYS
 from .errors import LLMServerError, ResourceError
 from .memory import Doc
 from .runtime.completion_cache import (
@@ -238,6 +239,15 @@ def count_tokens(llm: ModelLLM, text: str, cache: CompletionCache | None) -> int
     return n
 
 
+def _place(meta: object) -> dict[str, Any]:
+    """{"meta": the chunk's doc_id and provenance keys} for a recorded retrieval, or {} when its
+    chunk has none of them."""
+    if not isinstance(meta, dict):
+        return {}
+    kept = {k: meta[k] for k in ("doc_id", *PROVENANCE_KEYS) if meta.get(k) not in (None, "")}
+    return {"meta": kept} if kept else {}
+
+
 class RunContext:
     """Per node visit: resources (llm, embedder, kb), the node's identity, and what it recorded."""
 
@@ -328,10 +338,12 @@ class RunContext:
         return max(1.0, float(timeout) - spent)
 
     def record_retrieval(self, query: str, method: str, docs: list[Doc]) -> None:
-        """Keep what a search returned (ids, titles, scores, the start of the text) in the step."""
+        """Keep what a search returned (ids, titles, scores, the start of the text) in the step,
+        with `meta`: the chunk's doc_id and provenance keys where it has them (what a gold
+        place of recall@k is matched against, and the line shown under a passage)."""
         self.retrievals.append(Retrieval(query=query, method=method, docs=[
             {"id": d.get("id"), "title": d.get("title", ""), "score": d.get("score", 0.0),
-             "text": (d.get("text") or "")[:500]} for d in docs]))
+             "text": (d.get("text") or "")[:500], **_place(d.get("meta"))} for d in docs]))
 
     def now(self) -> float:
         return time.perf_counter()

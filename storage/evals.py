@@ -9,7 +9,7 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
@@ -21,6 +21,9 @@ from flowkit.process import pid_alive as _pid_alive
 from .models import DatasetRow, EvalRow, RunRow, StepRow
 from .prefix import by_id_or_prefix
 from .repo import RunInfo, Store, _run_info
+
+if TYPE_CHECKING:
+    from flowkit.eval.metrics import Retrieved
 
 
 @dataclass
@@ -232,16 +235,20 @@ class EvalRepo:
                              .group_by(RunRow.status))
             return {status: int(n) for status, n in rows}
 
-    def retrievals(self, eval_id: str) -> dict[str, list[list[str]]]:
-        """run id -> the ranked chunk ids of every search its steps recorded, in step order."""
-        out: dict[str, list[list[str]]] = {}
+    def retrievals(self, eval_id: str) -> dict[str, list[list[Retrieved]]]:
+        """run id -> the ranked chunks of every search its steps recorded, in step order: each a
+        chunk id, or {"id", doc_id, source, section_id, pages, ...} where the step kept the
+        chunk's place (flowkit.eval.metrics.Retrieved)."""
+        out: dict[str, list[list[Retrieved]]] = {}
         with Session(self.engine) as s:
             q = (select(StepRow.run_id, StepRow.retrievals).join(RunRow, RunRow.id == StepRow.run_id)
                  .where(RunRow.eval_id == eval_id).order_by(StepRow.run_id, StepRow.idx))
             for run_id, rets in s.execute(q):
                 lists = out.setdefault(run_id, [])
                 for r in rets or []:
-                    lists.append([str(d.get("id")) for d in r.get("docs") or []])
+                    lists.append([{**d["meta"], "id": str(d.get("id"))}
+                                  if isinstance(d.get("meta"), dict) and d["meta"]
+                                  else str(d.get("id")) for d in r.get("docs") or []])
         return out
 
     def discard_run(self, run_id: str) -> None:

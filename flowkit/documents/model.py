@@ -99,10 +99,17 @@ class Document:
     format: str
     sections: tuple[Section, ...]
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The file's own text where it is plain text already (.txt, .md, a .jsonl line's `text`):
+    #: the chunkers that take text read it unchanged (headings, spacing and all), as before
+    #: documents had structure.
+    source_text: str | None = None
 
     @property
     def text(self) -> str:
-        """The flat text: every block, a paragraph each (tables a row per line)."""
+        """The flat text: the file's own where it has one (`source_text`), else every block, a
+        paragraph each (tables a row per line)."""
+        if self.source_text is not None:
+            return self.source_text
         return "\n\n".join(b.flat() for s in self.sections for b in s.blocks if b.flat().strip())
 
     @property
@@ -126,7 +133,7 @@ def plain_document(doc_id: str, title: str, source: str, fmt: str, text: str,
     paras = [p.strip() for p in text.replace("\r\n", "\n").split("\n\n") if p.strip()]
     blocks = tuple(Block("text", p) for p in paras)
     return Document(doc_id, title, source, fmt, (Section("s0", (), blocks),) if blocks else (),
-                    dict(extra or {}))
+                    dict(extra or {}), source_text=text)
 
 
 def structure_of(record: dict[str, Any]) -> Document:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..documents.provenance import chunk_at, gold_place
 from ..text import normalize_answer
 
 # the metrics a summary carries, in table order: (key, column title, higher is better)
@@ -73,32 +74,66 @@ def accuracy(prediction: str | None, golds: str | Iterable[str]) -> float:
     return 0.0
 
 
+#: A retrieved chunk as a run's steps recorded it: its chunk id, or a mapping with "id" and the
+#: chunk metadata a gold place is matched against (doc_id, source, section_id, page_start,
+#: page_end; see flowkit.documents.provenance).
+Retrieved = str | Mapping[str, Any]
+
+
 def doc_id_of(chunk_id: str) -> str:
     """The document id of a chunk id '<doc id>#<n>' (an id without '#' is a document id)."""
     return str(chunk_id).split("#", 1)[0]
 
 
-def retrieved_doc_ids(retrievals: Iterable[Sequence[str]], k: int | None = None) -> list[str]:
-    """Document ids in the top k of any of the given ranked lists of chunk ids, first seen first.
+def _chunk_id(item: Retrieved) -> str:
+    return str(item.get("id")) if isinstance(item, Mapping) else str(item)
 
-    `retrievals` holds one ranked list of chunk ids per search made in the run (every step, every
-    query); k=None keeps whole lists.
+
+def _top(retrievals: Iterable[Sequence[Retrieved]], k: int | None) -> list[Retrieved]:
+    return [item for ranked in retrievals for item in list(ranked)[: k if k is not None else None]]
+
+
+def retrieved_doc_ids(retrievals: Iterable[Sequence[Retrieved]], k: int | None = None) -> list[str]:
+    """Document ids in the top k of any of the given ranked lists of chunks, first seen first.
+
+    `retrievals` holds one ranked list of chunks (ids, or `Retrieved` mappings) per search made
+    in the run (every step, every query); k=None keeps whole lists.
     """
-    seen: dict[str, None] = {}
-    for ranked in retrievals:
-        for cid in list(ranked)[: k if k is not None else None]:
-            seen.setdefault(doc_id_of(cid), None)
-    return list(seen)
+    return list(dict.fromkeys(doc_id_of(_chunk_id(item)) for item in _top(retrievals, k)))
 
 
-def recall_at_k(retrievals: Iterable[Sequence[str]], gold_doc_ids: Iterable[str],
+def gold_found(gold: str, top: Sequence[Retrieved]) -> bool:
+    """Whether a gold passage is among the retrieved chunks `top`.
+
+    A gold naming a page range or a section ('file.pdf#p23-24', 'file.html#s4') is found by a
+    chunk of that document that overlaps the pages or is in the section (`chunk_at`: it needs the
+    chunk's metadata). Any other gold names a document: found, as always, by a chunk whose id
+    '<doc id>#<n>' names it, or by a chunk whose metadata names it (its doc_id, its source or the
+    source's file name; or the chunk id itself) where the run kept the metadata.
+    """
+    place = gold_place(gold)
+    whole = not (place.first_page or place.section_id)
+    for item in top:
+        cid = _chunk_id(item)
+        if whole and doc_id_of(cid) == gold:
+            return True
+        if isinstance(item, Mapping) and chunk_at(place, cid, item):
+            return True
+    return False
+
+
+def recall_at_k(retrievals: Iterable[Sequence[Retrieved]], gold_doc_ids: Iterable[str],
                 k: int | None = None) -> float | None:
-    """Share of the gold documents found in the top k of any search of the run (None: no gold)."""
+    """Share of the gold passages found in the top k of any search of the run (None: no gold).
+
+    recall@k = |{g in gold : gold_found(g, top k of every search)}| / |gold|; a gold is a
+    document id (as before places existed, scored the same way) or a place (`gold_found`).
+    """
     gold = {str(g) for g in gold_doc_ids}
     if not gold:
         return None
-    found = set(retrieved_doc_ids(retrievals, k)) & gold
-    return len(found) / len(gold)
+    top = _top(retrievals, k)
+    return sum(gold_found(g, top) for g in gold) / len(gold)
 
 
 @dataclass
@@ -129,7 +164,7 @@ class QuestionResult:
 
 def score(flow: str, question: dict[str, Any], prediction: str, *, status: str = "ok",
           tokens: int = 0, llm_calls: int = 0, seconds: float = 0.0, run_id: str = "",
-          retrievals: Iterable[Sequence[str]] = (), k: int | None = 5,
+          retrievals: Iterable[Sequence[Retrieved]] = (), k: int | None = 5,
           error: str | None = None) -> QuestionResult:
     """Score one prediction against a question {id, question, answers, type, supporting_doc_ids}."""
     golds = [str(a) for a in question.get("answers") or []]

@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -26,7 +26,7 @@ from ..process import pid_alive as _pid_alive
 from ..spec import FlowSpec, from_dict, to_dict
 from .concurrent import Execution, check_concurrency, plan_execution, run_concurrently
 from .costs import RunCost
-from .metrics import QuestionResult, score
+from .metrics import QuestionResult, Retrieved, score
 from .workspace import EvalWorkspace
 
 FINISHED = ("ok", "budget_exceeded")
@@ -446,7 +446,8 @@ def plan_from_eval(info: Any, questions: list[dict[str, Any]]) -> EvalPlan:
                     [by_id[qid] for qid in info.question_ids])
 
 
-def collect_results(plan: EvalPlan, runs: Sequence[Any], retrievals: dict[str, list[list[str]]],
+def collect_results(plan: EvalPlan, runs: Sequence[Any],
+                    retrievals: Mapping[str, Sequence[Sequence[Retrieved]]],
                     k: int | None = 5) -> dict[str, list[QuestionResult]]:
     """Per flow label, the scored result of every question that has a run (question order)."""
     by_id = {r.id: r for r in runs}

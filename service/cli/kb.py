@@ -9,6 +9,13 @@ from flowkit.runtime.kb import CHANGING, COMPLETE, INTERRUPTED
 
 from . import common
 
+#: The formats `flowkit ingest` reads (the Knowledge page's upload types).
+FORMATS = ".pdf, .docx, .html/.htm, .md, .txt, .jsonl {id,title,text}, .zip of them"
+INGEST_HELP = (f"Read files, folders and .zip files ({FORMATS}), chunk them, embed the chunks "
+               "and index them into a knowledge base (created if new). Every path is read and "
+               "chunked before anything is written: a file that cannot be read is named and the "
+               "knowledge base stays as it was.")
+
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from flowkit.ingest import ingest
@@ -65,10 +72,14 @@ def cmd_kb(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ingest, setup and kb subcommands."""
-    s = sub.add_parser("ingest", help="add files (.jsonl {id,title,text}, .txt, .md, .pdf) to a KB")
+    s = sub.add_parser("ingest", help=f"add files, folders or .zip files ({FORMATS}) to a KB",
+                       description=INGEST_HELP)
     s.add_argument("--kb", required=True)
-    s.add_argument("files", nargs="+")
-    s.add_argument("--chunker", default="indexing.chunk_fixed", help="an indexing operator")
+    s.add_argument("files", nargs="+", metavar="PATH",
+                   help="a file, a folder (its files of those types, sub-folders too) or a .zip")
+    s.add_argument("--chunker", default=None,
+                   help="an indexing operator (default: the knowledge base's own; "
+                        "indexing.chunk_structure for a new one)")
     s.add_argument("--params", default="", help="chunker params as JSON, e.g. '{\"size\": 200}'")
     s.set_defaults(fn=cmd_ingest)
 

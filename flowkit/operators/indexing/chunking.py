@@ -7,6 +7,7 @@ from pydantic import Field, model_validator
 
 from ...context import RunContext
 from ...contract import Operator, OperatorParams, operator
+from ...documents.model import STRUCTURE_KEY
 from ...errors import OperatorInputError
 from ...memory import Doc, MemoryView
 from ...runtime.kb import Chunk
@@ -27,12 +28,13 @@ class Chunker(Operator[CP]):
         raise NotImplementedError
 
     def chunk(self, documents: list[dict[str, Any]]) -> list[Chunk]:
-        """Chunks for ingest: ids '<doc id>#<n>', metadata doc_id, title, source, position + extras."""
+        """Chunks for ingest: ids '<doc id>#<n>', metadata doc_id, title, source, position + extras
+        (every record field but id, text and the typed document under STRUCTURE_KEY)."""
         out: list[Chunk] = []
         for d in documents:
             pieces = self.split(str(d.get("text") or ""))
             for i, piece in enumerate(pieces):
-                meta = {k: v for k, v in d.items() if k not in ("id", "text")}
+                meta = {k: v for k, v in d.items() if k not in ("id", "text", STRUCTURE_KEY)}
                 meta.update(doc_id=str(d["id"]), position=i, chunks_in_doc=len(pieces))
                 out.append(Chunk(id=f"{d['id']}#{i}", text=piece, meta=meta))
         return out
