@@ -1,7 +1,8 @@
 """Knowledge bases: create one, ingest files in the background, browse its chunks, compare BM25,
 dense and hybrid search side by side, see its knowledge graph, attach a SQLite database. The
-boxes are drawn by studio/knowledge (ingest_panel: the list, new, add files, progress; kb_panel:
-one knowledge base's tabs; questions_panel: a question set generated from it, reviewed, saved)."""
+boxes are drawn by studio/knowledge (ingest_panel: the list, new, add files, progress;
+preview_panel: the chosen files' sections and tables as flowkit reads them; kb_panel: one
+knowledge base's tabs; questions_panel: a question set generated from it, reviewed, saved)."""
 from __future__ import annotations
 
 import streamlit as st
@@ -11,7 +12,7 @@ from studio.common.jobs import get_jobs
 from studio.common.shell import route_through_app
 from studio.common.state import KbKeys, query_select, show_flash, sync_from_query
 from studio.common.workspace import get_workspace
-from studio.knowledge import ingest_panel, kb_panel, questions_panel
+from studio.knowledge import ingest_panel, kb_panel, preview_panel, questions_panel
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 
@@ -35,7 +36,10 @@ create_col, ingest_col = st.columns(2, gap="large")
 with create_col:
     ingest_panel.create_form(ws)
 with ingest_col:
-    ingest_panel.add_files(ws, jobs, names)
+    chosen, target = ingest_panel.add_files(ws, jobs, names)
+
+# ---- what flowkit makes of the chosen files, beside the chunks the target KB has of them -------
+preview_panel.panel(ws, chosen, target)
 
 # ---- the ingest this page started (?ingest=<job>) ---------------------------------------------
 ingest_panel.ingest_progress(jobs, st.query_params.get("ingest"))

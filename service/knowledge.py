@@ -1,19 +1,26 @@
 """Knowledge bases, as the Knowledge page and the CLI use them: the list with counts, creating
 one, ingesting files (unless ready), chunkers and their params, side-by-side search (BM25, dense,
-hybrid), the knowledge-graph index, attaching a SQLite file (through flowkit.runtime.kbsql, the
-read-only guard text-to-SQL runs behind)."""
+hybrid), a parse preview of files (their sections and tables as the readers see them) beside the
+chunks a knowledge base has of them, the knowledge-graph index, attaching a SQLite file (through
+flowkit.runtime.kbsql, the read-only guard text-to-SQL runs behind)."""
 from __future__ import annotations
 
+import io
 import json
 import tempfile
 import time
+import zipfile
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from flowkit import registry
 from flowkit.contract import Operator
-from flowkit.errors import FlowkitError, ResourceError
+from flowkit.documents.model import Document, Section
+from flowkit.documents.provenance import pages_text, provenance
+from flowkit.documents.read import read_files
+from flowkit.errors import DocumentError, FlowkitError, ResourceError
 from flowkit.eval.datasets import Dataset
 from flowkit.ingest import SAMPLE_KB, ingest, ingest_unless_ready
 from flowkit.operators._fuse import rrf
@@ -29,13 +36,19 @@ from flowkit.runtime.kbsql import (
     resolve_allowlist,
 )
 
-from .uploads import save_uploads
+from .uploads import name_problem, save_uploads
 from .workspace import Workspace
 
 __all__ = ["ATTACHED_FILE", "SAMPLE_KB", "SQLITE_HEADER", "KnowledgeBase", "ingest",
-           "ingest_unless_ready"]
+           "ingest_unless_ready", "pages_text", "provenance"]
 GRAPH_FILE = "graph.json"
-UPLOAD_TYPES = ["txt", "md", "jsonl", "pdf"]
+#: The file types the Knowledge page accepts and `flowkit ingest` reads (a .zip holds any of the
+#: others); the readers are flowkit/documents/read.py.
+UPLOAD_TYPES = ["pdf", "docx", "html", "htm", "md", "txt", "jsonl", "zip"]
+#: The chunker a new ingest starts from: the structure-aware one where it is registered.
+DEFAULT_CHUNKERS = ("indexing.chunk_structure", "indexing.chunk_fixed")
+#: How many body rows of a table the parse preview keeps.
+PREVIEW_ROWS = 5
 #: The knowledge bases table's state column, by KnowledgeBase.state.
 STATE_TEXT = {COMPLETE: "complete", CHANGING: "being changed",
               INTERRUPTED: "⚠ interrupted: ingest again"}
@@ -77,6 +90,13 @@ def create(resources: Any, name: str, description: str = "") -> KnowledgeBase:
 def chunkers() -> dict[str, type[Operator[Any]]]:
     """Indexing operators that can chunk documents (they have a chunk() method)."""
     return {k: c for k, c in registry.all_operators().items() if hasattr(c, "chunk")}
+
+
+def default_chunker(keys: Iterable[str]) -> str:
+    """The chunker a new ingest starts from: the first of DEFAULT_CHUNKERS among `keys` (the
+    registered chunkers), else the first of them ("" when there is none)."""
+    keys = list(keys)
+    return next((k for k in DEFAULT_CHUNKERS if k in keys), keys[0] if keys else "")
 
 
 def default_params(key: str) -> dict[str, Any]:
@@ -202,11 +222,14 @@ def sqlite_tables(path: Path) -> list[tuple[str, int]]:
 
 
 def ingest_files(ws: Workspace, kb: str, paths: Iterable[Path],
-                 chunker: str = "indexing.chunk_fixed",
+                 chunker: str | None = None,
                  params: Mapping[str, Any] | None = None,
                  progress: Callable[[int, int], None] | None = None) -> int:
-    """Chunk, embed and index files into a knowledge base (created if new). Returns chunks."""
-    return ingest(ws.resources, kb, list(paths), chunker, dict(params or {}), progress=progress)
+    """Chunk, embed and index files into a knowledge base (created if new). Returns chunks.
+    `chunker` None: the knowledge base's own, the structure-aware one for a new knowledge base
+    (flowkit.ingest.chunker_for)."""
+    return ingest(ws.resources, kb, list(paths), chunker, dict(params) if params is not None else None,
+                  progress=progress)
 
 
 def ingest_corpus(ws: Workspace, dataset: Dataset, kb: str, *, force: bool = False,
@@ -220,3 +243,130 @@ def ingest_corpus(ws: Workspace, dataset: Dataset, kb: str, *, force: bool = Fal
             return 0
         raise FlowkitError(f"dataset '{dataset.name}' has no corpus.jsonl to ingest")
     return ingest_unless_ready(ws.resources, kb, [dataset.corpus], force=force, progress=progress)
+
+
+def upload_files(files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """Uploaded (name, bytes) files as ingest saves them: the files of a folder upload (names
+    with a folder path, 'site/guide/a.html') go into one .zip named after their top folder
+    ('site.zip' holding 'guide/a.html', read as 'site/guide/a.html' by the .zip reader, with its
+    checks); other files unchanged."""
+    def parts(name: str) -> list[str]:
+        """A folder upload's relative path, or [] for anything else (a plain name; a path that
+        is absolute, climbs with '..' or holds an empty or refused part stays as it is, for
+        save_uploads to refuse by name)."""
+        if "/" not in name:
+            return []
+        names = name.split("/")
+        return names if all(name_problem(p) is None for p in names) else []
+
+    nested = [(name, data) for name, data in files if parts(name)]
+    if not nested:
+        return list(files)
+    tops = {parts(name)[0] for name, _ in nested}
+    one_top = len(tops) == 1        # the .zip is named after it: not repeated inside
+    top, skip = (next(iter(tops)), 1) if one_top else ("folder", 0)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in nested:
+            zf.writestr("/".join(parts(name)[skip:]), data)
+    return [*(f for f in files if not parts(f[0])), (f"{top}.zip", buf.getvalue())]
+
+
+# ---- parse preview: a file's sections and tables as flowkit reads them -------------------------
+@dataclass(frozen=True)
+class SectionPreview:
+    """One section: its id, heading path ("" before the first heading), pages ("23-24", "" for a
+    format without pages), and how many blocks and tables it holds."""
+
+    id: str
+    path: str
+    pages: str
+    blocks: int
+    tables: int
+
+
+@dataclass(frozen=True)
+class TablePreview:
+    """One table: the section it is in, its caption, header, number of body rows, and the first
+    PREVIEW_ROWS of them."""
+
+    section: str
+    caption: str
+    header: tuple[str, ...]
+    rows: int
+    first_rows: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class DocumentPreview:
+    """One document as its reader made it: where it came from, its title, format, last page (0:
+    no pages), its sections and its tables."""
+
+    source: str
+    title: str
+    format: str
+    pages: int
+    sections: tuple[SectionPreview, ...]
+    tables: tuple[TablePreview, ...]
+
+
+def _pages(section: Section) -> str:
+    pages = section.pages
+    if not pages:
+        return ""
+    return str(pages[0]) if pages[0] == pages[-1] else f"{pages[0]}-{pages[-1]}"
+
+
+def preview_documents(docs: Iterable[Document]) -> list[DocumentPreview]:
+    """The preview records of typed documents, in order."""
+    out = []
+    for doc in docs:
+        sections = tuple(SectionPreview(s.id, s.path_text(), _pages(s), len(s.blocks),
+                                        sum(b.table is not None for b in s.blocks))
+                         for s in doc.sections)
+        tables = tuple(TablePreview(s.path_text(), t.caption, t.header, len(t.rows),
+                                    t.rows[:PREVIEW_ROWS]) for s, t in doc.tables())
+        out.append(DocumentPreview(doc.source, doc.title, doc.format, doc.pages, sections, tables))
+    return out
+
+
+def parse_preview(paths: Iterable[str | Path]) -> list[DocumentPreview]:
+    """What the readers make of files, folders and .zip files (flowkit.documents.read): each
+    document's sections and tables. Writes nothing; DocumentError names a file it cannot read."""
+    return preview_documents(read_files([Path(p) for p in paths]))
+
+
+def preview_uploads(files: list[tuple[str, bytes]]) -> list[DocumentPreview]:
+    """`parse_preview` of uploaded (name, bytes) files: saved to a temporary folder under their
+    checked names (service.uploads; UploadRefused names a bad one; a folder's files zipped by
+    `upload_files`) and removed after. A file the readers refuse raises DocumentError naming it
+    as the user named it, not by its saved copy."""
+    files = upload_files(files)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "preview"
+        paths = save_uploads(folder, files)
+        names = {path: name for path, (name, _) in zip(paths, files)}
+        try:
+            return parse_preview(paths)
+        except DocumentError as err:
+            shown = names.get(err.path) or _relative(err.path, folder)
+            raise DocumentError(Path(shown), err.reason, err.line) from None
+
+
+def _relative(path: Path, folder: Path) -> str:
+    """A path inside the temporary upload folder as the user knows it (the part under it)."""
+    try:
+        return str(Path(path).relative_to(folder))
+    except ValueError:
+        return Path(path).name
+
+
+def document_chunks(kb: KnowledgeBase, source: str, limit: int = 200) -> list[dict[str, Any]]:
+    """The chunks a knowledge base holds of one document, by its `source` metadata (the file as
+    its user named it): {id, title, text, meta}, at most `limit`, in the store's order."""
+    if not kb.exists or not kb.count():
+        return []
+    rows = kb.store.get(kb.name, where={"source": source}, limit=limit)
+    rows.sort(key=lambda r: r[2]["position"] if isinstance(r[2].get("position"), int) else 0)
+    return [{"id": cid, "title": str(meta.get("title", "")), "text": text, "meta": meta}
+            for cid, text, meta in rows]

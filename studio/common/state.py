@@ -127,6 +127,9 @@ class KbKeys(Keys, prefix="kb"):
     CHUNKER: Key[str]
     PARAMS: Key[str]                        # .item(chunker)
     INGEST_GO: Key[bool]
+    FOLDER: Key[bool]                       # upload a folder instead of files
+    PREVIEW_GO: Key[bool]
+    PREVIEW: Key[tuple[tuple[str, ...], list[Any]]]   # (upload ids, DocumentPreview records)
     SEARCH_Q: Key[str]
     SEARCH_K: Key[int]
     CHUNKS_PAGE: Key[int]                   # .item(kb)

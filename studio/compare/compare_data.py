@@ -28,6 +28,7 @@ from service.evaluations import (
 )
 from service.runs import FlowRef, RunInfo, flow_choices
 from service.workspace import Workspace
+from studio.common import provenance
 
 __all__ = ["MAX_FLOWS", "MIN_FLOWS", "dataset_choices", "evaluations", "flow_choices",
            "flow_entries", "load_dataset", "new_plan", "open_plan", "report"]
@@ -175,7 +176,9 @@ class FlowTrace:
 
 
 def passages(steps: list[StepEvent], gold: set[str]) -> list[dict[str, Any]]:
-    """Distinct passages retrieved in any step, first seen first, marked when gold."""
+    """Distinct passages retrieved in any step, first seen first, marked when gold; `meta` is
+    the chunk's metadata as working memory held it (for its provenance line)."""
+    metas = provenance.known_meta(m for s in steps for m in (s.memory_after, s.memory_before))
     out: dict[str, dict[str, Any]] = {}
     for s in steps:
         for r in s.retrievals:
@@ -185,7 +188,8 @@ def passages(steps: list[StepEvent], gold: set[str]) -> list[dict[str, Any]]:
                     doc = cid.split("#", 1)[0]
                     out[cid] = {"id": cid, "doc": doc, "title": d.get("title", ""),
                                 "score": d.get("score", 0.0), "text": d.get("text", ""),
-                                "gold": doc in gold, "step": s.index}
+                                "gold": doc in gold, "step": s.index,
+                                "meta": dict(provenance.meta_of(d, metas))}
     return list(out.values())
 
 

@@ -22,6 +22,7 @@ from service import grading, passage_labels
 from service.evaluations import EvalRepo
 from service.workspace import Workspace
 from studio.common import inert, tasks
+from studio.common import provenance_panel as provenance
 from studio.common.jobs import JobManager
 from studio.common.state import CompareKeys as K
 from studio.common.state import query_select
@@ -317,6 +318,7 @@ def _trace_column(t: cd.FlowTrace, gold: list[str], judged: Callable[[], None] |
             star = "★ " if p["gold"] else ""
             st.markdown(f"{star}**{inert.escape(p['title'] or p['doc'])}** "
                         f"{inert.code(p['id'])} · score {float(p['score']):.3f} · step {p['step']}")
+            provenance.caption(p)
             inert.text(str(p["text"])[:300])
     st.markdown("**Steps**")
     for s in t.steps:

@@ -1,8 +1,10 @@
-"""The Knowledge bases page's top half: the list of knowledge bases, a new one, files added in the
-background, and the progress of the ingest this page started (?ingest=<job>)."""
+"""The Knowledge bases page's top half: the list of knowledge bases, a new one, files (or a folder,
+or a .zip) added in the background or read for a parse preview first, and the progress of the
+ingest this page started (?ingest=<job>)."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import streamlit as st
 
@@ -15,6 +17,7 @@ from studio.common.jobs import JobManager
 from studio.common.state import KbKeys as K
 from studio.common.state import flash
 from studio.common.tasks import submit_ingest
+from studio.knowledge import preview_panel
 
 
 def plain(text: str) -> str:
@@ -59,24 +62,46 @@ def create_form(ws: Workspace) -> None:
                 st.rerun()
 
 
-def add_files(ws: Workspace, jobs: JobManager, names: list[str]) -> None:
-    """Files, a chunker and its params; Ingest queues a background job and puts it in the address."""
+#: The upload box's label: the formats read (service.knowledge.UPLOAD_TYPES).
+FILES_LABEL = ("Files: .pdf, .docx, .html/.htm, .md, .txt, .jsonl (id/title/text), or a .zip of "
+               "them (a folder zipped)")
+FOLDER_LABEL = "Folder: its .pdf, .docx, .html/.htm, .md, .txt, .jsonl and .zip files"
+
+
+def uploader() -> list[Any]:
+    """The upload box: several files at once (a .zip for a folder of them), or a whole folder
+    where the toggle asks for one (its files of the accepted types)."""
+    folder = st.toggle("A folder", key=K.FOLDER,
+                       help="Upload every file of a folder (a documentation site's pages) "
+                            "instead of single files.")
+    if folder:
+        files = st.file_uploader(FOLDER_LABEL, type=kbview.UPLOAD_TYPES,
+                                 accept_multiple_files="directory", key=K.FILES.item("folder"),
+                                 max_upload_size=KB_UPLOAD_MB)
+    else:
+        files = st.file_uploader(FILES_LABEL, type=kbview.UPLOAD_TYPES, accept_multiple_files=True,
+                                 key=K.FILES, max_upload_size=KB_UPLOAD_MB)
+    return list(files or [])
+
+
+def add_files(ws: Workspace, jobs: JobManager, names: list[str]) -> tuple[list[Any], str | None]:
+    """Files, a chunker and its params; Ingest queues a background job and puts it in the
+    address; Parse preview reads the files and keeps what flowkit made of them
+    (preview_panel draws it). Returns the chosen files and the knowledge base they go into."""
     with st.container(border=True):
         st.subheader("Add files")
         if not names:
             st.caption("Create a knowledge base first.")
-            return
+            return [], None
         if K.INGEST_TARGET.get() not in names:
             K.INGEST_TARGET.set(K.PICK.get() or names[0])
         target = st.selectbox("Into", names, key=K.INGEST_TARGET)
-        files = st.file_uploader("Files (.txt, .md, .jsonl with id/title/text, .pdf)",
-                                 type=kbview.UPLOAD_TYPES, accept_multiple_files=True,
-                                 key=K.FILES, max_upload_size=KB_UPLOAD_MB)
+        files = uploader()
         chunkers = kbview.chunkers()
         chunker = st.selectbox("Chunking", list(chunkers), key=K.CHUNKER,
                                format_func=lambda k: f"{k} · {plain(chunkers[k].summary())}",
-                               index=list(chunkers).index("indexing.chunk_fixed")
-                               if "indexing.chunk_fixed" in chunkers else 0)
+                               index=list(chunkers).index(kbview.default_chunker(chunkers))
+                               if chunkers else 0)
         st.caption(markdown_cut(chunkers[chunker].help().split("\n\n")[-1], 300))
         params_text = st.text_area("Chunking params (JSON)", key=K.PARAMS.item(chunker),
                                    value=json.dumps(kbview.default_params(chunker), indent=2),
@@ -88,18 +113,27 @@ def add_files(ws: Workspace, jobs: JobManager, names: list[str]) -> None:
             params, params_error = {}, str(err)
         if params_error:
             st.error(params_error)
-        if st.button("Ingest ▶", type="primary", key=K.INGEST_GO, disabled=bool(params_error)):
+        go_col, preview_col = st.columns(2)
+        if preview_col.button("Parse preview", key=K.PREVIEW_GO, disabled=not files,
+                              help="Read the files as ingest would and show their sections and "
+                                   "tables below; nothing is written."):
+            preview_panel.make(files)
+        if go_col.button("Ingest ▶", type="primary", key=K.INGEST_GO,
+                         disabled=bool(params_error)):
             if not files:
                 st.error("Choose one or more files first.")
-                return
+                return files, target
             try:
                 job_id = submit_ingest(jobs, ws, target,
-                                       [(f.name, f.getvalue()) for f in files], chunker, params)
+                                       kbview.upload_files([(f.name, f.getvalue())
+                                                            for f in files]), chunker,
+                                       params)
             except FlowkitError as err:     # a refused file name: nothing was saved
                 st.error(inert.escape(err))
             else:
                 st.query_params["ingest"] = job_id
                 st.query_params["kb"] = target
+    return files, target
 
 
 def ingest_progress(jobs: JobManager, ingest_id: str | None) -> None:

@@ -11,6 +11,8 @@ from service.uploads import KB_UPLOAD_MB
 from service.workspace import Workspace
 from studio.common import graph_panel as graphs
 from studio.common import inert
+from studio.common import provenance_panel as provenance
+from studio.common.provenance import line as provenance_line
 from studio.common.state import KbKeys as K
 from studio.common.state import flash
 
@@ -37,12 +39,14 @@ def search_panel(kb: KnowledgeBase) -> None:
                                         f"score {d['score']:.4f}")
                             if d.get("title"):
                                 st.caption(inert.escape(d["title"]))
+                            provenance.caption(d)
                             text = d.get("text", "")
                             inert.text(text[:280] + ("…" if len(text) > 280 else ""))
 
 
 def chunks_panel(kb: KnowledgeBase, pick: str) -> None:
-    """The chunks, 20 a page."""
+    """The chunks, 20 a page, each with where it came from when its chunk knows (file, pages,
+section)."""
     total = kb.count() if kb.exists else 0
     size = 20
     pages = max(1, -(-total // size))
@@ -50,10 +54,12 @@ def chunks_panel(kb: KnowledgeBase, pick: str) -> None:
     page_no = pcol.number_input(f"Page (of {pages})", 1, pages, 1, key=K.CHUNKS_PAGE.item(pick))
     st.caption(f"{total} chunks · showing {size * (page_no - 1) + 1 if total else 0}-"
                f"{min(total, size * page_no)}")
-    chunk_rows = [{"id": d["id"], "title": d.get("title", ""),
+    chunk_rows = [{"id": d["id"], "title": d.get("title", ""), "from": provenance_line(d),
                    "doc": (d.get("meta") or {}).get("doc_id", ""),
                    "chars": len(d.get("text", "")), "text": d.get("text", "")[:400]}
                   for d in (kb.chunks(limit=size, offset=size * (page_no - 1)) if total else [])]
+    if not any(r["from"] for r in chunk_rows):     # chunks that know no page or section
+        chunk_rows = [{k: v for k, v in r.items() if k != "from"} for r in chunk_rows]
     st.dataframe(chunk_rows, hide_index=True, width="stretch")
 
 

@@ -16,7 +16,7 @@ import streamlit as st
 from streamlit.elements.lib.mutable_tab_container import TabContainer
 
 from flowkit.trace import StepEvent
-from studio.common import inert
+from studio.common import inert, provenance
 from studio.common.state import Key
 
 MEMORY, LLM_CALLS, RETRIEVED, FORK = "Memory", "LLM calls", "Retrieved", "Fork from this step"
@@ -68,12 +68,18 @@ def llm_calls_panel(step: StepEvent) -> None:
 
 
 def retrievals_panel(step: StepEvent) -> None:
-    """Every retrieval of the step: method, query, and the ranked passages."""
+    """Every retrieval of the step: method, query, and the ranked passages, each with where it
+    came from (file, pages, section) when its chunk knows."""
     if not step.retrievals:
         st.caption("This step retrieved nothing.")
+    metas = provenance.known_meta([step.memory_after, step.memory_before])
     for r in step.retrievals:
         st.markdown(f"**{inert.escape(r.method)}** for {inert.code(r.query, limit=200)}")
-        st.dataframe([{"rank": i, "id": d.get("id"), "title": d.get("title", ""),
-                       "score": d.get("score"), "text": (d.get("text") or "")[:300]}
-                      for i, d in enumerate(r.docs, 1)], hide_index=True, width="stretch",
+        rows = [{"rank": i, "id": d.get("id"), "title": d.get("title", ""),
+                 "from": provenance.line(d, metas),
+                 "score": d.get("score"), "text": (d.get("text") or "")[:300]}
+                for i, d in enumerate(r.docs, 1)]
+        if not any(row["from"] for row in rows):     # chunks that know no page or section
+            rows = [{k: v for k, v in row.items() if k != "from"} for row in rows]
+        st.dataframe(rows, hide_index=True, width="stretch",
                      column_config={"score": st.column_config.NumberColumn(format="%.4f")})

@@ -16,6 +16,7 @@ from flowkit import registry
 from flowkit.trace import StepEvent
 from service.runs import RunInfo, grade_answer
 from studio.common import inert
+from studio.common import provenance_panel as provenance
 from studio.common.pending import user_waiting
 from studio.common.state import RunKeys as K
 from studio.run import runview
@@ -224,6 +225,7 @@ def cited(run: RunInfo, steps: list[StepEvent]) -> None:
                                              + (f" · {d['title']}" if d["title"] else ""))
             with st.expander(title, expanded=(i == 1)):
                 if d["found"]:
+                    provenance.caption(d)
                     inert.text(d["text"])
                     if d["score"] is not None:
                         st.caption(f"score {runview.rounded(d['score'])}")
@@ -231,6 +233,21 @@ def cited(run: RunInfo, steps: list[StepEvent]) -> None:
                     st.caption("Not in the run's memory or retrievals.")
     elif run.status == "ok":
         st.caption("The answer cites no passage.")
+
+
+def retrieved(run: RunInfo) -> None:
+    """The passages the run ended with in working memory, each with where it came from, in one
+    closed expander (the cited ones are a subset; a model that wrote no [n] mark cites none)."""
+    passages = runview.retrieved_passages(run)
+    if not passages:
+        return
+    with st.expander(f"Retrieved passages ({len(passages)})"):
+        for i, d in enumerate(passages, 1):
+            score = f" · score {runview.rounded(d['score'])}" if d["score"] is not None else ""
+            st.markdown(f"**{i}.** {inert.code(d['id'])}"
+                        + (f" · {inert.escape(d['title'])}" if d["title"] else "") + score)
+            provenance.caption(d)
+            inert.text(str(d["text"])[:300] + ("…" if len(str(d["text"])) > 300 else ""))
 
 
 def steps_table(steps: list[StepEvent]) -> None:

@@ -197,6 +197,7 @@ def render(ws: Workspace, jobs: JobManager, run_id: str,
     for col, (name, value) in zip(totals, figures.items()):
         col.metric(name, value)
     answer_panel.cited(run, steps)
+    answer_panel.retrieved(run)
     if run.parent_run_id:
         st.caption(f"Forked from run {run.parent_run_id} step {run.parent_step}")
     answer_panel.steps_table(steps)

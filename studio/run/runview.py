@@ -11,6 +11,7 @@ from flowkit.trace import StepEvent
 from service.flows import get_flow
 from service.runs import FlowRef, RunInfo, flow_choices, get_run, own_figures
 from service.workspace import Workspace
+from studio.common import provenance
 from studio.common.jobs import JobManager
 
 __all__ = ["FlowRef", "flow_choices"]
@@ -81,7 +82,7 @@ def next_nodes(spec: dict[str, Any], steps: list[StepEvent]) -> list[str]:
 
 
 def cited_passages(run: RunInfo, steps: list[StepEvent]) -> list[dict[str, Any]]:
-    """The passages the answer cites, in citation order: {id, title, text, score, found}.
+    """The passages the answer cites, in citation order: {id, title, text, score, found, meta}.
 
     Looked up in the run's final memory documents first (full text), then in what its steps
     retrieved (the start of the text).
@@ -98,15 +99,27 @@ def cited_passages(run: RunInfo, steps: list[StepEvent]) -> list[dict[str, Any]]
     for d in (run.memory or {}).get("documents") or []:
         if isinstance(d, dict) and d.get("id"):
             known[str(d["id"])] = dict(d)
-    out = []
+    metas = provenance.known_meta([run.memory, *(s.memory_after for s in steps)])
+    out: list[dict[str, Any]] = []
     for cid in run.citations:
         hit = known.get(cid)
         if hit is None:
-            out.append({"id": cid, "title": "", "text": "", "score": None, "found": False})
+            out.append({"id": cid, "title": "", "text": "", "score": None, "found": False,
+                        "meta": {}})
         else:
             out.append({"id": cid, "title": hit.get("title", ""), "text": hit.get("text", ""),
-                        "score": hit.get("score"), "found": True})
+                        "score": hit.get("score"), "found": True,
+                        "meta": dict(provenance.meta_of(hit, metas))})
     return out
+
+
+def retrieved_passages(run: RunInfo) -> list[dict[str, Any]]:
+    """The passages in the run's final working memory (what its answer was written from), in
+    order: {id, title, text, score, meta}."""
+    return [{"id": str(d["id"]), "title": d.get("title", ""), "text": d.get("text", ""),
+             "score": d.get("score"), "meta": dict(d.get("meta") or {})}
+            for d in (run.memory or {}).get("documents") or []
+            if isinstance(d, dict) and d.get("id")]
 
 
 CITATION_MARK = re.compile(r"\[\d{1,3}\]")

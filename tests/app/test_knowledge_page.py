@@ -67,6 +67,8 @@ def test_create_then_ingest_an_upload_in_the_background_and_browse_it(ws):
         ("pell.md", b"# Pell\n\nThe ghost of the Corren Lighthouse is called Pell.\n", "text/markdown"),
         ("docs.jsonl", b'{"id": "n1", "title": "Tide", "text": "The tide table is kept in Dunmere."}\n',
          "application/json")])
+    assert at.selectbox(key="kb_chunker").value == "indexing.chunk_structure"   # the default
+    at.selectbox(key="kb_chunker").select("indexing.chunk_fixed").run()
     at.text_area(key="kb_params_indexing.chunk_fixed").input(json.dumps({"size": 50, "overlap": 0}))
     at.run()
     at.button(key="kb_ingest_go").click().run()
@@ -85,6 +87,7 @@ def test_create_then_ingest_an_upload_in_the_background_and_browse_it(ws):
 
 def test_ingest_refuses_bad_params_and_no_files(ws):
     at = _open()
+    at.selectbox(key="kb_chunker").select("indexing.chunk_fixed").run()
     at.text_area(key="kb_params_indexing.chunk_fixed").input('{"size": "big"}').run()
     assert at.error and "size" in at.error[0].value
     assert at.button(key="kb_ingest_go").disabled
