@@ -44,6 +44,7 @@ from pypdf import PageObject, PdfReader
 from pypdf.generic import Destination, StreamObject
 
 from ..errors import DocumentError, short
+from .archive import MAX_DOC_CHARS  # one bound on a document's characters, every format
 from .model import Document
 from .pdf_layout import (
     OutlineEntry,
@@ -70,8 +71,6 @@ MAX_PAGE_CHARS = 2_000_000
 #: Most bytes of drawing instructions (decompressed) on one page; a page of text has ~10 per
 #: character, a manual's page 10-100 KB. Checked before parsing, which keeps every character.
 MAX_PAGE_BYTES = 10_000_000
-#: Most characters in one PDF, as for every other document (runtime.docfiles.MAX_DOC_CHARS).
-MAX_DOC_CHARS = 20_000_000
 #: Most outline entries used; a longer outline is hostile, and the type's headings are used.
 MAX_OUTLINE_ENTRIES = 20_000
 #: A vertical rule starting within this share of the page's top may be a table continued from the
