@@ -4,14 +4,20 @@ A call is cacheable when its output is a function of its inputs: greedy decoding
 on a backend whose identity is known. The key (`call_key`) is a sha256 over everything the output
 depends on, so a stale hit is impossible by construction:
 
-- the backend's identity (`model_identity`): the backend kind, the model file's sha256 (which holds
-  its chat template), the context size, seed, GPU layers and threads, the llama.cpp build and the
-  CPU (model name and feature flags: AMX and non-AMX kernels give other numerics), the extra buffer
-  setting, the prompt format (`PROMPT_FORMAT`, a hash of flowkit's own prompt shaping) and whether
-  base models get in-context examples; for an OpenAI-compatible server, its URL and model name,
-  and its parallel slots where it reports more than one (see `server_slots`);
-- the call: the kind (complete, tokens, logprobs), the prompt, the system message, `max_tokens`,
-  the temperature, the stop strings and whether logprobs were asked for.
+- the backend's identity (`model_identity`), one record per backend: `LlamaCppIdentity` for
+  llama.cpp in this process or in the supervised worker (the model file's sha256, which holds its
+  chat template, the context size, seed, GPU layers offloaded, threads, prompt batch size, the
+  llama.cpp build and the CPU: model name and feature flags, since AMX and non-AMX kernels give
+  other numerics, the extra buffer setting, the prompt format's version and whether base models
+  get in-context examples); `ServerIdentity` for an OpenAI-compatible server (its URL and model
+  name, context size, seed, prompt format, and its parallel slots where it reports more than one:
+  see `server_slots`);
+- the call (`CALL_PARTS`): the kind (complete, tokens, logprobs), the prompt or text, the system
+  message, `max_tokens`, the temperature, the stop strings and whether logprobs were asked for.
+
+Each field of an identity record carries its description, and `call_key` refuses a call part
+that `CALL_PARTS` does not describe, so `KEY_PARTS` (what `flowkit cache stats` shows) is read
+from the key itself and cannot fall behind it.
 
 An entry keeps what the call returned and what computing it cost (tokens, the model's
 milliseconds) and where it was first computed (run, node, visit), so a hit is recorded with the
@@ -22,20 +28,70 @@ exported package. Nothing here loads a model.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import threading
 from collections import OrderedDict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 from typing import Any, Protocol
 
-#: What a cache key is made of, in words (the README and `flowkit cache stats` show it).
-KEY_PARTS = ("backend", "model file sha256", "context size", "seed", "GPU layers", "threads",
-             "prompt batch size",
-             "llama.cpp build", "CPU model and flags", "extra buffer setting", "prompt format",
-             "in-context examples", "server parallel slots", "call kind", "prompt",
-             "system message", "max_tokens", "temperature", "stop strings", "logprobs")
+
+def _words(words: str) -> dict[str, str]:
+    """A key field's metadata: what it is in words (`KEY_PARTS` is read from it)."""
+    return {"words": words}
+
+
+@dataclass(frozen=True, kw_only=True)
+class LlamaCppIdentity:
+    """What a llama.cpp model's output depends on besides the call, in this process or in the
+    supervised worker (the same file, settings, build and CPU give the same numbers in both)."""
+
+    backend: str = field(default="llama_cpp", init=False, metadata=_words("backend"))
+    model_sha256: str = field(metadata=_words("model file sha256"))
+    n_ctx: int = field(metadata=_words("context size"))
+    seed: int = field(metadata=_words("seed"))
+    n_gpu_layers: int = field(metadata=_words("GPU layers offloaded"))
+    threads: int = field(metadata=_words("threads"))
+    n_batch: int = field(metadata=_words("prompt batch size"))
+    extra_bufts: str = field(metadata=_words("extra buffer setting"))
+    platform: str = field(metadata=_words("llama.cpp build, CPU model and flags"))
+    prompt_format: str = field(metadata=_words("prompt format version"))
+    examples: bool = field(metadata=_words("in-context examples"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerIdentity:
+    """What an OpenAI-compatible server's output depends on besides the call. `parallel` is
+    None (and left out of the key) for a server that reports one slot or none."""
+
+    backend: str = field(default="openai", init=False, metadata=_words("backend"))
+    base_url: str = field(metadata=_words("server base_url"))
+    model: str = field(metadata=_words("server model name"))
+    n_ctx: int = field(metadata=_words("context size"))
+    seed: int = field(metadata=_words("seed"))
+    prompt_format: str = field(metadata=_words("prompt format version"))
+    parallel: int | None = field(default=None, metadata=_words("server parallel slots"))
+
+
+#: The identity record of each backend kind `model_identity` keys.
+IDENTITIES: tuple[type[LlamaCppIdentity] | type[ServerIdentity], ...] = (LlamaCppIdentity,
+                                                                          ServerIdentity)
+#: The parts of a call (the keywords `call_key` takes besides the kind), in words.
+CALL_PARTS: dict[str, str] = {
+    "prompt": "prompt", "text": "text (token counts, prompt scoring)", "system": "system message",
+    "max_tokens": "max_tokens", "temperature": "temperature", "stop": "stop strings",
+    "logprobs": "logprobs"}
+
+
+def _described() -> tuple[str, ...]:
+    """Every part of a key in words, once each, in the order the records and the call name them."""
+    words = [str(f.metadata["words"]) for record in IDENTITIES for f in fields(record)]
+    return tuple(dict.fromkeys([*words, "call kind", *CALL_PARTS.values()]))
+
+
+#: What a cache key is made of, in words (`flowkit cache stats` shows it): read from the identity
+#: records' fields and `CALL_PARTS`, so it lists exactly what the key holds.
+KEY_PARTS: tuple[str, ...] = _described()
 
 
 @dataclass(frozen=True)
@@ -118,16 +174,12 @@ class MemoryCompletionCache:
 
 @lru_cache(maxsize=1)
 def prompt_format() -> str:
-    """A hash of flowkit's own prompt shaping (plain-completion prompts for base models): a change
-    to how prompts are rendered changes every key."""
-    from . import prompt_formats as fmt
-    parts = [fmt.BASE_EXAMPLES, fmt.ANSWER_CUE, fmt._CUE_END.pattern]
-    for fn in (fmt.base_prompt, fmt._chat_formatter):
-        try:
-            parts.append(inspect.getsource(fn))
-        except (OSError, TypeError):
-            parts.append(fn.__qualname__)
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    """The version of flowkit's own prompt shaping (`prompt_formats.format_version`): a constant
+    raised with each change to the prompts it renders, not a hash of its source, so an edited
+    comment keeps every key. (Until issue 49 it was a source hash: the switch changed existing
+    keys once, and entries cached before it miss and are computed again.)"""
+    from .prompt_formats import format_version
+    return format_version()
 
 
 @lru_cache(maxsize=8)
@@ -148,27 +200,36 @@ def model_identity(llm: Any) -> dict[str, Any] | None:
         return None
     backend = str(getattr(settings, "backend", ""))
     if backend == "openai" or type(llm).__name__ == "OpenAICompatibleLLM":
-        base_url = str(getattr(llm, "base_url", "") or getattr(settings, "base_url", ""))
-        ident: dict[str, Any] = {"backend": "openai", "base_url": base_url,
-                                 "model": str(getattr(llm, "model_id", "")),
-                                 "n_ctx": int(settings.n_ctx), "seed": int(settings.seed),
-                                 "prompt_format": prompt_format()}
-        slots = server_slots(llm)
-        if slots > 1:
-            ident["parallel"] = slots
-        return ident
+        return key_data(_server_identity(llm, settings))
     path = getattr(llm, "path", None)
     if path is None:
         return None
     from .device import CPU_BATCH
     from .gguf import file_hash
     from .llm_contract import default_threads
-    return {"backend": "llama_cpp", "model_sha256": file_hash(path), "n_ctx": int(settings.n_ctx),
-            "seed": int(settings.seed), "n_gpu_layers": _gpu_layers(llm, settings),
-            "threads": int(settings.n_threads or default_threads()),
-            "n_batch": int(getattr(settings, "n_batch", None) or CPU_BATCH),
-            "extra_bufts": str(settings.extra_bufts), "platform": _platform(),
-            "prompt_format": prompt_format(), "examples": bool(settings.prompt_examples)}
+    return key_data(LlamaCppIdentity(
+        model_sha256=file_hash(path), n_ctx=int(settings.n_ctx), seed=int(settings.seed),
+        n_gpu_layers=_gpu_layers(llm, settings),
+        threads=int(settings.n_threads or default_threads()),
+        n_batch=int(getattr(settings, "n_batch", None) or CPU_BATCH),
+        extra_bufts=str(settings.extra_bufts), platform=_platform(),
+        prompt_format=prompt_format(), examples=bool(settings.prompt_examples)))
+
+
+def _server_identity(llm: Any, settings: Any) -> ServerIdentity:
+    """The identity of an OpenAI-compatible server (flowkit's worker client or another server)."""
+    slots = server_slots(llm)
+    return ServerIdentity(
+        base_url=str(getattr(llm, "base_url", "") or getattr(settings, "base_url", "")),
+        model=str(getattr(llm, "model_id", "")), n_ctx=int(settings.n_ctx),
+        seed=int(settings.seed), prompt_format=prompt_format(),
+        parallel=slots if slots > 1 else None)
+
+
+def key_data(identity: LlamaCppIdentity | ServerIdentity) -> dict[str, Any]:
+    """An identity record as the key holds it: its fields by name, a field that is None left out
+    (so that a server reporting one slot keeps the keys it always had)."""
+    return {name: value for name, value in asdict(identity).items() if value is not None}
 
 
 def server_slots(llm: Any) -> int:
@@ -224,7 +285,11 @@ def cacheable(identity: dict[str, Any] | None, temperature: float) -> bool:
 
 
 def call_key(identity: dict[str, Any], kind: str, **call: object) -> str:
-    """The cache key of one call: sha256 over the backend identity and every part of the call."""
+    """The cache key of one call: sha256 over the backend identity and every part of the call.
+    A call part that `CALL_PARTS` does not describe is a TypeError (describe it there first)."""
+    unknown = sorted(set(call) - CALL_PARTS.keys())
+    if unknown:
+        raise TypeError(f"call_key: call parts {unknown} are not described in CALL_PARTS")
     raw = json.dumps({"identity": identity, "kind": kind, "call": call}, sort_keys=True,
                      ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()

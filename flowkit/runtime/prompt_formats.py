@@ -2,14 +2,26 @@
 
 An instruct model (a GGUF that carries a chat template) gets its own template (`_chat_formatter`);
 a base model gets plain completion (`base_prompt`), with two made-up reading examples in front of
-an answer prompt (`BASE_EXAMPLES`) and a stop at the end of the line its cue asks for. The
-completion cache hashes this module's prompt shaping (`completion_cache.prompt_format`), so a
-change here changes every cache key.
+an answer prompt (`BASE_EXAMPLES`) and a stop at the end of the line its cue asks for.
+
+Every completion-cache key holds `format_version()`: `PROMPT_FORMAT_VERSION`, a number raised by
+hand with any change to what `base_prompt` or `_chat_formatter` send a model, and a digest of the
+text they send (`BASE_EXAMPLES`, `ANSWER_CUE`, the cue pattern), so that an edit of that text
+changes the keys by itself. Comments, docstrings and refactors that send the same text change
+nothing, and a user's cache stays full.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any
+
+#: The version of this module's prompt shaping, part of every completion-cache key: raise it with
+#: any change to the text `base_prompt` or `_chat_formatter` produce (not for comments or
+#: docstrings). Version 1 was no number but a hash of this module's source; moving to this
+#: constant (issue 49) changed every existing cache key once: entries cached before then miss and
+#: are computed again, never served wrongly.
+PROMPT_FORMAT_VERSION = 2
 
 #: The cue that ends an answer prompt; a base model gets `BASE_EXAMPLES` before such a prompt.
 ANSWER_CUE = "Answer:"
@@ -53,3 +65,10 @@ def _chat_formatter(llama: Any) -> Any:
     bos = llama.detokenize([llama.token_bos()]).decode("utf-8", "ignore")
     return Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos,
                                add_generation_prompt=True)
+
+
+def format_version() -> str:
+    """The prompt format's version as the completion cache keys it: `PROMPT_FORMAT_VERSION` and a
+    short sha256 of the text this module puts into prompts (see the module's help)."""
+    text = "\n".join((BASE_EXAMPLES, ANSWER_CUE, _CUE_END.pattern))
+    return f"{PROMPT_FORMAT_VERSION}:{hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]}"
