@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import ResourceError
 from .batch_sampling import Logits
-from .batch_slots import Entry, Job, Scheduler
+from .batch_slots import EngineStopped, Entry, Job, Scheduler, SlotModel
 
 #: the most slots `--parallel` takes
 MAX_PARALLEL = 64
@@ -139,7 +139,7 @@ def chat_prompt(llama: Any, messages: list[Any],
     """The prompt tokens and stop strings `llama.create_chat_completion` would generate from:
     the same chat handler (the GGUF's template, or the format llama-cpp-python recognised)
     renders and tokenizes, and its call to `create_completion` is caught. ValueError when the
-    template refuses the messages."""
+    template refuses the messages, whatever it raised (a template error, content it cannot join)."""
     from llama_cpp import llama_chat_format
     handler: Any = (llama.chat_handler or llama._chat_handlers.get(llama.chat_format)
                or llama_chat_format.get_chat_completion_handler(llama.chat_format))
@@ -147,29 +147,52 @@ def chat_prompt(llama: Any, messages: list[Any],
         handler(llama=_CaptureCompletion(llama), messages=messages, stop=stop)
     except _Captured as got:
         return got.prompt, got.stop
+    except Exception as err:        # the template's refusal, as jinja words it
+        raise ValueError(f"{type(err).__name__}: {err}") from err
     raise ValueError("the chat handler did not call create_completion")   # pragma: no cover
 
 
 class BatchEngine:
-    """The scheduler on its own thread over a `LlamaSlots` on the serial server's `llama`."""
+    """The scheduler on its own thread over `slots` (a `LlamaSlots` on the serial server's `llama`,
+    made by `open`; a scripted `SlotModel` in the tests)."""
 
-    def __init__(self, llama: Any, parallel: int, n_ctx: int) -> None:
-        if not 1 < parallel <= MAX_PARALLEL:
-            raise ValueError(f"parallel must be 2..{MAX_PARALLEL}, not {parallel}")
-        self.llama = llama
-        self.slots = LlamaSlots(llama, parallel, n_ctx)
-        self.scheduler = Scheduler(self.slots)
-        self.parallel, self.n_ctx = parallel, self.slots.n_ctx
+    def __init__(self, llama: Any, slots: SlotModel) -> None:
+        self.llama, self.slots = llama, slots
+        self.scheduler = Scheduler(slots)
+        self.parallel, self.n_ctx = slots.n_slots, slots.n_ctx
+        self._closed = False
         self._thread = threading.Thread(target=self.scheduler.run, name="flowkit-batch-decode",
                                         daemon=True)
         self._thread.start()
 
+    @classmethod
+    def open(cls, llama: Any, parallel: int, n_ctx: int) -> BatchEngine:
+        """The engine of `parallel` slots of `n_ctx` tokens on `llama`'s model."""
+        if not 1 < parallel <= MAX_PARALLEL:
+            raise ValueError(f"parallel must be 2..{MAX_PARALLEL}, not {parallel}")
+        return cls(llama, LlamaSlots(llama, parallel, n_ctx))
+
+    @property
+    def failure(self) -> str | None:
+        """Why the engine cannot serve (its thread stopped, and why), or None while it can."""
+        reason = self.scheduler.failure
+        if reason is None and not self._closed and not self._thread.is_alive():
+            reason = "the batching engine's thread has stopped"
+        return reason
+
     def submit(self, job: Job) -> None:
-        """Queue a job (PromptTooLong when it cannot fit a slot)."""
+        """Queue a job (PromptTooLong when it cannot fit a slot, EngineStopped when the engine
+        cannot serve)."""
+        reason = self.failure
+        if reason is not None:
+            raise EngineStopped(reason)
         self.scheduler.submit(job)
 
     def close(self) -> None:
-        """Stop the decode thread and free the context."""
+        """Stop the decode thread and free the slots' context."""
+        self._closed = True
         self.scheduler.stop()
         self._thread.join(timeout=60)
-        self.slots.close()
+        close = getattr(self.slots, "close", None)
+        if close is not None:
+            close()

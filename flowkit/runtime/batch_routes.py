@@ -12,7 +12,12 @@ flowkit's client sends `repeat_penalty: 1.0` and no penalties, so its calls are 
 Every answer carries `x-flowkit-parallel: N` (the slots) and the completions routes
 `x-flowkit-batched: 1` or `0` (which path served the request). A prompt longer than one slot's
 context (`--n-ctx`) is a 400 `context_length_exceeded`, worded as the serial server words it. A
-client that disconnects frees its slot (or leaves the queue) at the next decode step."""
+client that disconnects frees its slot (or leaves the queue) at the next decode step.
+
+A request the engine fails alone (`batch_slots.Failed`) is a 500 `model_error` naming why; the others
+go on. `GET /health` is llama.cpp's server's: 200 `{"status": "ok"}` while the engine serves (and
+always with `--parallel 1`), 503 `unavailable_error` with the reason once its thread has stopped;
+from then on a chat the engine would serve is that same 503 at once, never a wait."""
 from __future__ import annotations
 
 import asyncio
@@ -24,9 +29,10 @@ from typing import Any
 from .asgi_replies import ASGIApp, Message, Receive, Scope, Send, error_body, send_json
 from .batch_engine import BatchEngine, chat_prompt
 from .batch_sampling import Sampling, TokenLogprob
-from .batch_slots import Done, Event, Failed, Job, Piece, PromptTooLong
+from .batch_slots import Done, EngineStopped, Event, Failed, Job, Piece, PromptTooLong
 
 CHAT_ROUTE = "/v1/chat/completions"
+HEALTH_ROUTE = "/health"
 PARALLEL_HEADER = b"x-flowkit-parallel"
 BATCHED_HEADER = b"x-flowkit-batched"
 
@@ -59,6 +65,9 @@ class BatchedChat:
         if scope.get("type") != "http":
             await self.serial(scope, receive, send)
             return
+        if scope.get("path") == HEALTH_ROUTE and scope.get("method") in ("GET", "HEAD"):
+            await self._health(self._headed(send, None))
+            return
         if scope.get("path") != CHAT_ROUTE or scope.get("method") != "POST":
             await self.serial(scope, receive, self._headed(send, None))
             return
@@ -71,6 +80,14 @@ class BatchedChat:
         usage = isinstance(data.get("stream_options"), dict) and \
             bool(data["stream_options"].get("include_usage"))
         await self._batched(self.engine, request, usage, receive, self._headed(send, True))
+
+    async def _health(self, send: Send) -> None:
+        """200 while the engine can serve (or there is none), 503 with the reason once not."""
+        reason = None if self.engine is None else self.engine.failure
+        if reason is None:
+            await send_json(send, 200, {"status": "ok"})
+        else:
+            await _unavailable(send, reason)
 
     def _headed(self, send: Send, batched: bool | None) -> Send:
         """`send` with the parallelism header (and whether batched) added to the response."""
@@ -115,6 +132,9 @@ class BatchedChat:
                 "Please reduce the length of the messages or completion.", "messages",
                 code="context_length_exceeded"))
             return
+        except EngineStopped as err:
+            await _unavailable(send, str(err))
+            return
         watcher = asyncio.create_task(_until_disconnect(receive, job, events))
         head = {"id": f"chatcmpl-{uuid.uuid4()}", "created": int(time.time()),
                 "model": request.model or engine.llama.model_path}
@@ -130,7 +150,14 @@ class BatchedChat:
             watcher.cancel()
 
 
+async def _unavailable(send: Send, reason: str) -> None:
+    """The engine cannot serve: 503 with the reason (no Retry-After: waiting will not help)."""
+    await send_json(send, 503, error_body(reason, None, "unavailable_error", "engine_stopped"))
+
+
 def _sampling(request: Any) -> Sampling:
+    """The request's sampling numbers (its seed as given: `batch_sampling.rng_for` reads -1 as
+    random, as llama.cpp does)."""
     return Sampling(temperature=request.temperature, top_k=request.top_k, top_p=request.top_p,
                     min_p=request.min_p, seed=42 if request.seed is None else request.seed,
                     top_logprobs=(request.top_logprobs or 0) if request.logprobs else None)

@@ -5,15 +5,24 @@ At temperature 0 the pick is the argmax (the first of equal maxima, as llama.cpp
 Above 0 it is seeded sampling in llama-cpp-python's order: top-k, then top-p, then min-p, then the
 temperature, then a draw from a random generator seeded with the request's `seed`. The same request
 draws the same tokens from the same logits every time, but not the tokens the serial server
-(`--parallel 1`) draws: llama.cpp's sampler uses another random generator."""
+(`--parallel 1`) draws: llama.cpp's sampler uses another random generator.
+
+A seed is read as llama.cpp reads it (`rng_for`): as an unsigned 32-bit number (a negative or larger
+one wraps, as the C cast does), and 0xFFFFFFFF, which `-1` becomes, means "pick a random seed"
+(llama.cpp's `LLAMA_DEFAULT_SEED`). Every pick keeps at least the most likely token, whatever the
+filters ask (llama.cpp's `min_keep`), so no sampling numbers can leave nothing to draw from."""
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 Logits = npt.NDArray[np.float32]
+
+#: llama.cpp's LLAMA_DEFAULT_SEED: the seed `-1` becomes, meaning "random"
+RANDOM_SEED = 0xFFFFFFFF
 
 
 @dataclass(frozen=True)
@@ -37,8 +46,17 @@ class TokenLogprob:
     top: tuple[tuple[int, float], ...]   # (token id, log-probability), best first
 
 
+def rng_for(seed: int) -> np.random.Generator:
+    """The random generator for a request's `seed`, read as llama.cpp reads it: wrapped to an
+    unsigned 32-bit number, and RANDOM_SEED (-1) a seed drawn at random."""
+    wrapped = seed % 2**32
+    return np.random.default_rng(secrets.randbits(32) if wrapped == RANDOM_SEED else wrapped)
+
+
 def choose(logits: Logits, sampling: Sampling, rng: np.random.Generator) -> int:
-    """The token to generate next from `logits` (one row, the vocabulary's size)."""
+    """The token to generate next from `logits` (one row, the vocabulary's size). The candidates
+    are scaled as (logit - best) / temperature, so a tiny temperature gives the best token, never
+    a NaN; the best one is always kept."""
     if sampling.temperature <= 0:
         return int(np.argmax(logits))
     order = np.argsort(-logits, kind="stable")
@@ -49,10 +67,15 @@ def choose(logits: Logits, sampling: Sampling, rng: np.random.Generator) -> int:
     if sampling.top_p < 1.0:
         enough = int(np.searchsorted(np.cumsum(probs), sampling.top_p)) + 1
         order, kept = order[:enough], kept[:enough]
-    if sampling.min_p > 0.0:
+    if 0.0 < sampling.min_p <= 1.0:
         keep = kept >= kept[0] + np.log(sampling.min_p)
         order, kept = order[keep], kept[keep]
-    probs = _softmax(kept / sampling.temperature)
+    elif sampling.min_p > 1.0:
+        order, kept = order[:1], kept[:1]
+    with np.errstate(over="ignore"):
+        probs = _softmax((kept - kept[0]) / sampling.temperature)
+    if not np.isfinite(probs).all():
+        return int(order[0])
     return int(order[int(rng.choice(len(order), p=probs))])
 
 

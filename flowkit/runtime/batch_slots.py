@@ -18,9 +18,18 @@ stop strings found, in the request's order; 'stop'), `max_tokens` tokens or the 
 
 `SlotModel` is the model side (`batch_engine.LlamaSlots`, or a fake in the tests). Results go to
 each job's `emit` (called on the scheduler's thread): `Piece` (text that no stop string can still
-take back), then `Done` or `Failed`."""
+take back), then `Done` or `Failed`.
+
+Failures are kept to what they touch. A job whose admission or token pick raises (its sampling
+numbers, its text) gets `Failed` and leaves its slot; a failed `evaluate` fails the jobs of that
+batch. Either way the thread goes on with the others. Anything else that raises in a step (the
+model's memory cannot be freed, a bug) stops the scheduler for good: `failure` says why, every job in
+a slot or in the queue gets `Failed` with that reason, and `submit` raises `EngineStopped`, so no
+request waits for a thread that is gone. Invariant: every job handed to `submit` gets exactly one
+`Done` or `Failed`, unless it was cancelled first."""
 from __future__ import annotations
 
+import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -29,7 +38,9 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from .batch_sampling import Logits, Sampling, TokenLogprob, choose, log_probs
+from .batch_sampling import Logits, Sampling, TokenLogprob, choose, log_probs, rng_for
+
+log = logging.getLogger(__name__)
 
 
 class Entry(NamedTuple):
@@ -91,6 +102,10 @@ class Failed:
 Event = Piece | Done | Failed
 
 
+class EngineStopped(RuntimeError):
+    """The scheduler's thread has stopped (the message says why): no job can be served."""
+
+
 class PromptTooLong(ValueError):
     """A prompt that does not fit one slot's context (a 400 for the client)."""
 
@@ -145,12 +160,24 @@ class Scheduler:
         self._queue: deque[Job] = deque()
         self._cond = threading.Condition()
         self._stopped = False
+        self._failure: str | None = None
+
+    @property
+    def failure(self) -> str | None:
+        """Why the scheduler stopped serving (see the module), or None while it serves."""
+        with self._cond:
+            return self._failure
 
     def submit(self, job: Job) -> None:
-        """Queue `job`; PromptTooLong when its prompt leaves no room in a slot's context."""
+        """Queue `job`; PromptTooLong when its prompt leaves no room in a slot's context,
+        EngineStopped when the scheduler has stopped."""
         if not job.tokens or len(job.tokens) >= self.model.n_ctx:
             raise PromptTooLong(len(job.tokens), self.model.n_ctx)
         with self._cond:
+            if self._failure is not None:
+                raise EngineStopped(self._failure)
+            if self._stopped:
+                raise EngineStopped("the batching engine was shut down")
             self._queue.append(job)
             self._cond.notify()
 
@@ -166,7 +193,8 @@ class Scheduler:
             self._cond.notify_all()
 
     def run(self) -> None:
-        """Step until `stop`, sleeping while there is nothing to do."""
+        """Step until `stop`, sleeping while there is nothing to do; a step that raises stops the
+        scheduler for good (`_abort`)."""
         while True:
             with self._cond:
                 while not self._stopped and not self._queue and \
@@ -174,7 +202,22 @@ class Scheduler:
                     self._cond.wait()
                 if self._stopped:
                     return
-            self.step()
+            try:
+                self.step()
+            except Exception as err:        # recorded, and every job is answered
+                log.exception("the batching engine stopped")
+                self._abort(f"the batching engine stopped: {type(err).__name__}: {err}")
+                return
+
+    def _abort(self, reason: str) -> None:
+        """Record `reason` and answer every job in a slot or in the queue with it."""
+        with self._cond:
+            self._failure = reason
+            queued, self._queue = list(self._queue), deque()
+        jobs = [s.job for s in self._active()] + queued
+        self._slots = [None] * len(self._slots)
+        for job in jobs:
+            job.emit(Failed(reason))
 
     def step(self) -> None:
         """One round: drop the cancelled, admit into free slots, evaluate one batch."""
@@ -190,7 +233,12 @@ class Scheduler:
                 job = self._queue.popleft() if self._queue else None
             if job is None:
                 break
-            self._admit(index, job)
+            try:
+                self._admit(index, job)
+            except Exception as err:        # noqa: BLE001 - this job's own numbers: it fails alone
+                self._slots[index] = None
+                log.warning("a batched request failed at admission: %s", err)
+                job.emit(Failed(f"the request could not be admitted: {err}"))
         entries, owners = self._compose()
         if not entries:
             return
@@ -201,7 +249,11 @@ class Scheduler:
                 self._fail(slot, err)
             return
         for slot, row in zip([s for s, wants in owners if wants], rows):
-            self._take(slot, row)
+            try:
+                self._take(slot, row)
+            except Exception as err:        # noqa: BLE001 - one request's token: it fails alone
+                log.warning("a batched request failed in slot %d: %s", slot.seq, err)
+                self._fail(slot, err)
 
     def _compose(self) -> tuple[list[Entry], list[tuple[_Slot, bool]]]:
         """This step's batch in slot order, and for each entry its slot and whether it asks for
@@ -242,7 +294,7 @@ class Scheduler:
             min(job.max_tokens, room)
         stops = [s.encode("utf-8") for s in job.stop if s]
         self._slots[index] = _Slot(seq=index, job=job, limit=limit, stops=stops,
-                                   rng=np.random.default_rng(job.sampling.seed),
+                                   rng=rng_for(job.sampling.seed),
                                    hold=max((len(s) for s in stops), default=1) - 1)
 
     def _take(self, slot: _Slot, row: Logits) -> None:
@@ -282,8 +334,10 @@ class Scheduler:
         slot.job.emit(Failed(f"the model failed in slot {slot.seq}: {err}"))
 
     def _free(self, slot: _Slot) -> None:
-        self._slots[slot.seq] = None
+        """Remove the slot's sequence, then free the slot (if removing raises, the slot stays
+        taken and `_abort` answers its job)."""
         self.model.forget(slot.seq)
+        self._slots[slot.seq] = None
 
 
 def _whole_chars(data: bytes, end: int) -> int:

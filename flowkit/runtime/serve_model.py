@@ -9,7 +9,11 @@ the API key is checked before any of a body is read (401), a body is read up to 
 cap (413 past it), and a body that is not one JSON object, asks for `max_tokens` or sampling
 numbers the worker would refuse (`worker_requests.generation_limits`), or is not a valid request
 is answered 400 with an OpenAI-shaped JSON error (the library answers 500 with a traceback, and
-takes NaN or a negative `max_tokens`). This server, not the model worker's HTTP
+takes NaN or a negative `max_tokens`). serve-model's own rules come on top (`serve_limits`: `n` 1,
+a chat's `messages` not empty, `logit_bias` keyed by this model's token ids, `min_p` 0..1), and the
+generation requests let through are bounded: past `parallel + max_queue` in flight a new one is
+503 with `Retry-After` at once, instead of waiting behind hundreds. This server, not the model
+worker's HTTP
 surface, because clients of an external server expect the whole OpenAI API (streaming, several
 messages) and the server engines' tests compare against llama-cpp-python's own routes.
 
@@ -20,6 +24,7 @@ continuous batching, one `llama_decode` a step for every active slot); every ans
 from __future__ import annotations
 
 import hmac
+import json
 from dataclasses import dataclass
 from email.message import EmailMessage
 from pathlib import Path
@@ -35,6 +40,9 @@ from .worker_requests import BadRequest, body_limit, content_length, generation_
 #: the routes that generate: their `max_tokens` and sampling numbers are checked as the worker's
 GENERATION_ROUTES = ("/v1/chat/completions", "/v1/completions",
                      "/v1/engines/copilot-codex/completions")
+CHAT_ROUTE = GENERATION_ROUTES[0]
+#: what a 503 for a full queue tells the client to wait, in seconds
+RETRY_AFTER_S = 2
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,7 @@ class ServeSettings:
     model_alias: str = ""         # the name /v1/models reports; '' = the file's name
     api_key: str = ""             # a bearer token clients must send; '' = none
     parallel: int = 1             # slots batched together (batch_engine); 1 = one at a time
+    max_queue: int = 64           # generation requests that may wait beyond `parallel`; then 503
 
 
 def resolve(model_path: str) -> Path:
@@ -73,16 +82,26 @@ class ValidatedRequests:
     3. on the routes in `models`: the body is one JSON object (`worker_requests.parse_body`: no
        NaN, no number that overflows, nesting refused, not a traceback), the generation routes'
        `max_tokens` and sampling numbers are checked as the worker checks them
-       (`worker_requests.generation_limits`), then the route's pydantic model: 400 otherwise.
+       (`worker_requests.generation_limits`) and by serve-model's own rules (`serve_limits`), then
+       the route's pydantic model: 400 otherwise;
+    4. a generation request that passes is let through while fewer than `capacity + max_queue`
+       are in flight (served or waiting for the model); past that it is 503 with `Retry-After`,
+       answered at once. The count lives on the server's one event loop: no lock is needed.
 
     Refusals are OpenAI-shaped: {"error": {"message", "type", "param", "code"}}. A request that
     passes goes on to the library with its body."""
 
     def __init__(self, app: ASGIApp, models: dict[str, Any], *, api_key: str = "",
-                 n_ctx: int = ServeSettings.n_ctx,
+                 n_ctx: int = ServeSettings.n_ctx, n_vocab: int | None = None,
+                 capacity: int = ServeSettings.parallel, max_queue: int = ServeSettings.max_queue,
                  generation: tuple[str, ...] = GENERATION_ROUTES) -> None:
+        if capacity < 1 or max_queue < 0:
+            raise ValueError(f"capacity must be 1 or more and max_queue 0 or more, not "
+                             f"{capacity} and {max_queue}")
         self.app, self.models, self.generation = app, models, generation
         self.api_key, self.n_ctx, self.max_body = api_key, n_ctx, body_limit(n_ctx)
+        self.n_vocab, self.capacity, self.max_queue = n_vocab, capacity, max_queue
+        self.in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http":
@@ -95,11 +114,13 @@ class ValidatedRequests:
         if scope.get("method") not in ("POST", "PUT", "PATCH"):
             await self.app(scope, receive, send)
             return
+        path = scope.get("path", "")
+        generation = path in self.generation
         try:
             body = await _read_body(scope, receive, self.max_body)
-            model = self.models.get(scope.get("path", ""))
+            model = self.models.get(path)
             if model is not None:
-                _check(model, body, self.n_ctx if scope.get("path") in self.generation else None)
+                _check(model, body, path, self.n_ctx if generation else None, self.n_vocab)
         except BadRequest as err:
             param = err.param if isinstance(err, _FieldProblem) else None
             await _send_error(send, err.status, str(err), param, err.kind,
@@ -114,7 +135,21 @@ class ValidatedRequests:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        await self.app(scope, replay, send)
+        if not generation:
+            await self.app(scope, replay, send)
+            return
+        if self.in_flight >= self.capacity + self.max_queue:
+            await send_json(send, 503, error_body(
+                f"the server is busy: {self.in_flight} requests are being served or waiting (it "
+                f"serves {self.capacity} at once and keeps at most {self.max_queue} waiting); "
+                f"retry after {RETRY_AFTER_S} s", None, "unavailable_error", "queue_full"),
+                ((b"retry-after", str(RETRY_AFTER_S).encode()),))
+            return
+        self.in_flight += 1
+        try:
+            await self.app(scope, replay, send)
+        finally:
+            self.in_flight -= 1
 
 
 class _FieldProblem(BadRequest):
@@ -164,13 +199,15 @@ async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _check(model: Any, body: bytes, n_ctx: int | None) -> None:
+def _check(model: Any, body: bytes, path: str, n_ctx: int | None, n_vocab: int | None) -> None:
     """Raise BadRequest when `body` is not a valid request for `model`; `n_ctx` (the generation
-    routes) also checks `max_tokens` and the sampling numbers as the model worker does."""
+    routes) also checks `max_tokens` and the sampling numbers as the model worker does, and
+    serve-model's own rules (`serve_limits`)."""
     from pydantic import ValidationError
     data = parse_body(body)
     if n_ctx is not None:
         generation_limits(data, n_ctx)
+        serve_limits(data, chat=path == CHAT_ROUTE, n_vocab=n_vocab)
     try:
         model.model_validate(data)
     except ValidationError as err:
@@ -180,6 +217,51 @@ def _check(model: Any, body: bytes, n_ctx: int | None) -> None:
                             str(err)[:500], where or None) from err
     except RecursionError as err:
         raise BadRequest("the request body is nested too deeply") from err
+
+
+def serve_limits(data: dict[str, Any], *, chat: bool, n_vocab: int | None) -> None:
+    """serve-model's rules for a generation request, on top of the worker's (each a 400 naming
+    its field):
+
+    1. `n` is absent, null or 1: llama-cpp-python answers one choice whatever `n` says;
+    2. a chat's `messages` is a non-empty list (an empty one would render an empty prompt);
+    3. `min_p` is a number in 0..1 (above 1 no token is left to sample from);
+    4. `logit_bias` is an object of numbers keyed by token ids: decimal integers 0..n_vocab-1
+       (the library calls `int(key)` and indexes the logits with it: a word was a 500, "-1"
+       biased the last token), or by token text when `logit_bias_type` is "tokens"."""
+    n = data.get("n")
+    if n is not None and (isinstance(n, bool) or n != 1 or not isinstance(n, int)):
+        raise _FieldProblem(f"n: this server answers one choice a request; n must be 1, not "
+                            f"{json.dumps(n)[:40]}", "n")
+    messages = data.get("messages")
+    if chat and (not isinstance(messages, list) or not messages):
+        raise _FieldProblem("messages: must be a non-empty list of messages", "messages")
+    min_p = data.get("min_p")
+    if min_p is not None and (isinstance(min_p, bool) or not isinstance(min_p, int | float)
+                              or not 0.0 <= min_p <= 1.0):
+        raise _FieldProblem(f"min_p: must be a number between 0 and 1, not {json.dumps(min_p)[:40]}",
+                            "min_p")
+    _logit_bias(data.get("logit_bias"), data.get("logit_bias_type") == "tokens", n_vocab)
+
+
+def _logit_bias(bias: Any, by_text: bool, n_vocab: int | None) -> None:
+    """Check `logit_bias` (see `serve_limits`, rule 4)."""
+    if bias is None:
+        return
+    if not isinstance(bias, dict):
+        raise _FieldProblem("logit_bias: must be an object of token id -> bias", "logit_bias")
+    top = "" if n_vocab is None else f"..{n_vocab - 1}"
+    for key, value in bias.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _FieldProblem(f"logit_bias: the bias of {json.dumps(key)[:40]} must be a number, "
+                                f"not {json.dumps(value)[:40]}", "logit_bias")
+        if by_text:
+            continue
+        if not (key.isascii() and key.isdigit()) or \
+                (n_vocab is not None and int(key) >= n_vocab):
+            raise _FieldProblem(f"logit_bias: keys must be token ids of this model (0{top}), not "
+                                f"{json.dumps(key)[:40]} (token text needs logit_bias_type "
+                                '"tokens")', "logit_bias")
 
 
 async def _send_error(send: Send, status: int, message: str, param: str | None,
@@ -245,10 +327,12 @@ def create_app(settings: ServeSettings) -> tuple[Any, amx.Decision]:
               "/extras/detokenize": api.DetokenizeInputRequest}
     from .batch_engine import BatchEngine
     from .batch_routes import BatchedChat
-    engine = (BatchEngine(loaded[-1], settings.parallel, settings.n_ctx)
+    engine = (BatchEngine.open(loaded[-1], settings.parallel, settings.n_ctx)
               if settings.parallel > 1 else None)
     batched = BatchedChat(app, engine, api.CreateChatCompletionRequest)
-    return (ValidatedRequests(batched, routes, api_key=settings.api_key, n_ctx=settings.n_ctx),
+    return (ValidatedRequests(batched, routes, api_key=settings.api_key, n_ctx=settings.n_ctx,
+                              n_vocab=int(loaded[-1].n_vocab()), capacity=settings.parallel,
+                              max_queue=settings.max_queue),
             decided[-1])
 
 

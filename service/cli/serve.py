@@ -26,7 +26,7 @@ def cmd_serve_model(args: argparse.Namespace) -> int:
                              n_ctx=args.n_ctx, seed=args.seed, n_threads=args.n_threads,
                              n_gpu_layers=args.n_gpu_layers, extra_bufts=args.extra_bufts,
                              model_alias=args.model_alias, api_key=args.api_key,
-                             parallel=args.parallel)
+                             parallel=args.parallel, max_queue=args.max_queue)
 
     def ready(decision: amx.Decision) -> None:
         state = "on" if decision.use else "off"
@@ -140,6 +140,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"chat completions decoded together in one batch (1 to {MAX_PARALLEL}; "
                    "1: one at a time). Each slot has --n-ctx tokens; requests with penalties, "
                    "tools or grammars are still served one at a time")
+    s.add_argument("--max-queue", type=common.int_between(0, 100_000), default=64,
+                   help="generation requests that may wait beyond --parallel; past that a new one "
+                   "is answered 503 with Retry-After at once")
     s.set_defaults(fn=cmd_serve_model)
 
     s = sub.add_parser("doctor", help="the device (GPU layers offloaded, batch, prefix reuse) and "
