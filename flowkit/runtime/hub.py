@@ -14,6 +14,13 @@ and nothing is listed; an unreachable Hub is a `HubError` that says so in one li
 one file at once (two processes, or the CLI and the studio) are refused: a lock file beside the
 part file is held while one downloads.
 
+A broken or hostile Hub cannot stretch a pull (issue 47, finding 4): it writes at most the size
+the Hub announced (more is refused, the part deleted), starts only with room for the rest of the
+file (`DISK_MARGIN_BYTES` over), and ends within a stated time: a try with no byte for `STALL_S`,
+or under `MIN_BYTES_PER_S` over a `RATE_WINDOW_S` window, ends; `MAX_FRUITLESS_TRIES` tries in a
+row that add nothing to the part (a server that ignores Range and closes early) end the pull.
+Each end is one HubError line saying what the Hub did.
+
 `HF_ENDPOINT` (read when a pull starts) points at a mirror or a local stand-in. A pull is asked for
 explicitly, so it goes online even where `HF_HUB_OFFLINE=1` keeps the rest of flowkit offline (the
 Makefile sets it): only while a pull runs (several may run at once; the last to end restores it).
@@ -23,7 +30,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -41,6 +50,29 @@ DEFAULT_ENDPOINT = "https://huggingface.co"
 #: A Hub repository id, matched whole (`fullmatch`: a `$` would let a trailing newline through)
 _REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+#: Seconds a try waits for the next byte (the connection, the answer's headers, each read)
+#: before it ends as stalled; a Hub that goes silent ends a try after this long.
+STALL_S = 30.0
+#: The window over which a try's speed is measured: a try that brought fewer than
+#: `MIN_BYTES_PER_S` × the window's seconds ends as too slow (a 1-byte-per-5-s drip ends
+#: after one window, 60 s, plus at most one gap between its bytes).
+RATE_WINDOW_S = 60.0
+#: The slowest a download may go, averaged over `RATE_WINDOW_S` (16 KiB/s: a 1 Mbit/s link runs
+#: at eight times this); slower is a stalled or hostile Hub, and the pull ends (its part kept).
+MIN_BYTES_PER_S = 16 * 1024
+#: Tries in a row that end (dropped, stalled, short) without adding a byte to the part: then the
+#: pull ends. A Hub that ignores Range and closes early made huggingface_hub's http_get start
+#: again forever; a silent Hub now ends a pull after this many × `STALL_S` (+ `RETRY_WAIT_S`).
+MAX_FRUITLESS_TRIES = 3
+#: Seconds between tries.
+RETRY_WAIT_S = 1.0
+#: Bytes left free on the models folder's disk beyond the rest of the file: a pull that would
+#: leave less is refused before its first byte (the database, logs and runs need room too).
+DISK_MARGIN_BYTES = 512 * 1024 * 1024
+#: The part file grows in blocks of this size (huggingface_hub's download chunk): a pull
+#: stopped part-way keeps its whole blocks, and the progress is reported once per block.
+WRITE_BLOCK = 10 * 1024 * 1024
 
 
 class HubError(ResourceError):
@@ -153,25 +185,6 @@ class _OnlineGate:
 _ONLINE = _OnlineGate()
 
 
-def _progress_class(on_progress: OnProgress | None) -> Any:
-    """A tqdm class for http_get that also hands the progress to `on_progress`."""
-    from huggingface_hub.utils import tqdm as hf_tqdm
-    if on_progress is None:
-        return None
-    report: OnProgress = on_progress
-
-    class _Reporting(hf_tqdm):
-        def update(self, n: float | None = 1) -> bool | None:
-            # counted here too: a disabled bar (no terminal) does not count
-            done = getattr(self, "_done", None)
-            self._done = (int(self.n) if done is None else done) + int(n or 0)
-            shown = super().update(n)
-            report(self._done, int(self.total) if self.total else None)
-            return shown
-
-    return _Reporting
-
-
 def _unreachable(err: BaseException, endpoint: str) -> HubError:
     return HubError(f"cannot reach the Hugging Face Hub at {endpoint} (offline?): "
                     f"{' '.join(str(err).split())[:200] or type(err).__name__}")
@@ -265,37 +278,183 @@ def _headers_for(url: str, endpoint: str, headers: dict[str, str]) -> dict[str, 
     return {k: v for k, v in headers.items() if k.lower() != "authorization"}
 
 
+class _NotTheFile(HubError):
+    """What the Hub sends cannot be the file it announced (more bytes, another size): the part
+    is deleted, never resumed."""
+
+
+class _Fruitless(Exception):
+    """A try ended without the whole file (dropped, stalled, short): worth another try. `reached`:
+    the part's length then; `why`: what happened; `ignored`: the Hub ignored the Range asked."""
+
+    def __init__(self, reached: int, why: str, ignored: bool) -> None:
+        super().__init__(why)
+        self.reached, self.why, self.ignored = reached, why, ignored
+
+
+class _Progress:
+    """Where the part is: reported to `on_progress` (which may raise PullCancelled) or, where
+    none is given (the CLI), shown as huggingface_hub's tqdm bar."""
+
+    def __init__(self, on_progress: OnProgress | None, size: int, have: int, name: str) -> None:
+        from huggingface_hub.utils import tqdm as hf_tqdm
+        self._report = on_progress
+        self._bar = None if on_progress else hf_tqdm(
+            total=size, initial=have, unit="B", unit_scale=True, unit_divisor=1024, desc=name,
+            name="huggingface_hub.http_get")
+        self._shown, self.size = have, size
+
+    def at(self, done: int) -> None:
+        if self._report is not None:
+            self._report(done, self.size)
+        elif self._bar is not None:
+            self._bar.update(done - self._shown)
+        self._shown = done
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+class _Pace:
+    """Ends a try that is too slow: fewer than MIN_BYTES_PER_S averaged over RATE_WINDOW_S."""
+
+    def __init__(self, what: str) -> None:
+        self.what, self._start, self._bytes = what, time.monotonic(), 0
+
+    def add(self, n: int) -> None:
+        self._bytes += n
+        spent = time.monotonic() - self._start
+        if spent < RATE_WINDOW_S:
+            return
+        if self._bytes < MIN_BYTES_PER_S * spent:
+            raise HubError(f"the Hub sent {self.what} too slowly: {self._bytes:,} bytes in "
+                           f"{spent:.0f} s (under {MIN_BYTES_PER_S // 1024} KiB/s)")
+        self._start, self._bytes = time.monotonic(), 0
+
+
+def _check_room(folder: Path, need: int, what: str) -> None:
+    """Refuse a pull the disk has no room for (the rest of the file + DISK_MARGIN_BYTES)."""
+    free = shutil.disk_usage(folder).free
+    if free < need + DISK_MARGIN_BYTES:
+        raise HubError(f"{what} needs {need / 1e9:.1f} GB more on {folder}, and "
+                       f"{DISK_MARGIN_BYTES / 1e9:.1f} GB kept free; {free / 1e9:.1f} GB free: "
+                       "make room and pull again")
+
+
+def _skip_for(status: int, headers: Any, have: int, size: int, what: str) -> int:
+    """Bytes of the answer's body to skip (a Hub that ignores Range sends the whole file: the
+    bytes already in the part are skipped); HubError where the answer cannot be this file."""
+    if status == 206:
+        got = re.fullmatch(r"bytes (\d+)-(\d+)/(\d+)", headers.get("Content-Range", "").strip())
+        if got is None or int(got[1]) != have or int(got[3]) != size:
+            raise _NotTheFile(f"the Hub answered the range from byte {have:,} of {what} with "
+                              f"{headers.get('Content-Range', 'no Content-Range')[:80]!r}; not "
+                              f"the {size:,} bytes it announced")
+        return 0
+    if status != 200:
+        raise HubError(f"the Hub answered {status} for the bytes of {what}")
+    length = headers.get("Content-Length")
+    if length is not None and length.strip().isdigit() and int(length) != size:
+        raise _NotTheFile(f"the Hub announced {size:,} bytes for {what} and then served "
+                          f"{int(length):,}")
+    return have
+
+
+def _try(url: str, headers: dict[str, str], f: Any, have: int, size: int, what: str,
+         progress: _Progress) -> None:
+    """One GET from byte `have` to the end: writes whole WRITE_BLOCKs (the last one short), never
+    past `size`. _Fruitless when the answer fails or ends early; HubError when it is not the file
+    or comes too slow."""
+    from huggingface_hub.utils import get_session
+    asked = dict(headers, Range=f"bytes={have}-") if have else headers
+    pace, buf, pos, ignored = _Pace(what), bytearray(), have, False
+    try:
+        with get_session().stream("GET", url, headers=asked, timeout=STALL_S) as answer:
+            skip = _skip_for(answer.status_code, answer.headers, have, size, what)
+            ignored = bool(have) and answer.status_code == 200
+            for piece in answer.iter_raw():
+                pace.add(len(piece))
+                cut = min(skip, len(piece))
+                skip -= cut
+                buf += piece[cut:]
+                if pos + len(buf) > size:
+                    raise _NotTheFile(f"the Hub sent more than the {size:,} bytes it announced "
+                                      f"for {what}; stopped")
+                while len(buf) >= WRITE_BLOCK or (buf and pos + len(buf) == size):
+                    block = bytes(buf[:WRITE_BLOCK])
+                    progress.at(pos + len(block))     # may raise PullCancelled: not written
+                    f.write(block)
+                    del buf[:len(block)]
+                    pos += len(block)
+    except Exception as err:
+        if _is_http_error(err) or isinstance(err, (ConnectionError, TimeoutError)):
+            raise _Fruitless(pos, " ".join(str(err).split())[:160] or type(err).__name__,
+                             ignored) from err
+        raise
+    if pos < size:
+        raise _Fruitless(pos, f"the answer ended after {pos:,} of {size:,} bytes", ignored)
+
+
 def _download(remote: _Remote, part: Path, endpoint: str, what: str,
               on_progress: OnProgress | None) -> None:
-    """Download the file's bytes into `part`, going on from the bytes already there."""
-    from huggingface_hub.file_download import http_get
+    """Download the file's bytes into `part`, going on from the bytes already there, within the
+    module's bounds (bytes, room, stall, rate, fruitless tries)."""
     from huggingface_hub.utils import build_hf_headers
+    if remote.size is None:
+        raise HubError(f"the Hub gives no size for {what}; not pulled (flowkit pulls only files "
+                       "whose size it can bound)")
+    size = remote.size
     have = part.stat().st_size if part.is_file() else 0
-    if remote.size is not None and have > remote.size:
+    if have > size:
         part.unlink()                           # longer than the file: not a part of it
         have = 0
-    if on_progress is not None:
-        on_progress(have, remote.size)
+    _check_room(part.parent, size - have, what)
     headers = _headers_for(remote.url, endpoint, build_hf_headers())
     headers["Accept-Encoding"] = "identity"     # the bytes as stored (sizes and ranges hold)
+    progress = _Progress(on_progress, size, have, Path(what).name)
     try:
+        progress.at(have)
         with part.open("r+b" if have else "wb") as f:
-            f.seek(have)
-            http_get(remote.url, f, resume_size=have, headers=headers,
-                     expected_size=remote.size, displayed_filename=Path(what).name,
-                     tqdm_class=_progress_class(on_progress))
-    except HubError:
-        raise                                   # PullCancelled from on_progress: the part is kept
-    except Exception as err:  # httpx's errors differ between versions
-        got = part.stat().st_size if part.is_file() else 0
-        kept = (f"; {got / 1e6:.0f} MB of it kept: pull again to go on from there" if got
-                else "")
-        if _is_http_error(err) or isinstance(err, (ConnectionError, TimeoutError)):
-            raise HubError(f"the download of {what} from {endpoint} stopped (offline?): "
-                           f"{' '.join(str(err).split())[:200] or type(err).__name__}{kept}") \
-                from err
-        raise HubError(f"the download of {what} failed: "
-                       f"{' '.join(str(err).split())[:200] or type(err).__name__}{kept}") from err
+            _tries(remote.url, headers, f, have, size, what, progress)
+    except _NotTheFile as err:
+        part.unlink(missing_ok=True)
+        raise HubError(f"{err}; the part deleted, nothing pulled") from None
+    except HubError as err:
+        if isinstance(err, PullCancelled):
+            raise                               # from on_progress: the part is kept
+        raise HubError(f"{err}{_kept(part)}") from None
+    except OSError as err:                      # the disk (full, gone)
+        raise HubError(f"the download of {what} failed writing {part}: "
+                       f"{' '.join(str(err).split())[:200]}{_kept(part)}") from None
+    finally:
+        progress.close()
+
+
+def _kept(part: Path) -> str:
+    got = part.stat().st_size if part.is_file() else 0
+    return f"; {got / 1e6:.0f} MB of it kept: pull again to go on from there" if got else ""
+
+
+def _tries(url: str, headers: dict[str, str], f: Any, have: int, size: int, what: str,
+           progress: _Progress) -> None:
+    """Try until the part is whole; MAX_FRUITLESS_TRIES in a row adding nothing end the pull."""
+    fruitless, ignored = 0, False
+    while have < size:                          # a whole part (a pull killed before its
+        f.seek(have)                            # check) asks for nothing
+        try:
+            _try(url, headers, f, have, size, what, progress)
+            return
+        except _Fruitless as err:
+            ignored = ignored or err.ignored
+            fruitless = 0 if err.reached > have else fruitless + 1
+            have = err.reached
+            if fruitless >= MAX_FRUITLESS_TRIES:
+                how = (" (it ignores Range requests and closes the connection early)"
+                       if ignored else "")
+                raise HubError(f"the download of {what} made no progress in "
+                               f"{MAX_FRUITLESS_TRIES} tries{how}: {err.why}") from None
+        time.sleep(RETRY_WAIT_S)
 
 
 def pull(repo: str, filename: str, models_dir: Path, *, revision: str | None = None,
@@ -338,6 +497,6 @@ def _verify(part: Path, remote: _Remote, what: str) -> None:
                        f"{remote.sha256[:12]}…; deleted, nothing pulled (download it again)")
     try:
         inspect_gguf(part)                  # a GGUF that llama.cpp can read, before it is listed
-    except ResourceError:
+    except ResourceError as err:
         part.unlink(missing_ok=True)
-        raise
+        raise HubError(str(err)) from None  # what the Hub sent: an expected failure, one line

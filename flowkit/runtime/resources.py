@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ResourceError
-from ..telemetry.settings import TelemetrySettings
+from ..telemetry.settings import TelemetrySettings, settings_or_off
 from .backends import make_llm
 from .embed import Embedder
 from .kb import KnowledgeBase, check_name
@@ -126,7 +126,10 @@ def load_settings(data_dir: Path) -> Settings:
         data = json.loads(path.read_text())
         if not isinstance(data, dict):
             raise ResourceError("settings must be a JSON object")
-        return Settings.from_dict(migrate(data))
+        data = migrate(data)
+        if "telemetry" in data:             # a bad block: one warning, export off (never refused)
+            data["telemetry"] = settings_or_off(data["telemetry"], str(path))
+        return Settings.from_dict(data)
     except (json.JSONDecodeError, TypeError) as err:
         raise ResourceError(f"{path}: cannot read settings: {err}") from err
     except ResourceError as err:

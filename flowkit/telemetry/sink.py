@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ..trace import ListSink, RunEnd
 from .events import MemoryEdit
 from .record import RunRecord
-from .settings import ExportTarget, TelemetrySettings, live_target
+from .settings import OFF, WARNED, ExportTarget, TelemetryError, TelemetrySettings, live_target
 
 if TYPE_CHECKING:
     from .export import LiveExport
@@ -57,8 +57,14 @@ class Telemetry:
 
     def live(self, settings: TelemetrySettings,
              environ: Mapping[str, str] | None = None) -> LiveExport | None:
-        """The running exporter for these settings, or None when live export is off."""
-        target: ExportTarget | None = live_target(settings, environ)
+        """The running exporter for these settings, or None when live export is off (also when
+        the environment names a collector that cannot be one: one warning, and the run goes on)."""
+        target: ExportTarget | None
+        try:
+            target = live_target(settings, environ)
+        except TelemetryError as err:
+            WARNED.warn(f"{err}; {OFF}")
+            target = None
         with self._lock:
             if self._live is not None and (target is None or self._live.target != target):
                 self._live.close()

@@ -41,7 +41,14 @@ STATUSES = ("queued", "running", "done", "error", "cancelled")
 KEEP_FINISHED = 200   # finished jobs remembered per process (older ones are dropped)
 
 
-class InputRefused(FlowkitError):
+class ExpectedFailure(FlowkitError):
+    """What a job's work raises when it failed for a reason outside the studio that the job's
+    own error line says in full (the Hugging Face Hub unreachable, a file it does not have): the
+    job fails with this one line, and the log gets one line without a traceback (issue 47,
+    finding 10: a traceback is for what is wrong with the studio)."""
+
+
+class InputRefused(ExpectedFailure):
     """What a job's work raises when the user's own input cannot be used (a file that is not
     UTF-8, a .jsonl line without text): the job fails with this one line, and the log gets one
     line without a traceback, since nothing is wrong with the studio."""
@@ -200,6 +207,9 @@ class JobManager:
             result = work(Reporter(self, job_id))
         except InputRefused as err:
             log.warning("job %s (%s) refused its input: %s", job_id, job.label, err)
+            self._finish(job_id, "error", None, _error_text(err))
+        except ExpectedFailure as err:
+            log.warning("job %s (%s) failed: %s", job_id, job.label, err)
             self._finish(job_id, "error", None, _error_text(err))
         except Exception as err:
             log.exception("job %s (%s) failed", job_id, job.label)

@@ -33,7 +33,7 @@ from flowkit.validate import check
 from service import evaluations, grading, hub, knowledge, questiongen
 from service.uploads import save_uploads
 from service.workspace import Workspace
-from studio.common.jobs import InputRefused, Job, JobManager, Reporter
+from studio.common.jobs import ExpectedFailure, InputRefused, Job, JobManager, Reporter
 from studio.run.overrides import Overrides, with_overrides
 
 EVAL = "eval"
@@ -469,6 +469,8 @@ def submit_pull(jobs: JobManager, ws: Workspace, repo: str, filename: str) -> st
             kept = hub.partial_bytes(folder, repo, filename)
             report.update(message=f"stopped; {pull_progress_text(kept, None)} kept")
             return {**base, "stopped": True, "kept": kept}
+        except hub.HubError as err:     # the Hub's doing, said in full: one log line
+            raise ExpectedFailure(str(err)) from None
         report.update(progress=1.0, message=f"pulled {pull_progress_text(got.size_bytes, None)}",
                       meta={**base, "done": got.size_bytes, "total": got.size_bytes})
         return {**base, "path": str(got.path), "sha256": got.sha256, "size_bytes": got.size_bytes,

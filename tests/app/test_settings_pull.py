@@ -67,6 +67,9 @@ def test_a_pull_job_runs_beside_the_queue_and_is_never_ahead_of_a_run() -> None:
     side = jobs.submit(tasks.PULL, "a download", lambda report: {"ok": True}, own_thread=True)
     queued = jobs.submit("run", "the next run", lambda report: None)
     assert jobs.wait(side, 5).status == "done"          # not behind the run holding the queue
+    until = time.monotonic() + 10                       # the queue's thread picks the run up
+    while jobs.get(blocker).status == "queued" and time.monotonic() < until:
+        time.sleep(0.01)
     assert jobs.get(blocker).status == "running" and jobs.ahead_of(queued) == 1
     release.set()
     assert jobs.wait(queued, 5).status == "done"
