@@ -23,9 +23,10 @@ hand-written flow there. Progress lives in `<space>.search-<id>.json` beside the
 The quality objective is F1 unless the request names another (`flowkit.search.objective`): EM,
 Acc, or a model judge. With a judge, each batch's finished runs are graded (`service.grading`:
 through the completion cache, verdicts stored with the evaluation, so a resumed search grades
-only what is new) and the judge's score per question takes F1's place in the race, the front and
-the confirmation; the judge's calls are counted apart (`Budget.judge_calls`), never in a
-candidate's tokens or calls nor in the budget.
+only what is new). The race, the front and the confirmation take the objective as a function of
+one answer (`SearchPlan.metric`: F1, EM, Acc, or the judge's verdict on it), never a result's
+`f1` holding something else; the judge's calls are counted apart (`Budget.judge_calls`), never
+in a candidate's tokens or calls nor in the budget.
 """
 from __future__ import annotations
 
@@ -34,22 +35,23 @@ import math
 import threading
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from flowkit.errors import FlowkitError, NotFoundError
 from flowkit.eval.concurrent import check_concurrency
 from flowkit.eval.datasets import resolve
-from flowkit.eval.metrics import QuestionResult, paired_bootstrap, summarize
+from flowkit.eval.metrics import QuestionResult, summarize
 from flowkit.eval.parallel import check_engines, ray_session
 from flowkit.eval.runner import EvalPlan, FlowEntry, collect_results
 from flowkit.search import state as state_mod
 from flowkit.search import study
-from flowkit.search.candidates import Candidate, base_candidates, build_spec, identity
+from flowkit.search.candidates import base_candidates, build_spec, identity
 from flowkit.search.front import Point, pareto
-from flowkit.search.objective import Objective, check_name, check_reference, names, rescore
-from flowkit.search.racing import KEPT, RACING, Batch, Entry, Race, rungs
+from flowkit.search.objective import Objective, check_name, check_reference, names
+from flowkit.search.racing import KEPT, RACING, Batch, Entry, Race, Split, rungs
+from flowkit.search.scoring import Metric, paired
 from flowkit.search.space import SearchSpace, load_space, size, validate_space
 from flowkit.search.splits import shared_passages, split
 from flowkit.spec import FlowSpec, fingerprint
@@ -130,11 +132,17 @@ class SearchPlan:
     workspaces: ModelWorkspaces | None = None
     #: how a Ray worker makes its workspace like a given one (with workers > 1; tests script it)
     worker_factory: Callable[[Workspace], Callable[[], Any]] = worker_factory
+    #: a judge objective's verdicts read so far: (candidate id, question id) -> score
+    verdicts: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def spec_of(self, e: Entry) -> FlowSpec:
-        cand = Candidate.from_dict(e.candidate)
-        return build_spec(self.space, self.flows[cand.flow], cand,
+        return build_spec(self.space, self.flows[e.candidate.flow], e.candidate,
                           name=f"{self.space.name}-{e.cid}")
+
+    def metric(self) -> Metric:
+        """The search's objective on one answer (a judge's: from `verdicts`, which each
+        evaluation's grading fills)."""
+        return self.state.quality().metric(self.verdicts)
 
 
 def load(ws: Workspace, space_path: str) -> tuple[SearchSpace, dict[str, FlowSpec]]:
@@ -166,8 +174,8 @@ def _new_entries(space: SearchSpace, flows: dict[str, FlowSpec]) -> list[Entry]:
     out: list[Entry] = []
     for cand in base_candidates(space):
         spec = build_spec(space, flows[cand.flow], cand)
-        out.append(Entry(f"c{len(out):02d}", cand.to_dict(), identity(spec, cand.model),
-                         prior_calls_q=_prior_calls(spec), extra={"hand_written": True}))
+        out.append(Entry(f"c{len(out):02d}", cand, identity(spec, cand.model),
+                         prior_calls_q=_prior_calls(spec), hand_written=True))
     return out
 
 
@@ -185,22 +193,22 @@ def next_wave(space: SearchSpace, flows: dict[str, FlowSpec], st: state_mod.Sear
         return 0
     wave = asked[0].wave
     for cid, cand, spec in new:
-        st.entries.append(Entry(cid, cand.to_dict(), identity(spec, cand.model),
-                                prior_calls_q=_prior_calls(spec), extra={"wave": wave}))
+        st.entries.append(Entry(cid, cand, identity(spec, cand.model),
+                                prior_calls_q=_prior_calls(spec), wave=wave))
     st.trials += asked
     return len(new)
 
 
 def _figures(st: state_mod.SearchState) -> Callable[[str], list[float] | None]:
-    """What Optuna is told of a candidate: [search F1, tokens per question] once its race is
+    """What Optuna is told of a candidate: [search score, tokens per question] once its race is
     over (a dropped one: on the questions it reached), else None."""
     by_cid = {e.cid: e for e in st.entries}
 
     def figures(cid: str) -> list[float] | None:
         e = by_cid[cid]
-        if e.status == RACING or e.f1 is None:
+        if e.status == RACING or e.score is None:
             return None
-        return [e.f1, e.tokens or 0.0]
+        return [e.score, e.tokens or 0.0]
     return figures
 
 
@@ -306,13 +314,13 @@ def estimate(plan: SearchPlan) -> Estimate:
     entries = plan.state.entries
     per_q = [e.calls_per_q if e.calls_per_q is not None else e.prior_calls_q for e in entries]
     front_guess = sum(sorted(per_q)[:3]) + sum(p for e, p in zip(entries, per_q, strict=True)
-                                               if e.extra.get("hand_written"))
+                                               if e.hand_written)
     # the waves not asked yet: as many as max_candidates (and the space) leave, at the mean cost
     later = max(0, min(plan.space.max_candidates, size(plan.space, plan.flows)) - len(entries))
     per_q += [sum(per_q) / max(1, len(per_q))] * later
     goal = plan.state.quality()
     judge_q = goal.judge_calls_per_answer()
-    confirmed = min(3, len(entries)) + sum(1 for e in entries if e.extra.get("hand_written"))
+    confirmed = min(3, len(entries)) + sum(1 for e in entries if e.hand_written)
     return Estimate(len(per_q), sizes, math.ceil(sum(per_q) * sizes[0]),
                     math.ceil(sum(per_q) * sizes[-1]),
                     math.ceil(front_guess * len(plan.confirm_qs)), r.budget_calls, r.workers,
@@ -329,7 +337,7 @@ def _workspace(ws: Workspace, plan: SearchPlan, model: str) -> Workspace:
     return plan.workspaces.get(model)
 
 
-def _evaluate(ws: Workspace, plan: SearchPlan, e: Entry, n: int, which: str,
+def _evaluate(ws: Workspace, plan: SearchPlan, e: Entry, n: int, which: Split,
               stop: threading.Event | None, on_run: Callable[[Entry, str, Any], None] | None) -> Batch:
     qs = plan.search_qs if which == "search" else plan.confirm_qs
     eid = hashlib.sha1(f"{plan.state.search_id}/{e.key}/{which}".encode()).hexdigest()[:12]
@@ -337,7 +345,7 @@ def _evaluate(ws: Workspace, plan: SearchPlan, e: Entry, n: int, which: str,
                       version=e.flow_version, label=e.cid)
     name = f"search {plan.space.name} {e.cid} on the {which} questions"
     full = EvalPlan(eid, name, plan.dataset, plan.request.kb, [entry], qs)
-    wsm = _workspace(ws, plan, str(e.candidate.get("model", "default")))
+    wsm = _workspace(ws, plan, e.candidate.model)
     evaluations.record(wsm, full)
     part = EvalPlan(eid, name, plan.dataset, plan.request.kb, [entry], qs[:n])
     workers = plan.request.workers
@@ -351,16 +359,20 @@ def _evaluate(ws: Workspace, plan: SearchPlan, e: Entry, n: int, which: str,
         repo.set_status(eid, "stopped")     # a batch of its split, not all of it (Compare: Resume)
     results = collect_results(part, repo.runs(eid), repo.retrievals(eid))[e.cid]
     goal = plan.state.quality()
-    results = rescore(results, goal, _judge(ws, plan, eid, e.cid, goal) if goal.is_judge else None)
-    e.extra[f"{which}_eval"] = eid
+    if goal.is_judge:
+        plan.verdicts.update(_judge(ws, plan, eid, e.cid, goal))
+    score, runs = plan.metric(), e.runs(which)
+    runs.eval_id = eid
     if results and (which == "confirm" or len(results) >= e.reached):   # to open in Replay
-        e.extra[f"{which}_best_run"] = max(results, key=lambda q: (q.f1, -q.tokens)).run_id
+        runs.best_run = max(results, key=lambda q: (score(q), -q.tokens)).run_id
     return Batch(results, out.computed_calls, out.cached_calls, out.status == "stopped")
 
 
-def _judge(ws: Workspace, plan: SearchPlan, eid: str, cid: str, goal: Objective) -> dict[str, float]:
+def _judge(ws: Workspace, plan: SearchPlan, eid: str, cid: str,
+           goal: Objective) -> dict[tuple[str, str], float]:
     """Grade the finished runs of evaluation `eid` not graded yet with the objective's judge and
-    return its score per question of candidate `cid`; the judge's calls go to the budget's
+    return its score per question of candidate `cid` ((cid, question id) -> score, as
+    `Objective.metric` reads verdicts; an ungraded answer is absent); the judge's calls go to the budget's
     `judge_*` counts (never to the candidate's, never to the budget in calls). A judge model
     other than the workspace's is loaded once, with the search's other models, and stays loaded
     until the search ends."""
@@ -371,7 +383,7 @@ def _judge(ws: Workspace, plan: SearchPlan, eid: str, cid: str, goal: Objective)
     b.judge_calls += out.calls
     b.judge_cached_calls += out.cached_calls
     b.judge_tokens += out.tokens
-    return {g.question_id: float(g.score)
+    return {(cid, g.question_id): float(g.score)
             for g in grading.grade_repo(ws).grades(eid, grader=goal.name, model=out.model)
             if g.flow == cid and g.score is not None}
 
@@ -390,16 +402,16 @@ def _save_flow(ws: Workspace, plan: SearchPlan, e: Entry) -> None:
 
 
 def front_of(entries: list[Entry]) -> list[Entry]:
-    """The kept entries on the F1 / tokens / seconds front, best F1 first."""
-    kept = {e.cid: e for e in entries if e.status == KEPT and e.f1 is not None}
-    pts = [Point(c, e.f1 or 0.0, e.tokens or 0.0, e.seconds or 0.0) for c, e in kept.items()]
+    """The kept entries on the score / tokens / seconds front, best score first."""
+    kept = {e.cid: e for e in entries if e.status == KEPT and e.score is not None}
+    pts = [Point(c, e.score or 0.0, e.tokens or 0.0, e.seconds or 0.0) for c, e in kept.items()]
     return [kept[p.cid] for p in pareto(pts)]
 
 
 def _confirm(ws: Workspace, plan: SearchPlan, stop: threading.Event | None,
              on_run: Callable[[Entry, str, Any], None] | None, log: Callable[[str], None]) -> bool:
     st = plan.state
-    chosen = front_of(st.entries) + [e for e in st.entries if e.extra.get("hand_written")]
+    chosen = front_of(st.entries) + [e for e in st.entries if e.hand_written]
     chosen = list({e.cid: e for e in chosen}.values())
     results: dict[str, list[QuestionResult]] = {}
     for e in chosen:
@@ -411,14 +423,15 @@ def _confirm(ws: Workspace, plan: SearchPlan, stop: threading.Event | None,
         if batch.stopped:
             return False
         results[e.cid] = batch.results
-    hand = [e.cid for e in chosen if e.extra.get("hand_written")]
-    means = {cid: summarize(cid, res) for cid, res in results.items()}
-    ref = max(hand, key=lambda c: means[c].f1)
+    hand = [e.cid for e in chosen if e.hand_written]
+    score = plan.metric()
+    means = {cid: score.mean(res) for cid, res in results.items()}
+    ref = max(hand, key=lambda c: means[c])
     for cid, res in results.items():
-        d = paired_bootstrap(res, results[ref], "f1")
-        m = means[cid]
-        st.confirm[cid] = {"f1": m.f1, "n": m.n, "tokens": m.tokens, "seconds": m.seconds,
-                           "vs": ref, "delta": d.mean, "low": d.low, "high": d.high}
+        d = paired(res, results[ref], score)
+        m = summarize(cid, res)
+        st.confirm[cid] = state_mod.Confirmation(means[cid], m.n, m.tokens, m.seconds, ref,
+                                                 d.mean, d.low, d.high)
     return True
 
 
@@ -438,7 +451,7 @@ def _race_waves(ws: Workspace, plan: SearchPlan, stop: threading.Event | None,
             race = Race(st.entries, len(plan.search_qs),
                         lambda e, n: _evaluate(ws, plan, e, n, "search", stop, on_run),
                         st.budget, first=r.first_batch, growth=r.growth, halving=r.halving,
-                        halving_from=r.halving_from, metric=st.quality().short,
+                        halving_from=r.halving_from, score=plan.metric(),
                         save=save, ended=lambda status: setattr(st, "race_status", status),
                         log=log)
             st.race_status = race.run()
@@ -459,7 +472,7 @@ def _race_waves(ws: Workspace, plan: SearchPlan, stop: threading.Event | None,
         log(f"wave {st.trials[-1].wave}: {asked} new candidate(s) asked of Optuna, which was "
             f"told the {told} result(s) of the waves before")
         for e in st.entries:            # the kept of earlier waves race beside the new ones
-            if e.status == KEPT and e.f1 is not None:
+            if e.status == KEPT and e.score is not None:
                 e.status, e.reason = RACING, ""
         st.race_status = ""
         save()

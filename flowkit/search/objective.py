@@ -1,22 +1,24 @@
 """What a search ranks its candidates on: an answer metric against gold answers (F1, EM, Acc) or a
 model judge's score per question (`flowkit.eval.graders`) where a question set has no answers.
 
-The race, the drop rule, successive halving, Optuna's study and the quality / cost front all read
-one score per question: `rescore` puts the objective's score where they read it (a result's `f1`),
-so each of them works unchanged on any objective. The tokens objective is the flow's own tokens
-whatever the quality objective is: a judge's calls are evaluation cost, counted apart.
+The race, the drop rule, successive halving, Optuna's study and the quality / cost front all take
+the objective as a function of one answer (`Objective.metric`, a `scoring.Metric`), so each of
+them works unchanged on any objective and a result's `f1` keeps meaning F1. The tokens objective
+is the flow's own tokens whatever the quality objective is: a judge's calls are evaluation cost,
+counted apart.
 
     flowkit search SPACE --dataset D --kb K ... --objective groundedness [--judge-model M]
 """
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import FlowkitError
 from ..eval.graders import GRADERS
 from ..eval.metrics import QuestionResult
+from .scoring import F1, Metric, Score
 
 #: answer metrics against the question set's gold answers, as a result holds them
 ANSWER_OBJECTIVES: dict[str, str] = {"f1": "F1", "em": "EM", "acc": "Acc"}
@@ -27,6 +29,22 @@ NEEDS_REFERENCE = frozenset({"correctness"})
 JUDGE_CALLS_PER_ANSWER: dict[str, float] = {"correctness": 1.0, "groundedness": 1.0,
                                             "answer_relevance": 1.0, "context_relevance": 5.0}
 DEFAULT = "f1"
+
+#: a judge's verdicts as the search reads them: (candidate id, question id) -> score
+Verdicts = Mapping[tuple[str, str], float]
+
+
+def _em(result: QuestionResult) -> float:
+    return float(result.em)
+
+
+def _acc(result: QuestionResult) -> float:
+    return float(result.acc)
+
+
+#: the answer metrics as functions of one answer
+ANSWER_METRICS: dict[str, Metric] = {"f1": F1, "em": Metric("EM", _em),
+                                     "acc": Metric("Acc", _acc)}
 
 
 def names() -> list[str]:
@@ -69,6 +87,15 @@ class Objective:
         """Judge calls one answer costs (0 for an answer metric), for the estimate."""
         return JUDGE_CALLS_PER_ANSWER.get(self.name, 0.0) if self.is_judge else 0.0
 
+    def metric(self, verdicts: Verdicts | None = None) -> Metric:
+        """The objective as a function of one answer, named by `short`: F1, EM or Acc as the
+        result holds them, or the judge's score from `verdicts` ((candidate, question id) ->
+        score, read when the metric is called: the search adds each batch's verdicts to the
+        mapping it passed; an answer the judge did not grade, a failed run, scores 0)."""
+        if self.name in ANSWER_METRICS:
+            return ANSWER_METRICS[self.name]
+        return Metric(self.short, _judged({} if verdicts is None else verdicts))
+
 
 def check_reference(name: str, questions: Sequence[Mapping[str, Any]], dataset: str) -> None:
     """Refuse a judge that needs a reference answer when a question it would grade has none,
@@ -85,14 +112,7 @@ def check_reference(name: str, questions: Sequence[Mapping[str, Any]], dataset: 
             "context_relevance) or a set with answers")
 
 
-def rescore(results: Sequence[QuestionResult], objective: Objective,
-            judged: Mapping[str, float] | None = None) -> list[QuestionResult]:
-    """The results with the objective's score per question where the search reads its quality
-    (`f1`): F1 itself unchanged, EM or Acc, or the judge's score from `judged` (question id ->
-    score; an answer the judge did not grade, a failed run, scores 0)."""
-    if objective.name == "f1":
-        return list(results)
-    if objective.name in ("em", "acc"):
-        return [replace(r, f1=float(getattr(r, objective.name))) for r in results]
-    scores = judged or {}
-    return [replace(r, f1=float(scores.get(r.question_id, 0.0))) for r in results]
+def _judged(verdicts: Verdicts) -> Score:
+    def score(result: QuestionResult) -> float:
+        return float(verdicts.get((result.flow, result.question_id), 0.0))
+    return score

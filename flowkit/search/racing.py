@@ -1,8 +1,9 @@
 """Racing over growing batches of questions, with a paired-interval drop rule.
 
 Every candidate still racing answers the first n search questions, for n in `rungs` (10, 20, 40,
-... up to the whole split). After each rung the best candidate (highest mean F1) is the reference:
-a candidate whose paired 95% bootstrap interval of F1 minus the best's lies entirely below 0 is
+... up to the whole split). After each rung the best candidate (highest mean score) is the
+reference: a candidate whose paired 95% bootstrap interval of its score minus the best's lies
+entirely below 0 is
 dropped, and the reason (figures, interval, questions) is kept. With `halving` > 1 the rung also
 keeps only the top 1/halving of the rest (successive halving), ranked as the search is judged:
 by quality / cost front layer on the rung's questions (F1 up, tokens per question down;
@@ -15,9 +16,10 @@ often). Before each evaluation the budget is checked: in model calls (estimated 
 candidate's calls per question so far) and, if given, in hours; a race that would pass it ends
 there and keeps who is still racing.
 
-"F1" here is the search's quality objective: a search on EM, Acc or a model judge's score hands the
-race results whose `f1` holds that score (`objective.rescore`) and names it (`metric`) in the
-reasons, so the same rules judge every objective.
+The score is the search's quality objective, passed to the race as a function of one answer
+(`score`, a `scoring.Metric`; F1 unless the search names another: `objective.Objective.metric`),
+which also names it in the reasons; "F1" above stands for it, so the same rules judge every
+objective.
 
 `Race.run` is resumable: the evaluation callback skips the runs already stored, so running the
 same race again redoes nothing and comes to the same decisions. Its end ('done' or 'budget') is
@@ -29,14 +31,36 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from ..eval.metrics import QuestionResult, paired_bootstrap, summarize
+from ..eval.metrics import QuestionResult, summarize
+from .candidates import Candidate
 from .front import Point, front_layers
+from .scoring import F1, Metric, paired
 
 RACING, DROPPED, KEPT = "racing", "dropped", "kept"
+#: the two question splits a candidate answers: the race's and the confirmation's
+Split = Literal["search", "confirm"]
+
+
+@dataclass
+class Runs:
+    """Where a candidate's answers on one split are: its evaluation, and the run of its best
+    answer (highest score, then fewest tokens) to open in Replay ('' until known)."""
+
+    eval_id: str = ""
+    best_run: str = ""
+
+
+def _number(value: object) -> float | None:
+    """A stored figure as a float (None stays None); TypeError for anything else."""
+    if value is None or isinstance(value, float):
+        return value
+    if isinstance(value, int):
+        return float(value)
+    raise TypeError(f"not a number: {value!r}")
 
 
 @dataclass
@@ -44,39 +68,69 @@ class Entry:
     """One candidate in the race and what is known of it."""
 
     cid: str
-    candidate: dict[str, Any]
+    candidate: Candidate
     key: str
     status: str = RACING
     reason: str = ""
     reached: int = 0
     #: the mean of the search's quality objective (F1 unless the search state names another)
-    f1: float | None = None
+    score: float | None = None
     tokens: float | None = None
     seconds: float | None = None
     calls_per_q: float | None = None
     prior_calls_q: float = 1.0
     flow_name: str = ""
     flow_version: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: one of the space's own flows as written (the confirmation's reference), not sampled
+    hand_written: bool = False
+    #: the wave of Optuna's asks that gave it (None for a hand-written flow)
+    wave: int | None = None
+    search_runs: Runs = field(default_factory=Runs)
+    confirm_runs: Runs = field(default_factory=Runs)
+
+    def runs(self, which: Split) -> Runs:
+        """Its evaluation and best answer on the `which` split."""
+        return self.search_runs if which == "search" else self.confirm_runs
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Entry:
-        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+    def from_dict(cls, d: Mapping[str, Any]) -> Entry:
+        """The entry `to_dict` wrote. A state saved before the typed fields reads the same: its
+        score under 'f1', its wave, hand-written mark and evaluations under 'extra'."""
+        old = dict(d.get("extra") or {})
 
-    def absorb(self, results: Sequence[QuestionResult]) -> None:
-        """Take the figures of the questions answered so far (kept when fewer: a candidate
-        of an earlier wave raced again keeps its figures on all the questions it answered)."""
+        def runs(key: str, old_eval: str, old_best: str) -> Runs:
+            new = d.get(key)
+            if isinstance(new, Mapping):
+                return Runs(str(new.get("eval_id") or ""), str(new.get("best_run") or ""))
+            return Runs(str(old.get(old_eval) or ""), str(old.get(old_best) or ""))
+        wave = d.get("wave", old.get("wave"))
+        version = d.get("flow_version")
+        return cls(str(d["cid"]), Candidate.from_dict(d["candidate"]), str(d["key"]),
+                   str(d.get("status", RACING)), str(d.get("reason", "")),
+                   int(d.get("reached", 0)), _number(d.get("score", d.get("f1"))),
+                   _number(d.get("tokens")), _number(d.get("seconds")),
+                   _number(d.get("calls_per_q")), float(d.get("prior_calls_q", 1.0)),
+                   str(d.get("flow_name") or ""), None if version is None else int(version),
+                   bool(d.get("hand_written", old.get("hand_written", False))),
+                   None if wave is None else int(wave),
+                   runs("search_runs", "search_eval", "search_best_run"),
+                   runs("confirm_runs", "confirm_eval", "confirm_best_run"))
+
+    def absorb(self, results: Sequence[QuestionResult], score: Metric) -> None:
+        """Take the figures of the questions answered so far, `score` the objective on each
+        (kept when fewer: a candidate of an earlier wave raced again keeps its figures on all
+        the questions it answered)."""
         n = len(results)
         if n < self.reached:
             return
         self.reached = n
         if n:
             m = summarize(self.cid, results)
-            self.f1, self.tokens, self.seconds, self.calls_per_q = (m.f1, m.tokens, m.seconds,
-                                                                    m.llm_calls)
+            self.score, self.tokens, self.seconds, self.calls_per_q = (
+                score.mean(results), m.tokens, m.seconds, m.llm_calls)
 
 
 @dataclass
@@ -125,45 +179,47 @@ def rungs(total: int, first: int = 10, growth: float = 2.0) -> list[int]:
 
 
 def drop_worse(results: dict[str, list[QuestionResult]], best: str, n_resamples: int = 1000,
-               min_pairs: int = 3, metric: str = "F1") -> dict[str, str]:
-    """cid -> reason for each candidate whose paired 95% interval of F1 minus `best`'s lies
-    entirely below 0 (on at least `min_pairs` shared questions). `metric` names the score the
-    results hold as `f1` in the reason (a search's objective: `objective.rescore`)."""
+               min_pairs: int = 3, score: Metric = F1) -> dict[str, str]:
+    """cid -> reason for each candidate whose paired 95% interval of `score` (the search's
+    objective, named in the reason) minus `best`'s lies entirely below 0 (on at least
+    `min_pairs` shared questions)."""
     out = {}
     for cid, res in results.items():
         if cid == best or not res:
             continue
-        d = paired_bootstrap(res, results[best], "f1", n_resamples=n_resamples)
+        d = paired(res, results[best], score, n_resamples=n_resamples)
         if d.n >= min_pairs and d.high < 0:
-            out[cid] = (f"{metric} {100 * d.mean:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}] "
+            out[cid] = (f"{score.name} {100 * d.mean:+.1f} [{100 * d.low:+.1f}, "
+                        f"{100 * d.high:+.1f}] "
                         f"against {best} on {d.n} questions: the interval is below 0")
     return out
 
 
 @dataclass(frozen=True)
 class Halved:
-    """A candidate successive halving drops: its rank of `of`, its front layer, its figures."""
+    """A candidate successive halving drops: its rank of `of`, its front layer, its figures
+    (mean score and tokens per question)."""
 
     cid: str
     rank: int
     of: int
     layer: int
-    f1: float
+    score: float
     tokens: float
 
 
-def halve(results: dict[str, Sequence[QuestionResult]],
-          halving: float) -> tuple[int, list[Halved]]:
+def halve(results: Mapping[str, Sequence[QuestionResult]], halving: float,
+          score: Metric = F1) -> tuple[int, list[Halved]]:
     """(how many stay, those dropped) when successive halving by `halving` judges candidates on
-    their results (the same questions for each): ranked by front layer of mean F1 (up) and
-    tokens per question (down), best F1 first within a layer, the top ceil(k / halving) stay
-    (at least 2)."""
-    means = {c: summarize(c, res) for c, res in results.items()}
-    ranked = front_layers([Point(c, m.f1, m.tokens, 0.0) for c, m in means.items()])
+    their results (the same questions for each): ranked by front layer of mean `score` (up) and
+    tokens per question (down), best score first within a layer, the top ceil(k / halving)
+    stay (at least 2)."""
+    ranked = front_layers([Point(c, score.mean(res), summarize(c, res).tokens, 0.0)
+                           for c, res in results.items()])
     order = [p for layer in ranked for p in layer]
     layer_of = {p.cid: i for i, layer in enumerate(ranked, start=1) for p in layer}
     keep = max(2, math.ceil(len(order) / halving))
-    return keep, [Halved(p.cid, rank, len(order), layer_of[p.cid], p.f1, p.tokens)
+    return keep, [Halved(p.cid, rank, len(order), layer_of[p.cid], p.score, p.tokens)
                   for rank, p in enumerate(order[keep:], start=keep + 1)]
 
 
@@ -175,13 +231,13 @@ class Race:
                  halving_from: int = 0, save: Callable[[], None] = lambda: None,
                  ended: Callable[[str], None] = lambda status: None,
                  log: Callable[[str], None] = lambda msg: None,
-                 clock: Callable[[], float] = time.monotonic, metric: str = "F1") -> None:
+                 clock: Callable[[], float] = time.monotonic, score: Metric = F1) -> None:
         self.entries, self.total, self.evaluate = entries, total, evaluate
         self.budget, self.first, self.growth, self.halving = budget, first, growth, halving
         self.halving_from = halving_from
         self.save, self.ended, self.log, self.clock = save, ended, log, clock
-        #: how the reasons name the score the results hold as `f1` (the search's objective)
-        self.metric = metric
+        #: the search's objective on one answer, and its name in the reasons
+        self.score = score
 
     def alive(self) -> list[Entry]:
         return [e for e in self.entries if e.status == RACING]
@@ -202,7 +258,7 @@ class Race:
         self.budget.elapsed_s += self.clock() - t0
         self.budget.spent_calls += batch.computed_calls
         self.budget.cached_calls += batch.cached_calls
-        e.absorb(batch.results)
+        e.absorb(batch.results, self.score)
         self.save()
         return batch
 
@@ -210,8 +266,8 @@ class Race:
         alive = [e for e in self.alive() if e.cid in results]
         if len(alive) < 2:
             return
-        best = max(alive, key=lambda e: (e.f1 or 0.0, -(e.tokens or 0.0)))
-        for cid, reason in drop_worse(results, best.cid, metric=self.metric).items():
+        best = max(alive, key=lambda e: (e.score or 0.0, -(e.tokens or 0.0)))
+        for cid, reason in drop_worse(results, best.cid, score=self.score).items():
             e = next(x for x in alive if x.cid == cid)
             e.status, e.reason = DROPPED, f"after {n} questions: {reason}"
             self.log(f"dropped {cid}: {e.reason}")
@@ -219,21 +275,22 @@ class Race:
             # every candidate judged on the same n questions (one of an earlier wave raced
             # again has figures on more: a small batch's luck must not beat them)
             judged = {e.cid: e for e in self.alive() if e.cid in results}
-            keep, dropped = halve({c: results[c] for c in judged}, self.halving)
+            keep, dropped = halve({c: results[c] for c in judged}, self.halving, self.score)
             for h in dropped:
                 e = judged[h.cid]
                 e.status = DROPPED
                 e.reason = (f"after {n} questions: successive halving kept the top {keep}; "
-                            f"ranked {h.rank} of {h.of} on {self.metric} and tokens on those "
-                            f"questions "
-                            f"({100 * h.f1:.1f}, {h.tokens:.0f} tokens/q; front layer {h.layer})")
+                            f"ranked {h.rank} of {h.of} on {self.score.name} and tokens on "
+                            f"those questions ({100 * h.score:.1f}, {h.tokens:.0f} tokens/q; "
+                            f"front layer {h.layer})")
                 self.log(f"dropped {e.cid}: {e.reason}")
 
     def run(self) -> str:
         """Race to the end: 'done', 'budget' (a budget ended it) or 'stopped' (the evaluation
         callback was stopped; run again to resume)."""
         for n in rungs(self.total, self.first, self.growth):
-            order = sorted(self.alive(), key=lambda e: -(e.f1 if e.f1 is not None else 1.0))
+            order = sorted(self.alive(),
+                           key=lambda e: -(e.score if e.score is not None else 1.0))
             results: dict[str, list[QuestionResult]] = {}
             for e in order:
                 why = self._over_budget(e, n)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,30 @@ def state_path(space_path: str | Path, sid: str) -> Path:
     return p.with_name(f"{p.stem}.search-{sid}.json")
 
 
+@dataclass(frozen=True)
+class Confirmation:
+    """A candidate's figures on the confirmation questions: its mean `score` on the search's
+    objective over `n` questions, tokens and seconds per question, and its paired difference in
+    score from `vs` (the best hand-written flow there; itself for that flow) with the 95%
+    interval [`low`, `high`]."""
+
+    score: float
+    n: int
+    tokens: float
+    seconds: float
+    vs: str
+    delta: float
+    low: float
+    high: float
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Confirmation:
+        """The figures `asdict` wrote (a state saved before this record: the score under 'f1')."""
+        return cls(float(d["score"] if "score" in d else d["f1"]), int(d["n"]),
+                   float(d["tokens"]), float(d["seconds"]), str(d["vs"]), float(d["delta"]),
+                   float(d["low"]), float(d["high"]))
+
+
 @dataclass
 class SearchState:
     """A search's progress: candidates, trials, budget, phase and the confirmation figures."""
@@ -47,7 +72,7 @@ class SearchState:
     race_status: str = ""               # done | budget | stopped
     entries: list[Entry] = field(default_factory=list)
     budget: Budget = field(default_factory=lambda: Budget(0))
-    confirm: dict[str, Any] = field(default_factory=dict)
+    confirm: dict[str, Confirmation] = field(default_factory=dict)
     trials: list[Trial] = field(default_factory=list)
     #: what the race ranks on (`objective.names()`); a judge's model as asked ('' the
     #: workspace's) and as named beside its scores
@@ -59,7 +84,8 @@ class SearchState:
         return {"search_id": self.search_id, "phase": self.phase,
                 "race_status": self.race_status,
                 "entries": [e.to_dict() for e in self.entries],
-                "budget": vars(self.budget), "confirm": self.confirm,
+                "budget": vars(self.budget),
+                "confirm": {cid: asdict(c) for cid, c in self.confirm.items()},
                 "trials": [t.to_dict() for t in self.trials],
                 "objective": self.objective, "judge_model": self.judge_model,
                 "judge_label": self.judge_label}
@@ -69,7 +95,9 @@ class SearchState:
         return cls(str(d["search_id"]), str(d.get("phase", "race")),
                    str(d.get("race_status", "")),
                    [Entry.from_dict(e) for e in d.get("entries", [])],
-                   Budget(**d.get("budget", {"calls": 0})), dict(d.get("confirm") or {}),
+                   Budget(**d.get("budget", {"calls": 0})),
+                   {str(cid): Confirmation.from_dict(c)
+                    for cid, c in (d.get("confirm") or {}).items()},
                    [Trial.from_dict(t) for t in d.get("trials", [])],
                    str(d.get("objective") or "f1"), str(d.get("judge_model") or ""),
                    str(d.get("judge_label") or ""))

@@ -2,9 +2,10 @@
 
 The hand-written flows race with a first wave of sampled candidates (about a third of those
 `max_candidates` leaves); when a wave's race ends, each of its candidates is told two
-objectives, its search F1 (up) and its tokens per question (down) — a dropped one its figures on
-the questions it reached — and the next wave is asked of a study that knows them (TPE; random
-until the first wave is told), while candidates and budget remain.
+objectives, its search score (up: F1 or the search's objective) and its tokens per question
+(down) — a dropped one its figures on the questions it reached — and the next wave is asked
+of a study that knows them (TPE; random until the first wave is told), while candidates and
+budget remain.
 
 Every ask is kept in the search state as a `Trial`: its params, the candidate it gave (or the
 one it duplicates: a point that builds a flow already taken is never evaluated twice, it is told
@@ -28,14 +29,14 @@ if TYPE_CHECKING:
     from optuna import Study
 
 WAVES = 3          # the sampled candidates come in (up to) this many waves
-#: the objectives: search F1 up, tokens per question down
+#: the objectives: search score (F1 or the search's objective) up, tokens per question down
 DIRECTIONS: list[Literal["maximize", "minimize"]] = ["maximize", "minimize"]
 
 
 @dataclass
 class Trial:
     """One ask: the params Optuna gave, the candidate they built (cid) and, once told, the
-    values [F1, tokens per question]."""
+    values [score, tokens per question]."""
 
     params: dict[str, Any]
     cid: str
@@ -117,7 +118,7 @@ def ask_wave(space: SearchSpace, flows: Mapping[str, FlowSpec], trials: list[Tri
 
 
 def tell(trials: list[Trial], figures: Callable[[str], list[float] | None]) -> int:
-    """Give each trial not yet told the figures of its candidate ([F1, tokens per question], or
+    """Give each trial not yet told the figures of its candidate ([score, tokens per question], or
     None while it has none); returns how many were told."""
     n = 0
     for t in trials:

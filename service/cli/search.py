@@ -42,14 +42,13 @@ def _table(plan: Any) -> Table:
                 f"confirm {q}", "vs best written", "flow"):
         table.add_column(col, overflow="fold")
     for e in st.entries:
-        c = st.confirm.get(e.cid, {})
-        from flowkit.search.candidates import Candidate
-        conf = f"{100 * c['f1']:.1f} (n={c['n']})" if c else ""
-        delta = (f"{100 * c['delta']:+.1f} [{100 * c['low']:+.1f}, {100 * c['high']:+.1f}]"
-                 if c and c["vs"] != e.cid else ("reference" if c else ""))
+        c = st.confirm.get(e.cid)
+        conf = f"{100 * c.score:.1f} (n={c.n})" if c else ""
+        delta = (f"{100 * c.delta:+.1f} [{100 * c.low:+.1f}, {100 * c.high:+.1f}]"
+                 if c and c.vs != e.cid else ("reference" if c else ""))
         table.add_row(e.cid + (" *" if e.cid in front else ""),
-                      Candidate.from_dict(e.candidate).describe(), e.status, str(e.reached),
-                      "" if e.f1 is None else f"{100 * e.f1:.1f}",
+                      e.candidate.describe(), e.status, str(e.reached),
+                      "" if e.score is None else f"{100 * e.score:.1f}",
                       "" if e.tokens is None else f"{e.tokens:.0f}",
                       "" if e.seconds is None else f"{e.seconds:.2f}", conf, delta,
                       f"{e.flow_name} v{e.flow_version}" if e.flow_name else "")
@@ -124,17 +123,16 @@ def cmd_search(args: argparse.Namespace) -> int:
 def _print_front(plan: Any) -> None:
     """One plain line per front candidate: both quality figures (F1 or the objective, named),
     the interval, the cost."""
-    from flowkit.search.candidates import Candidate
     from service.search import front_of
     goal = plan.state.quality()
     q = goal.label()
     for e in front_of(plan.state.entries):
         c = plan.state.confirm.get(e.cid)
-        conf = (f"confirm {q} {100 * c['f1']:.1f} on {c['n']} ({100 * c['delta']:+.1f} "
-                f"[{100 * c['low']:+.1f}, {100 * c['high']:+.1f}] vs {c['vs']}), "
-                f"{c['tokens']:.0f} tokens/q" if c else "not confirmed yet")
-        common.out.print(f"front {e.cid} ({Candidate.from_dict(e.candidate).describe()}): "
-                         f"search {q} {100 * (e.f1 or 0):.1f} on {e.reached}, "
+        conf = (f"confirm {q} {100 * c.score:.1f} on {c.n} ({100 * c.delta:+.1f} "
+                f"[{100 * c.low:+.1f}, {100 * c.high:+.1f}] vs {c.vs}), "
+                f"{c.tokens:.0f} tokens/q" if c else "not confirmed yet")
+        common.out.print(f"front {e.cid} ({e.candidate.describe()}): "
+                         f"search {q} {100 * (e.score or 0):.1f} on {e.reached}, "
                          f"{e.tokens or 0:.0f} tokens/q; {conf}; flow {e.flow_name} "
                          f"v{e.flow_version}", soft_wrap=True)
 

@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import quote
 
 from service import search
-from service.search import Candidate, Entry, SearchRequest, state_mod
+from service.search import Entry, SearchRequest, state_mod
 from service.workspace import Workspace
 from studio.common.jobs import Job, JobManager
 from studio.search.search_data import active_job, last_job
@@ -53,7 +53,8 @@ def watch(ws: Workspace, jobs: JobManager, sid: str, req: SearchRequest) -> Watc
 
 
 def describe(e: Entry) -> str:
-    return Candidate.from_dict(e.candidate).describe()
+    """The candidate in a line ('naive_rag · retrieve.top_k=6')."""
+    return e.candidate.describe()
 
 
 def editor_link(e: Entry) -> str:
@@ -63,14 +64,15 @@ def editor_link(e: Entry) -> str:
 
 def compare_link(e: Entry) -> str:
     """Compare's address of the candidate's evaluation (confirmation first; '' if none)."""
-    eid = e.extra.get("confirm_eval") or e.extra.get("search_eval")
+    eid = e.confirm_runs.eval_id or e.search_runs.eval_id
     return f"compare?eval={eid}" if eid else ""
 
 
 def replay_link(e: Entry) -> str:
-    """The Replay page's address of the candidate's best answer (its highest F1, fewest tokens;
-    on the confirmation questions first), to step through and fork; '' before it has one."""
-    run_id = e.extra.get("confirm_best_run") or e.extra.get("search_best_run")
+    """The Replay page's address of the candidate's best answer (its highest score, fewest
+    tokens; on the confirmation questions first), to step through and fork; '' before it has
+    one."""
+    run_id = e.confirm_runs.best_run or e.search_runs.best_run
     return f"replay?run={quote(str(run_id))}" if run_id else ""
 
 
@@ -86,12 +88,11 @@ def _pct(v: float | None) -> float | None:
     return None if v is None else round(100 * v, 1)
 
 
-def interval(c: dict[str, Any], cid: str) -> str:
+def interval(c: state_mod.Confirmation, cid: str) -> str:
     """'+3.0 [-1.0, +7.0] vs c00', or 'reference' for the best hand-written flow itself."""
-    if c.get("vs") == cid:
+    if c.vs == cid:
         return "reference: the best hand-written flow"
-    return (f"{100 * c['delta']:+.1f} [{100 * c['low']:+.1f}, {100 * c['high']:+.1f}] "
-            f"vs {c['vs']}")
+    return f"{100 * c.delta:+.1f} [{100 * c.low:+.1f}, {100 * c.high:+.1f}] vs {c.vs}"
 
 
 def rows(state: state_mod.SearchState) -> list[dict[str, Any]]:
@@ -101,13 +102,13 @@ def rows(state: state_mod.SearchState) -> list[dict[str, Any]]:
     q = state.quality().short
     out = []
     for e in state.entries:
-        c = state.confirm.get(e.cid) or {}
+        c = state.confirm.get(e.cid)
         out.append({"cand": e.cid + (" ★" if e.cid in front else ""),
                     "candidate": describe(e), "status": e.status, "questions": e.reached,
-                    f"search {q}": _pct(e.f1),
+                    f"search {q}": _pct(e.score),
                     "tokens/q": None if e.tokens is None else round(e.tokens),
                     "s/q": None if e.seconds is None else round(e.seconds, 2),
-                    f"confirm {q}": _pct(c.get("f1")),
+                    f"confirm {q}": _pct(c.score if c else None),
                     "vs best written": interval(c, e.cid) if c else "",
                     "editor": editor_link(e), "compare": compare_link(e),
                     "replay": replay_link(e), "why": e.reason})
@@ -120,7 +121,7 @@ class FrontPoint:
 
     entry: Entry
     label: str
-    confirm: dict[str, Any] | None
+    confirm: state_mod.Confirmation | None
 
 
 def front(state: state_mod.SearchState) -> list[FrontPoint]:
@@ -129,9 +130,10 @@ def front(state: state_mod.SearchState) -> list[FrontPoint]:
 
 
 def chart_points(state: state_mod.SearchState) -> list[dict[str, Any]]:
-    """The candidates with figures, for the F1 / tokens chart (front ones marked)."""
+    """The candidates with figures, for the score / tokens chart (front ones marked; the chart
+    names the score by the search's objective)."""
     front_ids = {e.cid for e in search.front_of(state.entries)}
     return [{"cand": e.cid, "candidate": describe(e), "status": e.status,
-             "F1 (%)": _pct(e.f1), "tokens/q": round(e.tokens or 0.0, 1),
+             "score (%)": _pct(e.score), "tokens/q": round(e.tokens or 0.0, 1),
              "questions": e.reached, "front": e.cid in front_ids}
-            for e in state.entries if e.f1 is not None]
+            for e in state.entries if e.score is not None]

@@ -103,14 +103,15 @@ def front_section(w: sv.Watch) -> None:
     q = inert.escape(w.state.quality().label())
     for p in sv.front(w.state):
         e = p.entry
-        conf = (f"confirm {q} **{100 * p.confirm['f1']:.1f}** on {p.confirm['n']} "
-                f"({inert.escape(sv.interval(p.confirm, e.cid))}), "
-                f"{p.confirm['tokens']:.0f} tokens/q" if p.confirm else "not confirmed yet")
+        c = p.confirm
+        conf = (f"confirm {q} **{100 * c.score:.1f}** on {c.n} "
+                f"({inert.escape(sv.interval(c, e.cid))}), "
+                f"{c.tokens:.0f} tokens/q" if c else "not confirmed yet")
         links = [f"[open in the Editor]({sv.editor_link(e)})" if e.flow_name else "",
                  f"[open in Compare]({sv.compare_link(e)})" if sv.compare_link(e) else "",
                  f"[replay its best answer]({sv.replay_link(e)})" if sv.replay_link(e) else ""]
         st.markdown(f"- **{e.cid}** {inert.escape(p.label)}: search {q} "
-                    f"**{100 * (e.f1 or 0):.1f}** on {e.reached}, {e.tokens or 0:.0f} tokens/q; "
+                    f"**{100 * (e.score or 0):.1f}** on {e.reached}, {e.tokens or 0:.0f} tokens/q; "
                     f"{conf} · " + " · ".join(x for x in links if x))
 
 

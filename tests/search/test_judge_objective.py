@@ -10,7 +10,7 @@ import re
 import pytest
 
 from flowkit.errors import FlowkitError
-from flowkit.search.objective import Objective, check_name, rescore
+from flowkit.search.objective import Objective, check_name
 from flowkit.search.state import SearchState
 from flowkit.testing import FakeLLM
 from service import search
@@ -58,13 +58,13 @@ def test_the_race_drops_on_the_judge_score_where_f1_ranks_the_other_way(world):
     assert {prompt_of(e) for e in kept} == {VAGUE} and kept
     for e in dropped:
         assert "after 3 questions: groundedness -100.0 [-100.0, -100.0]" in e.reason, e.reason
-    assert all(e.f1 == 1.0 for e in kept)              # the judge's mean, not F1 (which is 0)
+    assert all(e.score == 1.0 for e in kept)           # the judge's mean, not F1 (which is 0)
     # the verdicts are stored with each candidate's evaluation, named by the judge model
-    grades = grade_repo(world.ws).grades(kept[0].extra["search_eval"], grader="groundedness")
+    grades = grade_repo(world.ws).grades(kept[0].search_runs.eval_id, grader="groundedness")
     assert len(grades) == 6 and {g.score for g in grades} == {1.0}
     # confirmed on the judge too: the best hand-written flow (plain, the reference) scores 0
-    assert st.confirm["c00"]["vs"] == "c00" and st.confirm["c00"]["f1"] == 0.0
-    assert all(st.confirm[e.cid]["f1"] == 1.0 for e in kept if e.cid in st.confirm)
+    assert st.confirm["c00"].vs == "c00" and st.confirm["c00"].score == 0.0
+    assert all(st.confirm[e.cid].score == 1.0 for e in kept if e.cid in st.confirm)
 
 
 def test_correctness_on_a_set_without_answers_is_refused_and_nothing_is_written(world):
@@ -127,18 +127,21 @@ def test_judge_calls_never_count_in_a_candidates_cost(world):
     # one model call per question (the answer node), as without the judge
     assert all(e.calls_per_q == 1.0 for e in st.entries if e.reached)
     # the hand-written flow's confirmation costs the same tokens whatever the objective
-    assert st.confirm["c00"]["tokens"] == by_f1.confirm["c00"]["tokens"] > 0
+    assert st.confirm["c00"].tokens == by_f1.confirm["c00"].tokens > 0
     assert by_f1.budget.judge_calls == 0
 
 
-def test_rescore_puts_the_objective_where_the_race_reads_it(world):
+def test_the_objective_is_a_function_of_one_answer(world):
     from flowkit.eval.metrics import score
     q = QUESTIONS[0]
     r = [score("c00", q, "it was Mara Velt"), score("c00", QUESTIONS[1], "")]
-    assert [x.f1 for x in rescore(r, Objective("f1"))] == [r[0].f1, 0.0] and 0 < r[0].f1 < 1
-    assert [x.f1 for x in rescore(r, Objective("em"))] == [0.0, 0.0]
-    assert [x.f1 for x in rescore(r, Objective("acc"))] == [1.0, 0.0]
-    assert [x.f1 for x in rescore(r, Objective("groundedness"), {"q0": 0.5})] == [0.5, 0.0]
+    f1 = [x.f1 for x in r]
+    assert list(map(Objective("f1").metric(), r)) == [r[0].f1, 0.0] and 0 < r[0].f1 < 1
+    assert list(map(Objective("em").metric(), r)) == [0.0, 0.0]
+    assert list(map(Objective("acc").metric(), r)) == [1.0, 0.0]
+    judged = Objective("groundedness").metric({("c00", "q0"): 0.5})
+    assert list(map(judged, r)) == [0.5, 0.0] and judged.name == "groundedness"
+    assert [x.f1 for x in r] == f1                       # a result's f1 stays F1
     assert Objective("groundedness", "", "default:g").label() == "groundedness (judge: default:g)"
     assert Objective("f1").label() == "F1"
 

@@ -8,9 +8,8 @@ import threading
 import pytest
 
 from flowkit.eval.metrics import QuestionResult
-from flowkit.search.candidates import Candidate
 from flowkit.search.front import Point, pareto
-from flowkit.search.racing import drop_worse, rungs
+from flowkit.search.racing import Runs, drop_worse, rungs
 from service import search
 from service.evaluations import eval_repo
 
@@ -24,14 +23,16 @@ def request(world, **over):
 
 
 def prompt_of(e):
-    return Candidate.from_dict(e.candidate).params.get("gen.prompt", PLAIN)
+    return e.candidate.params.get("gen.prompt", PLAIN)
 
 
 def test_racing_drops_the_worse_and_keeps_the_better(world):
     plan = search.prepare(world.ws, request(world))
     # the hand-written flow and a first wave of one (3 to sample in 3 waves); all 4 estimated
     assert not plan.resumed and len(plan.state.entries) == 2
-    assert plan.state.entries[0].extra == {"hand_written": True}
+    first = plan.state.entries[0]
+    assert first.hand_written and first.wave is None
+    assert first.search_runs == first.confirm_runs == Runs()          # not evaluated yet
     assert "first batch" in search.estimate(plan).describe()
     assert search.estimate(plan).candidates == 4
     st = search.run(world.ws, plan)
@@ -45,17 +46,17 @@ def test_racing_drops_the_worse_and_keeps_the_better(world):
     for e in dropped:
         assert e.reached == 3 and "after 3 questions: F1 -100.0 [-100.0, -100.0]" in e.reason
         # its evaluation answered 3 of the split's 6 questions: stopped, not done
-        info = eval_repo(world.ws).get_eval(e.extra["search_eval"])
+        info = eval_repo(world.ws).get_eval(e.search_runs.eval_id)
         assert info.status == "stopped" and len(info.question_ids) == 6
     for e in kept:
-        info = eval_repo(world.ws).get_eval(e.extra["search_eval"])
+        info = eval_repo(world.ws).get_eval(e.search_runs.eval_id)
         assert info.status == "done"
-        assert e.reached == 6 and e.f1 == 1.0
+        assert e.reached == 6 and e.score == 1.0
         spec, version = world.ws.store.get_flow(e.flow_name)
         assert version == e.flow_version and spec.name == f"tiny-{e.cid}"
     # confirmed on questions 1-3, which the race never used; the hand-written flow is the reference
-    assert set(st.confirm) >= {"c00"} and st.confirm["c00"]["vs"] == "c00"
-    assert all(c["n"] == 3 and c["f1"] == 1.0 for c in st.confirm.values())
+    assert set(st.confirm) >= {"c00"} and st.confirm["c00"].vs == "c00"
+    assert all(c.n == 3 and c.score == 1.0 for c in st.confirm.values())
     assert plan.state_file.is_file() and st.budget.spent_calls > 0
 
 

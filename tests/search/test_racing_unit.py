@@ -3,6 +3,7 @@ rerun that comes to the same decisions."""
 from __future__ import annotations
 
 from flowkit.eval.metrics import QuestionResult
+from flowkit.search.candidates import Candidate
 from flowkit.search.racing import Batch, Budget, Entry, Race
 
 #: per candidate, the F1 it scores on question i (a function of i)
@@ -20,7 +21,7 @@ def evaluate(calls: list[tuple[str, int]]):
 
 
 def entries() -> list[Entry]:
-    return [Entry(cid, {}, cid) for cid in SCORES]
+    return [Entry(cid, Candidate(cid), cid) for cid in SCORES]
 
 
 def test_halving_keeps_the_top_half():
@@ -66,7 +67,7 @@ def test_halving_keeps_a_cheap_candidate_on_the_front():
         res = [QuestionResult(e.cid, f"q{i}", "", [], "", "ok", f1=f1[e.cid], llm_calls=1,
                               tokens=tokens[e.cid]) for i in range(n)]
         return Batch(res, computed_calls=max(0, n - e.reached))
-    es = [Entry(cid, {}, cid) for cid in f1]
+    es = [Entry(cid, Candidate(cid), cid) for cid in f1]
     # a budget of the first batch's 8 calls: the race ends after halving there (the interval
     # rule, which wants 3 questions, would otherwise judge the constant scores next)
     assert Race(es, 8, run, Budget(8), first=2, halving=2).run() == "budget"
@@ -86,8 +87,9 @@ def test_halving_judges_everyone_on_the_same_questions():
         res = [QuestionResult(e.cid, f"q{i}", "", [], "", "ok", f1=f1[e.cid], llm_calls=1,
                               tokens=100) for i in range(n)]
         return Batch(res, computed_calls=max(0, n - e.reached))
-    old = Entry("old", {}, "old", reached=8, f1=0.3, tokens=100.0, calls_per_q=1.0)
-    es = [old] + [Entry(cid, {}, cid) for cid in ("x", "y", "z")]
+    old = Entry("old", Candidate("old"), "old", reached=8, score=0.3, tokens=100.0,
+                calls_per_q=1.0)
+    es = [old] + [Entry(cid, Candidate(cid), cid) for cid in ("x", "y", "z")]
     assert Race(es, 8, run, Budget(6), first=2, halving=2).run() == "budget"
     assert {e.cid: e.status for e in es} == {"old": "kept", "x": "kept", "y": "dropped",
                                              "z": "dropped"}

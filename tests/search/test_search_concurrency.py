@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from flowkit.errors import FlowkitError
-from flowkit.search.candidates import Candidate
 from flowkit.testing.openai_fake import fake_openai_server
 from service import search
 from service.evaluations import eval_repo
@@ -32,7 +31,7 @@ def test_search_evaluations_keep_runs_in_flight(world: Any) -> None:
     assert (st.phase, st.race_status) == ("done", "done")
     assert server.max_in_flight == 2
     kept = [e for e in st.entries if e.status == "kept"]
-    assert kept and {Candidate.from_dict(e.candidate).params.get("gen.prompt", PLAIN)
+    assert kept and {e.candidate.params.get("gen.prompt", PLAIN)
                      for e in kept} == {PLAIN}
     runs = [info.execution for info in eval_repo(world.ws).list_evals()]
     assert runs and all(ex[-1] == {"concurrency": 2, "server_parallel": 2} for ex in runs)

@@ -39,7 +39,7 @@ def test_a_tiny_search_on_groundedness_with_the_real_default_model(tmp_path: Pat
     assert state["phase"] == "done" and state["objective"] == "groundedness"
     assert [e["reached"] for e in state["entries"]] == [2, 2]
     assert state["budget"]["judge_calls"] > 0 and state["budget"]["spent_calls"] > 0
-    assert all(0.0 <= e["f1"] <= 1.0 for e in state["entries"])
+    assert all(0.0 <= e["score"] <= 1.0 for e in state["entries"])
     assert re.search(r"^front c0\d .*search groundedness \(judge: default:gemma", got.out, re.M), \
         got.out
     # the same command resumes from the finished state and keeps the objective

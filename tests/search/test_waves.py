@@ -51,7 +51,7 @@ def test_each_wave_is_asked_knowing_the_results_before_it(wider, monkeypatch):
     st = search.run(wider.ws, plan)
     assert st.phase == "done" and len(st.entries) == 7
     assert len({e.key for e in st.entries}) == 7                   # none evaluated twice
-    assert [e.extra.get("wave") for e in st.entries] == [None, 1, 1, 2, 2, 3, 3]
+    assert [e.wave for e in st.entries] == [None, 1, 1, 2, 2, 3, 3]
     assert len(seen) == 3
     by_cid = {e.cid: e for e in st.entries}
     for before in seen[1:]:            # waves 2 and 3: every earlier trial told [F1, tokens/q]
@@ -59,7 +59,7 @@ def test_each_wave_is_asked_knowing_the_results_before_it(wider, monkeypatch):
         for t in before:
             e = by_cid[t.cid]
             assert t.values is not None and t.values[0] in (0.0, 1.0) and t.values[1] > 0
-            assert e.f1 is not None and t.values[0] == pytest.approx(e.f1)
+            assert e.score is not None and t.values[0] == pytest.approx(e.score)
     # the study rebuilt from them holds the told values, two objectives each
     rebuilt = real(plan.space, seen[2])
     assert all(t.state.name == "COMPLETE" and len(t.values) == 2 for t in rebuilt.trials)
