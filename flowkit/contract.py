@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from .memory import OPERATOR_KEYS, MemoryView
+from .memory import MemoryView, check_key
 
 if TYPE_CHECKING:
     from .context import RunContext
@@ -118,8 +118,7 @@ def operator(key: str, *, version: str = "1") -> Callable[[T], T]:
         if cls.kind not in KINDS:
             raise ValueError(f"operator '{key}': kind must be one of {KINDS}")
         for k in (*cls.reads, *cls.optional_reads, *cls.writes):
-            if k not in OPERATOR_KEYS:
-                raise ValueError(f"operator '{key}' declares unknown memory key '{k}'")
+            check_key(k, lambda message: ValueError(f"operator '{key}' declares {message}"))
         if not issubclass(cls.Params, OperatorParams):
             raise ValueError(f"operator '{key}': Params must subclass "
                              "flowkit.contract.OperatorParams")

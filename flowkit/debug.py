@@ -54,7 +54,6 @@ Breakpoints still hit while stepping. A run never pauses inside a parallel branc
 from __future__ import annotations
 
 import time
-import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -65,7 +64,7 @@ from langgraph.types import Command, Overwrite, interrupt
 from .breakpoints import Breakpoint
 from .debug_expr import ExprError
 from .errors import FlowkitError
-from .memory import OPERATOR_KEYS, Memory, visible
+from .memory import COUNTER_KEYS, OPERATOR_KEYS, REDUCED_KEYS, counters_of, visible
 from .trace import jsonable
 
 if TYPE_CHECKING:
@@ -78,11 +77,6 @@ if TYPE_CHECKING:
 
 Mode = Literal["continue", "step", "over"]
 MODES: tuple[str, ...] = ("continue", "step", "over")
-#: The engine's counters a checkpoint keeps besides working memory (`halt` is never set there).
-COUNTER_KEYS: tuple[str, ...] = ("branches", "visits", "steps", "llm_calls", "tokens")
-#: Memory keys with a reducer (history appends): an edit replaces them (`Overwrite`).
-_REDUCED = frozenset(k for k, tp in typing.get_type_hints(Memory, include_extras=True).items()
-                     if typing.get_origin(tp) is typing.Annotated)
 
 
 class CheckpointMissing(FlowkitError):
@@ -197,9 +191,9 @@ def restore_thread(checkpointer: BaseCheckpointSaver[Any], run_id: str,
 
 def edit_update(edits: Iterable[tuple[str, Any]]) -> dict[str, Any]:
     """Memory edits (key, value) in order as a LangGraph update: the last value of each key,
-    replacing (not appending to) a key with a reducer."""
+    replacing (not appending to) a key with a reducer (REDUCED_KEYS: `Overwrite`)."""
     last = dict(edits)
-    return {k: Overwrite(v) if k in _REDUCED else v for k, v in last.items()}
+    return {k: Overwrite(v) if k in REDUCED_KEYS else v for k, v in last.items()}
 
 
 def loop_of(flow: CompiledFlow, node: str) -> frozenset[str]:
@@ -264,8 +258,7 @@ class DebugHook:
     @staticmethod
     def _env(memory: Mapping[str, Any], state: Mapping[str, Any], visit: int) -> dict[str, Any]:
         env = {k: memory.get(k) for k in OPERATOR_KEYS}
-        env.update(visit=visit, steps=state.get("steps", 0), llm_calls=state.get("llm_calls", 0),
-                   tokens=state.get("tokens", 0))
+        env.update(visit=visit, **counters_of(state))
         return env
 
     def _hit(self, node: str, when: str, visit: int, env: Mapping[str, Any]

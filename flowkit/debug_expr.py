@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import FlowkitError
-from .memory import OPERATOR_KEYS
+from .memory import COUNTERS, OPERATOR_KEYS, kind_of
 
 #: Names a condition may read besides working-memory keys.
-COUNTER_NAMES: tuple[str, ...] = ("visit", "steps", "llm_calls", "tokens")
+COUNTER_NAMES: tuple[str, ...] = ("visit", *COUNTERS)
 #: Every name a condition may read.
 NAMES: tuple[str, ...] = (*OPERATOR_KEYS, *COUNTER_NAMES)
 #: The longest condition accepted, in characters.
@@ -385,7 +385,7 @@ def evaluate(node: Node, env: Mapping[str, Any], source: str = "") -> object:
         if base is None:
             return None
         if not isinstance(base, Mapping):
-            raise ExprError(f"'.{node.field}' needs an object, got {_kind(base)}", node.pos, source)
+            raise ExprError(f"'.{node.field}' needs an object, got {kind_of(base)}", node.pos, source)
         return base.get(node.field)
     if isinstance(node, Index):
         base, key = evaluate(node.value, env, source), evaluate(node.index, env, source)
@@ -395,14 +395,14 @@ def evaluate(node: Node, env: Mapping[str, Any], source: str = "") -> object:
             return base.get(key) if isinstance(key, str) else None
         if isinstance(base, list | str) and isinstance(key, int) and not isinstance(key, bool):
             return base[key] if -len(base) <= key < len(base) else None
-        raise ExprError(f"cannot index {_kind(base)} with {_kind(key)}", node.pos, source)
+        raise ExprError(f"cannot index {kind_of(base)} with {kind_of(key)}", node.pos, source)
     if isinstance(node, Len):
         value = evaluate(node.value, env, source)
         if value is None:
             return 0
         if isinstance(value, str | list | Mapping):
             return len(value)
-        raise ExprError(f"len() needs text, a list or an object, got {_kind(value)}", node.pos, source)
+        raise ExprError(f"len() needs text, a list or an object, got {kind_of(value)}", node.pos, source)
     if isinstance(node, Not):
         return not truthy(evaluate(node.value, env, source))
     if isinstance(node, BoolOp):
@@ -420,22 +420,6 @@ def evaluate(node: Node, env: Mapping[str, Any], source: str = "") -> object:
     return _compare(node, evaluate(node.left, env, source), evaluate(node.right, env, source), source)
 
 
-def _kind(v: object) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "a boolean"
-    if isinstance(v, int | float):
-        return "a number"
-    if isinstance(v, str):
-        return "text"
-    if isinstance(v, list):
-        return "a list"
-    if isinstance(v, Mapping):
-        return "an object"
-    return type(v).__name__
-
-
 def _hashable(v: object) -> bool:
     return v is None or isinstance(v, str | int | float | bool)
 
@@ -451,17 +435,17 @@ def _compare(node: Compare, a: Any, b: Any, source: str) -> bool:  # noqa: ANN40
             found = False
         elif isinstance(b, str):
             if not isinstance(a, str):
-                raise ExprError(f"'in' text needs text on the left, got {_kind(a)}", node.pos, source)
+                raise ExprError(f"'in' text needs text on the left, got {kind_of(a)}", node.pos, source)
             found = a in b
         elif isinstance(b, Mapping):
             if not _hashable(a):        # a list or an object is never a key
                 raise ExprError(f"'in' an object needs a key (text, a number) on the left, got "
-                                f"{_kind(a)}", node.pos, source)
+                                f"{kind_of(a)}", node.pos, source)
             found = a in b
         elif isinstance(b, list):
             found = a in b
         else:
-            raise ExprError(f"'in' needs text, a list or an object on the right, got {_kind(b)}",
+            raise ExprError(f"'in' needs text, a list or an object on the right, got {kind_of(b)}",
                             node.pos, source)
         return found if op == "in" else not found
     if a is None or b is None:
@@ -469,7 +453,7 @@ def _compare(node: Compare, a: Any, b: Any, source: str) -> bool:  # noqa: ANN40
     numbers = (isinstance(a, int | float) and not isinstance(a, bool)
                and isinstance(b, int | float) and not isinstance(b, bool))
     if not numbers and not (isinstance(a, str) and isinstance(b, str)):
-        raise ExprError(f"cannot order {_kind(a)} against {_kind(b)} with '{op}'", node.pos, source)
+        raise ExprError(f"cannot order {kind_of(a)} against {kind_of(b)} with '{op}'", node.pos, source)
     if op == "<":
         return bool(a < b)
     if op == "<=":

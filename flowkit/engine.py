@@ -19,7 +19,7 @@ from .compile import CompiledFlow
 from .context import Resources, count_tokens
 from .debug import DebugHook, checkpointed, drop_thread, restore_thread, saved_thread
 from .errors import FlowkitError, NodeError, ResourceError
-from .memory import initial_memory, visible
+from .memory import counters_of, initial_memory, visible
 from .nodes import CANCELLED, _Run, bind_run, make_finish, make_node
 from .runtime.completion_cache import CompletionCache
 from .trace import ListSink, RunEnd, RunStart, TraceSink, jsonable
@@ -117,9 +117,10 @@ def run_flow(flow: CompiledFlow, question: str, resources: Resources, *, kb: str
     if cp is not None and status != "paused":
         drop_thread(cp, run_id)        # the checkpointer keeps paused runs only
     wall_ms = (time.perf_counter() - run.started) * 1000
+    used = counters_of(final)
     result = RunEnd(run_id=run_id, status=status, answer=str(final.get("answer") or ""),
                     citations=list(final.get("citations") or []), steps=run.index,
-                    llm_calls=int(final.get("llm_calls", 0)), tokens=int(final.get("tokens", 0)),
+                    llm_calls=used["llm_calls"], tokens=used["tokens"],
                     ms=round(wall_ms + run.saved_ms, 2), error=error,
                     halt_reason=final.get("halt") or None, memory=jsonable(visible(final)),
                     wall_ms=round(wall_ms, 2), cached_calls=run.cached_calls)

@@ -1,14 +1,17 @@
-"""Reading a working-memory value typed by a user (the replay page's fork form, `flowkit debug
-set`): the bounded JSON reader with limits fitted to memory values, errors with a code and the
-field inside the value. Apart from `flowkit.memory`, which operators import and which must stay
-free of readers."""
+"""Reading and checking a working-memory value typed by a user (the replay page's fork form, a
+fork's memory changes, `flowkit debug set`): the bounded JSON reader with limits fitted to memory
+values, errors with a code and the field inside the value; `check_value`, the one check of a value
+against its key's type, raising EditError (or the caller's type). Apart from `flowkit.memory`,
+which operators import and which must stay free of readers and of flowkit's errors; the rules
+themselves (keys, types) live there."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from . import jsonread
-from .errors import SpecError
-from .memory import OPERATOR_KEYS
+from .errors import FlowkitError, SpecError, short
+from .memory import ErrorType, check_key, type_problem
 
 #: Bounds of a value typed into a memory edit (the replay page's fork form): characters of the
 #: whole value, of one text in it, entries of one list or object, and nesting. Generous for any
@@ -20,14 +23,33 @@ EDIT_MAX_ITEMS = 1_000
 EDIT_MAX_DEPTH = 32
 
 
+class EditError(FlowkitError):
+    """A memory edit that cannot be made: an unknown key or a value whose type does not fit."""
+
+
+def check_value(key: str, value: Any, error: ErrorType = EditError) -> Any:
+    """`value` checked against the type of working-memory key `key` (text, a list of texts, a list
+    of passages with id and text, an object...), as a debugger's edit and a fork's memory changes
+    are: `error(message)` naming the key, the place inside the value and what was expected
+    (EditError unless the caller names its own type)."""
+    check_key(key, error)
+    problem = type_problem(key, value)
+    if problem:
+        raise error(f"cannot set '{key}' to {short(value)}: {problem}")
+    return value
+
+
+def check_changes(changes: Mapping[str, Any], error: ErrorType = EditError) -> dict[str, Any]:
+    """Memory changes {key: value} (a fork's), each checked by `check_value`."""
+    return {k: check_value(k, v, error) for k, v in changes.items()}
+
+
 def parse_edit(key: str, text: str) -> Any:
     """The JSON value typed for working-memory key `key`, read by the bounded reader: valid
     JSON text of at most EDIT_MAX_CHARS, finite numbers, valid Unicode text of at most
     EDIT_MAX_TEXT characters, at most EDIT_MAX_ITEMS entries per list or object, nesting of at
     most EDIT_MAX_DEPTH. SpecError otherwise, with a code and the field ('documents[3].text')."""
-    if key not in OPERATOR_KEYS:
-        raise SpecError(f"not a working-memory key ({', '.join(OPERATOR_KEYS)})",
-                        code="unknown_key", field=key)
+    check_key(key, lambda message: SpecError(message, code="unknown_key", field=key))
     if len(text) > EDIT_MAX_CHARS:
         raise SpecError(f"{len(text):,} characters; a memory value has at most "
                         f"{EDIT_MAX_CHARS:,}", code="value_too_large", field=key)

@@ -23,7 +23,7 @@ from langchain_core.runnables import RunnableConfig
 from .context import BudgetHit, Resources, RunContext
 from .contract import Operator
 from .errors import FlowkitError, NodeError
-from .memory import visible
+from .memory import counter_update, counters_of, visible
 from .runtime.completion_cache import CompletionCache
 from .spec import Limits
 from .trace import StepEvent, TraceSink, jsonable
@@ -66,12 +66,11 @@ class _Run:
         lim = self.limits
         if self.cancel is not None and self.cancel.is_set():
             return CANCELLED
-        if state.get("steps", 0) >= lim.max_steps:
-            return f"max_steps ({lim.max_steps})"
-        if state.get("llm_calls", 0) + calls >= lim.max_llm_calls:
-            return f"max_llm_calls ({lim.max_llm_calls})"
-        if state.get("tokens", 0) + tokens >= lim.max_tokens:
-            return f"max_tokens ({lim.max_tokens})"
+        used = counters_of(state)
+        adding = counter_update(llm_calls=calls, tokens=tokens)
+        for counter, cap in lim.caps().items():
+            if used[counter] + adding[counter] >= cap:
+                return f"max_{counter} ({cap})"
         if time.perf_counter() - self.started >= lim.timeout_s:
             return f"timeout_s ({lim.timeout_s:g})"
         return ""
@@ -132,9 +131,7 @@ def make_node(op: Operator[Any], branch: str | None, merge_inputs: tuple[str, ..
         before = jsonable(visible(view))
         if op.kind == "merge":
             before["branches"] = jsonable(view["branches"])   # what the merge joined
-        usage = {"steps": state.get("steps", 0), "llm_calls": state.get("llm_calls", 0),
-                 "tokens": state.get("tokens", 0),
-                 "elapsed_s": round(time.perf_counter() - run.started, 3)}
+        usage = {**counters_of(state), "elapsed_s": round(time.perf_counter() - run.started, 3)}
         ctx = run.context(op.node_id, visit,
                           budget=lambda calls, tokens: run.limit_hit(state, calls, tokens),
                           usage=usage, limits=run.limits)
@@ -173,8 +170,8 @@ def make_node(op: Operator[Any], branch: str | None, merge_inputs: tuple[str, ..
                  started_at=started_at)
         if run.debugger is not None and not halt:
             run.debugger.after(op.node_id, visit, branch, after, state)
-        out: dict[str, Any] = {"visits": {op.node_id: 1}, "steps": 1,
-                               "llm_calls": len(ctx.llm_calls), "tokens": ctx.tokens}
+        out: dict[str, Any] = {"visits": {op.node_id: 1},
+                               **counter_update(steps=1, llm_calls=len(ctx.llm_calls), tokens=ctx.tokens)}
         if halt:
             out["halt"] = halt
         if branch:
@@ -225,6 +222,6 @@ def make_finish() -> Any:
         run.emit(node_id=FINISH, operator="engine.finish", visit=1, memory_before=before,
                  memory_after={**before, "answer": answer}, llm_calls=ctx.llm_calls, retrievals=[],
                  ms=round((time.perf_counter() - t0) * 1000, 2))
-        return {"answer": answer, "llm_calls": len(ctx.llm_calls), "tokens": ctx.tokens}
+        return {"answer": answer, **counter_update(llm_calls=len(ctx.llm_calls), tokens=ctx.tokens)}
 
     return finish

@@ -16,6 +16,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from . import jsonread
 from .errors import SpecError, short
+from .memory import COUNTERS
 
 SCHEMA_VERSION = 1
 
@@ -63,6 +64,11 @@ class Limits(BaseModel):
     max_llm_calls: int = Field(30, ge=1, le=10_000, description="LLM calls in one run")
     max_tokens: int = Field(30_000, ge=16, le=10_000_000, description="Prompt + completion tokens")
     timeout_s: float = Field(600.0, gt=0, le=86_400, description="Wall-clock seconds")
+
+    def caps(self) -> dict[str, int]:
+        """The limit on each of the run's counters (flowkit.memory.COUNTERS), in their order:
+        counter `c` is bounded by field ``max_<c>``."""
+        return {c: int(getattr(self, f"max_{c}")) for c in COUNTERS}
 
 
 class Position(BaseModel):

@@ -22,7 +22,6 @@ from __future__ import annotations
 import getpass
 import threading
 import time
-import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,8 +40,9 @@ from flowkit.debug import (
 )
 from flowkit.debug_preview import NextPrompt, next_prompt
 from flowkit.engine import run_flow
-from flowkit.errors import FlowkitError, short
-from flowkit.memory import OPERATOR_KEYS, Memory
+from flowkit.errors import FlowkitError
+from flowkit.memory import visible
+from flowkit.memory_edit import EditError, check_value
 from flowkit.spec import FlowSpec
 from flowkit.telemetry.debug_sink import DebugTelemetrySink, pause_mark
 from flowkit.telemetry.events import stored_pauses
@@ -59,80 +59,6 @@ __all__ = ["BreakpointError", "CheckpointMissing", "Debugger", "EditError", "Not
 
 #: run_flow's on_token: (node id, visit, piece)
 OnToken = Callable[[str, int, str], None]
-
-
-class EditError(FlowkitError):
-    """A memory edit that cannot be made: an unknown key or a value whose type does not fit."""
-
-
-_HINTS = typing.get_type_hints(Memory)
-#: Fields a passage must have to be usable by the operators (Doc's others are optional).
-_DOC_REQUIRED = ("id", "text")
-
-
-def check_value(key: str, value: Any) -> Any:
-    """`value` checked against the type of working-memory key `key` (text, a list of texts, a list
-    of passages with id and text, an object...), as fork values are: EditError naming the key, the
-    place inside the value and what was expected."""
-    if key not in OPERATOR_KEYS:
-        raise EditError(f"cannot set '{key}': not a working-memory key ({', '.join(OPERATOR_KEYS)})")
-    problem = _mismatch(_HINTS[key], value, key)
-    if problem:
-        raise EditError(f"cannot set '{key}' to {short(value)}: {problem}")
-    return value
-
-
-def _mismatch(tp: Any, value: Any, where: str) -> str:
-    """Why `value` does not fit type `tp` ('' when it does)."""
-    origin = typing.get_origin(tp)
-    if origin is typing.Annotated:
-        return _mismatch(typing.get_args(tp)[0], value, where)
-    if tp is Any:
-        return ""
-    if tp is str:
-        return "" if isinstance(value, str) else f"{where} must be text, got {_kind(value)}"
-    if tp in (int, float):
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        return "" if ok else f"{where} must be a number, got {_kind(value)}"
-    if origin is list:
-        if not isinstance(value, list):
-            return f"{where} must be a list, got {_kind(value)}"
-        (item,) = typing.get_args(tp) or (Any,)
-        for i, v in enumerate(value):
-            problem = _mismatch(item, v, f"{where}[{i}]")
-            if problem:
-                return problem
-        return ""
-    if origin is dict or tp is dict:
-        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-            return f"{where} must be an object, got {_kind(value)}"
-        return ""
-    if typing.is_typeddict(tp):
-        if not isinstance(value, dict):
-            return f"{where} must be a passage (an object with id and text), got {_kind(value)}"
-        missing = [k for k in _DOC_REQUIRED if k not in value]
-        if missing:
-            return f"{where} has no {' or '.join(missing)}"
-        hints = typing.get_type_hints(tp)
-        for k, v in value.items():
-            if k not in hints:
-                return f"{where} has an unknown field '{k}' (fields: {', '.join(hints)})"
-            problem = _mismatch(hints[k], v, f"{where}.{k}")
-            if problem:
-                return problem
-        return ""
-    return f"{where}: values of type {tp} cannot be edited"
-
-
-def _kind(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "a boolean"
-    if isinstance(v, int | float):
-        return "a number"
-    names: dict[type, str] = {str: "text", list: "a list", dict: "an object"}
-    return names.get(type(v), type(v).__name__)
 
 
 @dataclass
@@ -394,4 +320,4 @@ def breakpoint_problems(flow: FlowSpec, texts: Sequence[str]) -> list[str]:
 
 def paused_memory(pause: Pause) -> dict[str, Any]:
     """The working memory of a pause (its operator keys, without the engine's counters)."""
-    return {k: pause.state[k] for k in OPERATOR_KEYS if k in pause.state}
+    return visible(pause.state)

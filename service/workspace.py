@@ -16,8 +16,9 @@ from typing import Any
 
 from flowkit.compile import CompiledFlow, compile_flow
 from flowkit.engine import CANCELLED, run_flow
-from flowkit.errors import FlowkitError, NotFoundError
-from flowkit.memory import OPERATOR_KEYS
+from flowkit.errors import NotFoundError
+from flowkit.memory import counter_update, visible
+from flowkit.memory_edit import check_changes
 from flowkit.runtime.resources import Resources, Settings
 from flowkit.spec import FlowSpec
 from flowkit.telemetry.events import FORK, MemoryEdit
@@ -116,7 +117,8 @@ class Workspace:
         """Run on from a step of an earlier run with changed memory or node params.
 
         The new run starts at that step's node with that step's memory-before (plus the changes),
-        and records its parent run and step.
+        and records its parent run and step. Each memory change is checked against its key's type
+        (flowkit.memory_edit.check_value): EditError naming the key, before anything runs.
         """
         parent = self.store.get_run(run_id)
         steps = self.store.steps(parent.id)
@@ -131,18 +133,15 @@ class Workspace:
                     n = n.model_copy(update={"params": {**n.params, **param_changes}})
                 nodes.append(n)
             spec = spec.model_copy(update={"nodes": nodes})
-        memory = {k: v for k, v in step.memory_before.items() if k in OPERATOR_KEYS}
-        bad = [k for k in (memory_changes or {}) if k not in OPERATOR_KEYS]
-        if bad:
-            raise FlowkitError(f"cannot set {bad}: not working-memory keys ({', '.join(OPERATOR_KEYS)})")
-        memory.update(memory_changes or {})
+        memory = visible(step.memory_before)
+        memory.update(check_changes(memory_changes or {}))
         question = str(memory.pop("question", parent.question))
         visits: dict[str, int] = {}
         for s in steps[:step_index]:
             visits[s.node_id] = max(visits.get(s.node_id, 0), s.visit)
-        counters = {"visits": visits, "steps": step_index,
-                    "llm_calls": sum(len(s.llm_calls) for s in steps[:step_index]),
-                    "tokens": sum(s.tokens for s in steps[:step_index])}
+        counters = {"visits": visits, **counter_update(
+            steps=step_index, llm_calls=sum(len(s.llm_calls) for s in steps[:step_index]),
+            tokens=sum(s.tokens for s in steps[:step_index]))}
         return self.run(spec, question, parent.kb, flow_version=parent.flow_version,
                         extra_sink=extra_sink, start_at=step.node_id, memory=memory,
                         counters=counters, parent_run_id=parent.id, parent_step=step_index,

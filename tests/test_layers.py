@@ -29,7 +29,7 @@ ALLOWED_FLOWKIT: dict[str, set[str] | None] = {
     "flowkit.nodes": {"FINISH"},
     "flowkit.eval": {"report"}, "flowkit.eval.report": None, "flowkit.eval.metrics": None,
     "flowkit.eval.datasets": None, "flowkit.eval.runner": {"EvalPlan", "FlowEntry"},
-    "flowkit.eval.questiongen.generate": {"Request", "Progress"},
+    "flowkit.eval.questiongen.generate": {"Request", "Progress", "MAX_QUESTIONS"},
     "flowkit.eval.questiongen.candidates": {"KINDS"}, "flowkit.eval.questiongen.checks": {"REASONS"},
 }
 FENCED = ("studio", "pages")

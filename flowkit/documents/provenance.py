@@ -25,11 +25,16 @@ from typing import Any
 PROVENANCE_KEYS = ("source", "doc_title", "section", "section_id", "page_start", "page_end", "kind")
 
 
-def _page(value: Any) -> int:
-    try:
-        return int(value or 0)
-    except (TypeError, ValueError):
+def _page(value: object) -> int:
+    """A page number from chunk metadata (an int, or text of one); 0 for anything else."""
+    if isinstance(value, bool):
         return 0
+    if isinstance(value, (int, float, str)):
+        try:
+            return int(value or 0)
+        except ValueError:
+            return 0
+    return 0
 
 
 def pages_text(meta: Mapping[str, Any]) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 
 from .. import jsonread, sample_kb
 from ..errors import FlowkitError, NotFoundError, SpecError
+from ..memory import kind_of
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -78,7 +79,8 @@ def _text(value: Any, where: str, name: str, *, required: bool = False) -> str:
         return ""
     numbers = () if required else (int, float)
     if isinstance(value, bool) or not isinstance(value, (str, *numbers)):
-        raise DatasetError(f"{where}: field '{name}' must be text, got {_kind(value)}")
+        raise DatasetError(f"{where}: field '{name}' must be text, got "
+                           f"{kind_of(value, number_names=True)}")
     text = value.strip() if isinstance(value, str) else str(value)
     if required and not text:
         raise DatasetError(f"{where}: no '{name}'")
@@ -102,14 +104,6 @@ def _texts(value: Any, where: str, name: str) -> list[str]:
                            f"{MAX_LIST:,}")
     return [t for i, v in enumerate(items) if v is not None
             and (t := _text(v, where, f"{name}[{i}]" if isinstance(value, list) else name))]
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, dict):
-        return "an object"
-    return "a list" if isinstance(value, list) else type(value).__name__
 
 
 def _clean(obj: dict[str, Any], where: str, n: int) -> dict[str, Any]:
@@ -171,7 +165,8 @@ def _json_line(p: Path, n: int, line: str | bytes) -> dict[str, Any] | None:
         raise DatasetError(f"{p}:{n}: {err.detail} [{err.code}]"
                            + (f" (field '{err.field}')" if err.field else "")) from None
     if not isinstance(obj, dict):
-        raise DatasetError(f"{p}:{n}: each line must be a JSON object, got {_kind(obj)}")
+        raise DatasetError(f"{p}:{n}: each line must be a JSON object, got "
+                           f"{kind_of(obj, number_names=True)}")
     return obj
 
 

@@ -87,6 +87,22 @@ def test_an_edit_whose_type_does_not_fit_is_refused(key, value, fragment):
     assert fragment in str(e.value)
 
 
+@pytest.mark.parametrize("changes,fragment", [
+    ({"documents": "abc"}, "cannot set 'documents' to abc: documents must be a list, got text"),
+    ({"drafts": ["ok", 3]}, "cannot set 'drafts'"),
+    ({"visits": {}}, "'visits' is not a working-memory key"),
+])
+def test_a_fork_whose_memory_edit_does_not_fit_is_refused(ws: Workspace, changes, fragment):
+    """A fork checks its memory changes as a debugger's edit is checked (flowkit.memory_edit
+    .check_value): refused with the key named, before anything runs."""
+    parent = ws.run(SHAPES["linear"], Q, "test")
+    runs = len(ws.store.list_runs())
+    with pytest.raises(EditError) as e:
+        ws.fork(parent.run_id, 1, memory_changes=changes)
+    assert fragment in str(e.value)
+    assert len(ws.store.list_runs()) == runs
+
+
 def test_refusals_name_the_run_and_leave_it_paused(ws: Workspace):
     dbg = Debugger(ws)
     end = dbg.start(SHAPES["linear"], Q, "test", ["gen"])

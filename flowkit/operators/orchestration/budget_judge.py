@@ -17,8 +17,7 @@ def budget_shares(usage: Mapping[str, float], limits: Limits | None) -> dict[str
     ctx.usage counter against its Limits field."""
     if limits is None:
         return {}
-    allowed_by = {"steps": limits.max_steps, "llm_calls": limits.max_llm_calls,
-                  "tokens": limits.max_tokens, "elapsed_s": limits.timeout_s}
+    allowed_by: dict[str, float] = {**limits.caps(), "elapsed_s": limits.timeout_s}
     return {counter: round(float(usage[counter]) / float(allowed), 4)
             for counter, allowed in allowed_by.items() if allowed and counter in usage}
 
