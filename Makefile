@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export FLOWKIT_HOME ?= $(CURDIR)/.flowkit
 
-.PHONY: install run test test-fast lint bench browser servers canvas clean phoenix
+.PHONY: install run test test-fast lint bench browser servers canvas clean phoenix manual
 
 # The editor's canvas (studio/canvas_ui): React Flow, built with Node.js and npm from the lock file.
 CANVAS := studio/canvas_ui/frontend
@@ -40,6 +40,11 @@ install: $(STAMP) canvas
 # Debian's Chromium for the browser tests (Playwright cannot download browsers here).
 browser:
 	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+
+# SQLite's documentation (Debian's sqlite3-doc, HTML under /usr/share/doc/sqlite3): the real manual
+# bench/documents.py prints to PDF with Chromium and ingests.
+manual:
+	@test -f /usr/share/doc/sqlite3/datatype3.html || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sqlite3-doc >/dev/null)
 
 # Debian's PostgreSQL for the server-engine tests (each test run starts a throwaway cluster).
 servers:
@@ -81,7 +86,7 @@ test: install browser servers phoenix lint
 test-fast: install phoenix
 	$(BIN)/python -m pytest -q -m "not real and not e2e"
 
-bench: install browser servers
+bench: install browser servers manual
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/ui.py
 	$(BIN)/python bench/scale.py

@@ -36,11 +36,21 @@ CHANGING = "changing"
 
 @dataclass
 class Chunk:
-    """A unit of retrieval: text plus metadata (doc_id, title, position, source, user fields)."""
+    """A unit of retrieval: text plus metadata (doc_id, title, position, source, user fields).
+
+    `context` (optional) is what the embedder reads before the text, a contextual header such
+    as "SQLite Datatypes > 3.1 Determination Of Column Affinity": a passage that says "the
+    following rules" is found by what its section is about. It is not stored or shown; the text
+    a reader model sees is `text` alone."""
 
     id: str
     text: str
     meta: dict[str, Any] = field(default_factory=dict)
+    context: str = ""
+
+    def embedded_text(self) -> str:
+        """What the embedder reads: the context line, then the text."""
+        return f"{self.context}\n{self.text}" if self.context else self.text
 
 
 def check_name(name: str) -> str:
@@ -160,7 +170,7 @@ class KnowledgeBase:
             done = 0
             for i in range(0, len(chunks), batch):
                 part = chunks[i:i + batch]
-                vecs = self.embedder.embed([c.text for c in part])
+                vecs = self.embedder.embed([c.embedded_text() for c in part])
                 metas = [_clean_meta(c.meta) for c in part]
                 self.store.upsert(self.name, [c.id for c in part], vecs, [c.text for c in part], metas)
                 done += len(part)

@@ -196,3 +196,15 @@ def test_new_knowledge_bases_default_to_the_structure_chunker(tmp_path: Path) ->
     assert res.kb("notes").meta()["chunker"] == DEFAULT_CHUNKER
     ingest_unless_ready(res, SAMPLE_KB, [SAMPLE_DIR / "articles.jsonl"])
     assert res.kb(SAMPLE_KB).meta()["chunker"] == CORPUS_CHUNKER
+
+
+def test_the_embedder_reads_the_section_path_the_text_stays_the_documents() -> None:
+    chunks = chunks_of(guide(), max_words=60, min_words=10, table_words=30)
+    table = next(c for c in chunks if c.meta["kind"] == "table")
+    assert table.context == "Guide > Install > Tables"
+    assert table.embedded_text() == f"Guide > Install > Tables\n{table.text}"
+    assert not table.text.startswith("Guide")                      # shown text unchanged
+    assert max(len(c.text.split()) for c in chunks if c.meta["kind"] == "table") <= 30 or \
+        all(len(c.text.split("\n")) == 3 for c in chunks if c.meta["kind"] == "table")
+    plain = chunks_of(guide(), max_words=60, min_words=10, context_header=False)
+    assert {c.context for c in plain} == {""}

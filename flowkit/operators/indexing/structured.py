@@ -101,8 +101,11 @@ def merge_small(pieces: list[Piece], min_words: int, max_words: int) -> list[Pie
     return out
 
 
-def section_pieces(blocks: tuple[Block, ...], max_words: int, min_words: int) -> list[Piece]:
-    """The pieces of one section's blocks (steps 1-3 of the module docstring)."""
+def section_pieces(blocks: tuple[Block, ...], max_words: int, min_words: int,
+                   table_words: int | None = None) -> list[Piece]:
+    """The pieces of one section's blocks (steps 1-3 of the module docstring); a table's chunks
+    hold at most `table_words` (default `max_words`)."""
+    table_words = table_words or max_words
     out: list[Piece] = []
     texts: list[str] = []
     pages: set[int] = set()
@@ -124,7 +127,7 @@ def section_pieces(blocks: tuple[Block, ...], max_words: int, min_words: int) ->
                 flush()
             else:
                 flush()
-                out.extend(table_pieces(block.table, frozenset(block.pages), max_words))
+                out.extend(table_pieces(block.table, frozenset(block.pages), table_words))
             continue
         for part in cut_long(flat, max_words):
             if texts and sum(map(_words, texts)) + _words(part) > max_words:
@@ -143,6 +146,12 @@ def chunk_title(doc: Document, section: Section | None) -> str:
     return doc.title
 
 
+def chunk_context(doc: Document, section: Section | None) -> str:
+    """The line embedded before a chunk's text: 'document title > the whole heading path'."""
+    path = [h for h in (section.path if section is not None else ()) if h != doc.title]
+    return PATH_SEP.join([doc.title, *path] if doc.title else path)
+
+
 @operator("indexing.chunk_structure")
 class StructureChunker(Chunker["StructureChunker.Params"]):
     """Structure-aware chunking: keeps a section's text together up to `max_words`, never cuts a
@@ -159,6 +168,12 @@ class StructureChunker(Chunker["StructureChunker.Params"]):
         min_words: int = Field(40, ge=0, le=2000,
                                description="A piece of a section shorter than this joins its "
                                            "neighbour in the same section when both fit")
+        table_words: int | None = Field(None, ge=10, le=4000,
+                                        description="Most words in a chunk of a table's rows (its "
+                                                    "caption and header repeated in each); empty: "
+                                                    "max_words")
+        context_header: bool = Field(True, description="Embed each chunk with its document and "
+                                     "section path before its text (the text shown is unchanged)")
 
         @model_validator(mode="after")
         def _min_below_max(self) -> StructureChunker.Params:
@@ -178,7 +193,7 @@ class StructureChunker(Chunker["StructureChunker.Params"]):
         """Every piece of a document, in reading order, each knowing its section."""
         p = self.params
         return [Piece(x.text, x.kind, x.pages, s) for s in doc.sections
-                for x in section_pieces(s.blocks, p.max_words, p.min_words)]
+                for x in section_pieces(s.blocks, p.max_words, p.min_words, p.table_words)]
 
     def chunk(self, documents: list[dict[str, Any]]) -> list[Chunk]:
         """Chunks for ingest: ids '<doc id>#<n>', the record's fields (never its typed
@@ -198,5 +213,7 @@ class StructureChunker(Chunker["StructureChunker.Params"]):
                         "section_id": section.id if section is not None else "",
                         "page_start": min(piece.pages, default=0),
                         "page_end": max(piece.pages, default=0), "kind": piece.kind}
-                out.append(Chunk(id=f"{doc_id}#{i}", text=piece.text, meta=meta))
+                out.append(Chunk(id=f"{doc_id}#{i}", text=piece.text, meta=meta,
+                                 context=chunk_context(doc, section)
+                                 if self.params.context_header else ""))
         return out
