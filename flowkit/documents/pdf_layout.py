@@ -157,13 +157,26 @@ def lines_of(words: Iterable[dict[str, Any]], page: int) -> list[Line]:
     return lines
 
 
+_WRAPPED_HYPHEN = re.compile(r"(?<=\w)-\s*\n\s*(?=\w)")
+
+
+def cell_text(text: str | None) -> str:
+    """A cell's text on one line: a line ending in a hyphen runs on into the next without a space
+    ("MS-" + "SQL" -> "MS-SQL"), other line breaks become spaces."""
+    return clean(_WRAPPED_HYPHEN.sub("-", text or ""))
+
+
 def table_rows(raw: Sequence[Sequence[str | None]]) -> list[list[str]]:
-    """pdfplumber's extracted cells cleaned: None -> "", newlines joined with a space, empty rows
-    dropped, every row padded to the widest row (the header included)."""
-    rows = [[clean(c or "") for c in r] for r in raw]
+    """pdfplumber's extracted cells cleaned (`cell_text`), empty rows dropped, every row padded
+    to the widest row (the header included), and columns empty in every row dropped: the ruling
+    lines of a cell merged across columns make pdfplumber see spacer columns, which a page's part
+    of a table may have and the next page's not."""
+    rows = [[cell_text(c) for c in r] for r in raw]
     rows = [r for r in rows if any(r)]
     width = max((len(r) for r in rows), default=0)
-    return [r + [""] * (width - len(r)) for r in rows]
+    rows = [r + [""] * (width - len(r)) for r in rows]
+    keep = [j for j in range(width) if any(r[j] for r in rows)]
+    return [[r[j] for j in keep] for r in rows]
 
 
 def outside(words: list[dict[str, Any]],

@@ -231,3 +231,12 @@ def test_a_row_cut_by_a_page_break_is_joined() -> None:
     assert table.table is not None and table.pages == (4, 5)
     assert table.table.rows == (("INT", "INTEGER", "1"), ("NUMERIC DECIMAL DATE DATETIME", "NUMERIC", "5"),
                                 ("TEXT", "TEXT", "2"))
+
+
+def test_cells_wrapped_at_a_hyphen_and_spacer_columns() -> None:
+    """A header cell wrapped after a hyphen ('MS-' / 'SQL', as Chromium prints SQLite's null
+    table) is one word again; a column empty in every row (the ruling of a merged cell) goes."""
+    from flowkit.documents.pdf_layout import cell_text, table_rows
+    assert cell_text("MS-\nSQL") == "MS-SQL" and cell_text("two\nlines") == "two lines"
+    assert table_rows([["", "A", None, "B"], ["k", "1", "", "2"], [None, None, None, None]]) == \
+        [["", "A", "B"], ["k", "1", "2"]]
