@@ -100,7 +100,8 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     """The `dataset generate` options (on the `dataset` parser, beside import and list)."""
     s.add_argument("--n", type=int, default=None, help="generate: questions to keep")
     s.add_argument("--kinds", default=",".join(KINDS),
-                   help="generate: comma-separated kinds (single, bridge, comparison)")
+                   help=f"generate: comma-separated kinds ({', '.join(KINDS)}; table and manual "
+                   "ask a manual's table rows and its defaults, limits and commands)")
     s.add_argument("--seed", type=int, default=0, help="generate: the seed (same seed, same set)")
     s.add_argument("--model", default="", help="generate: the model that reads and checks "
                    "('default', a packaged id or a .gguf path)")
