@@ -68,7 +68,7 @@ def form(ws: Workspace, jobs: JobManager, kb: str) -> None:
     if not K.QGEN_SEED.held():
         K.QGEN_SEED.set(0)
     n_col, kinds_col, seed_col = st.columns([1, 3, 1])
-    n = n_col.number_input("How many questions", step=1, key=K.QGEN_N, min_value=1,
+    n = n_col.number_input("How many questions", step=1, key=K.QGEN_N,
                            max_value=MAX_QUESTIONS,
                            help="Questions to keep; fewer when the candidates run out")
     kinds = kinds_col.multiselect("Kinds", list(KINDS), key=K.QGEN_KINDS,
