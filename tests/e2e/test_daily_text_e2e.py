@@ -181,7 +181,7 @@ def test_uploaders_state_the_real_limits(studio: tuple[str, dict[str, str]],
     assert re.search(r"(?<!\d)2 ?MB per file", flow), flow   # flowkit.spec: 2,000,000 bytes
     page.screenshot(path=str(ARTIFACTS / "daily_flows_uploader_1366.png"), full_page=True)
     open_page(page, url, "/knowledge?kb=sample", "Add files")
-    files = uploader_text(page, "Files (.txt")
+    files = uploader_text(page, "Files: .pdf")
     assert re.search(r"(?<!\d)200 ?MB per file", files), files   # server.maxUploadSize
 
 
