@@ -264,7 +264,7 @@ def test_new_kb_is_the_ingest_target_and_counts_add_up(studio: Any, browser: Any
     url, data_dir, _, _ = studio
     page = new_page(browser)
     page.goto(f"{url}/knowledge")
-    page.get_by_text("New knowledge base").wait_for()
+    page.get_by_text("New knowledge base", exact=True).wait_for()
     page.get_by_label("Name", exact=True).fill("pier_docs")   # not "Question set name"
     create = page.get_by_role("button", name="Create")
     retrying(create.click, lambda: visible(page.get_by_text("Created 'pier_docs'")), "created")
@@ -286,7 +286,7 @@ def test_new_kb_is_the_ingest_target_and_counts_add_up(studio: Any, browser: Any
         eventually(lambda m=metas, n=i: json.loads(m[0].read_text()).get("documents") == n,
                    what=f"{i} document(s) counted")
         page.goto(f"{url}/knowledge?kb=pier_docs")
-        page.get_by_text("New knowledge base").wait_for()
+        page.get_by_text("New knowledge base", exact=True).wait_for()
     shot(page, "ux_kb.png")
     page.context.close()
 
