@@ -281,6 +281,23 @@ def gpu_layers(requested: int | None) -> int:
     return int(device.plan(LLMSettings(n_gpu_layers=requested), None).settings.n_gpu_layers or 0)
 
 
+def whole_prompts(llama: Any) -> None:
+    """Make `llama` evaluate every prompt whole, as a fresh call does (the GUIDE's determinism
+    rule). llama-cpp-python's `generate` reuses the KV cache of the prompt before it: a repeated
+    prompt has its last token evaluated again alone (a batch of 1; llama-cpp-python 0.3.36), whose
+    logits differ from the whole prompt's in batches, so the same request gave other logprobs
+    (0.147 apart here) and could give another greedy answer than the embedded worker. Forgetting
+    the evaluated tokens before a fresh (`reset=True`) call makes it evaluate the whole prompt."""
+    generate = llama.generate
+
+    def fresh(tokens: Any, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("reset", True):
+            llama.n_tokens = 0
+        return generate(tokens, *args, **kwargs)
+
+    llama.generate = fresh
+
+
 def create_app(settings: ServeSettings) -> tuple[Any, amx.Decision]:
     """The server application with its model loaded (through `load_gguf`), and the AMX decision."""
     try:
@@ -303,6 +320,7 @@ def create_app(settings: ServeSettings) -> tuple[Any, amx.Decision]:
         def load_llama_from_model_settings(model: ModelSettings) -> Any:
             llama, decision = load_gguf(model.model, settings.extra_bufts,
                                         lambda: library_load(model))
+            whole_prompts(llama)
             decided.append(decision)
             loaded.append(llama)
             return llama
