@@ -28,6 +28,7 @@ ALLOWED_FLOWKIT: dict[str, set[str] | None] = {
     "flowkit.names": None, "flowkit.memory": None, "flowkit.memory_edit": None, "flowkit.contract": None,
     "flowkit.nodes": {"FINISH"},
     "flowkit.eval": {"report"}, "flowkit.eval.report": None, "flowkit.eval.metrics": None,
+    "flowkit.eval.formatting": None, "flowkit.eval.exports": None,
     "flowkit.eval.datasets": None, "flowkit.eval.runner": {"EvalPlan", "FlowEntry"},
     "flowkit.eval.questiongen.generate": {"Request", "Progress", "MAX_QUESTIONS"},
     "flowkit.eval.questiongen.candidates": {"KINDS"}, "flowkit.eval.questiongen.checks": {"REASONS"},

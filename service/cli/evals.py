@@ -142,7 +142,7 @@ def _print_table(title: str, rows: list[list[str]]) -> None:
 
 
 def print_report(rep: Any) -> None:
-    from flowkit.eval.report import delta_rows, steadiness_line, summary_rows, type_rows
+    from flowkit.eval.formatting import delta_rows, steadiness_line, summary_rows, type_rows
     _print_table(f"evaluation {rep.eval_id}: {rep.dataset} on '{rep.kb}' "
                  f"(EM/F1/Acc/{rep.recall_title} in %)", summary_rows(rep))
     if steadiness_line(rep):
@@ -162,7 +162,7 @@ def output_files(args: argparse.Namespace) -> list[Path]:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from flowkit.eval import report as report_mod
+    from flowkit.eval.exports import write
     from flowkit.eval.runner import evaluation_report
     files = output_files(args)
     graders = parse_graders(args.judge) if args.judge else []
@@ -187,7 +187,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         out = grade(ws, plan.eval_id, graders, model=args.judge_model)
         common.err.print(out.line())
     rep = with_judges(ws, evaluation_report(repo, plan, args.baseline, k))
-    written = [report_mod.write(rep, path) for path in files]    # before anything is printed
+    written = [write(rep, path) for path in files]    # before anything is printed
     print_report(rep)
     for path in written:
         common.out.print(f"wrote {path}")

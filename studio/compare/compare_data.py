@@ -9,8 +9,9 @@ from typing import Any
 
 from flowkit.errors import FlowkitError
 from flowkit.eval.datasets import Dataset
+from flowkit.eval.formatting import fmt, fmt_delta
 from flowkit.eval.metrics import METRICS, QuestionResult
-from flowkit.eval.report import EvalReport, fmt, fmt_delta
+from flowkit.eval.report import EvalReport
 from flowkit.eval.runner import EvalPlan
 from flowkit.trace import StepEvent
 from service import runs

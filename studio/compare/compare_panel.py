@@ -14,9 +14,10 @@ from collections.abc import Callable
 import streamlit as st
 
 from flowkit.errors import FlowkitError
-from flowkit.eval import report as report_mod
 from flowkit.eval.datasets import Dataset, from_path, known_sets, resolve
-from flowkit.eval.report import EvalReport, steadiness_line
+from flowkit.eval.exports import to_csv, to_html, to_json, to_markdown
+from flowkit.eval.formatting import steadiness_line
+from flowkit.eval.report import EvalReport
 from flowkit.eval.runner import EvalPlan
 from service import grading, passage_labels
 from service.evaluations import EvalRepo
@@ -255,8 +256,7 @@ def downloads(rep: EvalReport) -> None:
                                               ("Report (Markdown)", "md", "text/markdown"),
                                               ("Results (CSV)", "csv", "text/csv"),
                                               ("Everything (JSON)", "json", "application/json")]):
-        writer = {"html": report_mod.to_html, "md": report_mod.to_markdown,
-                  "csv": report_mod.to_csv, "json": report_mod.to_json}[ext]
+        writer = {"html": to_html, "md": to_markdown, "csv": to_csv, "json": to_json}[ext]
         col.download_button(label, writer(rep), file_name=f"eval-{rep.eval_id}.{ext}", mime=mime,
                             key=K.DOWNLOAD.item(ext))
 

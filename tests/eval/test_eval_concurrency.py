@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from flowkit.errors import FlowkitError
 from flowkit.eval.datasets import from_path
-from flowkit.eval.report import to_markdown
+from flowkit.eval.exports import to_markdown
 from flowkit.eval.runner import (
     collect_results,
     evaluation_report,

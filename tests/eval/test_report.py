@@ -10,20 +10,11 @@ import re
 import pytest
 
 from flowkit.errors import FlowkitError
-from flowkit.eval import report
+from flowkit.eval.charts import bar_svg, charts
+from flowkit.eval.exports import to_csv, to_html, to_json, to_markdown, write
+from flowkit.eval.formatting import delta_rows, steadiness_line, summary_rows, type_rows
 from flowkit.eval.metrics import QuestionResult
-from flowkit.eval.report import (
-    build_report,
-    charts,
-    delta_rows,
-    summary_rows,
-    to_csv,
-    to_html,
-    to_json,
-    to_markdown,
-    type_rows,
-    write,
-)
+from flowkit.eval.report import build_report
 
 
 def _res(flow, qid, em, tokens, typ, pred, recall=None):
@@ -120,7 +111,6 @@ def test_exports_carry_no_float_noise(noisy):
 
 
 def test_bar_labels_stay_readable_without_a_metric():
-    from flowkit.eval.report import bar_svg
     svg = bar_svg("t", ["a", "b"], [1234.5, 0.123456])
     assert ">1,234<" in svg or ">1,235<" in svg
     assert ">0.123<" in svg and "e+03" not in svg
@@ -137,20 +127,20 @@ def test_ranking_steadiness_in_every_export(tmp_path):
     # three flows far apart: every half of the questions orders them the same way
     apart = build_report(_flows({f: [float(rng.random() < p) for _ in range(40)]
                                  for f, p in (("a", 0.9), ("b", 0.5), ("c", 0.1))}))
-    line = report.steadiness_line(apart)
+    line = steadiness_line(apart)
     assert "Kendall's tau" in line and ": steady." in line
     assert apart.to_dict()["ranking_steadiness"]["median"] >= 0.8
-    assert line in report.to_markdown(apart) and html_escape(line) in report.to_html(apart)
+    assert line in to_markdown(apart) and html_escape(line) in to_html(apart)
     # three flows of one skill: the order does not hold, and the line says so
     same = build_report(_flows({f: [float(rng.random() < 0.5) for _ in range(40)] for f in "xyz"}))
-    assert "not steady" in report.steadiness_line(same)
+    assert "not steady" in steadiness_line(same)
 
 
 def test_no_steadiness_for_two_flows_or_few_questions(rep):
-    assert rep.steadiness == [] and report.steadiness_line(rep) == ""
+    assert rep.steadiness == [] and steadiness_line(rep) == ""
     assert rep.to_dict()["ranking_steadiness"] is None
     few = build_report(_flows({f: [1.0, 0.0, 1.0] for f in "abc"}))
-    assert report.steadiness_line(few) == ""
+    assert steadiness_line(few) == ""
 
 
 def html_escape(text: str) -> str:

