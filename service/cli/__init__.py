@@ -2,7 +2,7 @@
 
 One module a concern, each adding its subcommands with `register(sub)`:
 kb (ingest, setup, kb), runs (run, trace), flows (flows, operators, templates, validate, export),
-evals (eval, evals, dataset), grade (judge, label: model judges on an evaluation), judge
+evals (eval, evals, dataset), judge (judge, label: model judges on an evaluation), train_judge
 (train-judge), cache (cache stats, cache clear),
 serve (serve-model, doctor), debug (debug, resume: paused runs; `run --break`), search (search: flow search). `common` holds
 the consoles and the one workspace factory, `common.open_workspace`.
@@ -21,7 +21,7 @@ from typing import NoReturn
 
 from flowkit.errors import FlowkitError, ValidationError
 
-from . import cache, common, debug, evals, flows, grade, judge, kb, runs, search, serve
+from . import cache, common, debug, evals, flows, judge, kb, runs, search, serve, train_judge
 
 __all__ = ["build_parser", "main"]
 
@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", default=None, help="where SQLite, Chroma and BM25 live "
                    "(default: $FLOWKIT_HOME or ~/.flowkit)")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for module in (kb, runs, flows, evals, grade, judge, cache, serve, debug, search):
+    for module in (kb, runs, flows, evals, judge, train_judge, cache, serve, debug, search):
         module.register(sub)
     return p
 

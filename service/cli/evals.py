@@ -24,7 +24,7 @@ from flowkit.names import check_new_name
 from service.evaluations import eval_repo
 
 from . import common, models, questiongen, telemetry
-from . import grade as grade_cli
+from . import judge as judge_cli
 
 
 def cmd_dataset(args: argparse.Namespace) -> int:
@@ -192,7 +192,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     for path in written:
         common.out.print(f"wrote {path}")
     if graders:
-        grade_cli.print_scores(ws, plan.eval_id, graders, args.judge_model)
+        judge_cli.print_scores(ws, plan.eval_id, graders, args.judge_model)
     return 0
 
 
@@ -301,7 +301,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="recall@k cut-off (0: every retrieved passage)")
     s.add_argument("--name", help="a title for the evaluation")
     s.add_argument("--no-cache", action="store_true", help=common.NO_CACHE_HELP)
-    grade_cli.add_judge_options(s)
+    judge_cli.add_judge_options(s)
     add_worker_args(s)
     add_concurrency_arg(s)
     s.set_defaults(fn=cmd_eval)

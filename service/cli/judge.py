@@ -1,143 +1,147 @@
-"""`flowkit train-judge`: train the early-stop chain's sufficiency classifier from our own runs.
+"""`flowkit judge` and `flowkit label`: graders on a stored evaluation, and people's labels.
 
-    flowkit train-judge --dataset hotpotqa_dev_500_ircotfmt --kb hotpot [--skip 100] [--limit 60]
-                        [--train-frac 0.7] [--match acc|em] [--out judges/sufficiency.json]
+    flowkit judge EVAL_ID --judge correctness,groundedness [--judge-model M] [--json]
+    flowkit label EVAL_ID --flow F --question QID --metric correctness --value 1|0|clear
+    flowkit label EVAL_ID --question QID --passage DOC_ID --value 1|0|clear   (context relevance)
+    flowkit eval ... --judge correctness [--judge-model M]   (grades after the runs)
 
-The fixed-length chain (template corag_fixed, or --flow) runs on each question; every prefix of
-its chain is labelled by whether a final answer written from it matches the gold answer; a
-logistic regression over the embedder's vectors is trained on part of the questions and scored
-on the rest. The weights go to JSON; the classifier judge reads them (params.model_path).
+A grader reads each finished run's stored trace (no flow call runs again); its calls go through
+the completion cache and are counted apart from the flows' cost. Scores print as the PPI estimate
+with its 95% interval where answers are labelled, else as the raw grader mean marked uncorrected.
+(`flowkit train-judge` is another thing: it trains the sufficiency classifier a flow uses.)
 """
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-from typing import Any
+import json
+import math
+
+from rich.table import Table
 
 from flowkit.errors import FlowkitError
-from service.evaluations import eval_repo
+from flowkit.eval.graders import GRADERS, parse_graders
 
 from . import common
 
-DEFAULT_OUT = "judges/sufficiency.json"
+
+def _pct(x: float) -> str:
+    return "-" if x is None or math.isnan(x) else f"{100 * x:.1f}"
 
 
-def cmd_train_judge(args: argparse.Namespace) -> int:
-    from flowkit.eval.datasets import resolve
-    from flowkit.eval.metrics import accuracy, exact_match
-    from flowkit.eval.runner import resolve_flows
-    from flowkit.eval.train_judge import train_judge
+def print_scores(ws: object, eval_id: str, graders: list[str], model: str,
+                 as_json: bool = False) -> None:
+    from service.grading import scores
+    reports = [scores(ws, eval_id, g, model) for g in graders]  # type: ignore[arg-type]
+    if as_json:
+        common.out.print_json(json.dumps([r.to_dict() for r in reports]))
+        return
+    for r in reports:
+        table = Table(title=f"judge '{r.grader}' on {r.model} (evaluation {r.eval_id})")
+        for col in ("flow", "score", "95% interval", "labels", "vs baseline"):
+            table.add_column(col, overflow="fold")
+        for f in r.flows:
+            kind = "PPI" if f.corrected else "uncorrected"
+            vs = (f"{_pct(f.vs_baseline.mean)} [{_pct(f.vs_baseline.low)}, "
+                  f"{_pct(f.vs_baseline.high)}]" if f.vs_baseline else "baseline")
+            table.add_row(f.flow, f"{_pct(f.estimate.mean)} ({kind})",
+                          f"[{_pct(f.estimate.low)}, {_pct(f.estimate.high)}]",
+                          str(f.labels), vs)
+        common.out.print(table)
 
-    if not args.examples and not args.kb:
-        raise FlowkitError("train-judge needs --kb (the knowledge base the chains retrieve "
-                           "from), or --examples FILE to refit without running anything")
-    if not 0.0 < args.train_frac < 1.0:
-        raise FlowkitError(f"--train-frac must be between 0 and 1; got {args.train_frac}")
-    if args.skip < 0:
-        raise FlowkitError(f"--skip must be 0 or more; got {args.skip}")
-    if args.limit is not None and args.limit < 2:
-        raise FlowkitError(f"--limit must be at least 2 (some to train on, some to test); "
-                           f"got {args.limit}")
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    from service.grading import grade
+    graders = parse_graders(args.judge)
     ws = common.open_workspace(args)
-    if args.examples:
-        return _refit(ws, args, common.out)
-    repo = eval_repo(ws)
-    ds = resolve(repo, args.dataset)
-    if args.ingest:
-        common.ingest_corpus(ws, ds, args.kb)
     try:
-        ws.resources.kb(args.kb).require_ready()
-    except FlowkitError as e:
-        raise FlowkitError(f"{e} (or add --ingest to ingest the dataset's corpus)") from e
-    questions = [q for q in ds.questions if q.get("answers")]
-    questions = questions[args.skip:]
-    if args.limit:
-        questions = questions[: args.limit]
-    if len(questions) < 2:
-        raise FlowkitError(f"dataset '{ds.name}' has fewer than 2 questions with gold answers")
-    flow = resolve_flows(ws, [args.flow])[0]
-    spec = flow.spec
-    match = exact_match if args.match == "em" else accuracy
-    out_path = _out_path(ws, args.out)
-    with common.progress_bar("train-judge") as prog:
-        task = prog.add_task(f"chains of '{spec.name}' on {len(questions)} questions",
-                             total=len(questions))
-        report = train_judge(ws, spec, questions, args.kb, str(out_path),
-                             lambda pred, golds: bool(match(pred, golds)),
-                             train_frac=args.train_frac, seed=args.seed,
-                             progress=lambda d, t: prog.update(task, completed=d, total=t),
-                             reuse_runs=not args.fresh)
-    _print(report, common.out)
-    common.err.print(common.styled("[dim]select it in the classifier judge: params.model_path = "
-                                   "{}[/dim]", out_path))
+        with common.progress_bar("judge") as prog:
+            task = prog.add_task("graded", total=None)
+            out = grade(ws, args.eval_id, graders, model=args.judge_model,
+                        on_progress=lambda i, n: prog.update(task, completed=i, total=n))
+        common.err.print(out.line())
+        print_scores(ws, args.eval_id, graders, args.judge_model, args.json)
+    finally:
+        ws.close()
     return 0
 
 
-def _out_path(ws: Any, out: str) -> Path:
-    path = Path(out).expanduser()
-    return path if path.is_absolute() else ws.data_dir / path
+PASSAGE_VALUES: dict[str, float | None] = {"1": 1.0, "0": 0.0, "relevant": 1.0,
+                                           "irrelevant": 0.0, "clear": None}
 
 
-def _refit(ws: Any, args: argparse.Namespace, out: Any) -> int:
-    from flowkit.eval.train_judge import refit
-    src = Path(args.examples).expanduser()
-    if not src.is_file():
-        raise FlowkitError(f"--examples: no file {src}")
+def label_passage(args: argparse.Namespace) -> int:
+    """`flowkit label EVAL --question Q --passage ID --value 1|0|clear`: one passage an answering
+    node read, relevant or not to the question (the context-relevance judge's truth)."""
+    from service.passage_labels import set_passage_label
+    if args.value not in PASSAGE_VALUES:
+        raise FlowkitError(f"--value: use 1 (relevant), 0 (irrelevant) or clear for a passage; "
+                           f"got '{args.value}'")
+    if args.flow:
+        raise FlowkitError("--flow: a passage label belongs to the question and the passage "
+                           "(every flow that read it); leave --flow out with --passage")
+    ws = common.open_workspace(args)
     try:
-        report = refit(ws, src, str(_out_path(ws, args.out)))
-    except ValueError as err:
-        raise FlowkitError(f"--examples: {err}") from err
-    _print(report, out)
+        set_passage_label(ws, args.eval_id, args.question, args.passage,
+                          PASSAGE_VALUES[args.value])
+        common.out.print(f"passage label {args.value} on {args.passage} / {args.question}")
+    finally:
+        ws.close()
     return 0
 
 
-def _print(report: dict[str, Any], out: Any) -> None:
-    out.print(f"examples: {report['train_examples']} train ({report['train_positive']} sufficient), "
-              f"{report['test_examples']} held out")
-    cv = ", ".join(f"{k}: {v:.3f}" for k, v in report["cv"].items())
-    out.print(f"L2 {report['l2']} picked by grouped cross-validation (balanced accuracy {cv})")
-    out.print(f"train accuracy: {report['train_accuracy']:.3f}")
-    if "test_accuracy" in report:
-        out.print(f"held-out accuracy: {report['test_accuracy']:.3f}, balanced "
-                  f"{report['test_balanced_accuracy']:.3f} (majority-class baseline "
-                  f"{report['majority_baseline']:.3f}; {report['test_positive']} of "
-                  f"{report['test_examples']} sufficient)")
-    else:
-        out.print("held-out accuracy: no held-out examples (use more questions)")
-    for split in ("train", "test"):
-        sim = report.get(f"{split}_stop")
-        if sim:
-            name = "training (out-of-fold)" if split == "train" else "held-out"
-            out.print(f"early stop at p >= {report['stop_threshold']:.3f} replayed on the "
-                      f"{name} chains: mean length {sim['chain_length']:.2f} of "
-                      f"{sim['full_chain_length']:.2f}, right {sim['accuracy']:.3f} vs "
-                      f"{sim['full_accuracy']:.3f} for the full chain")
-    out.print(f"wrote {report['path']} (examples: {report['examples_path']})")
+def cmd_label(args: argparse.Namespace) -> int:
+    from service.evaluations import stored_plan
+    from service.grading import grade_repo
+    if args.passage:
+        return label_passage(args)
+    if not args.flow:
+        raise FlowkitError("--flow: which flow's answer to label (or --passage ID to label a "
+                           "passage the answers read)")
+    if args.metric not in GRADERS:
+        raise FlowkitError(f"--metric: unknown '{args.metric}'; use {', '.join(GRADERS)}")
+    value = {"1": 1.0, "0": 0.0, "right": 1.0, "wrong": 0.0, "clear": None}.get(args.value, -1.0)
+    if value is not None and value < 0:
+        raise FlowkitError(f"--value: use 1 (right), 0 (wrong) or clear; got '{args.value}'")
+    ws = common.open_workspace(args)
+    try:
+        plan = stored_plan(ws, args.eval_id)
+        if args.flow not in [f.label or f.ref for f in plan.flows]:
+            raise FlowkitError(f"--flow: '{args.flow}' is not a flow of evaluation "
+                               f"{args.eval_id} ({', '.join(f.label or f.ref for f in plan.flows)})")
+        if args.question not in {str(q["id"]) for q in plan.questions}:
+            raise FlowkitError(f"--question: no question '{args.question}' in evaluation "
+                               f"{args.eval_id}")
+        grade_repo(ws).set_label(args.eval_id, args.flow, args.question, args.metric, value)
+        common.out.print(f"label {args.metric}={args.value} on {args.flow} / {args.question}",
+                         )
+    finally:
+        ws.close()
+    return 0
+
+
+def add_judge_options(s: argparse.ArgumentParser, required: bool = False) -> None:
+    """--judge and --judge-model (on `flowkit eval` and `flowkit judge`)."""
+    s.add_argument("--judge", default="", required=required,
+                   help=f"model judges, comma-separated: {', '.join(GRADERS)}")
+    s.add_argument("--judge-model", default="", help="the graders' model ('default', a "
+                   "packaged id or a .gguf path); named wherever a judge score is shown")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add the train-judge subcommand."""
-    s = sub.add_parser("train-judge", help="train the sufficiency classifier of the early-stop "
-                       "chain from runs on a question set")
-    s.add_argument("--dataset", default="hotpotqa_dev_500_ircotfmt",
-                   help="a question set (folder, .jsonl, .csv, a set in ../shared/data, or an "
-                   "imported dataset's name)")
-    s.add_argument("--kb", default="", help="the knowledge base the chains retrieve from")
-    s.add_argument("--flow", default="corag_fixed", help="the fixed-length chain to run")
-    s.add_argument("--limit", type=int, default=60, help="questions to use (train + held out)")
-    s.add_argument("--skip", type=int, default=0, help="leave out the first N questions (keep "
-                   "them for evaluation, e.g. --skip 100 when `flowkit eval --limit 100`)")
-    s.add_argument("--train-frac", type=float, default=0.7, help="share of questions to train on")
-    s.add_argument("--match", choices=["acc", "em"], default="acc",
-                   help="a prefix is Sufficient when its answer contains (acc) or equals (em) a "
-                   "gold answer")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--out", default=DEFAULT_OUT, help="weights file (.json or .npz); relative "
-                   "to the data folder")
-    s.add_argument("--ingest", action="store_true",
-                   help="ingest the dataset's corpus.jsonl into --kb first if it is empty")
-    s.add_argument("--examples", help="refit from an examples file that an earlier training "
-                   "wrote (<out>.examples.jsonl): no runs, no LLM calls")
-    s.add_argument("--fresh", action="store_true", help="run every chain again instead of "
-                   "reusing the chains an earlier train-judge stored for the same questions")
-    s.set_defaults(fn=cmd_train_judge)
+    s = sub.add_parser("judge", help="grade a stored evaluation's answers with model judges "
+                       "(scores corrected by labels where there are some)")
+    s.add_argument("eval_id")
+    add_judge_options(s, required=True)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_judge)
+    s = sub.add_parser("label", help="label one answer of an evaluation right or wrong, or one "
+                       "passage an answer read relevant or not (the truth judges are corrected "
+                       "with)")
+    s.add_argument("eval_id")
+    s.add_argument("--flow", default="", help="the flow whose answer is labelled")
+    s.add_argument("--question", required=True, help="the question id")
+    s.add_argument("--passage", default="", help="a passage id the answers to --question read: "
+                   "label it for context relevance (--value 1, 0 or clear; no --flow)")
+    s.add_argument("--metric", default="correctness", help=", ".join(GRADERS))
+    s.add_argument("--value", required=True, help="1 (right), 0 (wrong) or clear")
+    s.set_defaults(fn=cmd_label)
