@@ -4,14 +4,13 @@ CLI and the studio use).
 `grade` reads each finished run's stored trace and asks the graders (no flow call runs again);
 verdicts are stored per answer, grader and grader model, so grading again resumes (a verdict of an
 older prompt version is made again) and a second grader model is kept beside the first. `scores`
-turns them into what a page shows: per flow the PPI estimate with its 95% interval where people
-labelled answers (for context relevance also the passages they read: service.passage_labels),
-else the raw grader mean marked uncorrected; and paired differences against the baseline the same
-way.
+reads them and people's labels (for context relevance also the passages they read:
+service.passage_labels) and turns them into what a page shows (`flowkit.eval.judge_scores`: per
+flow the PPI estimate with its 95% interval where people labelled answers, else the raw grader
+mean marked uncorrected; and paired differences against the baseline the same way).
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,8 +18,7 @@ from typing import Any
 from flowkit.errors import FlowkitError
 from flowkit.eval.graders import GRADERS, check_names, grader_version
 from flowkit.eval.grading import GradingSession, item_for
-from flowkit.eval.metrics import PairedDiff
-from flowkit.eval.ppi import labels_only, ppi_mean, ppi_paired, uncorrected
+from flowkit.eval.judge_scores import judge_scores
 from flowkit.eval.report import EvalReport, JudgeScore
 from storage.grades import Grade, GradeRepo
 
@@ -169,31 +167,8 @@ def scores(ws: Workspace, eval_id: str, grader: str, model: str = "", *,
     for lab in repo.labels(eval_id, metric=grader):           # an answer's own label wins
         if lab.flow in truth:
             truth[lab.flow][lab.question_id] = lab.value
-    out = JudgedReport(eval_id, grader, label, flows[0] if flows else "")
-    for f in flows:
-        s, t = by_flow[f], truth[f]
-        raw = sum(s.values()) / len(s) if s else math.nan
-        labelled = [(s[q], t[q]) for q in t if q in s]
-        if labelled:
-            est = ppi_mean([v for q, v in s.items() if q not in t], labelled, metric=grader,
-                           flow=f)
-            lo = labels_only([y for _, y in labelled])
-            jf = JudgeScore(f, grader, label, est, True, len(labelled), raw, lo.high - lo.low)
-        else:
-            jf = JudgeScore(f, grader, label, uncorrected(list(s.values()), metric=grader, flow=f),
-                            False, 0, raw)
-        if f != out.baseline and s and by_flow.get(out.baseline):
-            base, tb = by_flow[out.baseline], truth[out.baseline]
-            if any(q in t and q in tb for q in s):
-                jf.vs_baseline = ppi_paired(s, base, t, tb, metric=grader, flow=f,
-                                            baseline=out.baseline)
-                jf.vs_corrected = True
-            else:
-                diffs = [s[q] - base[q] for q in s if q in base]
-                u = uncorrected(diffs, metric=grader, flow=f)
-                jf.vs_baseline = PairedDiff(grader, f, out.baseline, u.n, u.mean, u.low, u.high)
-        out.flows.append(jf)
-    return out
+    return JudgedReport(eval_id, grader, label, flows[0] if flows else "",
+                        judge_scores(flows, by_flow, truth, grader=grader, model=label))
 
 
 # ---- what the Compare page reads and writes ---------------------------------------------------

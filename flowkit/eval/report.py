@@ -25,7 +25,7 @@ from .ranking import half_split_taus
 
 @dataclass
 class JudgeScore:
-    """A model judge's score of one flow (made by `service.grading`, shown by the reports and the
+    """A model judge's score of one flow (made by `judge_scores`, shown by the reports and the
     Compare page): with labels, the prediction-powered estimate and its 95% interval
     (`corrected`), beside the judge's raw mean and the labels-only interval's width; without,
     the judge's raw mean with a bootstrap interval, marked uncorrected. `model` names the judge's

@@ -1,0 +1,59 @@
+"""A model judge's score of each flow from its verdicts and people's labels: what the reports and
+the Compare page show (`report.JudgeScore`). A pure function: the caller reads the verdicts and
+labels from wherever they are stored (`service.grading.scores`).
+
+Per flow, with labels on some of its answers, the prediction-powered estimate of the mean truth
+and its 95% interval (`ppi.ppi_mean` on the judge's scores of the unlabelled answers and the
+(score, label) pairs of the labelled ones; beside it the labels-only interval's width); without
+labels, the judge's raw mean with a bootstrap interval, marked uncorrected (`ppi.uncorrected`).
+Against the baseline (the first flow): where some questions are labelled for both flows, PPI on
+the paired per-question differences (`ppi.ppi_paired`), else the raw paired differences,
+uncorrected.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from .metrics import PairedDiff
+from .ppi import labels_only, ppi_mean, ppi_paired, uncorrected
+from .report import JudgeScore
+
+
+def judge_scores(flows: Sequence[str], scores: Mapping[str, Mapping[str, float]],
+                 labels: Mapping[str, Mapping[str, float]], *, grader: str,
+                 model: str) -> list[JudgeScore]:
+    """One `JudgeScore` per flow of `flows` (the first is the baseline), in that order.
+
+    `scores`: the judge's verdict per flow and question id (0..1); `labels`: people's truth per
+    flow and question id (a flow missing from either has none); `grader` and `model` name the
+    judge and its model on every score."""
+    baseline = flows[0] if flows else ""
+    base, base_truth = scores.get(baseline, {}), labels.get(baseline, {})
+    out = []
+    for f in flows:
+        s, t = scores.get(f, {}), labels.get(f, {})
+        jf = _score(f, s, t, grader, model)
+        if f != baseline and s and base:
+            if any(q in t and q in base_truth for q in s):
+                jf.vs_baseline = ppi_paired(s, base, t, base_truth, metric=grader, flow=f,
+                                            baseline=baseline)
+                jf.vs_corrected = True
+            else:
+                diffs = [s[q] - base[q] for q in s if q in base]
+                u = uncorrected(diffs, metric=grader, flow=f)
+                jf.vs_baseline = PairedDiff(grader, f, baseline, u.n, u.mean, u.low, u.high)
+        out.append(jf)
+    return out
+
+
+def _score(flow: str, s: Mapping[str, float], t: Mapping[str, float], grader: str,
+           model: str) -> JudgeScore:
+    raw = sum(s.values()) / len(s) if s else math.nan
+    labelled = [(s[q], t[q]) for q in t if q in s]
+    if not labelled:
+        return JudgeScore(flow, grader, model, uncorrected(list(s.values()), metric=grader,
+                                                           flow=flow), False, 0, raw)
+    est = ppi_mean([v for q, v in s.items() if q not in t], labelled, metric=grader, flow=flow)
+    alone = labels_only([y for _, y in labelled])
+    return JudgeScore(flow, grader, model, est, True, len(labelled), raw, alone.high - alone.low)
