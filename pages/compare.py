@@ -11,11 +11,10 @@ from __future__ import annotations
 import streamlit as st
 
 from service.evaluations import eval_repo
-from studio.common import tasks
 from studio.common.jobs import get_jobs
 from studio.common.shell import route_through_app
 from studio.common.workspace import get_workspace
-from studio.compare import compare_panel, variant_panel
+from studio.compare import compare_panel, tasks, variant_panel
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 

@@ -12,11 +12,11 @@ from studio.common.jobs import get_jobs
 from studio.common.shell import route_through_app
 from studio.common.state import RunKeys as K
 from studio.common.state import query_select, take_flow
-from studio.common.tasks import RunRefused, submit_run
 from studio.common.workspace import get_workspace
 from studio.run import form_panel, run_panel, runview
 from studio.run.debugging import submit_debug_run
 from studio.run.stream import buffers
+from studio.run.tasks import RunRefused, submit_run
 
 route_through_app()   # a direct URL in a fresh server's first session: go through app.py
 

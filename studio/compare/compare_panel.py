@@ -22,7 +22,7 @@ from flowkit.eval.runner import EvalPlan
 from service import grading, passage_labels
 from service.evaluations import EvalRepo
 from service.workspace import Workspace
-from studio.common import inert, tasks
+from studio.common import inert
 from studio.common import provenance_panel as provenance
 from studio.common.jobs import JobManager
 from studio.common.state import CompareKeys as K
@@ -33,6 +33,7 @@ from studio.compare import (
     generate_link_panel,
     judges_panel,
     passage_labels_panel,
+    tasks,
     variant_panel,
 )
 

@@ -3,7 +3,7 @@ background, show each judge's score per flow (PPI with labels, else uncorrected)
 that judged, and, in the side-by-side view, each answer's verdicts with the judge's words and the
 radios that label it (stored at once; the scores recompute on the same rerun).
 
-The grading job lives in the process (studio.common.tasks.grading_job finds it by evaluation), so
+The grading job lives in the process (studio.compare.tasks.grading_job finds it by evaluation), so
 a refresh shows it again; verdicts and labels are in the database."""
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ from flowkit.errors import FlowkitError
 from flowkit.eval.runner import EvalPlan
 from service import grading
 from service.workspace import Workspace
-from studio.common import inert, tasks
+from studio.common import inert
 from studio.common.jobs import JobManager
 from studio.common.state import CompareKeys as K
 from studio.common.state import Key
+from studio.common.tasks import cancel
 from studio.compare import judges_data as jd
+from studio.compare import tasks
 
 JUDGE_HELP = {
     "correctness": "does the answer mean the same as a gold answer (where the set has one)",
@@ -94,7 +96,7 @@ def grading_progress(jobs: JobManager, plan: EvalPlan) -> None:
             st.progress(min(float(job.progress or 0.0), 1.0), text=inert.escape(text))
             if st.button("Stop grading", key=K.GRADE_STOP, disabled=job.cancel_requested,
                          help="Stops before the next answer; the verdicts made are kept"):
-                tasks.cancel(jobs, job.id)
+                cancel(jobs, job.id)
 
     panel()
 

@@ -28,11 +28,12 @@ from service.evaluations import (
 )
 from service.flows import get_flow
 from service.workspace import Workspace
-from studio.common import inert, tasks
+from studio.common import inert
 from studio.common.forms_panel import render_params
 from studio.common.jobs import JobManager
 from studio.common.state import CompareKeys as K
 from studio.compare import compare_data as cd
+from studio.compare import tasks
 
 
 def variant_spec(spec: FlowSpec, node_id: str, params: dict[str, Any]) -> FlowSpec:

@@ -16,8 +16,8 @@ from studio.common import inert
 from studio.common.jobs import JobManager
 from studio.common.state import KbKeys as K
 from studio.common.state import flash
-from studio.common.tasks import submit_ingest
 from studio.knowledge import preview_panel
+from studio.knowledge.tasks import submit_ingest
 
 
 def plain(text: str) -> str:

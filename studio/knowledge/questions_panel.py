@@ -1,5 +1,5 @@
 """The Knowledge page's "Generate questions" tab: a question set generated from the knowledge base
-in the background (service.questiongen through studio.common.tasks), its live progress, then a
+in the background (service.questiongen through studio.knowledge.tasks), its live progress, then a
 review table where the user edits, deletes or adds questions before saving the set.
 
 The job's id is in the address (?qgen=<job>): the job lives in the process with the generated,
@@ -22,11 +22,12 @@ from flowkit.eval.questiongen.generate import MAX_QUESTIONS, Request
 from flowkit.names import check_new_name
 from service import questiongen
 from service.workspace import Workspace
-from studio.common import inert, tasks
+from studio.common import inert
 from studio.common.jobs import Job, JobManager
 from studio.common.state import KbKeys as K
 from studio.common.state import Key
-from studio.knowledge import review
+from studio.common.tasks import cancel
+from studio.knowledge import review, tasks
 
 PARAM = "qgen"                    # the address holds the generation's job id
 TAB = "Generate questions"
@@ -122,7 +123,7 @@ def progress(jobs: JobManager, job_id: str) -> None:
             st.caption(" · ".join(x for x in (dropped_text(job), job.meta.get("estimate", ""))
                                   if x))
             if st.button("Stop", key=K.QGEN_STOP.item(job_id), disabled=job.cancel_requested):
-                tasks.cancel(jobs, job_id)
+                cancel(jobs, job_id)
         elif job.status == "error":
             if job.cancel_requested:
                 st.warning("Stopped. Generate again with the same settings to resume: what was "

@@ -14,8 +14,8 @@ from studio.common import inert
 from studio.common.jobs import Job, JobManager
 from studio.common.state import ReplayKeys as K
 from studio.common.state import keep, kept, kept_index
-from studio.common.tasks import submit_fork
 from studio.replay import replay
+from studio.replay.tasks import submit_fork
 
 
 def _show(jobs: JobManager, job: Job) -> None:

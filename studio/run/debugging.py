@@ -18,8 +18,9 @@ from service.runs import get_run
 from service.workspace import Workspace
 from studio.common.jobs import Job, JobManager, Reporter
 from studio.common.state import RunKeys, take_breakpoints
-from studio.common.tasks import ProgressSink, check_run, new_run_id
+from studio.common.tasks import ProgressSink
 from studio.run.overrides import Overrides, recorded_temperature, tuned_workspace, with_overrides
+from studio.run.tasks import check_run, new_run_id
 
 #: what the buttons send (service.debug's modes)
 MODES = {"continue": "Continue", "step": "Step", "over": "Step over"}

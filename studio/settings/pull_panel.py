@@ -1,5 +1,5 @@
 """The Settings page's 'Pull a model' part: a Hugging Face Hub repository and GGUF file name; Pull
-starts a background job (studio.common.tasks.submit_pull) and the page stays usable while it
+starts a background job (studio.settings.tasks.submit_pull) and the page stays usable while it
 downloads. Its progress (MB of MB, a bar, Stop) is redrawn every second; the job's id is in the
 address (?pull=<job>), and the job lives in the process, so a refresh finds it again. At the end
 the pulled model is listed (give its path as the GGUF path above to use it), or the error says
@@ -13,9 +13,11 @@ import streamlit as st
 from flowkit.errors import FlowkitError
 from service.hub import models_dir, partial_bytes, pulled
 from service.workspace import Workspace
-from studio.common import inert, tasks
+from studio.common import inert
 from studio.common.jobs import Job, JobManager, get_jobs
 from studio.common.state import SettingsKeys as K
+from studio.common.tasks import cancel
+from studio.settings import tasks
 
 PARAM = "pull"            # the address holds the pull's job id
 POLL_S = 1.0
@@ -99,7 +101,7 @@ def _one(jobs: JobManager, job: Job) -> None:
         if st.button("Stop", key=K.PULL_GO.item("stop", job.id), disabled=job.cancel_requested,
                      help="Stops the download; the bytes downloaded are kept, and Pull goes on "
                           "from them"):
-            tasks.cancel(jobs, job.id)
+            cancel(jobs, job.id)
     elif job.status == "error":
         st.error(inert.escape(f"Pulling {what} failed: {job.error}"))
     elif result.get("stopped") or job.status == "cancelled":

@@ -18,9 +18,9 @@ from flowkit.testing import FakeLLM
 from service import grading
 from service.workspace import Workspace
 from storage.evals import EvalRepo
-from studio.common import tasks
 from studio.common.jobs import get_jobs
 from studio.common.workspace import use_workspace
+from studio.compare import tasks
 
 ANSWERS = {"In what year was the Corren Lighthouse first lit?": "1884 [1]",
            "How many arches does the Sundby Viaduct have?": "11 [1]",

@@ -14,9 +14,9 @@ from flowkit.eval.datasets import known_sets
 from flowkit.eval.runner import make_plan, resolve_flows, run_evaluation
 from flowkit.testing import FakeLLM
 from storage.evals import EvalRepo
-from studio.common import tasks
 from studio.common.jobs import get_jobs
 from studio.common.workspace import use_workspace
+from studio.compare import tasks
 
 SAMPLE_ANSWERS = {"In what year was the Corren Lighthouse first lit?": "1884 [1]",
                   "How many arches does the Sundby Viaduct have?": "11 [1]",

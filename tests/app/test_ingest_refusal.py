@@ -18,8 +18,8 @@ import pytest
 from flowkit.errors import DocumentError
 from flowkit.operators._text import passages
 from flowkit.runtime.docfiles import read_documents
-from studio.common import tasks
 from studio.common.jobs import JobManager
+from studio.knowledge import tasks
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # _runkit beside this file
 import _runkit as kit

@@ -17,8 +17,8 @@ from streamlit.testing.v1 import AppTest
 
 from flowkit.testing.gguf import write_gguf
 from service.workspace import Workspace
-from studio.common import tasks
 from studio.common.jobs import JobManager, get_jobs
+from studio.settings import tasks
 from tests.app._runkit import page
 from tests.runtime.test_models_pull import CHUNK, FILE, REPO, StandIn, serve_hub, sha256_of
 

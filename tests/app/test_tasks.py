@@ -1,5 +1,5 @@
-"""studio.common.tasks and the job manager: checks before queueing, one job for a repeated submit,
-cancel of queued and running jobs."""
+"""The run and evaluation jobs (studio.run.tasks, studio.compare.tasks) and the job manager:
+checks before queueing, one job for a repeated submit, cancel of queued and running jobs."""
 from __future__ import annotations
 
 import sys
@@ -10,8 +10,10 @@ import pytest
 
 from flowkit import templates
 from flowkit.spec import from_dict, to_dict
-from studio.common import tasks
 from studio.common.jobs import JobManager
+from studio.common.tasks import cancel
+from studio.compare import tasks as eval_tasks
+from studio.run import tasks as run_tasks
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # _runkit beside this file
 import _runkit as kit
@@ -33,16 +35,16 @@ def _held(jobs: JobManager) -> threading.Event:
 def test_check_run_lists_every_reason_a_run_would_fail(ws):
     spec = templates.load_template("naive_rag")
     broken = from_dict({**to_dict(spec), "entry": "nowhere"})
-    with pytest.raises(tasks.RunRefused) as refused:
-        tasks.check_run(ws, broken, "x" * (ws.resources.settings.llm.n_ctx * 4), "no_such_kb")
+    with pytest.raises(run_tasks.RunRefused) as refused:
+        run_tasks.check_run(ws, broken, "x" * (ws.resources.settings.llm.n_ctx * 4), "no_such_kb")
     text = " | ".join(refused.value.problems)
     assert len(refused.value.problems) == 3, text
     assert "flow 'naive_rag' has" in text and "no_such_kb" in text and "tokens" in text
     n_ctx = ws.resources.settings.llm.n_ctx
     assert f"over the limit of {n_ctx // 2} tokens for a question" in text   # names the limit
-    with pytest.raises(tasks.RunRefused, match="the question is empty"):
-        tasks.check_run(ws, spec, "  ", "sample")
-    tasks.check_run(ws, spec, QUESTION, "sample")           # a good run passes
+    with pytest.raises(run_tasks.RunRefused, match="the question is empty"):
+        run_tasks.check_run(ws, spec, "  ", "sample")
+    run_tasks.check_run(ws, spec, QUESTION, "sample")           # a good run passes
 
 
 def test_a_repeated_submit_returns_the_queued_run(ws):
@@ -50,15 +52,15 @@ def test_a_repeated_submit_returns_the_queued_run(ws):
     release = _held(jobs)
     spec = templates.load_template("naive_rag")
     try:
-        first = tasks.submit_run(jobs, ws, spec, QUESTION, "sample")
-        assert tasks.submit_run(jobs, ws, spec, QUESTION, "sample") == first
-        other = tasks.submit_run(jobs, ws, spec, "Who designed the Corren Lighthouse?", "sample")
+        first = run_tasks.submit_run(jobs, ws, spec, QUESTION, "sample")
+        assert run_tasks.submit_run(jobs, ws, spec, QUESTION, "sample") == first
+        other = run_tasks.submit_run(jobs, ws, spec, "Who designed the Corren Lighthouse?", "sample")
         assert other[1] != first[1]
         assert len(jobs.jobs(kind="run", active_only=True)) == 2
     finally:
         release.set()
     jobs.wait_idle(30)
-    again = tasks.submit_run(jobs, ws, spec, QUESTION, "sample")   # finished: a new run
+    again = run_tasks.submit_run(jobs, ws, spec, QUESTION, "sample")   # finished: a new run
     assert again[1] != first[1]
     jobs.wait_idle(30)
 
@@ -106,9 +108,9 @@ def test_a_cancelled_queued_run_shows_as_cancelled_in_the_replay(ws):
     jobs = JobManager()
     release = _held(jobs)
     try:
-        _, run_id = tasks.submit_run(jobs, ws, spec, "Who founded the Halvard Ferry Company?",
-                                     "sample")
-        assert tasks.cancel(jobs, jobs.find_run(run_id).id)
+        _, run_id = run_tasks.submit_run(jobs, ws, spec, "Who founded the Halvard Ferry Company?",
+                                         "sample")
+        assert cancel(jobs, jobs.find_run(run_id).id)
     finally:
         release.set()
     use_workspace(ws)
@@ -132,12 +134,12 @@ def test_cancel_a_queued_evaluation_marks_it_stopped(ws):
     jobs = JobManager()
     release = _held(jobs)
     try:
-        job_id = tasks.submit_eval(jobs, ws, plan)
-        assert tasks.submit_eval(jobs, ws, plan) == job_id            # queued once
-        assert tasks.stop_eval(jobs, plan.eval_id)
+        job_id = eval_tasks.submit_eval(jobs, ws, plan)
+        assert eval_tasks.submit_eval(jobs, ws, plan) == job_id            # queued once
+        assert eval_tasks.stop_eval(jobs, plan.eval_id)
         assert jobs.get(job_id).status == "cancelled"
-        assert tasks.progress(ws, jobs, plan.eval_id).status == "stopped"
-        assert tasks.stop_eval(jobs, plan.eval_id) is False           # nothing left to cancel
+        assert eval_tasks.progress(ws, jobs, plan.eval_id).status == "stopped"
+        assert eval_tasks.stop_eval(jobs, plan.eval_id) is False           # nothing left to cancel
     finally:
         release.set()
     jobs.wait_idle(10)

@@ -1,4 +1,4 @@
-"""Uploaded file names (service.uploads, through studio.common.tasks.submit_ingest): names that are not plain file names are
+"""Uploaded file names (service.uploads, through studio.knowledge.tasks.submit_ingest): names that are not plain file names are
 refused before anything is created, and two files with one name both survive."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from flowkit.testing import HashEmbedder
 from service.uploads import MAX_NAME_BYTES, UploadRefused, name_problem, upload_names
 from service.workspace import Workspace
 from studio.common.jobs import JobManager
-from studio.common.tasks import submit_ingest
+from studio.knowledge.tasks import submit_ingest
 
 
 class HeldJobs:

@@ -13,8 +13,8 @@ import pytest
 from flowkit.testing.gguf import write_gguf
 from service import hub
 from service.workspace import Workspace
-from studio.common import tasks
 from studio.common.jobs import JobManager
+from studio.settings import tasks
 from tests.runtime.test_models_pull import FILE, REPO, serve_hub, sha256_of
 
 
