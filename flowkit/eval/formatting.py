@@ -68,22 +68,40 @@ def type_rows(rep: EvalReport) -> list[list[str]]:
     return rows
 
 
-def _judge_interval(d: PairedDiff, signed: bool = False) -> str:
-    if d.n == 0:
+#: Labels a PPI interval needs: one label says nothing of the judge's spread of mistakes (its
+#: variance is 0), so its interval would look exact; it is not shown.
+MIN_LABELS = 2
+TOO_FEW = "1 label: too few for an interval"
+
+
+def judge_interval(d: PairedDiff | None, *, labelled: bool, difference: bool = False) -> str:
+    """A model judge's score in % as 'mean [low, high]' (its 95% interval), or with `difference`
+    its paired difference from the baseline in points ('+5.0 [-1.2, +11.3]', ' *' when the
+    interval excludes 0); '-' when there is none. The one formatter of a judge interval: the
+    exports' judge table and the Compare page both show it.
+
+    A share lies in [0, 100] (a difference in [-100, +100]): PPI's normal interval may reach
+    past that, and cutting it there loses no coverage. From labels (`labelled`: a PPI estimate)
+    fewer than MIN_LABELS, the mean with TOO_FEW instead of an interval that would look exact."""
+    if d is None or d.n == 0 or any(math.isnan(v) for v in (d.mean, d.low, d.high)):
         return "-"
-    sign = "+" if signed else ""
-    return f"{100 * d.mean:{sign}.1f} [{100 * d.low:{sign}.1f}, {100 * d.high:{sign}.1f}]"
+    sign, floor = ("+", -1.0) if difference else ("", 0.0)
+    if labelled and d.n < MIN_LABELS:
+        return f"{100 * d.mean:{sign}.1f} ({TOO_FEW})"
+    star = " *" if difference and d.significant else ""
+    return (f"{100 * d.mean:{sign}.1f} [{100 * max(d.low, floor):{sign}.1f}, "
+            f"{100 * min(d.high, 1.0):{sign}.1f}]{star}")
 
 
 def judge_rows(rep: EvalReport) -> list[list[str]]:
     """Header + one row per flow and judge: the estimate in % with its 95% interval, whether
     labels corrected it (PPI) or not, how many labels, and the paired difference with the
-    baseline (* the interval excludes 0)."""
+    baseline (* the interval excludes 0), each by `judge_interval`."""
     rows = [["flow", "judge (model)", "score [95%]", "kind", "labels", "vs baseline"]]
     for j in rep.judges:
-        vs = "-" if j.vs_baseline is None else (_judge_interval(j.vs_baseline, signed=True)
-                                                + (" *" if j.vs_baseline.significant else ""))
-        rows.append([j.flow, f"{j.grader} ({j.model})", _judge_interval(j.estimate),
+        vs = judge_interval(j.vs_baseline, labelled=j.vs_corrected, difference=True)
+        rows.append([j.flow, f"{j.grader} ({j.model})", judge_interval(j.estimate,
+                                                                       labelled=j.corrected),
                      "PPI" if j.corrected else "uncorrected", str(j.labels), vs])
     return rows
 

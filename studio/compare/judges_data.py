@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from flowkit.eval.metrics import PairedDiff
+from flowkit.eval.formatting import MIN_LABELS, judge_interval
 from flowkit.eval.report import JudgeScore
 from service.grading import LABEL_WORDS, JudgedReport
 from service.modelchoice import DEFAULT
@@ -18,10 +18,6 @@ from service.settings import PACKAGED
 OTHER = "__gguf__"
 UNLABELLED = "unlabelled"
 LABEL_METRICS = tuple(LABEL_WORDS)
-#: Labels a PPI interval needs: one label says nothing of the judge's spread of mistakes (its
-#: variance is 0), so its interval would look exact; it is not shown.
-MIN_LABELS = 2
-TOO_FEW = "1 label: too few for an interval"
 
 
 def model_options() -> list[str]:
@@ -44,29 +40,13 @@ def chosen_model(option: str | None, path: str | None) -> str:
     return "" if option in (None, DEFAULT) else option
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}"
-
-
-def _signed(x: float) -> str:
-    return f"{100 * x:+.1f}"
-
-
-def _missing(d: PairedDiff | None) -> bool:
-    return d is None or d.n == 0 or any(math.isnan(v) for v in (d.mean, d.low, d.high))
-
-
 def score_cell(jf: JudgeScore) -> str:
-    """'PPI 72.0 [61.2, 80.3]' with labels, '58.0 [50.1, 66.0] uncorrected' without (in %)."""
-    d = jf.estimate
-    if _missing(d):
-        return "-"
-    if jf.corrected and jf.labels < MIN_LABELS:
-        return f"PPI {_pct(d.mean)} ({TOO_FEW})"
-    # a share lies in [0, 100]: PPI's normal interval may reach past it, and cutting it there
-    # loses no coverage
-    interval = f"{_pct(d.mean)} [{_pct(max(d.low, 0.0))}, {_pct(min(d.high, 1.0))}]"
-    return f"PPI {interval}" if jf.corrected else f"{interval} uncorrected"
+    """'PPI 72.0 [61.2, 80.3]' with labels, '58.0 [50.1, 66.0] uncorrected' without (in %;
+    flowkit.eval.formatting.judge_interval)."""
+    text = judge_interval(jf.estimate, labelled=jf.corrected)
+    if text == "-":
+        return text
+    return f"PPI {text}" if jf.corrected else f"{text} uncorrected"
 
 
 def delta_cell(jf: JudgeScore, baseline: str) -> str:
@@ -74,14 +54,10 @@ def delta_cell(jf: JudgeScore, baseline: str) -> str:
     uncorrected; * when its interval excludes 0."""
     if jf.flow == baseline:
         return "baseline"
-    d = jf.vs_baseline
-    if d is None or _missing(d):
-        return "-"
-    if jf.vs_corrected and d.n < MIN_LABELS:
-        return f"PPI {_signed(d.mean)} ({TOO_FEW})"
-    star = " *" if d.significant else ""
-    interval = f"{_signed(d.mean)} [{_signed(max(d.low, -1.0))}, {_signed(min(d.high, 1.0))}]{star}"
-    return f"PPI {interval}" if jf.vs_corrected else f"{interval} uncorrected"
+    text = judge_interval(jf.vs_baseline, labelled=jf.vs_corrected, difference=True)
+    if text == "-":
+        return text
+    return f"PPI {text}" if jf.vs_corrected else f"{text} uncorrected"
 
 
 def score_rows(reports: list[JudgedReport]) -> list[dict[str, Any]]:
@@ -110,7 +86,7 @@ def labels_line(r: JudgedReport) -> str:
             parts.append(f"{f.flow}: 1 label, too few for an interval (label {MIN_LABELS} or "
                          "more)")
             continue
-        if not f.labels or f.labels_only_width is None or _missing(f.estimate):
+        if not f.labels or f.labels_only_width is None or math.isnan(f.width):
             continue
         ppi, alone = 100 * f.width, 100 * f.labels_only_width
         if alone > 0:

@@ -43,3 +43,18 @@ def test_a_pair_labelled_for_both_flows_corrects_the_difference() -> None:
 def test_a_flow_without_verdicts_is_missing_not_an_error() -> None:
     (only,) = judge_scores(["f"], {}, {}, grader="g", model="m")
     assert only.estimate.n == 0 and math.isnan(only.raw_mean) and only.vs_baseline is None
+
+
+def test_a_judge_interval_is_cut_to_a_share_and_one_label_is_not_shown_as_exact() -> None:
+    from flowkit.eval.formatting import TOO_FEW, judge_interval
+    from flowkit.eval.metrics import PairedDiff
+    wide = PairedDiff("g", "f", "", 5, 0.9, 0.7, 1.1)
+    assert judge_interval(wide, labelled=True) == "90.0 [70.0, 100.0]"
+    one = PairedDiff("g", "f", "", 1, 0.8, 0.8, 0.8)           # one label: no spread seen
+    assert judge_interval(one, labelled=True) == f"80.0 ({TOO_FEW})"
+    assert judge_interval(one, labelled=False) == "80.0 [80.0, 80.0]"   # a judge's own mean
+    diff = PairedDiff("g", "f", "b", 6, 0.5, 0.2, 1.3)
+    assert judge_interval(diff, labelled=True, difference=True) == "+50.0 [+20.0, +100.0] *"
+    assert judge_interval(None, labelled=False) == "-"
+    assert judge_interval(PairedDiff("g", "f", "", 0, math.nan, math.nan, math.nan),
+                          labelled=True) == "-"
