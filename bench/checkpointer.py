@@ -36,6 +36,7 @@ from flowkit import ListSink, compile_flow, run_flow
 from flowkit.breakpoints import Breakpoint, check_breakpoints
 from flowkit.debug import hook_for, read_pause
 from flowkit.judges import save_classifier
+from flowkit.run_request import Resume, RunHooks, RunRequest
 from flowkit.templates import load_template, names
 from flowkit.testing import HashEmbedder, fake_resources
 from flowkit.testing.fakes import template_script
@@ -82,8 +83,8 @@ def paused_run(flow: Any, bps: Any, db: Path, tmp: Path
     sink, res, spent, pauses = ListSink(), resources(tmp), 0.0, 0
     with saver(db) as cp:
         t0 = time.perf_counter()
-        end = run_flow(flow, Q, res, kb="test", sink=sink,
-                       debug=hook_for(flow, bps, checkpointer=cp))
+        end = run_flow(flow, res, RunRequest(Q, kb="test"),
+                       RunHooks(sink=sink, debug=hook_for(flow, bps, checkpointer=cp)))
         spent += time.perf_counter() - t0
     ckpt = thread_bytes(db, end.run_id)
     while end.status == "paused":           # a loop pauses at the node every round
@@ -92,8 +93,9 @@ def paused_run(flow: Any, bps: Any, db: Path, tmp: Path
             pause = read_pause(flow, cp, end.run_id)
             assert pause is not None
             t0 = time.perf_counter()
-            end = run_flow(flow, Q, res, kb="test", sink=sink, run_id=end.run_id,
-                           debug=hook_for(flow, bps, resume=pause, checkpointer=cp))
+            end = run_flow(flow, res, RunRequest(Q, kb="test", run_id=end.run_id, start=Resume()),
+                           RunHooks(sink=sink, debug=hook_for(flow, bps, resume=pause,
+                                                              checkpointer=cp)))
             spent += time.perf_counter() - t0
     assert thread_bytes(db, end.run_id) == 0, "an ended run left its checkpoint"
     return end, sink, spent, ckpt, pauses
@@ -120,12 +122,12 @@ def main() -> None:
     for name in names():
         flow = compile_flow(load_template(name))
         sink0 = ListSink()
-        end0 = run_flow(flow, Q, resources(tmp), kb="test", sink=sink0)
+        end0 = run_flow(flow, resources(tmp), RunRequest(Q, kb="test"), RunHooks(sink=sink0))
         want = (end0.answer, sink0.sequence(), prompts(sink0))
         node = first_llm_node(flow, sink0)
         t0 = time.perf_counter()
         for _ in range(args.repeat):
-            run_flow(flow, Q, resources(tmp), kb="test")
+            run_flow(flow, resources(tmp), RunRequest(Q, kb="test"))
         plain = (time.perf_counter() - t0) / args.repeat
         db = tmp / f"{name}.sqlite"
         never = check_breakpoints(flow, [Breakpoint(node or flow.spec.entry, "before",
@@ -133,8 +135,8 @@ def main() -> None:
         with saver(db) as cp:
             t0 = time.perf_counter()
             for _ in range(args.repeat):
-                run_flow(flow, Q, resources(tmp), kb="test", debug=hook_for(flow, never,
-                                                                            checkpointer=cp))
+                run_flow(flow, resources(tmp), RunRequest(Q, kb="test"), RunHooks(debug=hook_for(flow, never,
+                                                                            checkpointer=cp)))
             debug = (time.perf_counter() - t0) / args.repeat
         same, paused_ms, ckpt, pauses = False, 0.0, 0, 0
         if node is not None:

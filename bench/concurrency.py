@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from flowkit.eval.datasets import from_path
 from flowkit.eval.runner import EvalPlan, FlowEntry, make_plan, run_evaluation
+from flowkit.eval.strategy import EvalRun, InFlight
 from flowkit.ingest import ensure_sample
 from flowkit.runtime.llm import LLMSettings
 from flowkit.runtime.models import model_file
@@ -49,7 +50,7 @@ def evaluate(ws: Workspace, plan: EvalPlan, concurrency: int) -> tuple[float, di
     """Wall seconds and {run suffix: answer} of one evaluation."""
     repo = EvalRepo(ws.store)
     t0 = time.perf_counter()
-    out = run_evaluation(ws, repo, plan, concurrency=concurrency, notice=print)
+    out = run_evaluation(ws, repo, plan, EvalRun(strategy=InFlight(concurrency), notice=print))
     wall = time.perf_counter() - t0
     runs = repo.runs(plan.eval_id)
     bad = [r.id for r in runs if r.status != "ok"]

@@ -29,6 +29,7 @@ from flowkit.ingest import ensure_sample
 from flowkit.operators._fuse import rrf
 from flowkit.operators._text import passages
 from flowkit.operators.generation.answer import ANSWER_PROMPT
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.runtime.llm import LlamaCppLLM, LLMSettings
 from flowkit.runtime.resources import Resources, Settings
 from flowkit.runtime.supervisor import WorkerLLM
@@ -103,7 +104,7 @@ def main() -> None:
 
     def run_with(llm: object, sink: object = None) -> None:
         res.set_llm(llm)
-        run_flow(flow, q, res, kb="sample", sink=sink or NullSink())
+        run_flow(flow, res, RunRequest(q, kb="sample"), RunHooks(sink=sink or NullSink()))
 
     q = QUESTIONS[0]
     bare_naive(res, inproc, q)             # warm up: model, embedder, Chroma, BM25, worker

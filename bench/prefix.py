@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from flowkit import ListSink, compile_flow, run_flow, templates
 from flowkit.judges import save_classifier
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.runtime.llm import LlamaCppLLM, LLMSettings
 from flowkit.testing import HashEmbedder, fake_resources
 
@@ -57,7 +58,8 @@ def main() -> None:
                 res.data_dir = tmp
                 sink = ListSink()
                 t0 = time.perf_counter()
-                run_flow(spec, str(q["question"]), res, kb="hotpot", sink=sink)
+                run_flow(spec, res, RunRequest(str(q["question"]), kb="hotpot"),
+                         RunHooks(sink=sink))
                 seconds[tag] += time.perf_counter() - t0
                 got[tag] = [(c.prompt, c.completion, c.completion_tokens)
                             for s in sink.steps for c in s.llm_calls]

@@ -26,7 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from flowkit import compile_flow, run_flow
 from flowkit.eval.runner import make_plan, resolve_flows, run_evaluation
+from flowkit.eval.strategy import EvalRun, RayWorkers
 from flowkit.ingest import ensure_sample
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.runtime.llm import LLMSettings, default_model_path
 from flowkit.runtime.resources import Resources, Settings, save_settings
 from flowkit.runtime.vectorstore import ChromaStore
@@ -61,14 +63,15 @@ def end_to_end(rounds: int, tmp: Path) -> tuple[float, float]:
         stores = {id(embedded): Store(embedded.database_url), id(served): Store(pg)}
         flow = compile_flow(load_template("naive_rag"))
         for res in (embedded, served):          # warm up
-            run_flow(flow, QUESTIONS[0], res, kb="sample", sink=stores[id(res)].sink())
+            run_flow(flow, res, RunRequest(QUESTIONS[0], kb="sample"),
+                     RunHooks(sink=stores[id(res)].sink()))
         t_emb, t_srv = [], []
         for r in range(rounds):
             for q in QUESTIONS:
                 pair = [(embedded, t_emb), (served, t_srv)]
                 for res, out in (pair if r % 2 == 0 else pair[::-1]):
-                    out.append(timed(lambda: run_flow(flow, q, res, kb="sample",
-                                                      sink=stores[id(res)].sink())))
+                    out.append(timed(lambda: run_flow(flow, res, RunRequest(q, kb="sample"),
+                                                      RunHooks(sink=stores[id(res)].sink()))))
         return statistics.median(t_emb), statistics.median(t_srv)
 
 
@@ -87,9 +90,9 @@ def ray_speedup(n_questions: int, tmp: Path) -> tuple[float, float]:
     repo = EvalRepo(ws.store)
     one = timed(lambda: run_evaluation(ws, repo, make_plan(flows, "bench", qs, "sample",
                                                            eval_id="bench1")))
+    workers = RayWorkers(2, functools.partial(Workspace, home, settings))
     two = timed(lambda: run_evaluation(
-        ws, repo, make_plan(flows, "bench", qs, "sample", eval_id="bench2"), workers=2,
-        make_workspace=functools.partial(Workspace, home, settings)))
+        ws, repo, make_plan(flows, "bench", qs, "sample", eval_id="bench2"), EvalRun(workers)))
     return one, two
 
 

@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from flowkit import compile_flow, run_flow
 from flowkit.ingest import ensure_sample
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.runtime.llm import LlamaCppLLM, LLMSettings
 from flowkit.runtime.resources import Resources, Settings
 from flowkit.telemetry.export import LiveExport, build_spans, otlp_exporter
@@ -133,7 +134,7 @@ def main() -> None:
             on_path.append(0.0)
             sinks.append(TimedSink(TelemetrySink(extra), on_path))  # type: ignore[arg-type]
         c0, t0 = time.process_time(), time.perf_counter()
-        result = run_flow(flow, q, res, kb="sample", sink=MultiSink(*sinks))
+        result = run_flow(flow, res, RunRequest(q, kb="sample"), RunHooks(sink=MultiSink(*sinks)))
         took = time.perf_counter() - t0
         if extra is up:
             up.flush(30)                # its export's CPU counted with it

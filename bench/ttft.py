@@ -44,6 +44,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from flowkit.ingest import ensure_sample
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.templates import load_template
 from flowkit.trace import RunEnd, RunStart, StepEvent
 from service.workspace import Workspace
@@ -94,8 +95,8 @@ def workspace(root: Path, variant: str) -> Workspace:
 
 def one_run(ws: Workspace, question: str) -> dict[str, float]:
     clock = Clock()
-    end = ws.run(load_template("naive_rag"), question, "sample", extra_sink=clock,
-                 on_token=clock.on_token, cache=None)
+    end = ws.run(load_template("naive_rag"), RunRequest(question, kb="sample"),
+                 RunHooks(sink=clock, on_token=clock.on_token, cache=None))
     done = time.monotonic()
     assert end.status == "ok", end
     retrieval, r_event = next((t, e) for t, e in clock.steps

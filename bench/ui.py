@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "e2e")
 from e2ekit import CANVAS_FRAME, CHROMIUM, CHROMIUM_ARGS, StudioServer, canvas  # tests/e2e/e2ekit.py
 
 from flowkit import templates
+from flowkit.run_request import RunRequest
 from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec, Position
 from flowkit.testing import FakeLLM
 from service.workspace import Workspace
@@ -59,7 +60,7 @@ def step_run(ws: Workspace, n: int = 50) -> str:
                     limits=Limits(max_steps=n + 10, max_llm_calls=n + 10, max_tokens=1_000_000))
     ws.store.save_flow(spec, None)
     ws.resources.set_llm(FakeLLM())
-    run_id = ws.run(spec, "Why is the sky blue?", "").run_id
+    run_id = ws.run(spec, RunRequest("Why is the sky blue?", kb="")).run_id
     steps = len(ws.store.steps(run_id))
     if steps != n:
         raise RuntimeError(f"the bench run has {steps} steps, not {n}")

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 
 from . import registry
 from .contract import Operator
 from .memory import Memory
-from .nodes import FINISH, make_finish, make_node
+from .nodes import FINISH, _Run, make_finish, make_node
 from .spec import FlowSpec, canonical
 from .topology import Topology, analyse
 from .validate import ensure_valid
@@ -149,7 +149,7 @@ def compile_flow(spec: FlowSpec) -> CompiledFlow:
     topo = analyse(spec, {nid: op.kind for nid, op in ops.items()})
     wires = wiring(spec, ops, topo)
 
-    builder: StateGraph = StateGraph(Memory)
+    builder: StateGraph[Any, _Run, Any, Any] = StateGraph(Memory, context_schema=_Run)
     for w in wires.nodes:
         builder.add_node(w.node_id, make_node(ops[w.node_id], w.branch, w.merge_inputs))
     builder.add_node(FINISH, make_finish())
@@ -171,9 +171,10 @@ def compile_flow(spec: FlowSpec) -> CompiledFlow:
 
 
 def start_router(entry: str) -> Any:
-    """From START: the entry node, or the node a fork starts at (configurable `flowkit_start`)."""
-    def start(state: dict[str, Any], config: RunnableConfig) -> str:
-        return (config.get("configurable") or {}).get("flowkit_start") or entry
+    """From START: the entry node, or the node a fork starts at (the run context's
+    `start_node`)."""
+    def start(state: dict[str, Any], runtime: Runtime[_Run]) -> str:
+        return runtime.context.start_node or entry
     return start
 
 

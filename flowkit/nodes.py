@@ -4,8 +4,9 @@ Each node visit: check the limits, build the memory view (global memory plus the
 scope), call the operator with a RunContext that records LLM calls and retrievals, check that it
 wrote only what it declared, emit one StepEvent to the sink, and return the update. Failures are
 wrapped as NodeError with the node's identity and recorded on that step. `make_finish` is the last
-step of every run. The per-run state (`_Run`) travels in the LangGraph config; `flowkit.engine`
-binds it for `run_flow`, `bind_run` for callers that invoke a graph themselves (the export).
+step of every run. The per-run state (`_Run`) is LangGraph's run context (`invoke(context=...)`,
+read through `Runtime`); `flowkit.engine` makes it for `run_flow`, `run_context` for callers that
+call the node functions themselves (the export).
 
 Used by flowkit.compile (to build the graph) and flowkit.engine (to run it); imports neither.
 """
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
 
 from .context import BudgetHit, Resources, RunContext
 from .contract import Operator
@@ -39,7 +40,7 @@ CANCELLED = "cancelled"
 
 @dataclass
 class _Run:
-    """Per-run state shared by the node wrappers through the LangGraph config."""
+    """Per-run state shared by the node wrappers: LangGraph's run context of a flowkit run."""
 
     run_id: str
     resources: Resources
@@ -61,6 +62,8 @@ class _Run:
     on_token: Callable[[str, int, str], None] | None = None
     #: the breakpoint hook of a debugged run (flowkit.debug.DebugHook), else None
     debugger: Any = None
+    #: the node a fork starts at (None: the flow's entry)
+    start_node: str | None = None
 
     def limit_hit(self, state: dict[str, Any], calls: int = 0, tokens: int = 0) -> str:
         lim = self.limits
@@ -92,20 +95,20 @@ class _Run:
         return event
 
 
-def _run_of(config: RunnableConfig) -> _Run:
-    return config["configurable"]["flowkit_run"]
+def run_of(runtime: Runtime[_Run]) -> _Run:
+    """The flowkit run a node visit belongs to (LangGraph's run context)."""
+    return runtime.context
 
 
-def bind_run(config: RunnableConfig, *, run_id: str, resources: Resources, kb: str, sink: TraceSink,
-             limits: Limits, started: float | None = None) -> RunnableConfig:
-    """A copy of `config` that carries a run context for the wrappers of `make_node` and
-    `make_finish`: for callers that invoke the graph without `run_flow` (the exported LangGraph
-    package, flowkit.export.runtime). `started` is a `time.perf_counter()` value."""
+def run_context(*, run_id: str, resources: Resources, kb: str, sink: TraceSink, limits: Limits,
+                started: float | None = None) -> Runtime[_Run]:
+    """A run context for the wrappers of `make_node` and `make_finish`, for callers that call
+    them without `run_flow` (the exported LangGraph package, flowkit.export.runtime): pass it as
+    their `runtime`. `started` is a `time.perf_counter()` value."""
     run = _Run(run_id=run_id, resources=resources, kb=kb, sink=sink, limits=limits)
     if started is not None:
         run.started = started
-    configurable = {**(config.get("configurable") or {}), "flowkit_run": run}
-    return {**config, "configurable": configurable}
+    return Runtime(context=run)
 
 
 def make_node(op: Operator[Any], branch: str | None, merge_inputs: tuple[str, ...]) -> Any:
@@ -113,8 +116,8 @@ def make_node(op: Operator[Any], branch: str | None, merge_inputs: tuple[str, ..
 
     allowed = set(op.writes) | ({"route"} if op.kind in ("router", "judge") else set())
 
-    def node(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        run = _run_of(config)
+    def node(state: dict[str, Any], runtime: Runtime[_Run]) -> dict[str, Any]:
+        run = run_of(runtime)
         if state.get("halt"):
             return {}
         reason = run.limit_hit(state)
@@ -193,8 +196,8 @@ FALLBACK_PROMPT = ("Answer the question in one short sentence using the passages
 def make_finish() -> Any:
     """The last step of every run. After a halt it still leaves an answer from what is in memory."""
 
-    def finish(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        run = _run_of(config)
+    def finish(state: dict[str, Any], runtime: Runtime[_Run]) -> dict[str, Any]:
+        run = run_of(runtime)
         if not state.get("halt") or state.get("answer") or state["halt"] == CANCELLED:
             return {}
         before = jsonable(visible(state))

@@ -43,6 +43,7 @@ from flowkit.engine import run_flow
 from flowkit.errors import FlowkitError
 from flowkit.memory import visible
 from flowkit.memory_edit import EditError, check_value
+from flowkit.run_request import Resume, RunHooks, RunRequest
 from flowkit.spec import FlowSpec
 from flowkit.telemetry.debug_sink import DebugTelemetrySink, pause_mark
 from flowkit.telemetry.events import stored_pauses
@@ -133,12 +134,12 @@ class Debugger:
         with open_checkpointer(self.ws.store.url) as cp:
             hook = hook_for(compiled, bps, checkpointer=cp)
             sink = _DebugSink(self.ws.store.sink(), self.repo, bps, hook, resuming=False)
-            return run_flow(compiled, question, self.ws.resources, kb=kb,
-                            sink=MultiSink(sink, *([extra_sink] if extra_sink else []),
-                                           *self._telemetry(hook)),
-                            run_id=run_id, flow_version=flow_version,
-                            settings=self.ws.resources.settings.to_dict(), cancel=cancel,
-                            cache=self.ws.completion_cache, debug=hook, on_token=on_token)
+            request = RunRequest(question, kb=kb, run_id=run_id, flow_version=flow_version,
+                                 settings=self.ws.resources.settings.to_dict())
+            return run_flow(compiled, self.ws.resources, request, RunHooks(
+                sink=MultiSink(sink, *([extra_sink] if extra_sink else []),
+                               *self._telemetry(hook)),
+                cancel=cancel, cache=self.ws.completion_cache, debug=hook, on_token=on_token))
 
     def _telemetry(self, hook: DebugHook, eval_id: str | None = None) -> list[TraceSink]:
         """The segment's live export (none when telemetry is off): its node spans as it ends,
@@ -247,13 +248,14 @@ class Debugger:
                 sink = _DebugSink(self.ws.store.sink(run.eval_id), self.repo, bps, hook,
                                   resuming=True)
                 telemetry = self._telemetry(hook, run.eval_id)
-                return run_flow(compiled, question, self.ws.resources, kb=run.kb,
-                                sink=MultiSink(sink, *([extra_sink] if extra_sink else []),
-                                               *telemetry),
-                                run_id=run.id, flow_version=run.flow_version,
-                                parent_run_id=run.parent_run_id, parent_step=run.parent_step,
-                                settings=self.ws.resources.settings.to_dict(), cancel=cancel,
-                                cache=self.ws.completion_cache, debug=hook, on_token=on_token)
+                request = RunRequest(question, kb=run.kb, run_id=run.id,
+                                     flow_version=run.flow_version,
+                                     settings=self.ws.resources.settings.to_dict(),
+                                     start=Resume(run.parent_run_id, run.parent_step))
+                return run_flow(compiled, self.ws.resources, request, RunHooks(
+                    sink=MultiSink(sink, *([extra_sink] if extra_sink else []), *telemetry),
+                    cancel=cancel, cache=self.ws.completion_cache, debug=hook,
+                    on_token=on_token))
         except BaseException:
             if sink is None or not sink.started:
                 self.repo.unclaim(run.id)      # nothing ran: the run stays paused where it was

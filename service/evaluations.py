@@ -7,10 +7,7 @@ evaluation repository is built.
 """
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from flowkit import templates
 from flowkit.errors import FlowkitError
@@ -25,6 +22,7 @@ from flowkit.eval.divergence import (
 )
 from flowkit.eval.report import EvalReport
 from flowkit.eval.runner import (
+    DEFAULT_RUN,
     EvalPlan,
     Outcome,
     add_variants,
@@ -35,6 +33,7 @@ from flowkit.eval.runner import (
     run_evaluation,
 )
 from flowkit.eval.runner import FlowEntry as FlowEntry
+from flowkit.eval.strategy import EvalRun
 from storage.evals import EvalInfo as EvalInfo
 from storage.evals import EvalRepo as EvalRepo
 from storage.evals import run_id_for
@@ -113,10 +112,10 @@ def record(ws: Workspace, plan: EvalPlan) -> None:
                               [str(q["id"]) for q in plan.questions])
 
 
-def run(ws: Workspace, plan: EvalPlan, *, progress: Callable[[Any], None] | None = None,
-        stop: threading.Event | None = None, **kwargs: Any) -> Outcome:
-    """Run an evaluation in this thread (finished runs are skipped: it resumes)."""
-    return run_evaluation(ws, eval_repo(ws), plan, progress=progress, stop=stop, **kwargs)
+def run(ws: Workspace, plan: EvalPlan, how: EvalRun = DEFAULT_RUN) -> Outcome:
+    """Run an evaluation in this thread (finished runs are skipped: it resumes); `how`: its
+    strategy, progress, stop event and notices (flowkit.eval.strategy)."""
+    return run_evaluation(ws, eval_repo(ws), plan, how)
 
 
 def add_variant_columns(ws: Workspace, eval_id: str, variants: list[FlowEntry]) -> EvalPlan:

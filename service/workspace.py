@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from flowkit.engine import CANCELLED, run_flow
 from flowkit.errors import NotFoundError
 from flowkit.memory import counter_update, visible
 from flowkit.memory_edit import check_changes
+from flowkit.run_request import NO_HOOKS, Fork, RunHooks, RunRequest
 from flowkit.runtime.resources import Resources, Settings
 from flowkit.spec import FlowSpec
 from flowkit.telemetry.events import FORK, MemoryEdit
@@ -78,20 +78,25 @@ class Workspace:
         'file:PATH', 'saved:NAME' or 'template:NAME' picks one)."""
         return flowref.resolve(ref, self.store)
 
-    def run(self, flow: FlowSpec | CompiledFlow, question: str, kb: str, *,
-            flow_version: int | None = None, extra_sink: TraceSink | None = None,
-            eval_id: str | None = None, run_id: str | None = None,
-            edits: Mapping[str, Any] | None = None, **kwargs: Any) -> RunEnd:
-        """Compile (if needed) and run one question, storing every step as it happens. `edits`:
-        the memory changes a fork starts with (an event of its exported trace)."""
+    def run(self, flow: FlowSpec | CompiledFlow, request: RunRequest,
+            hooks: RunHooks = NO_HOOKS) -> RunEnd:
+        """Compile (if needed) and run one question, storing every step as it happens (in the
+        evaluation `request.eval_id` when given). `hooks.sink` gets the steps too; the
+        workspace's completion cache serves the run unless `hooks.cache` names another. A fork's
+        memory changes (`Fork.edits`) are recorded as the run's first mark."""
         compiled = flow if isinstance(flow, CompiledFlow) else compile_flow(flow)
-        marks = [MemoryEdit(changes=dict(edits), at=time.time(), source=FORK)] if edits else []
-        sink = MultiSink(self.store.sink(eval_id), *( [extra_sink] if extra_sink else []),
-                         *self.telemetry.sinks(self.resources.settings.telemetry, eval_id, marks))
-        kwargs.setdefault("cache", self.completion_cache)
-        return run_flow(compiled, question, self.resources, kb=kb, sink=sink,
-                        flow_version=flow_version, run_id=run_id,
-                        settings=self.resources.settings.to_dict(), **kwargs)
+        start = request.start
+        marks = ([MemoryEdit(changes=dict(start.edits), at=time.time(), source=FORK)]
+                 if isinstance(start, Fork) and start.edits else [])
+        sink = MultiSink(self.store.sink(request.eval_id),
+                         *([hooks.sink] if hooks.sink else []),
+                         *self.telemetry.sinks(self.resources.settings.telemetry,
+                                               request.eval_id, marks))
+        return run_flow(compiled, self.resources,
+                        replace(request, settings=self.resources.settings.to_dict()),
+                        replace(hooks, sink=sink,
+                                cache=hooks.cache if hooks.cache is not None
+                                else self.completion_cache))
 
     def record_cancelled(self, flow: FlowSpec, question: str, kb: str, run_id: str, *,
                          flow_version: int | None = None) -> RunEnd:
@@ -142,10 +147,11 @@ class Workspace:
         counters = {"visits": visits, **counter_update(
             steps=step_index, llm_calls=sum(len(s.llm_calls) for s in steps[:step_index]),
             tokens=sum(s.tokens for s in steps[:step_index]))}
-        return self.run(spec, question, parent.kb, flow_version=parent.flow_version,
-                        extra_sink=extra_sink, start_at=step.node_id, memory=memory,
-                        counters=counters, parent_run_id=parent.id, parent_step=step_index,
-                        cancel=cancel, edits=memory_changes)
+        start = Fork(node=step.node_id, parent_run_id=parent.id, parent_step=step_index,
+                     memory=memory, counters=counters, edits=memory_changes or {})
+        return self.run(spec, RunRequest(question, kb=parent.kb, flow_version=parent.flow_version,
+                                         start=start),
+                        RunHooks(sink=extra_sink, cancel=cancel))
 
 
 def worker_factory(ws: Workspace) -> functools.partial[Workspace]:

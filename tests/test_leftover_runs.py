@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy.orm import Session
 
 from flowkit.process import identity_alive, process_identity
+from flowkit.run_request import RunHooks, RunRequest
 from storage.models import RunRow, utcnow
 from storage.repo import Store
 
@@ -71,8 +72,9 @@ def test_a_run_holds_a_lease_while_it_runs(store: Store) -> None:
 
     spec = flow("one", [("ret", "retrieval.bm25", {"top_k": 1}), ("gen", "generation.answer")],
                 ["ret>gen"], entry="ret")
-    run_flow(compile_flow(spec), "Where was Mara Velt born?", fake_resources(Peek(default="x")),
-             kb="test", sink=store.sink(), run_id="leased-run")
+    run_flow(compile_flow(spec), fake_resources(Peek(default="x")),
+             RunRequest("Where was Mara Velt born?", kb="test", run_id="leased-run"),
+             RunHooks(sink=store.sink()))
     assert seen["owner"] == process_identity()
     assert seen["lease"] is not None
     assert "leased-run" not in store._active       # released when it ended

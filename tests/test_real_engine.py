@@ -7,6 +7,7 @@ import pytest
 
 from flowkit import ListSink, compile_flow, run_flow
 from flowkit.errors import ContextOverflowError, NotFoundError, ResourceError
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.templates import load_template
 from flowkit.testing import flow
 
@@ -27,8 +28,9 @@ def test_sample_kb_is_searchable(real_resources):
 @pytest.mark.loads_model
 def test_naive_flow_answers_from_the_kb(real_resources):
     sink = ListSink()
-    result = run_flow(compile_flow(load_template("naive_rag")), "Who designed the Corren Lighthouse?",
-                      real_resources, kb="sample", sink=sink)
+    result = run_flow(compile_flow(load_template("naive_rag")), real_resources,
+                      RunRequest("Who designed the Corren Lighthouse?", kb="sample"),
+                      RunHooks(sink=sink))
     assert result.status == "ok", result.error
     # what holds on any CPU (the exact words are one CPU's): an answer grounded in the passages
     words = {w for w in re.findall(r"[a-z]{4,}", result.answer.lower())}
@@ -44,9 +46,9 @@ def test_naive_flow_answers_from_the_kb(real_resources):
 
 def test_loop_flow_runs_t_rounds(real_resources):
     sink = ListSink()
-    result = run_flow(compile_flow(load_template("iter_retgen")),
-                      "On which island was the designer of the Corren Lighthouse born?",
-                      real_resources, kb="sample", sink=sink)
+    result = run_flow(compile_flow(load_template("iter_retgen")), real_resources,
+                      RunRequest("On which island was the designer of the Corren Lighthouse born?",
+                                 kb="sample"), RunHooks(sink=sink))
     assert result.status == "ok", result.error
     assert [n for n, _ in sink.sequence()] == \
         ["retrieve", "rounds", "generate"] * 2 + ["retrieve", "rounds", "final"]
@@ -71,17 +73,17 @@ def test_prompt_longer_than_context_is_a_clear_error(real_resources):
 
 def test_question_longer_than_context(real_resources):
     with pytest.raises(ResourceError, match="the question is .* tokens"):
-        run_flow(compile_flow(load_template("naive_rag")), "why " * 3000, real_resources,
-                 kb="sample")
+        run_flow(compile_flow(load_template("naive_rag")), real_resources,
+                 RunRequest("why " * 3000, kb="sample"))
 
 
 def test_missing_and_empty_knowledge_base(real_resources):
     spec = load_template("naive_rag")
     with pytest.raises(NotFoundError, match="knowledge base 'nowhere' does not exist"):
-        run_flow(compile_flow(spec), "q?", real_resources, kb="nowhere")
+        run_flow(compile_flow(spec), real_resources, RunRequest("q?", kb="nowhere"))
     real_resources.kb("empty").update_meta(name="empty")
     with pytest.raises(ResourceError, match="knowledge base 'empty' is empty"):
-        run_flow(compile_flow(spec), "q?", real_resources, kb="empty")
+        run_flow(compile_flow(spec), real_resources, RunRequest("q?", kb="empty"))
 
 
 def test_model_path_that_does_not_exist(tmp_path):
@@ -97,8 +99,9 @@ def test_chunker_flow_node_on_real_docs(real_resources):
                             ("chunk", "indexing.chunk_fixed", {"size": 20, "overlap": 5}),
                             ("gen", "generation.answer", {"top_n": 3})], ["ret>chunk", "chunk>gen"])
     sink = ListSink()
-    result = run_flow(compile_flow(spec), "When was the Corren Lighthouse first lit?",
-                      real_resources, kb="sample", sink=sink)
+    result = run_flow(compile_flow(spec), real_resources,
+                      RunRequest("When was the Corren Lighthouse first lit?", kb="sample"),
+                      RunHooks(sink=sink))
     assert result.status == "ok"
     chunks = sink.steps[1].memory_after["documents"]
     assert len(chunks) > 2 and all(len(c["text"].split()) <= 20 for c in chunks)

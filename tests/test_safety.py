@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 from flowkit import ListSink, compile_flow, loads, run_flow
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.testing import FakeLLM, fake_resources
 from flowkit.validate import validate_document
 
@@ -30,8 +31,8 @@ def test_code_looking_strings_stay_strings(tmp_path):
     spec = loads(json.dumps(doc))
     compiled = compile_flow(spec)
     llm = FakeLLM(default="Tessel")
-    result = run_flow(compiled, "Where? " + payload, fake_resources(llm), kb="test",
-                      sink=ListSink())
+    result = run_flow(compiled, fake_resources(llm), RunRequest("Where? " + payload, kb="test"),
+                      RunHooks(sink=ListSink()))
     assert result.status == "ok"
     assert not marker.exists()
     prompt = llm.prompts[0]

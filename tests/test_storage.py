@@ -7,6 +7,7 @@ import pytest
 
 from flowkit import ListSink, StaleSaveError, compile_flow, run_flow
 from flowkit.errors import FlowkitError, NotFoundError
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.testing import FakeLLM, fake_resources, flow
 from flowkit.trace import MultiSink
 from storage.repo import Store
@@ -66,8 +67,9 @@ def test_run_and_steps_are_stored(store):
     compiled = compile_flow(spec())
     listed = ListSink()
     res = fake_resources(FakeLLM([(r"Question:", "Tessel [1]")]))
-    result = run_flow(compiled, "Where was Mara Velt born?", res, kb="test",
-                      sink=MultiSink(store.sink(), listed), flow_version=3)
+    result = run_flow(compiled, res,
+                      RunRequest("Where was Mara Velt born?", kb="test", flow_version=3),
+                      RunHooks(sink=MultiSink(store.sink(), listed)))
     run = store.get_run(result.run_id)
     assert run.status == "ok" and run.answer == "Tessel" and run.flow_version == 3
     assert run.tokens == result.tokens > 0 and run.llm_calls == 1
@@ -106,8 +108,9 @@ def test_concurrent_runs_and_a_reader_share_one_store(store):
         try:
             res = fake_resources(FakeLLM(default="Tessel [1]"))
             for i in range(3):
-                run_flow(compiled, "Where was Mara Velt born?", res, kb="test",
-                         sink=store.sink(), run_id=f"w{w}-{i}")
+                run_flow(compiled, res,
+                         RunRequest("Where was Mara Velt born?", kb="test", run_id=f"w{w}-{i}"),
+                         RunHooks(sink=store.sink()))
         except BaseException as err:  # noqa: BLE001 - collected and asserted below
             errors.append(err)
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import FlowkitError
+from ..run_request import RunRequest
 from .costs import RunCost
 
 LOCAL_ADDRESSES = ("", "local")
@@ -72,9 +73,10 @@ class _Worker:
         self.kb, self.eval_id, self.versions = kb, eval_id, versions
 
     def run(self, task: Task) -> tuple[Task, str, Any]:
-        result = self.ws.run(self.flows[task.flow_index], task.question, self.kb,
-                             flow_version=self.versions[task.flow_index], eval_id=self.eval_id,
-                             run_id=task.run_id)
+        result = self.ws.run(self.flows[task.flow_index],
+                             RunRequest(task.question, kb=self.kb,
+                                        flow_version=self.versions[task.flow_index],
+                                        eval_id=self.eval_id, run_id=task.run_id))
         return task, result.status, RunCost.of(result)
 
     def pid(self) -> int:

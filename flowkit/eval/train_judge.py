@@ -28,6 +28,7 @@ from ..context import RunContext
 from ..errors import FlowkitError, SpecError
 from ..jsonread import parse
 from ..judges import chain_items, judge_text, save_classifier
+from ..run_request import RunRequest
 from ..spec import FlowSpec, NodeSpec
 
 #: L2 strengths tried by cross-validation.
@@ -60,7 +61,7 @@ def chain_of(ws: Any, spec: Any, q: dict[str, Any], kb: str, eval_id: str,
         found = ws.store.find_eval_run(eval_id, spec.name, q["question"])
         memory = found.memory if found is not None else None
     if memory is None:
-        memory = ws.run(spec, q["question"], kb, eval_id=eval_id).memory
+        memory = ws.run(spec, RunRequest(q["question"], kb=kb, eval_id=eval_id)).memory
     return [h for h in memory.get("history") or [] if h.get("sub_question")]
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from ..run_request import RunHooks, RunRequest
+
 
 class RunStore(Protocol):
     """The part of the run store the runner touches."""
@@ -21,4 +23,4 @@ class EvalWorkspace(Protocol):
     @property
     def resources(self) -> Any: ...
 
-    def run(self, flow: Any, question: str, kb: str, **kwargs: Any) -> Any: ...
+    def run(self, flow: Any, request: RunRequest, hooks: RunHooks = ...) -> Any: ...

@@ -28,7 +28,7 @@ lowest), as the engine numbers them (its shared counter counts steps as they are
 superstep's next offset (a superstep's nodes always run in one process), dropped when the run
 ends and bounded in size. So indices are unique and 0..n-1 over a run.
 
-Each node call then builds a short-lived engine run context (`flowkit.nodes.bind_run`) from that
+Each node call then builds a short-lived engine run context (`flowkit.nodes.run_context`) from that
 state, the flow's limits, the resources and the knowledge base, and calls the engine's wrapper
 (`make_node` / `make_finish`). The first node of a run (no `started` yet) also checks the input:
 a non-empty question and a ready knowledge base.
@@ -57,7 +57,7 @@ from langchain_core.runnables import RunnableConfig
 from .. import registry
 from ..compile import FINISH, label_router, next_router
 from ..errors import FlowkitError, NodeError, ResourceError
-from ..nodes import bind_run, make_finish, make_node
+from ..nodes import make_finish, make_node, run_context
 from ..runtime.resources import Resources, default_data_dir, load_settings
 from ..spec import Limits
 from ..trace import ListSink, StepEvent
@@ -273,13 +273,13 @@ class FlowRuntime:
                     raise RunInputError(f"flow '{self.name}': {err}") from err
         sink = ListSink()
         run_id = (None if first else str(state.get("run_id") or "")) or _run_id(config)
-        run_config = bind_run(config, run_id=run_id, resources=resources, kb=kb,
+        runtime = run_context(run_id=run_id, resources=resources, kb=kb,
                               sink=sink, limits=self.limits,
                               started=time.perf_counter() - (time.time() - started))
         live = self.tracer.live()
         done = int(state.get("steps") or 0)
         try:
-            update = dict(fn(dict(state), run_config) or {})
+            update = dict(fn(dict(state), runtime=runtime) or {})
         except NodeError as err:
             steps = self.numbers.number(run_id, done, sink.steps)
             self.numbers.forget(run_id)

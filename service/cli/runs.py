@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.trace import RunEnd, RunStart, StepEvent
 
 from . import common, debug, telemetry
@@ -34,8 +35,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return debug.cmd_run_debug(args)
     ws = common.open_workspace(args)
     spec, version = ws.resolve_flow(args.flow)
-    result = ws.run(spec, args.question, args.kb, flow_version=version,
-                    extra_sink=None if args.json else _LiveSteps())
+    result = ws.run(spec, RunRequest(args.question, kb=args.kb, flow_version=version),
+                    RunHooks(sink=None if args.json else _LiveSteps()))
     steps = ws.store.steps(result.run_id)
     if args.json:
         common.out.print_json(data={"run_id": result.run_id, "status": result.status,

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flowkit.errors import FlowkitError
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.spec import FlowSpec, to_dict
 from flowkit.validate import check
 from service.workspace import Workspace
@@ -85,9 +86,9 @@ def submit_run(jobs: JobManager, ws: Workspace, spec: FlowSpec, question: str, k
 
     def work(report: Reporter) -> dict[str, Any]:
         report.update(node=None, message="starting (loading the model on the first run)")
-        end = view.run(spec, question, kb, flow_version=flow_version, run_id=run_id,
-                       extra_sink=ProgressSink(report), cancel=report.cancel,
-                       on_token=on_token(run_id) if on_token else None)
+        end = view.run(spec, RunRequest(question, kb=kb, flow_version=flow_version, run_id=run_id),
+                       RunHooks(sink=ProgressSink(report), cancel=report.cancel,
+                                on_token=on_token(run_id) if on_token else None))
         return run_result(end)
 
     def cancelled(report: Reporter) -> dict[str, Any]:

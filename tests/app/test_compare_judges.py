@@ -14,6 +14,7 @@ from _runkit import page, texts, until, workspace
 from flowkit import templates
 from flowkit.eval.datasets import resolve
 from flowkit.eval.runner import make_plan, resolve_flows, run_evaluation
+from flowkit.eval.strategy import EvalRun
 from flowkit.testing import FakeLLM
 from service import grading
 from service.workspace import Workspace
@@ -62,7 +63,7 @@ def evaluated(ws: Workspace, limit: int = 3):
     ds = resolve(repo, "sample_questions")
     plan = make_plan(resolve_flows(ws, ["naive_rag", "vague"]), ds.name, ds.questions, "sample",
                      limit=limit)
-    run_evaluation(ws, repo, plan, stop=threading.Event())
+    run_evaluation(ws, repo, plan, EvalRun(stop=threading.Event()))
     return plan
 
 

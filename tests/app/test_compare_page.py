@@ -12,6 +12,7 @@ from _runkit import page, texts, until, workspace
 from flowkit import templates
 from flowkit.eval.datasets import known_sets
 from flowkit.eval.runner import make_plan, resolve_flows, run_evaluation
+from flowkit.eval.strategy import EvalRun
 from flowkit.testing import FakeLLM
 from storage.evals import EvalRepo
 from studio.common.jobs import get_jobs
@@ -55,7 +56,7 @@ def evaluated(ws, limit=3, stop_after=None):
     def prog(p):
         if stop_after and p.done >= stop_after:
             stop.set()
-    run_evaluation(ws, repo, plan, progress=prog, stop=stop)
+    run_evaluation(ws, repo, plan, EvalRun(progress=prog, stop=stop))
     return plan
 
 
@@ -239,7 +240,7 @@ def test_where_two_flows_part_defaults_to_the_recorded_parent(ws):
     other = FlowEntry(ref="other", spec=flow("other", [("r", "retrieval.bm25"),
                                                        ("g", "generation.answer")], ["r>g"]))
     full = add_variant_columns(ws, plan.eval_id, [variant, other])
-    run_evaluation(ws, EvalRepo(ws.store), full, stop=threading.Event())
+    run_evaluation(ws, EvalRepo(ws.store), full, EvalRun(stop=threading.Event()))
     at = page("pages/compare.py", eval=plan.eval_id)
     at.run()
     assert not at.exception, [e.message for e in at.exception]
@@ -273,7 +274,7 @@ def test_an_evaluation_opened_again_starts_on_the_variant_and_its_parent(ws):
     vague = next(f for f in plan.flows if f.label == "vague")
     spec = vague.spec.model_copy(update={"description": "another"})
     full = add_variant_columns(ws, plan.eval_id, [FlowEntry(ref="vague~generate.abcd", spec=spec)])
-    run_evaluation(ws, EvalRepo(ws.store), full, stop=threading.Event())   # no parent recorded:
+    run_evaluation(ws, EvalRepo(ws.store), full, EvalRun(stop=threading.Event()))   # no parent recorded:
     at = page("pages/compare.py", eval=plan.eval_id)                       # the ref names it
     at.run()
     assert not at.exception, [e.message for e in at.exception]

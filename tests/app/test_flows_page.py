@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 from flowkit import templates
 from flowkit.compile import compile_flow
 from flowkit.engine import run_flow
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.spec import dumps
 from flowkit.testing import FakeLLM, fake_resources
 from service import flows as library
@@ -40,8 +41,9 @@ def test_lists_saved_flows_with_their_last_run(ws: Workspace) -> None:
     save_template(ws, "beta", "iter_retgen")
     spec, version = ws.store.get_flow("alpha")
     llm = FakeLLM(default="Mara Velt [1]")
-    run_flow(compile_flow(spec), "Who designed the lighthouse?", fake_resources(llm), kb="test",
-             sink=ws.store.sink(), flow_version=version)
+    run_flow(compile_flow(spec), fake_resources(llm),
+             RunRequest("Who designed the lighthouse?", kb="test", flow_version=version),
+             RunHooks(sink=ws.store.sink()))
     at = flows_page()
     assert not at.exception
     shown = texts(at)

@@ -20,6 +20,8 @@ from studio.common.workspace import use_workspace
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # _runkit beside this file
 import _runkit as kit
 
+from flowkit.run_request import RunRequest
+
 LINK = "![x](http://127.0.0.1:9/leak.png?q=SECRET)"
 HOSTILE = [
     LINK,
@@ -86,8 +88,8 @@ def ws(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def run_id(ws):
-    return ws.run(templates.load_template("naive_rag"), f"Who kept the lighthouse? {LINK}",
-                  "leaky").run_id
+    return ws.run(templates.load_template("naive_rag"),
+                  RunRequest(f"Who kept the lighthouse? {LINK}", kb="leaky")).run_id
 
 
 def _markdown_like(at) -> list[str]:

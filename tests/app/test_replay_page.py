@@ -18,6 +18,8 @@ from studio.replay import memory_panel, replay, replay_panel
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # _runkit beside this file
 import _runkit as kit
 
+from flowkit.run_request import RunRequest
+
 LIGHTHOUSE = "In what year was the Corren Lighthouse first lit?"
 
 
@@ -32,7 +34,7 @@ def ws(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def run_id(ws):
-    return ws.run(templates.load_template("naive_rag"), LIGHTHOUSE, "sample").run_id
+    return ws.run(templates.load_template("naive_rag"), RunRequest(LIGHTHOUSE, kb="sample")).run_id
 
 
 def _open(run_id: str, **query: str):
@@ -142,7 +144,7 @@ def test_a_failed_step_shows_its_error(ws, tmp_path):
     broken = FakeLLM([(r".", lambda p: (_ for _ in ()).throw(RuntimeError("model fell over")))])
     ws.resources.set_llm(broken)
     try:
-        end = ws.run(templates.load_template("naive_rag"), LIGHTHOUSE, "sample")
+        end = ws.run(templates.load_template("naive_rag"), RunRequest(LIGHTHOUSE, kb="sample"))
     finally:
         ws.resources.set_llm(kit.fake_llm())
     assert end.status == "error"
@@ -252,7 +254,7 @@ def test_a_fork_shows_what_it_changed_and_its_own_figures_apart_from_the_parents
 def test_a_fork_numbers_its_steps_one_way(ws):
     """Header, slider and caption count a fork's steps alike (issue 38 item 3: the slider said
     0-6, the header 'Step 2 of 8' and the caption '1/7 of the fork's own steps')."""
-    ircot = ws.run(templates.load_template("ircot"), LIGHTHOUSE, "sample").run_id
+    ircot = ws.run(templates.load_template("ircot"), RunRequest(LIGHTHOUSE, kb="sample")).run_id
     forked = ws.fork(ircot, 2, {"question": "Who designed the Corren Lighthouse?"})
     n = len(ws.store.steps(forked.run_id))
     assert n > 1, "the fork must have more than one step of its own"

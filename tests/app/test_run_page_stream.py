@@ -21,6 +21,8 @@ from studio.run.stream import TokenBuffers
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # _runkit beside this file
 import _runkit as kit
 
+from flowkit.run_request import RunHooks, RunRequest
+
 LIGHTHOUSE = "In what year was the Corren Lighthouse first lit?"
 
 
@@ -93,9 +95,9 @@ def test_a_streamed_run_is_traced_like_a_straight_one(tmp_path):
     ws.set_cache(False)
     spec = templates.load_template("naive_rag")
     pieces = TokenBuffers()
-    streamed = ws.run(spec, LIGHTHOUSE, "sample", run_id="streamed",
-                      on_token=pieces.on_token("streamed"))
-    straight = ws.run(spec, LIGHTHOUSE, "sample", run_id="straight")
+    streamed = ws.run(spec, RunRequest(LIGHTHOUSE, kb="sample", run_id="streamed"),
+                      RunHooks(on_token=pieces.on_token("streamed")))
+    straight = ws.run(spec, RunRequest(LIGHTHOUSE, kb="sample", run_id="straight"))
     assert streamed.answer == straight.answer
     assert pieces.get("streamed").text == "It was first lit in 1884 [1]"
     a, b = ws.store.steps("streamed"), ws.store.steps("straight")

@@ -10,6 +10,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from flowkit import ListSink, compile_flow, run_flow
 from flowkit.breakpoints import check_breakpoints
 from flowkit.debug import Pause, hook_for, read_pause
+from flowkit.run_request import Resume, RunHooks, RunRequest
 from flowkit.testing import FakeLLM, MemoryKB, flow
 from flowkit.trace import RunEnd
 from service.workspace import Workspace
@@ -66,7 +67,7 @@ def drive(compiled: Any, res: Any, bps: list[Any], modes: list[str] | None = Non
     sink = ListSink()
     saver = InMemorySaver()
     hook = hook_for(compiled, checked, checkpointer=saver)
-    end = run_flow(compiled, question, res, kb=kb, sink=sink, debug=hook)
+    end = run_flow(compiled, res, RunRequest(question, kb=kb), RunHooks(sink=sink, debug=hook))
     pauses: list[Pause] = []
     todo = list(modes or [])
     while end.status == "paused":
@@ -76,7 +77,9 @@ def drive(compiled: Any, res: Any, bps: list[Any], modes: list[str] | None = Non
         pauses.append(stored)
         hook = hook_for(compiled, checked, todo.pop(0) if todo else "continue", resume=stored,
                         checkpointer=saver)
-        end = run_flow(compiled, question, res, kb=kb, sink=sink, debug=hook, run_id=end.run_id)
+        end = run_flow(compiled, res, RunRequest(question, kb=kb, run_id=end.run_id,
+                                                 start=Resume()),
+                       RunHooks(sink=sink, debug=hook))
         assert len(pauses) < 100
     assert read_pause(compiled, saver, end.run_id) is None and not list(saver.list(None))
     return end, sink, pauses
@@ -85,7 +88,7 @@ def drive(compiled: Any, res: Any, bps: list[Any], modes: list[str] | None = Non
 def straight(compiled: Any, res: Any, question: str = Q, kb: str = "test"
              ) -> tuple[RunEnd, ListSink]:
     sink = ListSink()
-    return run_flow(compiled, question, res, kb=kb, sink=sink), sink
+    return run_flow(compiled, res, RunRequest(question, kb=kb), RunHooks(sink=sink)), sink
 
 
 def compiled(name: str) -> Any:

@@ -14,6 +14,7 @@ import pytest
 from debugkit import SHAPES, Q, compiled, make_workspace
 
 from flowkit.debug import CheckpointMissing, read_pause
+from flowkit.run_request import RunRequest
 from service.debug import Debugger, NotPausedError
 from service.workspace import Workspace
 from storage.checkpoints import open_checkpointer
@@ -86,7 +87,7 @@ def test_without_its_checkpoint_a_paused_run_cannot_be_continued(ws: Workspace):
 
 def test_runs_without_breakpoints_write_no_checkpoint(ws: Workspace):
     assert compiled("loop").graph.checkpointer is None
-    plain = ws.run(SHAPES["loop"], Q, "test")
+    plain = ws.run(SHAPES["loop"], RunRequest(Q, kb="test"))
     assert plain.status == "ok" and _rows(ws, plain.run_id) == (0, [])
     never = Debugger(ws).start(SHAPES["loop"], Q, "test", ["gen@9"])   # debuggable, no pause
     assert never.status == "ok" and _rows(ws, never.run_id) == (0, [])

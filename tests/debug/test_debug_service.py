@@ -12,6 +12,7 @@ from debugkit import DOCS, SHAPES, Q, llm, make_workspace
 
 from flowkit.breakpoints import BreakpointError
 from flowkit.errors import FlowkitError, NotFoundError
+from flowkit.run_request import RunRequest
 from flowkit.runtime.resources import Settings
 from flowkit.testing import FakeLLM, MemoryKB, flow
 from service.debug import Debugger, EditError, NotPausedError, check_value
@@ -34,7 +35,7 @@ def test_a_paused_run_is_stored_and_continues_under_the_same_id(ws: Workspace):
     assert nxt is not None and nxt.kind == "complete" and "Question: " + Q in nxt.prompt
     done = dbg.resume(end.run_id)
     assert done.run_id == end.run_id and done.status == "ok"
-    straight = ws.run(SHAPES["loop"], Q, "test")
+    straight = ws.run(SHAPES["loop"], RunRequest(Q, kb="test"))
     steps, steps0 = ws.store.steps(end.run_id), ws.store.steps(straight.run_id)
     assert [(s.node_id, s.visit) for s in steps] == [(s.node_id, s.visit) for s in steps0]
     assert [s.index for s in steps] == list(range(len(steps)))
@@ -95,7 +96,7 @@ def test_an_edit_whose_type_does_not_fit_is_refused(key, value, fragment):
 def test_a_fork_whose_memory_edit_does_not_fit_is_refused(ws: Workspace, changes, fragment):
     """A fork checks its memory changes as a debugger's edit is checked (flowkit.memory_edit
     .check_value): refused with the key named, before anything runs."""
-    parent = ws.run(SHAPES["linear"], Q, "test")
+    parent = ws.run(SHAPES["linear"], RunRequest(Q, kb="test"))
     runs = len(ws.store.list_runs())
     with pytest.raises(EditError) as e:
         ws.fork(parent.run_id, 1, memory_changes=changes)
@@ -118,7 +119,7 @@ def test_refusals_name_the_run_and_leave_it_paused(ws: Workspace):
     assert len(ws.store.steps(end.run_id)) == 1                 # no edit step was recorded
     with pytest.raises(NotFoundError):
         dbg.resume("no-such-run")
-    straight = ws.run(SHAPES["linear"], Q, "test")
+    straight = ws.run(SHAPES["linear"], RunRequest(Q, kb="test"))
     for call in (lambda: dbg.resume(straight.run_id), lambda: dbg.abort(straight.run_id),
                  lambda: dbg.set_value(straight.run_id, "answer", "x")):
         with pytest.raises(NotPausedError, match="not paused \\(status ok\\)"):
@@ -223,7 +224,7 @@ def test_time_spent_paused_does_not_count_against_the_timeout(tmp_path: Path, mo
         return "Tessel [1]"
 
     ws = make_workspace(tmp_path / "a", FakeLLM([(r"Question:", jump)]))
-    assert ws.run(spec, Q, "test").status == "budget_exceeded"
+    assert ws.run(spec, RunRequest(Q, kb="test")).status == "budget_exceeded"
     monkeypatch.setattr(time, "perf_counter", real)
 
     ws = make_workspace(tmp_path / "b")
@@ -307,7 +308,7 @@ def test_a_continue_whose_process_dies_leaves_the_run_paused_where_it_was(tmp_pa
         ("paused", paused.steps, paused.llm_calls, paused.tokens)
     assert len(again.store.steps(end.run_id)) == paused.steps
     done = Debugger(again).resume(end.run_id)
-    straight = again.run(SHAPES["loop"], Q, "test")
+    straight = again.run(SHAPES["loop"], RunRequest(Q, kb="test"))
     assert done.status == "ok" and done.answer == straight.answer
     steps, steps0 = again.store.steps(end.run_id), again.store.steps(straight.run_id)
     assert [(s.node_id, s.visit) for s in steps] == [(s.node_id, s.visit) for s in steps0]

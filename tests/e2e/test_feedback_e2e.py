@@ -20,6 +20,7 @@ from e2ekit import ART, CHROMIUM, StudioServer, chromium, settle
 from test_compare_e2e import fake_openai_server
 
 from flowkit import templates
+from flowkit.run_request import RunRequest
 from flowkit.testing import FakeLLM, HashEmbedder
 
 pytestmark = pytest.mark.e2e
@@ -39,7 +40,7 @@ def _record(home: Path, base_url: str) -> str:
     ws.resources.set_llm(FakeLLM([(r"Corren", "It was first lit in 1884 [1]")]))
     ws.resources.set_embedder(HashEmbedder())
     ingest(ws.resources, SAMPLE_KB, [SAMPLE_DIR / "articles.jsonl"])
-    run_id = ws.run(templates.load_template("naive_rag"), QUESTION, "sample").run_id
+    run_id = ws.run(templates.load_template("naive_rag"), RunRequest(QUESTION, kb="sample")).run_id
     for i in range(FLOWS):
         ws.store.save_flow(templates.load_template("naive_rag").model_copy(
             update={"name": f"flow_{i}"}), None)

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from flowkit.run_request import RunRequest
+
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,8 +71,8 @@ def studio(tmp_path_factory, leak_server):
     doc = home / "leaky.txt"
     doc.write_text(f"The lighthouse keeper wrote {link} in the log book.\n", encoding="utf-8")
     ingest(ws.resources, "leaky", [doc])
-    run_id = ws.run(templates.load_template("naive_rag"), "Who kept the lighthouse?",
-                    "leaky").run_id
+    run_id = ws.run(templates.load_template("naive_rag"),
+                    RunRequest("Who kept the lighthouse?", kb="leaky")).run_id
     # a flow whose node label is markup: the editor's canvas must draw it as text
     tag = f'<img src="http://127.0.0.1:{port}/leak.png?q=CANVAS">'
     spec = templates.load_template("naive_rag")

@@ -27,6 +27,7 @@ from e2ekit import ART, CHROMIUM, StudioServer, canvas, chromium, settle
 from test_compare_e2e import fake_openai_server
 
 from flowkit import templates
+from flowkit.run_request import RunRequest
 from flowkit.testing import FakeLLM, HashEmbedder
 
 pytestmark = pytest.mark.e2e
@@ -62,7 +63,7 @@ def _record(home: Path, base_url: str) -> tuple[str, str, str, str]:
                                  default="no idea"))
     ws.resources.set_embedder(HashEmbedder())
     ingest(ws.resources, SAMPLE_KB, [SAMPLE_DIR / "articles.jsonl"])
-    run_id = ws.run(templates.load_template("naive_rag"), QUESTION, "sample").run_id
+    run_id = ws.run(templates.load_template("naive_rag"), RunRequest(QUESTION, kb="sample")).run_id
     ws.store.save_flow(templates.load_template("naive_rag"), None)     # for the Editor
     repo = EvalRepo(ws.store)
     ds = resolve(repo, "sample_questions")

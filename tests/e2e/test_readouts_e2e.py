@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from e2ekit import CHROMIUM, ROOT, StudioServer, chromium
 
+from flowkit.eval.strategy import EvalRun
 from flowkit.testing import FakeLLM, HashEmbedder
 
 pytestmark = pytest.mark.e2e
@@ -39,7 +40,7 @@ def _record(data_dir: Path) -> str:
     plan = make_plan(resolve_flows(ws, ["naive_rag", "rewrite_retrieve_read"]), ds.name,
                      ds.questions, "sample", limit=3)
     stop = threading.Event()
-    run_evaluation(ws, repo, plan, stop=stop, progress=lambda p: stop.set())
+    run_evaluation(ws, repo, plan, EvalRun(stop=stop, progress=lambda p: stop.set()))
     return plan.eval_id
 
 

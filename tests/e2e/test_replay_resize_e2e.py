@@ -15,6 +15,7 @@ from e2ekit import CHROMIUM, StudioServer, chromium
 from test_editor_e2e import ARTIFACTS, WAIT_MS, settle
 
 from flowkit import templates
+from flowkit.run_request import RunRequest
 from flowkit.testing import FakeLLM, HashEmbedder
 
 pytestmark = pytest.mark.e2e
@@ -32,7 +33,8 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
     ws.resources.set_llm(FakeLLM([], default="It is not known"))
     ws.resources.set_embedder(HashEmbedder())
     ingest(ws.resources, SAMPLE_KB, [SAMPLE_DIR / "articles.jsonl"])
-    run_id = ws.run(templates.load_template("ircot"), "Who lit the lighthouse?", "sample").run_id
+    run_id = ws.run(templates.load_template("ircot"),
+                    RunRequest("Who lit the lighthouse?", kb="sample")).run_id
     with StudioServer(data_dir, timeout_s=120) as url:
         yield url, run_id
 

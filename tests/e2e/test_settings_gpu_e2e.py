@@ -17,6 +17,7 @@ import pytest
 from e2ekit import ART, CHROMIUM, StudioServer, chromium, settle
 
 from flowkit import templates
+from flowkit.run_request import RunRequest
 from flowkit.testing import HashEmbedder
 
 pytestmark = [pytest.mark.e2e, pytest.mark.real]
@@ -35,7 +36,7 @@ def _run(home: Path, ingest_first: bool) -> tuple[Any, bool]:
         ws.resources.set_embedder(HashEmbedder())
         if ingest_first:
             ingest(ws.resources, SAMPLE_KB, [SAMPLE_DIR / "articles.jsonl"])
-        result = ws.run(templates.load_template("naive_rag"), QUESTION, SAMPLE_KB)
+        result = ws.run(templates.load_template("naive_rag"), RunRequest(QUESTION, kb=SAMPLE_KB))
         llm = ws.resources.llm
         return result, bool(getattr(llm, "restarts", 0) or getattr(llm, "_started_once", False))
     finally:

@@ -33,6 +33,8 @@ from test_editor_e2e import (
 )
 
 from flowkit import templates
+from flowkit.eval.strategy import EvalRun
+from flowkit.run_request import RunRequest
 from flowkit.testing import FakeLLM, HashEmbedder
 from service.drafts import DraftStore
 from storage.repo import Store
@@ -62,8 +64,8 @@ def _record(data_dir: Path) -> dict[str, str]:
     ws.resources.set_llm(FakeLLM([(r"Question: ", _answer)], default="It is not known"))
     ws.resources.set_embedder(HashEmbedder())
     ingest(ws.resources, SAMPLE_KB, [SAMPLE_DIR / "articles.jsonl"])
-    plain = ws.run(templates.load_template("naive_rag"), LIGHTHOUSE, "sample").run_id
-    ircot = ws.run(templates.load_template("ircot"), LIGHTHOUSE, "sample").run_id
+    plain = ws.run(templates.load_template("naive_rag"), RunRequest(LIGHTHOUSE, kb="sample")).run_id
+    ircot = ws.run(templates.load_template("ircot"), RunRequest(LIGHTHOUSE, kb="sample")).run_id
     fork = ws.fork(ircot, 2, {"question": "Who designed the Corren Lighthouse?"}).run_id
     repo = EvalRepo(ws.store)
     ds = resolve(repo, "sample_questions")
@@ -75,7 +77,7 @@ def _record(data_dir: Path) -> dict[str, str]:
     ws.store.save_flow(vague, None)
     plan = make_plan(resolve_flows(ws, ["naive_rag", "vague"]), ds.name, ds.questions, "sample",
                      limit=2)
-    run_evaluation(ws, repo, plan, stop=threading.Event())
+    run_evaluation(ws, repo, plan, EvalRun(stop=threading.Event()))
     ws.store.save_flow(templates.load_template("naive_rag").model_copy(update={"name": "tabs"}),
                        None)
     ws.store.save_flow(templates.load_template("naive_rag").model_copy(update={"name": "del"}),

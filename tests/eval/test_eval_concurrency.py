@@ -23,6 +23,7 @@ from flowkit.eval.runner import (
     resolve_flows,
     run_evaluation,
 )
+from flowkit.eval.strategy import EvalRun, InFlight
 from flowkit.runtime.llm import LLMSettings
 from flowkit.runtime.resources import Settings
 from flowkit.testing import MemoryKB
@@ -72,7 +73,7 @@ def test_runs_overlap_and_match_serial_runs(world: Any, tmp_path: Path, db_url: 
         p1, p2 = plan_on(ws1, world, "serialeval01"), plan_on(ws2, world, "concureval01")
         seen: list[Any] = []
         first = run_evaluation(ws1, repo1, p1)
-        second = run_evaluation(ws2, repo2, p2, concurrency=CONCURRENCY, progress=seen.append)
+        second = run_evaluation(ws2, repo2, p2, EvalRun(strategy=InFlight(CONCURRENCY), progress=seen.append))
     assert serial_server.max_in_flight == 1
     assert busy_server.max_in_flight == CONCURRENCY          # N runs really were in flight at once
     assert busy_server.requests == serial_server.requests == p1.total
@@ -105,7 +106,7 @@ def test_stop_leaves_no_half_written_run_and_resume_skips_finished(world: Any,
         ws = server_workspace(tmp_path / "home2", server.url)
         repo = EvalRepo(ws.store)
         plan = plan_on(ws, world, "stopeval0001")
-        first = run_evaluation(ws, repo, plan, concurrency=3, stop=stop, progress=stop_after_3)
+        first = run_evaluation(ws, repo, plan, EvalRun(strategy=InFlight(3), stop=stop, progress=stop_after_3))
         statuses = repo.statuses(plan.eval_id)
         assert first.status == "stopped" and repo.get_eval(plan.eval_id).status == "stopped"
         assert 3 <= first.ran < plan.total
@@ -117,7 +118,7 @@ def test_stop_leaves_no_half_written_run_and_resume_skips_finished(world: Any,
             s.execute(update(RunRow).where(RunRow.id == finished[-1])
                       .values(status="interrupted"))
         sent = server.requests
-        second = run_evaluation(ws, repo, plan, concurrency=3)
+        second = run_evaluation(ws, repo, plan, EvalRun(strategy=InFlight(3)))
     assert second.status == "done"
     assert second.skipped == len(finished) - 1
     assert second.ran == plan.total - second.skipped
@@ -145,7 +146,7 @@ def test_embedded_model_prints_a_note_and_runs_serially(world: Any) -> None:
             with lock:
                 in_flight[0] -= 1
     world.ws.run = counted
-    out = run_evaluation(world.ws, world.repo, plan, concurrency=4, notice=notes.append)
+    out = run_evaluation(world.ws, world.repo, plan, EvalRun(strategy=InFlight(4), notice=notes.append))
     assert out.status == "done" and out.ran == plan.total
     assert peak[0] == 1
     assert len(notes) == 1 and "--concurrency 4 needs a model server" in notes[0]
@@ -160,7 +161,7 @@ def test_embedded_model_prints_a_note_and_runs_serially(world: Any) -> None:
 def test_bad_concurrency_is_refused(world: Any, n: int) -> None:
     plan = plan_on(world.ws, world, "badconc00001")
     with pytest.raises(FlowkitError, match=r"--concurrency must be a whole number from 1 to 64"):
-        run_evaluation(world.ws, world.repo, plan, concurrency=n)
+        run_evaluation(world.ws, world.repo, plan, EvalRun(strategy=InFlight(n)))
     assert world.repo.find_eval(plan.eval_id) is None          # refused before anything ran
 
 
@@ -205,12 +206,12 @@ def test_ctrl_c_lets_runs_in_flight_end_and_resume_finishes(world: Any, tmp_path
         repo = EvalRepo(ws.store)
         plan = plan_on(ws, world, "ctrlceval001")
         with pytest.raises(KeyboardInterrupt):
-            run_evaluation(ws, repo, plan, concurrency=3, progress=interrupt)
+            run_evaluation(ws, repo, plan, EvalRun(strategy=InFlight(3), progress=interrupt))
         statuses = repo.statuses(plan.eval_id)
         assert repo.get_eval(plan.eval_id).status == "interrupted"
         assert 2 <= len(statuses) < plan.total                 # no new run started after it
         assert set(statuses.values()) <= {"ok", "cancelled"}   # none left half-written
-        again = run_evaluation(ws, repo, plan, concurrency=3)
+        again = run_evaluation(ws, repo, plan, EvalRun(strategy=InFlight(3)))
     assert again.status == "done"
     assert again.skipped == list(statuses.values()).count("ok")
     assert set(repo.statuses(plan.eval_id).values()) == {"ok"}

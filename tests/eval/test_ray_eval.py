@@ -12,6 +12,7 @@ import pytest
 from flowkit.errors import FlowkitError
 from flowkit.eval.parallel import check_engines
 from flowkit.eval.runner import make_plan, resolve_flows, run_evaluation
+from flowkit.eval.strategy import EvalRun, strategy_for
 from flowkit.runtime.llm import LLMSettings
 from flowkit.runtime.resources import Settings
 from service.workspace import Workspace
@@ -44,9 +45,8 @@ def test_two_ray_workers_give_the_serial_answers(real_resources) -> None:
     fanned = make_plan(flows, "sample", questions, "sample", eval_id="fannedray")
     seen: list[str] = []
     a = run_evaluation(ws, repo, serial)
-    b = run_evaluation(ws, repo, fanned, workers=2, progress=lambda p: seen.append(p.status),
-                       make_workspace=functools.partial(Workspace, ws.data_dir,
-                                                        real_resources.settings))
+    b = run_evaluation(ws, repo, fanned, EvalRun(strategy=strategy_for(2, 1, functools.partial(Workspace, ws.data_dir,
+                                                        real_resources.settings), ''), progress=lambda p: seen.append(p.status)))
     assert a.status == b.status == "done" and b.ran == 6 and len(seen) == 6
     for fi in range(2):
         for qi in range(3):

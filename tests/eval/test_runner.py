@@ -25,6 +25,7 @@ from flowkit.eval.runner import (
     resolve_flows,
     run_evaluation,
 )
+from flowkit.eval.strategy import EvalRun
 from storage.evals import EvalRepo, parse_run_id, run_id_for
 from storage.models import RunRow
 
@@ -42,7 +43,7 @@ def test_every_flow_on_the_same_questions_with_traces(world):
     plan = plan_for(world, limit=4)
     assert [f.label for f in plan.flows] == ["good", "vague"] and plan.total == 8
     seen = []
-    out = run_evaluation(world.ws, world.repo, plan, progress=seen.append)
+    out = run_evaluation(world.ws, world.repo, plan, EvalRun(progress=seen.append))
     assert (out.status, out.ran, out.skipped, out.statuses) == ("done", 8, 0, {"ok": 8})
     # question-major order: both flows on q1, then both on q2, ...
     assert [(p.question_index, p.flow_index) for p in seen] == [(q, f) for q in range(4)
@@ -90,7 +91,7 @@ def test_stopped_evaluation_resumes_where_it_stopped(world):
         if p.done == 5:
             stop.set()
 
-    first = run_evaluation(world.ws, world.repo, plan, progress=stop_after_5, stop=stop)
+    first = run_evaluation(world.ws, world.repo, plan, EvalRun(progress=stop_after_5, stop=stop))
     assert (first.status, first.ran) == ("stopped", 5)
     assert world.repo.get_eval(plan.eval_id).status == "stopped"
     # a run left unfinished is redone; the finished ones are skipped

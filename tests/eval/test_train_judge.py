@@ -12,6 +12,7 @@ from flowkit import compile_flow, run_flow
 from flowkit.eval.metrics import accuracy
 from flowkit.eval.train_judge import examples_path, pick_l2, train_judge
 from flowkit.judges import load_classifier
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.templates import load_template
 from flowkit.testing import HashEmbedder
 from flowkit.trace import ListSink
@@ -95,8 +96,8 @@ def test_cli_train_judge_then_the_judge_uses_the_weights(world, ws, monkeypatch,
         n.model_copy(update={"params": {**n.params, "model_path": "judges/mine.json"}})
         if n.id == "sufficient" else n for n in spec.nodes]})
     sink = ListSink()
-    result = run_flow(compile_flow(spec), questions(world)[0]["question"], ws.resources, kb="test",
-                      sink=sink)
+    result = run_flow(compile_flow(spec), ws.resources,
+                      RunRequest(questions(world)[0]["question"], kb="test"), RunHooks(sink=sink))
     assert result.status == "ok", result.error
     judged = [s.memory_after["judgement"] for s in sink.steps if s.node_id == "sufficient"]
     assert judged and all("score" in j or j["reason"].startswith("chain length") for j in judged)

@@ -22,6 +22,7 @@ from flowkit.compile import FINISH
 from flowkit.errors import FlowkitError, ResourceError, ValidationError
 from flowkit.export import export_zip, render, write_package
 from flowkit.export.runtime import ExportSettings
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.spec import EdgeSpec, Limits, canonical, load
 from flowkit.templates import load_template, names
 from flowkit.testing import FakeLLM, HashEmbedder, fake_resources
@@ -41,8 +42,9 @@ def both_ways(spec: Any, tmp_path: Path, question: str = TWO_HOP) -> tuple[Any, 
     """Run `spec` with run_flow and as an exported graph, each on its own scripted FakeLLM."""
     llm_engine, llm_export = scripted(), scripted()
     sink = ListSink()
-    result = run_flow(compile_flow(spec), question, fake_resources(llm_engine, kb="test", embedder=HashEmbedder()),
-                      kb="test", sink=sink)
+    result = run_flow(compile_flow(spec),
+                      fake_resources(llm_engine, kb="test", embedder=HashEmbedder()),
+                      RunRequest(question, kb="test"), RunHooks(sink=sink))
     _, module = export(spec, tmp_path)
     out = module.graph.invoke({"question": question}, config={"configurable": {
         "flowkit_resources": fake_resources(llm_export, kb="test", embedder=HashEmbedder()),

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from flowkit import ListSink, compile_flow, run_flow
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.templates import load_template
 
 from .conftest import export, sequence
@@ -19,7 +20,8 @@ TWO_HOP = "On which island was the designer of the Corren Lighthouse born?"
 def test_exported_ircot_matches_run_flow_on_the_real_model(real_resources: Any, tmp_path: Path):
     spec = load_template("ircot")        # the loop: retrieve -> reason -> judge, up to 4 rounds
     sink = ListSink()
-    result = run_flow(compile_flow(spec), TWO_HOP, real_resources, kb="sample", sink=sink)
+    result = run_flow(compile_flow(spec), real_resources, RunRequest(TWO_HOP, kb="sample"),
+                      RunHooks(sink=sink))
     assert result.status == "ok", result.error
     _, module = export(spec, tmp_path)
     out = module.graph.invoke({"question": TWO_HOP}, config={"configurable": {

@@ -24,6 +24,7 @@ import pytest
 import flowkit
 from flowkit import ListSink, compile_flow, run_flow
 from flowkit.export import write_package
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.runtime.resources import save_settings
 from flowkit.templates import load_template
 
@@ -126,8 +127,8 @@ def test_served_graph_answers_like_run_flow(served: Served, real_resources: Any)
     out = client.runs.wait(None, FLOW, input={"question": QUESTION})
     assert isinstance(out, dict) and "answer" in out, out
     sink = ListSink()
-    result = run_flow(compile_flow(load_template(FLOW)), QUESTION, real_resources, kb="sample",
-                      sink=sink)
+    result = run_flow(compile_flow(load_template(FLOW)), real_resources,
+                      RunRequest(QUESTION, kb="sample"), RunHooks(sink=sink))
     assert result.status == "ok", result.error
     assert out["answer"] == result.answer and out["answer"].strip()
     assert sequence(out["trace"]) == sink.sequence() == [("retrieve", 1), ("generate", 1)]

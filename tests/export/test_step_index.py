@@ -9,6 +9,7 @@ from typing import Any
 
 from flowkit import ListSink, compile_flow, run_flow
 from flowkit.export.runtime import StepNumbers
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.templates import load_template
 from flowkit.testing import HashEmbedder, fake_resources
 from flowkit.testing.fakes import template_script
@@ -61,8 +62,8 @@ def test_the_table_is_bounded_and_thread_safe():
 def _run_exported(tmp_path: Path) -> tuple[dict[str, Any], ListSink]:
     spec = load_template("pre_retrieval_branching")
     sink = ListSink()
-    run_flow(compile_flow(spec), Q, fake_resources(template_script(), kb="test",
-                                                   embedder=HashEmbedder()), kb="test", sink=sink)
+    run_flow(compile_flow(spec), fake_resources(template_script(), kb="test",
+                                                   embedder=HashEmbedder()), RunRequest(Q, kb="test"), RunHooks(sink=sink))
     _, module = export(spec, tmp_path)
     out = module.graph.invoke({"question": Q}, config={"configurable": {
         "flowkit_resources": fake_resources(template_script(), kb="test", embedder=HashEmbedder()),

@@ -8,6 +8,7 @@ import pytest
 from flowkit import ListSink, compile_flow, run_flow
 from flowkit.errors import OperatorInputError
 from flowkit.operators.generation.verify import parse_label, parse_yes_no
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.testing import FakeLLM, fake_resources, flow, operator_instance, run_operator
 from flowkit.text import normalize_answer
 
@@ -48,7 +49,7 @@ def test_answer_per_document_in_a_flow_and_errors():
     llm = FakeLLM([(r"Passage:", "Tessel")])
     spec = flow("p", [("ret", "retrieval.bm25", {"top_k": 2}),
                       ("gen", "generation.answer_per_document", {"top_n": 2})], ["ret>gen"])
-    result = run_flow(compile_flow(spec), Q, fake_resources(llm), kb="test")
+    result = run_flow(compile_flow(spec), fake_resources(llm), RunRequest(Q, kb="test"))
     assert result.status == "ok", result.error
     assert result.answer == "Tessel" and result.llm_calls == 2
     assert result.memory["drafts"] == ["Tessel", "Tessel"]
@@ -129,7 +130,8 @@ def test_verification_flow_records_every_call():
                       ("vk", "generation.verify_knowledge"), ("vm", "generation.verify_model")],
                 ["ret>gen", "gen>vk", "vk>vm"])
     sink = ListSink()
-    result = run_flow(compile_flow(spec), Q, fake_resources(llm), kb="test", sink=sink)
+    result = run_flow(compile_flow(spec), fake_resources(llm), RunRequest(Q, kb="test"),
+                      RunHooks(sink=sink))
     assert result.status == "ok", result.error
     assert sink.sequence() == [("ret", 1), ("gen", 1), ("vk", 1), ("vm", 1)]
     assert result.answer == "Tessel" and result.llm_calls == 3
@@ -148,8 +150,9 @@ def test_generation_operators_on_the_real_stack(real_resources):
                                                            "max_tokens": 12})],
                 ["ret>per_doc", "per_doc>vk", "vk>vm"])
     sink = ListSink()
-    result = run_flow(compile_flow(spec), "Who designed the Corren Lighthouse?", real_resources,
-                      kb="sample", sink=sink)
+    result = run_flow(compile_flow(spec), real_resources,
+                      RunRequest("Who designed the Corren Lighthouse?", kb="sample"),
+                      RunHooks(sink=sink))
     assert result.status == "ok", result.error
     assert sink.sequence() == [("ret", 1), ("per_doc", 1), ("vk", 1), ("vm", 1)]
     mem = result.memory

@@ -15,6 +15,7 @@ from flowkit.ingest import make_chunker
 from flowkit.operators.indexing.graph import load_graph, parse_triples, pattern_triples
 from flowkit.operators.indexing.hierarchical import load_summaries
 from flowkit.registry import get
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.runtime.kb import Chunk
 from flowkit.testing import FakeLLM, MemoryKB, fake_resources, flow, operator_instance
 from flowkit.text import split_sentences
@@ -96,7 +97,8 @@ def test_chunk_sentences_packs_whole_sentences_in_a_flow():
                       ("gen", "generation.answer")],
                 ["ret>chunk", "chunk>gen"])
     res = fake_resources(docs=[DOCS[0]])
-    result = run_flow(compile_flow(spec), "Who designed the Corren Lighthouse?", res, kb="test")
+    result = run_flow(compile_flow(spec), res,
+                      RunRequest("Who designed the Corren Lighthouse?", kb="test"))
     assert result.status == "ok", result.error
     texts = [d["text"] for d in result.memory["documents"]]
     assert texts == ["Mara Velt was born on Tessel. She studied in Osterhavn.",
@@ -122,7 +124,7 @@ def test_metadata_attaches_fields_and_filters():
                       ("meta", "indexing.metadata", {"size": 200, "overlap": 0,
                                                      "fields": {"checked": True}}),
                       ("gen", "generation.answer")], ["ret>meta", "meta>gen"])
-    result = run_flow(compile_flow(spec), "Mara Velt", res, kb="test")
+    result = run_flow(compile_flow(spec), res, RunRequest("Mara Velt", kb="test"))
     assert result.status == "ok", result.error
     docs = result.memory["documents"]
     assert docs and all(d["meta"]["shelf"] == "people" and d["meta"]["checked"] is True for d in docs)
@@ -164,8 +166,9 @@ def test_hierarchical_summaries_then_chunks(tmp_path):
     spec = flow("h", [("hier", "indexing.hierarchical", {"top_docs": 1, "top_k": 2}),
                       ("gen", "generation.answer")], ["hier>gen"])
     sink = ListSink()
-    result = run_flow(compile_flow(spec), "Who designed the Corren Lighthouse?", res, kb="test",
-                      sink=sink)
+    result = run_flow(compile_flow(spec), res,
+                      RunRequest("Who designed the Corren Lighthouse?", kb="test"),
+                      RunHooks(sink=sink))
     assert result.status == "ok", result.error
     docs = result.memory["documents"]
     assert len(docs) == 2 and {d["meta"]["doc_id"] for d in docs} == {"velt"}
@@ -200,7 +203,7 @@ def test_knowledge_graph_ingest_and_neighbourhood(tmp_path):
     assert ("tessel", "lamp night", "holds", "pattern", "tessel#0") in edges
     spec = flow("g", [("kg", "indexing.knowledge_graph", {"top_k": 2}), ("gen", "generation.answer")],
                 ["kg>gen"])
-    result = run_flow(compile_flow(spec), "What did Mara Velt design?", res, kb="test")
+    result = run_flow(compile_flow(spec), res, RunRequest("What did Mara Velt design?", kb="test"))
     assert result.status == "ok", result.error
     assert [d["id"] for d in result.memory["documents"]] == ["velt#0"]
     assert result.memory["evidence"][0] == "Mara Velt | designed | Corren Lighthouse"
@@ -228,8 +231,9 @@ def test_indexing_operators_on_the_real_stack(real_resources, tmp_path):
                              ("slide", "indexing.chunk_sliding", {"window": 2, "stride": 1}),
                              ("gen", "generation.answer", {"max_tokens": 8})],
                 ["ret>sent", "sent>meta", "meta>slide", "slide>gen"])
-    result = run_flow(compile_flow(spec), "Who designed the Corren Lighthouse?", real_resources,
-                      kb="sample", sink=sink)
+    result = run_flow(compile_flow(spec), real_resources,
+                      RunRequest("Who designed the Corren Lighthouse?", kb="sample"),
+                      RunHooks(sink=sink))
     assert result.status == "ok", result.error
     after = {s.node_id: s.memory_after["documents"] for s in sink.steps}
     sent = after["sent"]
@@ -254,7 +258,8 @@ def test_indexing_operators_on_the_real_stack(real_resources, tmp_path):
     for method in ("retrieval.dense", "retrieval.bm25"):
         spec = flow("w", [("ret", method, {"top_k": 5, "where": {"shelf": "things"}}), ("gen", "generation.answer", {"max_tokens": 8})],
                     ["ret>gen"])
-        got = run_flow(compile_flow(spec), "Corren Lighthouse Mara Velt", res, kb="meta")
+        got = run_flow(compile_flow(spec), res,
+                       RunRequest("Corren Lighthouse Mara Velt", kb="meta"))
         assert got.status == "ok", got.error
         docs = got.memory["documents"]
         assert docs and {d["meta"]["shelf"] for d in docs} == {"things"}
@@ -265,7 +270,8 @@ def test_indexing_operators_on_the_real_stack(real_resources, tmp_path):
     spec = flow("s2b", [("ret", "retrieval.dense", {"top_k": 4}),
                         ("big", "indexing.small_to_big", {"top_k": 3}), ("gen", "generation.answer", {"max_tokens": 8})],
                 ["ret>big", "big>gen"])
-    got = run_flow(compile_flow(spec), "When was the Corren Lighthouse first lit?", res, kb="s2b")
+    got = run_flow(compile_flow(spec), res,
+                   RunRequest("When was the Corren Lighthouse first lit?", kb="s2b"))
     assert got.status == "ok", got.error
     parents = got.memory["documents"]
     # the operator's guarantee, not one CPU's ranking: each parent is the parent of retrieved
@@ -282,7 +288,7 @@ def test_indexing_operators_on_the_real_stack(real_resources, tmp_path):
     spec = flow("h", [("hier", "indexing.hierarchical", {"top_docs": 1, "top_k": 2}),
                       ("gen", "generation.answer", {"max_tokens": 12})], ["hier>gen"])
     question = "Who was the first keeper of the Corren Lighthouse?"
-    got = run_flow(compile_flow(spec), question, res, kb="hier")
+    got = run_flow(compile_flow(spec), res, RunRequest(question, kb="hier"))
     assert got.status == "ok", got.error
     # which article ranks first depends on the summaries the model wrote on this CPU; what the
     # operator guarantees: the leaves come from the top summary's document, its best chunks
@@ -303,7 +309,8 @@ def test_indexing_operators_on_the_real_stack(real_resources, tmp_path):
     assert graph is not None and graph.number_of_edges() > 10
     spec = flow("g", [("kg", "indexing.knowledge_graph", {"top_k": 2}),
                       ("gen", "generation.answer", {"max_tokens": 12})], ["kg>gen"])
-    got = run_flow(compile_flow(spec), "Who designed the Corren Lighthouse?", res, kb="kg")
+    got = run_flow(compile_flow(spec), res,
+                   RunRequest("Who designed the Corren Lighthouse?", kb="kg"))
     assert got.status == "ok", got.error
     # the triples are the model's words on this CPU; the guarantee: the passages are the chunks
     # the graph's edges came from, and the evidence is triples

@@ -15,6 +15,7 @@ import pytest
 
 from flowkit import ListSink, compile_flow, run_flow
 from flowkit.judges import judge_text, save_classifier
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.runtime.llm import Completion
 from flowkit.testing import FakeLLM, fake_resources, flow
 
@@ -54,7 +55,7 @@ class ProbLLM(FakeLLM):
 
 def run(spec: Any, res: Any, question: str = Q) -> tuple[Any, list[tuple[str, int]]]:
     sink = ListSink()
-    result = run_flow(compile_flow(spec), question, res, kb="test", sink=sink)
+    result = run_flow(compile_flow(spec), res, RunRequest(question, kb="test"), RunHooks(sink=sink))
     return result, sink.sequence()
 
 
@@ -231,7 +232,8 @@ def test_orchestration_operators_on_the_real_stack(real_resources, tmp_path):
 
     def go(spec: Any) -> tuple[Any, list[tuple[str, int]], dict[str, Any]]:
         sink = ListSink()
-        result = run_flow(compile_flow(spec), question, res, kb="sample", sink=sink)
+        result = run_flow(compile_flow(spec), res, RunRequest(question, kb="sample"),
+                          RunHooks(sink=sink))
         assert result.status == "ok", result.error
         return result, sink.sequence(), {s.node_id: s.memory_after for s in sink.steps}
 
@@ -302,9 +304,8 @@ def _concat_flow(top_k: int) -> Any:
 
 def test_concat_merge_keeps_branch_order_without_repeats():
     sink = ListSink()
-    result = run_flow(compile_flow(_concat_flow(3)), Q, fake_resources(FakeLLM(default="Tessel [1]"),
-                                                                       kb="sample"),
-                      kb="sample", sink=sink)
+    result = run_flow(compile_flow(_concat_flow(3)), fake_resources(FakeLLM(default="Tessel [1]"),
+                                                                       kb="sample"), RunRequest(Q, kb="sample"), RunHooks(sink=sink))
     assert result.status == "ok", result.error
     after = {s.node_id: s.memory_after for s in sink.steps}
     a_ids = [d["id"] for d in after["a"]["documents"]]
@@ -317,8 +318,9 @@ def test_concat_merge_keeps_branch_order_without_repeats():
 @pytest.mark.real
 def test_concat_merge_on_the_real_stack(real_resources):
     sink = ListSink()
-    result = run_flow(compile_flow(_concat_flow(4)), "Who designed the Corren Lighthouse?",
-                      real_resources, kb="sample", sink=sink)
+    result = run_flow(compile_flow(_concat_flow(4)), real_resources,
+                      RunRequest("Who designed the Corren Lighthouse?", kb="sample"),
+                      RunHooks(sink=sink))
     assert result.status == "ok", result.error
     assert [n for n, _ in sink.sequence()][-2:] == ["m", "g"]
     merged = sink.steps[-2].memory_after["documents"]

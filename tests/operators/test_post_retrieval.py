@@ -13,6 +13,7 @@ from flowkit.errors import OperatorInputError
 from flowkit.operators.post_retrieval._util import parse_ranking, parse_score, yes_probability
 from flowkit.operators.post_retrieval.rerank import lost_in_the_middle
 from flowkit.registry import all_operators
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.testing import FakeLLM, fake_resources, flow, run_operator
 
 Q = "Where was Mara Velt born?"
@@ -241,7 +242,7 @@ def test_post_retrieval_chain_in_a_flow():
                          ("cr", "post_retrieval.llm_critique"),
                          ("ro", "post_retrieval.reorder"), ("gen", "generation.answer")],
                 ["ret>dd", "dd>rr", "rr>cr", "cr>ro", "ro>gen"])
-    result = run_flow(compile_flow(spec), Q, fake_resources(llm), kb="test")
+    result = run_flow(compile_flow(spec), fake_resources(llm), RunRequest(Q, kb="test"))
     assert result.status == "ok", result.error
     assert result.llm_calls == 5 and ids(result.memory) == ["d2", "d1"]   # bm25 finds two
     assert result.memory["judgement"]["verdict"] == "relevant"
@@ -267,8 +268,9 @@ def test_post_retrieval_operators_on_the_real_stack(real_resources):
              ("gen", "generation.answer", {"max_tokens": 8, "top_n": 2})]
     edges = [f"{a[0]}>{b[0]}" for a, b in zip(nodes, nodes[1:])]
     sink = ListSink()
-    result = run_flow(compile_flow(flow("post", nodes, edges)),
-                      "Who designed the Corren Lighthouse?", real_resources, kb="sample", sink=sink)
+    result = run_flow(compile_flow(flow("post", nodes, edges)), real_resources,
+                      RunRequest("Who designed the Corren Lighthouse?", kb="sample"),
+                      RunHooks(sink=sink))
     assert result.status == "ok", result.error
     assert sink.sequence() == [(n[0], 1) for n in nodes]
     after = {s.node_id: s.memory_after for s in sink.steps}

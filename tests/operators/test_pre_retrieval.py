@@ -13,6 +13,7 @@ from flowkit import ListSink, compile_flow, run_flow
 from flowkit.operators.pre_retrieval.rewrite import clean_line, on_topic, question_items
 from flowkit.operators.pre_retrieval.sql import attach_database, detach_database
 from flowkit.registry import get
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.testing import FakeLLM, fake_resources, flow, operator_instance, run_operator
 
 Q = "Who designed the Corren Lighthouse?"
@@ -151,8 +152,8 @@ def test_rewrite_then_search_in_a_flow():
                        ("gen", "generation.answer")],
                 ["rw>ret", "ret>gen"])
     sink = ListSink()
-    result = run_flow(compile_flow(spec), "Where was Mara Velt born?", fake_resources(llm),
-                      kb="test", sink=sink)
+    result = run_flow(compile_flow(spec), fake_resources(llm),
+                      RunRequest("Where was Mara Velt born?", kb="test"), RunHooks(sink=sink))
     assert result.status == "ok", result.error
     assert sink.sequence() == [("rw", 1), ("ret", 1), ("gen", 1)]
     assert [r.query for r in sink.steps[1].retrievals] == ["Mara Velt birthplace island"]
@@ -176,7 +177,8 @@ def test_pre_retrieval_operators_on_the_real_stack(real_resources, tmp_path: Pat
                           ("gen", "generation.answer", {"max_tokens": 8})],
                     ["pre>ret", "ret>gen"])
         sink = ListSink()
-        result = run_flow(compile_flow(spec), q, real_resources, kb="sample", sink=sink)
+        result = run_flow(compile_flow(spec), real_resources, RunRequest(q, kb="sample"),
+                          RunHooks(sink=sink))
         assert result.status == "ok", (key, result.error)
         queries = result.memory["queries"]
         assert queries and all(isinstance(x, str) and x.strip() for x in queries), key
@@ -202,8 +204,8 @@ def test_pre_retrieval_operators_on_the_real_stack(real_resources, tmp_path: Pat
         spec = flow("sql", [("sql", "pre_retrieval.text_to_sql", {"max_tokens": 40, "retries": 0,
                                                                   "on_error": "empty"}),
                             ("gen", "generation.answer", {"max_tokens": 8})], ["sql>gen"])
-        result = run_flow(compile_flow(spec), "When was the Corren Lighthouse first lit?",
-                          real_resources, kb="sample")
+        result = run_flow(compile_flow(spec), real_resources,
+                          RunRequest("When was the Corren Lighthouse first lit?", kb="sample"))
         assert result.status == "ok", result.error
         scratch = result.memory["scratch"]
         assert scratch["sql"].upper().startswith(("SELECT", "WITH"))

@@ -19,6 +19,7 @@ from flowkit.operators.pre_retrieval.sql import (
     detach_database,
     extract_sql,
 )
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.runtime.kbsql import check_select, resolve_allowlist
 from flowkit.testing import FakeLLM, fake_resources, flow, run_operator
 
@@ -176,8 +177,8 @@ def test_hostile_sql_is_refused_and_the_file_is_unchanged(tmp_path: Path, attach
     spec = flow("sql", [("sql_1", "pre_retrieval.text_to_sql", {"retries": 1}),
                         ("gen", "generation.answer")], ["sql_1>gen"])
     sink = ListSink()
-    result = run_flow(compile_flow(spec), "How many rows are in t?",
-                      resources(llm, tmp_path / "data"), kb="test", sink=sink)
+    result = run_flow(compile_flow(spec), resources(llm, tmp_path / "data"),
+                      RunRequest("How many rows are in t?", kb="test"), RunHooks(sink=sink))
     assert result.status == "error"
     assert "node 'sql_1' (pre_retrieval.text_to_sql" in result.error and "sql: " in result.error
     assert re.search(message, result.error), result.error

@@ -11,6 +11,7 @@ from flowkit.operators._answers import real_answer, short_answer
 from flowkit.operators.generation.answer import ANSWER_PROMPT
 from flowkit.operators.generation.chain import COT_PROMPT
 from flowkit.operators.orchestration.agent import PLAN_PROMPT
+from flowkit.run_request import RunRequest
 from flowkit.testing import FakeLLM, fake_resources, flow
 
 Q = "Who designed the Corren Lighthouse?"
@@ -46,7 +47,7 @@ def test_answer_operator_keeps_the_first_line_only() -> None:
     llm = FakeLLM([(r"Answer:$", "The answer is: Mara Velt [1]\nShe designed it in 1887.")])
     spec = flow("a", [("ret", "retrieval.bm25", {"top_k": 2}), ("gen", "generation.answer")],
                 ["ret>gen"])
-    result = run_flow(compile_flow(spec), Q, fake_resources(llm), kb="test")
+    result = run_flow(compile_flow(spec), fake_resources(llm), RunRequest(Q, kb="test"))
     assert result.status == "ok", result.error
     assert result.answer == "Mara Velt" and result.memory["drafts"] == ["Mara Velt"]
 
@@ -58,7 +59,7 @@ def _ircot(llm: FakeLLM) -> object:
                            {"max_rounds": 3, "stop_on_answer": True}),
                           ("read", "generation.answer")],
                 ["ret>cot", "cot>enough", "enough>ret:continue", "enough>read:done"], entry="ret")
-    return run_flow(compile_flow(spec), Q, fake_resources(llm), kb="test")
+    return run_flow(compile_flow(spec), fake_resources(llm), RunRequest(Q, kb="test"))
 
 
 def test_a_copied_placeholder_does_not_end_an_ircot_loop() -> None:
@@ -116,7 +117,7 @@ def test_agent_refuses_a_copied_final_answer_placeholder() -> None:
                 ["ret>plan", "plan>ret:continue", "plan>final:done"], entry="ret")
     copied = "Thought: done.\nAction: Final Answer[ the shortest answer ]"
     llm = FakeLLM([(r"Reply with two lines", copied), (r"Answer:$", "Mara Velt")])
-    result = run_flow(compile_flow(spec), Q, fake_resources(llm), kb="test")
+    result = run_flow(compile_flow(spec), fake_resources(llm), RunRequest(Q, kb="test"))
     assert result.status == "ok", result.error
     plans = [h for h in result.memory["history"] if h.get("action")]
     # the placeholder was no final answer: the agent searched until its budget was spent

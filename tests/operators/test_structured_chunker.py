@@ -23,6 +23,7 @@ from flowkit.ingest import (
 )
 from flowkit.operators.indexing.chunking import FixedChunker
 from flowkit.operators.indexing.structured import StructureChunker, cut_long
+from flowkit.run_request import RunRequest
 from flowkit.runtime.kb import Chunk, _clean_meta
 from flowkit.runtime.resources import Resources
 from flowkit.testing import HashEmbedder, fake_resources, flow
@@ -164,7 +165,7 @@ def test_params_and_split_in_a_flow() -> None:
                       ("gen", "generation.answer")], ["ret>chunk", "chunk>gen"])
     text = f"{words(15, 'a')}\n\n{words(15, 'b')} Lighthouse."
     res = fake_resources(docs=[{"id": "velt", "title": "Velt", "text": text}])
-    result = run_flow(compile_flow(spec), "Lighthouse?", res, kb="test")
+    result = run_flow(compile_flow(spec), res, RunRequest("Lighthouse?", kb="test"))
     assert result.status == "ok", result.error
     assert [d["id"] for d in result.memory["documents"]] == ["velt/0", "velt/1"]
 

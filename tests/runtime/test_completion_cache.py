@@ -8,6 +8,7 @@ import pytest
 
 from flowkit import ListSink, compile_flow, run_flow, templates
 from flowkit.judges import save_classifier
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.runtime.completion_cache import (
     CacheEntry,
     MemoryCompletionCache,
@@ -30,7 +31,8 @@ def _run(spec, cache, llm=None, question=Q):
     sink = ListSink()
     llm = llm or FakeLLM([(r"Question:", "Tessel [1]")], ms=250.0)
     res = fake_resources(llm)
-    result = run_flow(compile_flow(spec), question, res, kb="test", sink=sink, cache=cache)
+    result = run_flow(compile_flow(spec), res, RunRequest(question, kb="test"),
+                      RunHooks(sink=sink, cache=cache))
     return result, sink, llm
 
 
@@ -168,7 +170,8 @@ def test_every_template_gives_the_same_run_from_the_cache(name, tmp_path):
         res.data_dir = tmp_path
         # the early-stop chain's weights were trained with the real embedder; give it fake ones
         save_classifier(tmp_path / "judges" / "sufficiency.json", [0.0] * HashEmbedder.dim, -3.0)
-        ends.append(run_flow(compile_flow(spec), Q, res, kb="test", sink=sink, cache=cache))
+        ends.append(run_flow(compile_flow(spec), res, RunRequest(Q, kb="test"),
+                             RunHooks(sink=sink, cache=cache)))
         sequences.append(sink.sequence())
         calls.append(len(llm.prompts))
     first, second = ends

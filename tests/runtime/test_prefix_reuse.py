@@ -9,6 +9,7 @@ import pytest
 from flowkit import ListSink, compile_flow, run_flow, templates
 from flowkit.ingest import SAMPLE_DIR
 from flowkit.judges import save_classifier
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.runtime.llm import LlamaCppLLM, LLMSettings
 from flowkit.runtime.prefix import PrefixReuse, aligned_prefix
 from flowkit.testing import HashEmbedder, fake_resources
@@ -151,7 +152,7 @@ def test_same_answers_token_for_token_with_reuse_on_and_off(models, tmp_path):
                 save_classifier(tmp_path / "judges" / "sufficiency.json",
                                 [0.0] * HashEmbedder.dim, -3.0)
                 sink = ListSink()
-                end = run_flow(spec, q, res, kb="sample", sink=sink)
+                end = run_flow(spec, res, RunRequest(q, kb="sample"), RunHooks(sink=sink))
                 calls[tag].append((name, q, end.answer, [
                     (c.prompt, c.completion, c.completion_tokens, c.finish_reason)
                     for s in sink.steps for c in s.llm_calls]))

@@ -13,6 +13,7 @@ import pytest
 
 from flowkit import ListSink, compile_flow, run_flow
 from flowkit.errors import ContextOverflowError, LLMServerError
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.runtime.completion_cache import MemoryCompletionCache
 from flowkit.runtime.llm import Completion, LLMSettings
 from flowkit.runtime.openai_client import OpenAICompatibleLLM
@@ -189,8 +190,9 @@ class StreamingFake(FakeLLM):
 def _run(llm: Any, on_token: Any = None, cache: Any = None) -> tuple[Any, ListSink]:
     sink = ListSink()
     res = fake_resources(llm, kb="test")
-    result = run_flow(compile_flow(load_template("naive_rag")), "Where was Mara Velt born?", res,
-                      kb="test", sink=sink, on_token=on_token, cache=cache)
+    result = run_flow(compile_flow(load_template("naive_rag")), res,
+                      RunRequest("Where was Mara Velt born?", kb="test"),
+                      RunHooks(sink=sink, on_token=on_token, cache=cache))
     return result, sink
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from flowkit import ListSink, compile_flow, run_flow
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.runtime.llm import LlamaCppLLM, LLMSettings
 from flowkit.runtime.supervisor import WorkerLLM
 from flowkit.templates import load_template
@@ -64,15 +65,17 @@ def test_streamed_equals_not_streamed_through_the_worker(tmp_path: Any):
 def test_a_warm_naive_run_streams_its_answer(real_resources: Any):
     flow = compile_flow(load_template("naive_rag"))
     question = "On which island was the designer of the Corren Lighthouse born?"
-    run_flow(flow, "Who designed the Corren Lighthouse?", real_resources, kb="sample")   # warm
+    run_flow(flow, real_resources,
+             RunRequest("Who designed the Corren Lighthouse?", kb="sample"))   # warm
     got: list[tuple[float, str, int, str]] = []
     t0 = time.perf_counter()
     sink = ListSink()
-    result = run_flow(flow, question, real_resources, kb="sample", sink=sink,
-                      on_token=lambda n, v, p: got.append((time.perf_counter(), n, v, p)))
+    result = run_flow(flow, real_resources, RunRequest(question, kb="sample"),
+                      RunHooks(sink=sink, on_token=lambda n, v,
+                               p: got.append((time.perf_counter(), n, v, p))))
     total = time.perf_counter() - t0
     plain = ListSink()
-    again = run_flow(flow, question, real_resources, kb="sample", sink=plain)
+    again = run_flow(flow, real_resources, RunRequest(question, kb="sample"), RunHooks(sink=plain))
     assert result.status == again.status == "ok" and result.answer == again.answer
     calls = [c for s in sink.steps for c in s.llm_calls]
     assert [(c.prompt, c.completion, c.prompt_tokens, c.completion_tokens) for c in calls] == \

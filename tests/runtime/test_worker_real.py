@@ -10,6 +10,7 @@ import pytest
 
 from flowkit import templates
 from flowkit.errors import ContextOverflowError, ModelProcessError
+from flowkit.run_request import RunRequest
 from flowkit.runtime.llm import LlamaCppLLM, LLMSettings
 from flowkit.runtime.supervisor import WorkerLLM
 from flowkit.testing.faults import KillWorkerDuringCall
@@ -147,7 +148,7 @@ def test_a_run_whose_worker_dies_is_failed_with_the_reason_and_the_next_run_answ
     real_resources.set_llm(killer)
     try:
         spec = templates.load_template("naive_rag")
-        end = ws.run(spec, "Who designed the Corren Lighthouse?", "sample")
+        end = ws.run(spec, RunRequest("Who designed the Corren Lighthouse?", kb="sample"))
     finally:
         real_resources.set_llm(killer._inner)
     run = ws.store.get_run(end.run_id)
@@ -156,7 +157,7 @@ def test_a_run_whose_worker_dies_is_failed_with_the_reason_and_the_next_run_answ
     steps = ws.store.steps(run.id)
     assert [s.index for s in steps] == list(range(len(steps)))          # contiguous prefix
     assert steps[-1].node_id == "generate" and "signal 11" in (steps[-1].error or "")
-    again = ws.run(spec, "Who designed the Corren Lighthouse?", "sample")
+    again = ws.run(spec, RunRequest("Who designed the Corren Lighthouse?", kb="sample"))
     assert again.status == "ok" and again.answer
 
 

@@ -7,6 +7,7 @@ import pytest
 from flowkit.errors import FlowkitError
 from flowkit.eval.datasets import from_path
 from flowkit.eval.runner import collect_results, make_plan, resolve_flows, run_evaluation
+from flowkit.eval.strategy import EvalRun
 from flowkit.testing import FakeLLM, MemoryKB
 from service.evaluations import eval_repo
 from service.modelchoice import split_ref
@@ -42,7 +43,7 @@ def test_a_column_on_another_model_runs_in_that_models_workspace(world, tmp_path
     assert [f.label for f in plan.flows] == ["good", "good@smollm2-135m"]
     with pytest.raises(FlowkitError, match="a flow@model column runs without --workers"):
         run_evaluation(world.ws, repo, plan)
-    out = run_evaluation(world.ws, repo, plan, workspace_for=workspace_for)
+    out = run_evaluation(world.ws, repo, plan, EvalRun(workspace_for=workspace_for))
     assert out.status == "done" and asked == ["smollm2-135m"]
     res = collect_results(plan, repo.runs(plan.eval_id), repo.retrievals(plan.eval_id))
     assert [r.prediction for r in res["good@smollm2-135m"]] == ["Olga", "Olga"]

@@ -19,6 +19,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from flowkit import ListSink, compile_flow, run_flow
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.runtime.cache_seal import EntrySeal, key_path, load_secret
 from flowkit.runtime.completion_cache import CacheEntry, Origin
 from flowkit.testing import FakeLLM, fake_resources, flow
@@ -40,7 +41,8 @@ def seal(tmp_path: Path) -> EntrySeal:
 def _run(cache: SqlCompletionCache) -> tuple[Any, ListSink, FakeLLM]:
     sink = ListSink()
     llm = FakeLLM([(r"Question:", "Tessel [1]")], ms=250.0)
-    end = run_flow(compile_flow(SPEC), Q, fake_resources(llm), kb="test", sink=sink, cache=cache)
+    end = run_flow(compile_flow(SPEC), fake_resources(llm), RunRequest(Q, kb="test"),
+                   RunHooks(sink=sink, cache=cache))
     return end, sink, llm
 
 

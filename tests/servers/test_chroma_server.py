@@ -6,6 +6,7 @@ import chromadb
 
 from flowkit import compile_flow, run_flow
 from flowkit.ingest import SAMPLE_DIR, ingest
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.runtime.resources import Resources, Settings
 from flowkit.templates import load_template
 from flowkit.testing import FakeLLM, HashEmbedder
@@ -38,8 +39,8 @@ def test_a_kb_on_the_chroma_server_answers_like_the_embedded_one(tmp_path, chrom
     assert got == want
     flow = compile_flow(load_template("naive_rag"))     # hybrid: BM25 + dense, fused
     a, b = ListSink(), ListSink()
-    ra = run_flow(flow, QUESTION, server, kb="srvkb", sink=a)
-    rb = run_flow(flow, QUESTION, local, kb="srvkb", sink=b)
+    ra = run_flow(flow, server, RunRequest(QUESTION, kb="srvkb"), RunHooks(sink=a))
+    rb = run_flow(flow, local, RunRequest(QUESTION, kb="srvkb"), RunHooks(sink=b))
     assert ra.status == rb.status == "ok" and ra.answer == rb.answer
     assert [d["id"] for d in a.steps[0].retrievals[-1].docs] == \
         [d["id"] for d in b.steps[0].retrievals[-1].docs]

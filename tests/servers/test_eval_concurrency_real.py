@@ -12,6 +12,7 @@ import pytest
 
 from flowkit.eval.datasets import from_path
 from flowkit.eval.runner import FlowEntry, evaluation_report, make_plan, run_evaluation
+from flowkit.eval.strategy import EvalRun, InFlight
 from flowkit.runtime.llm import LLMSettings
 from flowkit.runtime.resources import Settings
 from flowkit.templates import load_template
@@ -41,7 +42,7 @@ def test_tiny_evaluation_with_two_in_flight(llama_server_url: str, real_resource
              for name in ("naive_rag", "rewrite_retrieve_read")]
     plan = make_plan(flows, ds.name, ds.questions, "sample", limit=2, eval_id="realconc0002")
     try:
-        out = run_evaluation(ws, repo, plan, concurrency=2)
+        out = run_evaluation(ws, repo, plan, EvalRun(strategy=InFlight(2)))
     finally:
         ws.close()
     runs = repo.runs(plan.eval_id)

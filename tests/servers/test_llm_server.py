@@ -7,6 +7,7 @@ import pytest
 
 from flowkit import compile_flow, run_flow
 from flowkit.errors import ContextOverflowError
+from flowkit.run_request import RunRequest
 from flowkit.runtime.llm import LLMSettings
 from flowkit.runtime.openai_client import OpenAICompatibleLLM
 from flowkit.runtime.resources import Resources, Settings
@@ -51,7 +52,7 @@ def test_a_flow_file_unchanged_runs_on_the_server(llama_server_url, real_resourc
     res.set_embedder(real_resources.embedder)
     flow = compile_flow(load_template("naive_rag"))
     q = "Who designed the Corren Lighthouse?"
-    on_server = run_flow(flow, q, res, kb="sample")
-    embedded = run_flow(flow, q, real_resources, kb="sample")
+    on_server = run_flow(flow, res, RunRequest(q, kb="sample"))
+    embedded = run_flow(flow, real_resources, RunRequest(q, kb="sample"))
     assert on_server.status == embedded.status == "ok"
     assert on_server.answer == embedded.answer and on_server.tokens == embedded.tokens

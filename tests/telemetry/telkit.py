@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flowkit import ListSink, compile_flow, run_flow
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.templates import load_template
 from flowkit.testing import FakeLLM, fake_resources
 
@@ -29,8 +30,8 @@ def self_rag_run(llm: FakeLLM | None = None) -> tuple[Any, ListSink, FakeLLM]:
     """self_rag (a router branch and a judged loop) run on the fake resources."""
     model = llm or looping_llm()
     sink = ListSink()
-    result = run_flow(compile_flow(load_template("self_rag")), Q, fake_resources(model),
-                      kb="test", sink=sink)
+    result = run_flow(compile_flow(load_template("self_rag")), fake_resources(model),
+                      RunRequest(Q, kb="test"), RunHooks(sink=sink))
     return result, sink, model
 
 
@@ -121,8 +122,9 @@ def run_sent_live(url: str, resources: Any, question: str) -> tuple[Any, ListSin
     live = LiveExport(target_for(TelemetrySettings(), {}, url=url))
     sink = ListSink()
     try:
-        result = run_flow(compile_flow(load_template("iter_retgen")), question, resources,
-                          kb="sample", sink=MultiSink(sink, TelemetrySink(live)))
+        result = run_flow(compile_flow(load_template("iter_retgen")), resources,
+                          RunRequest(question, kb="sample"),
+                          RunHooks(sink=MultiSink(sink, TelemetrySink(live))))
         assert live.flush(30)
     finally:
         live.close()

@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "debug"))
 from debugkit import DOCS, SHAPES, Q, llm
 
+from flowkit.run_request import RunRequest
 from flowkit.runtime.resources import Settings
 from flowkit.telemetry.bounds import full_length_key
 from flowkit.telemetry.export import LiveExport, build_spans
@@ -153,7 +154,7 @@ def test_a_run_whose_breakpoint_never_hits_is_sent_as_a_plain_run(traced):
 
 def test_a_forks_edits_are_an_event_of_its_root_linked_to_the_parent(traced):
     ws, memory = traced
-    parent = ws.run(SHAPES["linear"], Q, "test")
+    parent = ws.run(SHAPES["linear"], RunRequest(Q, kb="test"))
     docs = [{"id": "x1", "title": "Mara Velt", "text": "Mara Velt was born on Corren.",
              "score": 1.0}]
     fork = ws.fork(parent.run_id, 1, memory_changes={"documents": docs})

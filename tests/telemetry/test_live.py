@@ -10,6 +10,7 @@ import pytest
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from telkit import Q, fake_workspace, free_port, start_receiver
 
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.telemetry.export import LiveExport, build_spans
 from flowkit.telemetry.record import RunRecord
 from flowkit.telemetry.settings import ExportTarget
@@ -25,7 +26,7 @@ def receiver():
 
 def test_a_run_reaches_the_collector_when_it_ends(tmp_path, receiver):
     ws = fake_workspace(tmp_path, receiver.url)
-    result = ws.run(load_template("self_rag"), Q, "test")
+    result = ws.run(load_template("self_rag"), RunRequest(Q, kb="test"))
     assert result.status == "ok"
     live = ws.telemetry.live(ws.resources.settings.telemetry)
     assert live is not None and live.flush(10)
@@ -66,7 +67,8 @@ def test_a_hanging_collector_does_not_hold_runs(tmp_path):
         took = []
         for _ in range(3):
             t = time.perf_counter()
-            result = ws.run(load_template("self_rag"), Q, "test", extra_sink=TelemetrySink(live))
+            result = ws.run(load_template("self_rag"), RunRequest(Q, kb="test"),
+                            RunHooks(sink=TelemetrySink(live)))
             took.append(time.perf_counter() - t)
             assert result.status == "ok" and result.error is None
         deadline = time.time() + 5
@@ -85,7 +87,7 @@ def test_a_collector_that_is_down_is_said_once(tmp_path, caplog):
     live = ws.telemetry.live(ws.resources.settings.telemetry)
     assert live is not None
     for _ in range(3):
-        result = ws.run(load_template("self_rag"), Q, "test")
+        result = ws.run(load_template("self_rag"), RunRequest(Q, kb="test"))
         assert result.status == "ok" and result.error is None
         live.flush(15)                       # each run's spans in its own export request
     assert live.exporter.failures >= 3

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from telkit import Q, fake_workspace, free_port, run_sent_live
 
+from flowkit.run_request import RunRequest
 from flowkit.templates import load_template
 from service.cli import main
 
@@ -62,7 +63,7 @@ def test_a_real_run_read_back_from_phoenix(phoenix, real_resources):
 
 def test_live_export_from_a_workspace_into_phoenix(phoenix, tmp_path):
     ws = fake_workspace(tmp_path, phoenix.url)
-    result = ws.run(load_template("self_rag"), Q, "test")
+    result = ws.run(load_template("self_rag"), RunRequest(Q, kb="test"))
     live = ws.telemetry.live(ws.resources.settings.telemetry)
     assert live is not None and live.flush(30)
     steps = ws.store.steps(result.run_id)
@@ -75,12 +76,13 @@ def test_live_export_from_a_workspace_into_phoenix(phoenix, tmp_path):
 def _eval_with_runs(ws: Any, eval_id: str, n: int) -> list[str]:
     from service.evaluations import eval_repo
     eval_repo(ws).ensure_eval(eval_id, "otlp-test", "none", "test", [], [])
-    return [ws.run(load_template("self_rag"), Q, "test", eval_id=eval_id).run_id for _ in range(n)]
+    return [ws.run(load_template("self_rag"),
+                   RunRequest(Q, kb="test", eval_id=eval_id)).run_id for _ in range(n)]
 
 
 def test_the_cli_sends_stored_runs_and_evaluations(phoenix, tmp_path, capsys):
     ws = fake_workspace(tmp_path, None)
-    run_id = ws.run(load_template("self_rag"), Q, "test").run_id
+    run_id = ws.run(load_template("self_rag"), RunRequest(Q, kb="test")).run_id
     eval_runs = _eval_with_runs(ws, "ev-otlp-1", 2)
     steps = ws.store.steps(run_id)
     count = 1 + len(steps) + sum(len(s.llm_calls) + len(s.retrievals) for s in steps)
@@ -102,7 +104,7 @@ def test_the_cli_sends_stored_runs_and_evaluations(phoenix, tmp_path, capsys):
 
 def test_the_cli_says_in_one_line_what_went_wrong(tmp_path, capsys):
     ws = fake_workspace(tmp_path, None)
-    run_id = ws.run(load_template("self_rag"), Q, "test").run_id
+    run_id = ws.run(load_template("self_rag"), RunRequest(Q, kb="test")).run_id
     cases = [(["trace", run_id, "--otlp", "localhost:6006"], "http(s) URL"),
              (["trace", run_id, "--otlp", f"http://127.0.0.1:{free_port()}"], "did not take the spans"),
              (["trace", "nope", "--otlp", "http://127.0.0.1:1"], "no run"),

@@ -12,6 +12,7 @@ import pytest
 
 from flowkit import ListSink, check, compile_flow, run_flow
 from flowkit.judges import PACKAGED_DIR, load_classifier, save_classifier
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.templates import load_template, names
 from flowkit.testing import FakeLLM, HashEmbedder, fake_resources
 from flowkit.testing.fakes import template_script
@@ -36,7 +37,7 @@ def run(name: str, res: Any, question: str = TWO_HOP, **changes: Any) -> tuple[A
             n.model_copy(update={"params": {**n.params, **changes.get(n.id, {})}})
             for n in spec.nodes]})
     sink = ListSink()
-    result = run_flow(compile_flow(spec), question, res, kb="test", sink=sink)
+    result = run_flow(compile_flow(spec), res, RunRequest(question, kb="test"), RunHooks(sink=sink))
     return result, sink
 
 
@@ -129,8 +130,8 @@ def test_packaged_sufficiency_weights_load():
 @pytest.mark.parametrize("name", names())
 def test_template_runs_on_the_real_model(name: str, real_resources: Any):
     sink = ListSink()
-    result = run_flow(compile_flow(load_template(name)), TWO_HOP, real_resources, kb="sample",
-                      sink=sink)
+    result = run_flow(compile_flow(load_template(name)), real_resources,
+                      RunRequest(TWO_HOP, kb="sample"), RunHooks(sink=sink))
     assert result.status in ("ok", "budget_exceeded"), (result.status, result.error)
     assert result.answer.strip() and result.llm_calls >= 1 and result.tokens > 0
     assert all(s.error is None for s in sink.steps)
@@ -157,6 +158,7 @@ def test_early_stop_with_the_real_embedder_stops_before_l(real_resources: Any, t
         n.model_copy(update={"params": {**n.params, "model_path": str(tmp_path / "always.json")}})
         if n.id == "sufficient" else n for n in spec.nodes]})
     sink = ListSink()
-    result = run_flow(compile_flow(spec), TWO_HOP, real_resources, kb="sample", sink=sink)
+    result = run_flow(compile_flow(spec), real_resources, RunRequest(TWO_HOP, kb="sample"),
+                      RunHooks(sink=sink))
     assert result.status == "ok", result.error
     assert [n for n, _ in sink.sequence()].count("subq") == 1 < 4

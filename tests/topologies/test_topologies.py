@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from flowkit import ListSink, compile_flow, run_flow
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.testing import FakeLLM, fake_resources, flow
 
 Q = "Where was Mara Velt born?"
@@ -10,7 +11,7 @@ Q = "Where was Mara Velt born?"
 def run(spec, llm=None, question=Q):
     sink = ListSink()
     res = fake_resources(llm or FakeLLM([(r"Question:", "Tessel [1]")]))
-    result = run_flow(compile_flow(spec), question, res, kb="test", sink=sink)
+    result = run_flow(compile_flow(spec), res, RunRequest(question, kb="test"), RunHooks(sink=sink))
     return result, sink
 
 

@@ -1,0 +1,107 @@
+"""One run record (issue 49, item 1): `run_flow`, `Workspace.run` and `run_evaluation` take a
+request, a start whose kinds exclude each other by type, and hooks; no keyword grows per feature,
+and what the nodes need travels in LangGraph's run context, not in `configurable`."""
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+
+from flowkit import compile_flow, run_flow, templates
+from flowkit.errors import FlowkitError
+from flowkit.eval.runner import run_evaluation
+from flowkit.eval.strategy import InFlight, RayWorkers, Serial, strategy_for
+from flowkit.run_request import Fork, Fresh, Resume, RunHooks, RunRequest
+from flowkit.testing import FakeLLM, fake_resources
+from flowkit.trace import ListSink
+from service import evaluations
+from service.workspace import Workspace
+
+ROOT = Path(__file__).resolve().parents[1]
+Q = "Who designed the Corren Lighthouse?"
+
+
+@pytest.mark.parametrize("fn", [run_flow, Workspace.run, run_evaluation, evaluations.run])
+def test_the_run_paths_take_at_most_four_parameters_and_no_kwargs(fn):
+    params = inspect.signature(fn).parameters.values()
+    assert len(params) <= 4, [p.name for p in params]
+    assert not [p for p in params if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+
+
+def test_no_configurable_key_of_flowkits_own_in_the_engine():
+    """The engine's run state is LangGraph's run context; `configurable` holds LangGraph's own
+    `thread_id` only (the exported package's documented `kb` is its users' own setting)."""
+    keys: set[str] = set()
+    for path in [*(ROOT / "flowkit").rglob("*.py"), *(ROOT / "service").rglob("*.py")]:
+        if "export" in path.parts:
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Dict) and any(
+                    isinstance(k, ast.Constant) and k.value == "configurable" for k in node.keys):
+                inner = node.values[[getattr(k, "value", None) for k in node.keys].index("configurable")]
+                if isinstance(inner, ast.Dict):
+                    keys |= {k.value for k in inner.keys if isinstance(k, ast.Constant)}
+    assert keys <= {"thread_id", "checkpoint_ns"}, keys
+
+
+def _flow():
+    return compile_flow(templates.load_template("naive_rag"))
+
+
+def _llm():
+    return FakeLLM([], default="Mara Velt [d1]")
+
+
+def test_a_fresh_request_runs_from_the_entry_and_records_no_parent():
+    sink = ListSink()
+    end = run_flow(_flow(), fake_resources(_llm()), RunRequest(Q, kb="test"), RunHooks(sink=sink))
+    assert end.status == "ok" and sink.run is not None
+    assert sink.run.parent_run_id is None and sink.run.parent_step is None
+    assert sink.steps[0].node_id == "retrieve"
+
+
+def test_a_fork_starts_at_its_node_with_its_memory_and_records_its_parent():
+    sink = ListSink()
+    fork = Fork(node="generate", parent_run_id="p1", parent_step=1,
+                memory={"documents": [{"id": "d9", "title": "T", "text": "Ada built it."}]})
+    end = run_flow(_flow(), fake_resources(_llm()), RunRequest(Q, kb="test", start=fork),
+                   RunHooks(sink=sink))
+    assert end.status == "ok"
+    assert [s.node_id for s in sink.steps][0] == "generate"
+    assert sink.steps[0].memory_before["documents"][0]["id"] == "d9"
+    assert (sink.run.parent_run_id, sink.run.parent_step) == ("p1", 1)
+
+
+def test_a_fork_at_a_node_the_flow_lacks_is_refused_before_anything_runs():
+    sink = ListSink()
+    with pytest.raises(FlowkitError, match="no such node"):
+        run_flow(_flow(), fake_resources(_llm()),
+                 RunRequest(Q, kb="test", start=Fork("nowhere", "p1", 0)), RunHooks(sink=sink))
+    assert sink.run is None and not sink.steps
+
+
+def test_a_resume_without_the_hook_that_holds_its_pause_is_refused():
+    with pytest.raises(FlowkitError, match="resumed run needs the debug hook"):
+        run_flow(_flow(), fake_resources(_llm()), RunRequest(Q, kb="test", start=Resume()))
+
+
+def test_start_kinds_are_types_and_exclude_each_other():
+    kinds = [Fresh(), Fork("n", "p", 0), Resume()]
+    assert len({type(k) for k in kinds}) == 3
+    assert RunRequest(Q).parent_run_id is None
+    assert RunRequest(Q, start=Fork("n", "p", 2)).parent_step == 2
+
+
+def test_the_cli_strategy_is_one_value():
+    assert strategy_for() == Serial()
+    assert strategy_for(concurrency=3) == InFlight(3)
+    assert isinstance(strategy_for(workers=2, make_workspace=dict), RayWorkers)
+    with pytest.raises(FlowkitError, match="choose one"):
+        strategy_for(workers=2, concurrency=2, make_workspace=dict)
+    with pytest.raises(FlowkitError, match="workspace factory"):
+        strategy_for(workers=2)
+    with pytest.raises(FlowkitError, match="--concurrency must be a whole number"):
+        InFlight(0)
