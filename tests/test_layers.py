@@ -26,7 +26,7 @@ ALLOWED_FLOWKIT: dict[str, set[str] | None] = {
     "flowkit.spec": None, "flowkit.errors": None, "flowkit.trace": None,
     "flowkit.templates": None, "flowkit.registry": None, "flowkit.validate": None,
     "flowkit.names": None, "flowkit.memory": None, "flowkit.memory_edit": None, "flowkit.contract": None,
-    "flowkit.nodes": {"FINISH"},
+    "flowkit.nodes": {"FINISH"}, "flowkit.run_request": None, "flowkit.eval.strategy": None,
     "flowkit.eval": {"report"}, "flowkit.eval.report": None, "flowkit.eval.metrics": None,
     "flowkit.eval.formatting": None, "flowkit.eval.exports": None,
     "flowkit.eval.datasets": None, "flowkit.eval.runner": {"EvalPlan", "FlowEntry"},

@@ -60,6 +60,7 @@ from .pdf_layout import (
     table_rows,
     take_caption,
 )
+from .pdf_tables import repair
 
 if TYPE_CHECKING:
     from pdfplumber.page import Page
@@ -243,10 +244,12 @@ def _page_layout(page: Page, number: int, objects: dict[str, list[Obj]]) -> Page
         settings = TableSettings.resolve({"explicit_horizontal_lines": ends})
         finder = TableFinder(cast("Page", _Objects((x0, top, x1, bottom), objects)), settings)
         for found in finder.tables:
-            rows = table_rows(found.extract())
-            if len(rows) * len(rows[0] if rows else ()) >= 2:     # a framed box is not a table
-                box = tuple(float(v) for v in found.bbox)
-                tables.append(PageTable(rows, box[1], box[3], [number]))
+            box = tuple(float(v) for v in found.bbox)
+            parts = [rows for rows in repair(table_rows(found.extract()))
+                     if len(rows) * len(rows[0]) >= 2]       # a framed box is not a table
+            for k, rows in enumerate(parts):
+                tables.append(PageTable(rows, box[1] + k * 1e-3, box[3], [number]))
+            if parts:
                 words = outside(words, [(box[0], box[1], box[2], box[3])])
     lines = lines_of(words, number)
     for table in tables:
