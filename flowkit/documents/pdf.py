@@ -248,7 +248,8 @@ def _page_layout(page: Page, number: int, objects: dict[str, list[Obj]]) -> Page
             parts = [rows for rows in repair(table_rows(found.extract()))
                      if len(rows) * len(rows[0]) >= 2]       # a framed box is not a table
             for k, rows in enumerate(parts):
-                tables.append(PageTable(rows, box[1] + k * 1e-3, box[3], [number]))
+                tables.append(PageTable(rows, box[1] + k * 1e-3, box[3], [number],
+                                        x0=box[0], x1=box[2]))
             if parts:
                 words = outside(words, [(box[0], box[1], box[2], box[3])])
     lines = lines_of(words, number)

@@ -64,6 +64,9 @@ class Line:
     size: float
     bold: bool
     page: int
+    #: the line's left and right ends (0, 0: not known)
+    x0: float = 0.0
+    x1: float = 0.0
 
 
 @dataclass
@@ -76,6 +79,9 @@ class PageTable:
     bottom: float
     pages: list[int]
     caption: str = ""
+    #: the table's left and right edges (0, 0: not known)
+    x0: float = 0.0
+    x1: float = 0.0
 
 
 @dataclass
@@ -138,7 +144,8 @@ def _line(words: list[dict[str, Any]], page: int) -> Line:
         sizes[round(float(w["size"]) * 2) / 2] += len(w["text"])
     return Line(" ".join(str(w["text"]) for w in words), min(float(w["top"]) for w in words),
                 max(float(w["bottom"]) for w in words), sizes.most_common(1)[0][0],
-                all(_bold(str(w.get("fontname", ""))) for w in words), page)
+                all(_bold(str(w.get("fontname", ""))) for w in words), page,
+                min(float(w["x0"]) for w in words), max(float(w["x1"]) for w in words))
 
 
 def lines_of(words: Iterable[dict[str, Any]], page: int) -> list[Line]:
@@ -188,15 +195,32 @@ def outside(words: list[dict[str, Any]],
     return [w for w in words if not inside(w)] if boxes else words
 
 
+#: the most words a title set centred over a table has ("Database Header Format")
+CAPTION_WORDS = 10
+
+
+def _centred_title(line: Line, table: PageTable) -> bool:
+    """A short line that ends no sentence, centred over the table (its middle within a tenth of
+    the table's width of the table's middle): how HTML pages printed to PDF set a table's title
+    (`<center><i>...</i></center>` above it)."""
+    width = table.x1 - table.x0
+    if width <= 0 or line.x1 <= line.x0:
+        return False
+    short = len(line.text.split()) <= CAPTION_WORDS and not line.text.endswith(_SENTENCE_END)
+    offset = abs((line.x0 + line.x1) / 2 - (table.x0 + table.x1) / 2)
+    return short and offset <= width / 10 and line.x1 - line.x0 < width
+
+
 def take_caption(lines: list[Line], table: PageTable) -> list[Line]:
-    """Moves the line just above `table` into its caption when it reads like one ("Table 3: ...");
-    returns the remaining lines."""
+    """Moves the line just above `table` into its caption when it reads like one ("Table 3: ...",
+    or a short title centred over the table); returns the remaining lines."""
     above = [ln for ln in lines if ln.bottom <= table.top + 1]
     if not above:
         return lines
     last = max(above, key=lambda ln: ln.bottom)
     near = table.top - last.bottom <= 2.5 * last.size
-    if near and re.match(r"(table|tab\.)\s*[\w.:-]*", last.text, re.I):
+    if near and (re.match(r"(table|tab\.)\s*[\w.:-]*", last.text, re.I)
+                 or _centred_title(last, table)):
         table.caption = last.text
         return [ln for ln in lines if ln is not last]
     return lines

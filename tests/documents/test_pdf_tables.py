@@ -42,3 +42,20 @@ def test_check_mark_columns_that_no_row_fills_both_stay_two_columns():
 def test_an_ordinary_table_is_left_as_it_is():
     rows = [["Name", "Type", "Size"], ["bigint", "int8", "8 bytes"], ["text", "", "variable"]]
     assert repair(rows) == [rows]
+
+
+def test_a_short_title_centred_over_a_table_becomes_its_caption_a_sentence_does_not():
+    from flowkit.documents.pdf_layout import Line, PageTable, take_caption
+
+    def table() -> PageTable:
+        return PageTable([["Offset", "Size"], ["0", "16"]], top=120, bottom=200, pages=[2],
+                         x0=100, x1=500)
+    title = Line("Database Header Format", 100, 110, 10, False, 2, x0=240, x1=360)
+    t = table()
+    assert take_caption([title], t) == [] and t.caption == "Database Header Format"
+    sentence = Line("The header is laid out as follows:", 100, 110, 10, False, 2, x0=240, x1=360)
+    t = table()
+    assert take_caption([sentence], t) == [sentence] and t.caption == ""
+    left = Line("Database Header Format", 100, 110, 10, False, 2, x0=100, x1=220)
+    t = table()
+    assert take_caption([left], t) == [left] and t.caption == ""
