@@ -5,6 +5,7 @@ down is said once and the run still answers."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -15,11 +16,11 @@ from typing import Any
 import pytest
 from telkit import Q, looping_llm, self_rag_run, start_receiver
 
-from flowkit.errors import ResourceError
 from flowkit.export import write_package
 from flowkit.export.tracing import read_telemetry
 from flowkit.telemetry.export import build_spans
 from flowkit.telemetry.record import RunRecord
+from flowkit.telemetry.settings import WARNED
 from flowkit.templates import load_template
 from flowkit.testing import fake_resources
 
@@ -286,7 +287,7 @@ def test_a_package_run_killed_by_sigterm_has_its_root_in_phoenix(phoenix, tmp_pa
     assert [s for s in spans if not s["parent_id"]] == [root]
 
 
-def test_the_settings_files_telemetry_is_read_and_checked(tmp_path):
+def test_the_settings_files_telemetry_is_read_and_checked(tmp_path, caplog):
     assert not read_telemetry(tmp_path / "missing.json").enabled
     folder = export_self_rag(tmp_path / "pkg")
     written = json.loads((folder / "flowkit_settings.json").read_text())
@@ -297,9 +298,15 @@ def test_the_settings_files_telemetry_is_read_and_checked(tmp_path):
     tel = read_telemetry(folder / "flowkit_settings.json")
     assert (tel.enabled, tel.otlp_endpoint, tel.headers) == (True, "http://collector:4318",
                                                             {"api_key": "k"})
-    export_self_rag(folder, {"enabled": "yes"})
-    with pytest.raises(ResourceError, match=r"flowkit_settings.json: settings: telemetry.enabled"):
-        read_telemetry(folder / "flowkit_settings.json")
+    export_self_rag(folder, {"enabled": "yes"})       # a bad block: one warning, export off
+    WARNED.forget()
+    with caplog.at_level(logging.WARNING):
+        assert not read_telemetry(folder / "flowkit_settings.json").enabled
+        assert not read_telemetry(folder / "flowkit_settings.json").enabled
+    said = [r.getMessage() for r in caplog.records if "telemetry.enabled" in r.getMessage()]
+    assert len(said) == 1 and "flowkit_settings.json" in said[0], said
+    (folder / "flowkit_settings.json").write_text("{not json")
+    assert not read_telemetry(folder / "flowkit_settings.json").enabled
     assert "OTEL_EXPORTER_OTLP_ENDPOINT" in (folder / "README.md").read_text()
 
 
