@@ -28,6 +28,12 @@ from typing import Any, NamedTuple
 ROOT = Path(__file__).resolve().parents[2]
 ART = ROOT / "test-artifacts"     # screenshots, logs and figures the browser tests write
 
+#: How long a browser test waits for one real model run to reach the state it needs (its steps
+#: table, its end): minutes on a busy 2-core machine, where the model's process shares the cores
+#: with the browser, the studio and whatever else runs (issue 47, finding 11: wait for a state,
+#: up to this, never for a fixed time)
+RUN_TIMEOUT_MS = 420_000
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -13,7 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2ekit import CHROMIUM, CHROMIUM_ARGS, StudioServer, canvas, eventually, settle, stored_status
+from e2ekit import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    RUN_TIMEOUT_MS,
+    StudioServer,
+    canvas,
+    eventually,
+    settle,
+    stored_status,
+)
 
 from flowkit import templates
 from service.drafts import DraftStore
@@ -23,7 +32,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.real]
 
 ROOT = Path(__file__).resolve().parents[2]
 ART = ROOT / "test-artifacts"
-RUN_TIMEOUT_MS = 420_000      # one real run on a busy 2-core machine can take minutes
 FLOW = "bp_flow"
 
 

@@ -12,10 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from e2ekit import ART, CHROMIUM, ROOT, page_fixture, settle, studio_fixture
+from e2ekit import ART, CHROMIUM, ROOT, RUN_TIMEOUT_MS, page_fixture, settle, studio_fixture
 
 pytestmark = [pytest.mark.e2e, pytest.mark.real]
-RUN_TIMEOUT_MS = 420_000      # one real run on a busy 2-core machine can take minutes
 KB = "manual"
 PDF = "types.pdf"
 QUESTION = "What is the storage size of bigint?"

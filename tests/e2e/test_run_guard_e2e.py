@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2ekit import ART, ask, eventually, page_fixture, settle, stored_status, studio_fixture
+from e2ekit import ART, RUN_TIMEOUT_MS, ask, eventually, page_fixture, settle, stored_status, studio_fixture
 
 from flowkit.spec import EdgeSpec, FlowSpec, Limits, NodeSpec
 from storage.repo import Store
 
 pytestmark = pytest.mark.e2e
-RUN_TIMEOUT_MS = 420_000      # one real run on a busy 2-core machine can take minutes
 REWRITES = 150     # about 0.15 s a step with the default model on this machine: 20 s or more
 
 

@@ -11,11 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from e2ekit import ART, eventually, page_fixture, settle, studio_fixture
+from e2ekit import ART, RUN_TIMEOUT_MS, eventually, page_fixture, settle, studio_fixture
 
 pytestmark = pytest.mark.e2e
 
-RUN_TIMEOUT_MS = 420_000      # one real run on a busy 2-core machine can take minutes
 CURSOR = "▌"                  # ends the answer while it is being written
 #: an answer prompt that asks for a paragraph: it stops at a blank line, not at the first new line,
 #: so the answer is long enough to be seen while it is written (a 1-2 token answer can end between

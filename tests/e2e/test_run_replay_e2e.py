@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from e2ekit import ART, ask, eventually, page_fixture, settle, stored_status, studio_fixture
+from e2ekit import ART, RUN_TIMEOUT_MS, ask, eventually, page_fixture, settle, stored_status, studio_fixture
 
 from storage.repo import Store
 
@@ -20,7 +20,6 @@ pytestmark = pytest.mark.e2e
 
 QUESTION = "In what year was the Corren Lighthouse first lit?"
 FORK_QUESTION = "Who designed the Corren Lighthouse?"
-RUN_TIMEOUT_MS = 420_000      # one real run on a busy 2-core machine can take minutes
 
 
 def _model_workers(home: Path) -> list[int]:
