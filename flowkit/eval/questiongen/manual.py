@@ -151,29 +151,33 @@ def default_fact(s: str) -> Fact | None:
                         "default", s)
     m = re.match(r"^(?P<x>(?:The |An? )?(?:[\w`'\".()-]+ ){0,5}?[\w`'\".()-]+) defaults? to "
                  r"(?P<ans>.+)$", s)
-    if m and not _NOT_A_TERM & {m.group("x").split()[0].lower()}:
-        ans = short_span(m.group("ans"))
-        x = m.group("x")
+    if m and (found := _subject_answer(m)):
+        x, ans = found
         x = x[0].lower() + x[1:] if x.startswith(("The ", "A ", "An ")) else x
-        if ans:
-            return Fact(_question(f"What is the default value of {x}"), ans, "default", s)
+        return Fact(_question(f"What is the default value of {x}"), ans, "default", s)
     m = re.match(r"^By default, (?P<x>(?:[\w`'\".()-]+ ){0,5}?[\w`'\".()-]+) (?P<verb>is|are) "
                  r"(?P<ans>.+)$", s)
-    if m and not _NOT_A_TERM & {m.group("x").split()[0].lower()}:
-        ans = short_span(m.group("ans"))
-        if ans:
-            return Fact(_question(f"What {m.group('verb')} {m.group('x')} by default"), ans,
-                        "default", s)
+    if m and (found := _subject_answer(m)):
+        x, ans = found
+        return Fact(_question(f"What {m.group('verb')} {x} by default"), ans, "default", s)
     m = re.match(r"^(?P<x>(?:The |An? )?(?:[\w`'\".()-]+ ){0,5}?[\w`'\".()-]+) (?P<verb>is|are) "
                  r"(?P<ans>(?:[\w`'\".()-]+ ){0,3}?[\w`'\".()-]+) by default$", s)
-    if m and not _NOT_A_TERM & {m.group("x").split()[0].lower()}:
-        ans = short_span(m.group("ans"))
-        x = m.group("x")
+    if m and (found := _subject_answer(m)):
+        x, ans = found
         if re.match(r"^(?:The|An?|[A-Z][a-z]+)\b", x):
             x = x[0].lower() + x[1:]      # 'Cache sharing' starts a sentence; not a name
-        if ans:
-            return Fact(_question(f"What {m.group('verb')} {x} by default"), ans, "default", s)
+        return Fact(_question(f"What {m.group('verb')} {x} by default"), ans, "default", s)
     return None
+
+
+def _subject_answer(m: re.Match[str]) -> tuple[str, str] | None:
+    """The subject (group 'x') and the short answer (group 'ans') of a matched default shape, or
+    None when the subject starts with a word that is not a term or the answer is not a short
+    value."""
+    if _NOT_A_TERM & {m.group("x").split()[0].lower()}:
+        return None
+    ans = short_span(m.group("ans"))
+    return (m.group("x"), ans) if ans else None
 
 
 def limit_fact(s: str) -> Fact | None:
