@@ -1,7 +1,7 @@
 """Reranking by embeddings (cosine, maximal marginal relevance) and "lost in the middle" order."""
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import numpy as np
 from pydantic import Field
@@ -22,8 +22,22 @@ def relevance(memory: MemoryView, docs: list[Doc], query_from: QueryFrom,
     return p, (p @ q.T).max(axis=1)
 
 
+#: The query_from param of the embedding rerankers.
+RerankQueryFrom = Annotated[QueryFrom, Field(description="Compare passages with the question, "
+                                             "the rewritten queries, or both (best of them)")]
+RP = TypeVar("RP", bound=OperatorParams)
+
+
+class _EmbeddingRerank(Operator[RP]):
+    """What the embedding rerankers read and write: passages ranked by `relevance`."""
+
+    reads = ("question", "documents")
+    optional_reads = ("queries",)
+    writes = ("documents",)
+
+
 @operator("post_retrieval.embed_rerank")
-class EmbedRerank(Operator["EmbedRerank.Params"]):
+class EmbedRerank(_EmbeddingRerank["EmbedRerank.Params"]):
     """Rerank passages by the cosine similarity of their embedding to the question's.
 
     A bi-encoder reranker: the question (and/or the rewritten queries; a passage keeps its best
@@ -34,12 +48,7 @@ class EmbedRerank(Operator["EmbedRerank.Params"]):
 
     class Params(OperatorParams):
         top_k: int = Field(5, ge=1, le=100, description="Passages kept after reranking")
-        query_from: QueryFrom = Field("question", description="Compare passages with the "
-                                      "question, the rewritten queries, or both (best of them)")
-
-    reads = ("question", "documents")
-    optional_reads = ("queries",)
-    writes = ("documents",)
+        query_from: RerankQueryFrom = "question"
 
     def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         docs = require_docs(memory)
@@ -49,7 +58,7 @@ class EmbedRerank(Operator["EmbedRerank.Params"]):
 
 
 @operator("post_retrieval.mmr")
-class MMR(Operator["MMR.Params"]):
+class MMR(_EmbeddingRerank["MMR.Params"]):
     """Rerank by maximal marginal relevance: relevant passages that do not repeat each other.
 
     Carbonell & Goldstein (1998): passages are picked one at a time, each time the one maximising
@@ -63,12 +72,7 @@ class MMR(Operator["MMR.Params"]):
         lambda_mult: float = Field(0.7, ge=0.0, le=1.0, description="Relevance weight lambda: "
                                    "1 = relevance only, 0 = diversity only")
         top_k: int = Field(5, ge=1, le=100, description="Passages picked")
-        query_from: QueryFrom = Field("question", description="Compare passages with the "
-                                      "question, the rewritten queries, or both (best of them)")
-
-    reads = ("question", "documents")
-    optional_reads = ("queries",)
-    writes = ("documents",)
+        query_from: RerankQueryFrom = "question"
 
     def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         docs = require_docs(memory)
