@@ -11,7 +11,7 @@ from ...context import RunContext
 from ...contract import Operator, OperatorParams, operator
 from ...memory import MemoryView
 from .._text import fill
-from .rewrite import first_sentence, norm, question_items
+from .rewrite import QueryWriter, QuestionPrompt, ask, first_sentence, norm, question_items
 
 MULTI_PROMPT = ("Rephrase this question in {n} different ways, one per line.\n"
                 "Question: {question}\nRephrased questions:\n")
@@ -33,7 +33,7 @@ def latest_draft(memory: MemoryView) -> str:
 
 
 @operator("pre_retrieval.multi_query")
-class MultiQuery(Operator["MultiQuery.Params"]):
+class MultiQuery(QueryWriter["MultiQuery.Params"]):
     """Write n alternative phrasings of the question and search with each (multi-query expansion).
 
     RAG-Fusion style: the model lists other ways to ask; a search node with query_from
@@ -52,13 +52,9 @@ class MultiQuery(Operator["MultiQuery.Params"]):
         temperature: float = Field(0.8, ge=0.0, le=1.5, description="Sampling temperature of the "
                                    "top-up calls")
 
-    reads = ("question",)
-    writes = ("queries",)
-
     def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
-        p, question = self.params, memory["question"]
-        prompt = fill(p.prompt, "params.prompt", question=question, n=str(p.n))
-        text = ctx.llm.complete(prompt, max_tokens=p.max_tokens).text
+        p = self.params
+        question, text = ask(memory, ctx, p.prompt, p.max_tokens, n=str(p.n))
         found = question_items(text, p.n, [question], skip=[question])
         if p.top_up:
             one = fill(ONE_PROMPT, "prompt", question=question)
@@ -84,8 +80,7 @@ class Decompose(Operator["Decompose.Params"]):
 
     class Params(OperatorParams):
         max_subquestions: int = Field(3, ge=1, le=6, description="Most sub-questions kept")
-        prompt: str = Field(DECOMPOSE_PROMPT, min_length=10, description="Template with a "
-                            "{question} slot (plain replacement, no code)")
+        prompt: QuestionPrompt = DECOMPOSE_PROMPT
         max_tokens: int = Field(80, ge=16, le=512, description="Longest list in tokens")
         keep_question: bool = Field(False, description="Add the original question as the last "
                                     "sub-question (least-to-most solves it last)")
@@ -94,9 +89,8 @@ class Decompose(Operator["Decompose.Params"]):
     writes = ("sub_questions", "queries")
 
     def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
-        p, question = self.params, memory["question"]
-        prompt = fill(p.prompt, "params.prompt", question=question)
-        text = ctx.llm.complete(prompt, max_tokens=p.max_tokens).text
+        p = self.params
+        question, text = ask(memory, ctx, p.prompt, p.max_tokens)
         subs = question_items(text, p.max_subquestions, [question])
         if p.keep_question:
             subs = [s for s in subs if norm(s) != norm(question)][: max(0, p.max_subquestions - 1)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import Field
 
@@ -80,6 +80,29 @@ def question_items(text: str, limit: int, anchors: Iterable[str],
     return (questions or items)[:limit]
 
 
+#: The prompt param of an operator whose template has the question as its only slot.
+QuestionPrompt = Annotated[str, Field(min_length=10, description="Template with a {question} slot "
+                                      "(plain replacement, no code)")]
+
+
+def ask(memory: MemoryView, ctx: RunContext, template: str, max_tokens: int,
+        **slots: str) -> tuple[str, str]:
+    """The question and the model's reply to `template` filled with it (and `slots`)."""
+    question = memory["question"]
+    prompt = fill(template, "params.prompt", question=question, **slots)
+    return question, ctx.llm.complete(prompt, max_tokens=max_tokens).text
+
+
+QP = TypeVar("QP", bound=OperatorParams)
+
+
+class QueryWriter(Operator[QP]):
+    """An operator that writes search queries from the question."""
+
+    reads = ("question",)
+    writes = ("queries",)
+
+
 def first_sentence(text: str) -> str:
     line = clean_line(first_line(text))
     m = re.match(r"(.{12,}?[.?!])(?:\s|$)", line)          # not cut at "St." or "Mt."
@@ -87,7 +110,7 @@ def first_sentence(text: str) -> str:
 
 
 @operator("pre_retrieval.rewrite")
-class Rewrite(Operator["Rewrite.Params"]):
+class Rewrite(QueryWriter["Rewrite.Params"]):
     """Rewrite the question into a better search query (Rewrite-Retrieve-Read, Ma et al. 2023).
 
     The model first writes the query the retriever should see; a search node with query_from
@@ -96,19 +119,14 @@ class Rewrite(Operator["Rewrite.Params"]):
     """
 
     class Params(OperatorParams):
-        prompt: str = Field(REWRITE_PROMPT, min_length=10, description="Template with a {question} "
-                            "slot (plain replacement, no code)")
+        prompt: QuestionPrompt = REWRITE_PROMPT
         max_tokens: int = Field(32, ge=4, le=256, description="Longest query in tokens")
         keep_question: bool = Field(False, description="Search with the question as well as the "
                                     "rewritten query")
 
-    reads = ("question",)
-    writes = ("queries",)
-
     def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
-        question = memory["question"]
-        prompt = fill(self.params.prompt, "params.prompt", question=question)
-        query = first_sentence(ctx.llm.complete(prompt, max_tokens=self.params.max_tokens).text)
+        question, text = ask(memory, ctx, self.params.prompt, self.params.max_tokens)
+        query = first_sentence(text)
         if len(query) < 3 or not on_topic(query, question):
             query = question
         queries = [question, query] if self.params.keep_question else [query]
@@ -116,7 +134,7 @@ class Rewrite(Operator["Rewrite.Params"]):
 
 
 @operator("pre_retrieval.hyde")
-class HyDE(Operator["HyDE.Params"]):
+class HyDE(QueryWriter["HyDE.Params"]):
     """Write a hypothetical answer passage and search with it (HyDE, Gao et al. 2022).
 
     A made-up passage that answers the question sits closer to real answer passages in embedding
@@ -126,8 +144,7 @@ class HyDE(Operator["HyDE.Params"]):
     """
 
     class Params(OperatorParams):
-        prompt: str = Field(HYDE_PROMPT, min_length=10, description="Template with a {question} "
-                            "slot (plain replacement, no code)")
+        prompt: QuestionPrompt = HYDE_PROMPT
         max_tokens: int = Field(96, ge=16, le=512, description="Longest passage in tokens")
         passages: int = Field(1, ge=1, le=4, description="Hypothetical passages to write (each one "
                               "a query)")
@@ -135,9 +152,6 @@ class HyDE(Operator["HyDE.Params"]):
                                    "second and later passages (the first uses the model default)")
         keep_question: bool = Field(True, description="Search with the question as well as the "
                                     "passages")
-
-    reads = ("question",)
-    writes = ("queries",)
 
     def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
         p, question = self.params, memory["question"]
@@ -155,7 +169,7 @@ class HyDE(Operator["HyDE.Params"]):
 
 
 @operator("pre_retrieval.step_back")
-class StepBack(Operator["StepBack.Params"]):
+class StepBack(QueryWriter["StepBack.Params"]):
     """Ask a more generic step-back question and search with both (step-back prompting, Zheng
     et al. 2023).
 
@@ -165,18 +179,12 @@ class StepBack(Operator["StepBack.Params"]):
     """
 
     class Params(OperatorParams):
-        prompt: str = Field(STEP_BACK_PROMPT, min_length=10, description="Template with a "
-                            "{question} slot (plain replacement, no code)")
+        prompt: QuestionPrompt = STEP_BACK_PROMPT
         max_tokens: int = Field(40, ge=8, le=256, description="Longest step-back question in "
                                 "tokens")
 
-    reads = ("question",)
-    writes = ("queries",)
-
     def run(self, memory: MemoryView, ctx: RunContext) -> dict[str, Any]:
-        question = memory["question"]
-        prompt = fill(self.params.prompt, "params.prompt", question=question)
-        text = ctx.llm.complete(prompt, max_tokens=self.params.max_tokens).text
+        question, text = ask(memory, ctx, self.params.prompt, self.params.max_tokens)
         items = question_items(text, 1, [question], skip=[question])
         step_back = first_sentence(items[0] if items else text)
         if len(step_back) < 5 or norm(step_back) == norm(question) \
