@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from judges import kappa
 
+from flowkit.cost import Cost
 from flowkit.eval.graders import grader_version
 from flowkit.eval.grading import GradingSession, answering_step, item_for, read_passages
 from flowkit.eval.metrics import doc_id_of
@@ -83,7 +84,7 @@ def main() -> int:
         after: list[tuple[list[float], list[bool], bool]] = []
         session = GradingSession(models.get("").resources, ws.cache_store,
                                  run_id=f"grading-{a.eval}")
-        calls = cached = 0
+        spent = Cost()
         t0 = time.perf_counter()
         for flow, qid, run_id in sample:
             steps = ws.store.steps(run_id)
@@ -94,15 +95,13 @@ def main() -> int:
             res = session.grade(GRADER, item_for(questions[qid], _answer(rep, flow, qid), steps))
             v = res.verdict
             repo.put_grade(Grade(a.eval, flow, qid, GRADER, label, v.score, v.reason, v.parsed,
-                                 grader_version(GRADER), v.detail, res.calls, res.cached_calls,
-                                 res.tokens, res.ms))
+                                 grader_version(GRADER), v.detail, res.cost))
             after.append((list(v.detail), gold, v.parsed))
-            calls += res.calls
-            cached += res.cached_calls
+            spent += res.cost
         wall = time.perf_counter() - t0
         print(f"sample: {len(sample)} of {len(answers)} answers (seed {a.seed}), flows "
-              f"{', '.join(sorted(want))}; judge {label}; {calls} judge calls ({cached} from the "
-              f"cache) in {wall:.0f} s wall")
+              f"{', '.join(sorted(want))}; judge {label}; {spent.calls} judge calls ({spent.cached} "
+              f"from the cache) in {wall:.0f} s wall")
         if before:
             summary(f"before ({len(before)} answers with an older verdict)", before)
         summary(f"after ({grader_version(GRADER)})", after)

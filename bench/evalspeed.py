@@ -54,7 +54,7 @@ def evaluate(ws: Workspace, plan: EvalPlan) -> float:
     out = run_evaluation(ws, EvalRepo(ws.store), plan)
     wall = time.perf_counter() - t0
     print(f"  {plan.eval_id}: ran {out.ran}, skipped {out.skipped}; calls computed "
-          f"{out.computed_calls}, from the cache {out.cached_calls}; {wall:.1f} s", flush=True)
+          f"{out.cost.computed}, from the cache {out.cost.cached}; {wall:.1f} s", flush=True)
     return wall
 
 

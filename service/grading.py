@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from flowkit.cost import Cost
 from flowkit.errors import FlowkitError
 from flowkit.eval.graders import GRADERS, check_names, grader_version
 from flowkit.eval.grading import GradingSession, item_for
@@ -51,16 +52,14 @@ class GradeOutcome:
     model: str
     graded: int = 0
     reused: int = 0
-    calls: int = 0
-    cached_calls: int = 0
-    tokens: int = 0
-    ms: float = 0.0
+    cost: Cost = field(default_factory=Cost)
     unparsed: int = 0
 
     def line(self) -> str:
+        c = self.cost
         return (f"graded {self.graded} answers ({self.reused} already graded) with {self.model}: "
-                f"{self.calls} grader calls ({self.cached_calls} from the cache), "
-                f"{self.tokens} tokens, {self.ms / 1000:.1f} s of model time; "
+                f"{c.calls} grader calls ({c.cached} from the cache), "
+                f"{c.tokens} tokens, {c.ms / 1000:.1f} s of model time; "
                 f"{self.unparsed} verdicts unparsed (scored 0.5)")
 
 
@@ -113,11 +112,8 @@ def grade(ws: Workspace, eval_id: str, graders: list[str], *, model: str = "",
                     v = res.verdict
                     grades.put_grade(Grade(eval_id, flow, r.question_id, g, label, v.score,
                                            v.reason, v.parsed, grader_version(g), v.detail,
-                                           res.calls, res.cached_calls, res.tokens, res.ms))
-                    out.calls += res.calls
-                    out.cached_calls += res.cached_calls
-                    out.tokens += res.tokens
-                    out.ms += res.ms
+                                           res.cost))
+                    out.cost += res.cost
                     out.unparsed += not v.parsed
                 out.graded += 1
             if on_progress is not None:

@@ -25,7 +25,7 @@ Acc, or a model judge. With a judge, each batch's finished runs are graded (`ser
 through the completion cache, verdicts stored with the evaluation, so a resumed search grades
 only what is new). The race, the front and the confirmation take the objective as a function of
 one answer (`SearchPlan.metric`: F1, EM, Acc, or the judge's verdict on it), never a result's
-`f1` holding something else; the judge's calls are counted apart (`Budget.judge_calls`), never
+`f1` holding something else; the judge's calls are counted apart (`Budget.judge`), never
 in a candidate's tokens or calls nor in the budget.
 """
 from __future__ import annotations
@@ -365,7 +365,7 @@ def _evaluate(ws: Workspace, plan: SearchPlan, e: Entry, n: int, which: Split,
     runs.eval_id = eid
     if results and (which == "confirm" or len(results) >= e.reached):   # to open in Replay
         runs.best_run = max(results, key=lambda q: (score(q), -q.tokens)).run_id
-    return Batch(results, out.computed_calls, out.cached_calls, out.status == "stopped")
+    return Batch(results, out.cost, out.status == "stopped")
 
 
 def _judge(ws: Workspace, plan: SearchPlan, eid: str, cid: str,
@@ -373,16 +373,13 @@ def _judge(ws: Workspace, plan: SearchPlan, eid: str, cid: str,
     """Grade the finished runs of evaluation `eid` not graded yet with the objective's judge and
     return its score per question of candidate `cid` ((cid, question id) -> score, as
     `Objective.metric` reads verdicts; an ungraded answer is absent); the judge's calls go to the budget's
-    `judge_*` counts (never to the candidate's, never to the budget in calls). A judge model
+    `judge` cost (never to the candidate's, never to the budget in calls). A judge model
     other than the workspace's is loaded once, with the search's other models, and stays loaded
     until the search ends."""
     if plan.workspaces is None:
         plan.workspaces = ModelWorkspaces(ws)
     out = grading.grade(ws, eid, [goal.name], model=goal.judge_model, models=plan.workspaces)
-    b = plan.state.budget
-    b.judge_calls += out.calls
-    b.judge_cached_calls += out.cached_calls
-    b.judge_tokens += out.tokens
+    plan.state.budget.judge += out.cost
     return {(cid, g.question_id): float(g.score)
             for g in grading.grade_repo(ws).grades(eid, grader=goal.name, model=out.model)
             if g.flow == cid and g.score is not None}
@@ -417,8 +414,8 @@ def _confirm(ws: Workspace, plan: SearchPlan, stop: threading.Event | None,
     for e in chosen:
         log(f"confirming {e.cid} on {len(plan.confirm_qs)} questions")
         batch = _evaluate(ws, plan, e, len(plan.confirm_qs), "confirm", stop, on_run)
-        st.budget.confirm_calls += batch.computed_calls
-        st.budget.cached_calls += batch.cached_calls
+        st.budget.confirm_calls += batch.cost.computed
+        st.budget.cached_calls += batch.cost.cached
         state_mod.save(plan.state_file, st)
         if batch.stopped:
             return False

@@ -8,6 +8,8 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from flowkit.cost import Cost
+
 from .models import GradeRow, LabelRow
 from .repo import Store
 
@@ -26,10 +28,7 @@ class Grade:
     parsed: bool = True
     version: str = ""
     detail: list[float] = field(default_factory=list)
-    calls: int = 0
-    cached_calls: int = 0
-    tokens: int = 0
-    ms: float = 0.0
+    cost: Cost = field(default_factory=Cost)
 
 
 @dataclass(frozen=True)
@@ -43,8 +42,8 @@ class Label:
 
 def _grade(r: GradeRow) -> Grade:
     return Grade(r.eval_id, r.flow, r.question_id, r.grader, r.model, r.score, r.reason,
-                 bool(r.parsed), r.version, list(r.detail or []), r.calls, r.cached_calls,
-                 r.tokens, r.ms)
+                 bool(r.parsed), r.version, list(r.detail or []),
+                 Cost(r.calls, r.cached_calls, r.tokens, r.ms))
 
 
 class GradeRepo:
@@ -63,7 +62,8 @@ class GradeRepo:
             s.add(GradeRow(eval_id=g.eval_id, flow=g.flow, question_id=g.question_id,
                            grader=g.grader, model=g.model, version=g.version, score=g.score,
                            parsed=int(g.parsed), reason=g.reason, detail=list(g.detail),
-                           calls=g.calls, cached_calls=g.cached_calls, tokens=g.tokens, ms=g.ms))
+                           calls=g.cost.calls, cached_calls=g.cost.cached, tokens=g.cost.tokens,
+                           ms=g.cost.ms))
 
     def grades(self, eval_id: str, grader: str | None = None,
                model: str | None = None) -> list[Grade]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..context import Resources, RunContext
+from ..cost import Cost
 from ..trace import StepEvent
 from .graders import GRADERS, Item, Verdict
 
@@ -54,10 +55,7 @@ class Graded:
     """A verdict and what it cost: calls computed and served from the cache, tokens, model ms."""
 
     verdict: Verdict
-    calls: int
-    cached_calls: int
-    tokens: int
-    ms: float
+    cost: Cost
 
 
 class GradingSession:
@@ -76,9 +74,5 @@ class GradingSession:
             return ctx.llm.complete(prompt, max_tokens=8).text
 
         verdict = GRADERS[grader](item, ask)
-        calls = ctx.llm_calls
-        cached = sum(1 for c in calls if c.cached_from is not None)
         # the grading's cost: what computing its calls costs (a cached call's original ms)
-        ms = sum(c.ms for c in calls)
-        return Graded(verdict, len(calls), cached,
-                      sum(c.prompt_tokens + c.completion_tokens for c in calls), round(ms, 2))
+        return Graded(verdict, Cost.of_calls(ctx.llm_calls))

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..compile import compile_flow
+from ..cost import Cost
 from ..errors import FlowkitError
 from ..process import pid_alive as _pid_alive
 from ..spec import FlowSpec, from_dict, to_dict
@@ -167,17 +168,17 @@ class Progress:
     question_index: int
     status: str          # the run's status, or "skipped"
     flow: str = ""
-    #: model calls computed so far in this session of the evaluation, and served from the cache
-    computed_calls: int = 0
-    cached_calls: int = 0
+    #: what this session's model calls of the evaluation cost so far (computed and served from
+    #: the cache, tokens, model ms)
+    cost: Cost = field(default_factory=Cost)
     #: seconds left, estimated per flow from the runs done so far (None until one has run)
     eta_s: float | None = None
 
     def describe(self) -> str:
         """'12/40 · 30 calls computed, 18 from the cache · about 2 min left'."""
         parts = [f"{self.done}/{self.total}"]
-        if self.computed_calls or self.cached_calls:
-            parts.append(f"{self.computed_calls} calls computed, {self.cached_calls} from the cache")
+        if self.cost.calls:
+            parts.append(f"{self.cost.computed} calls computed, {self.cost.cached} from the cache")
         if self.eta_s is not None and self.done < self.total:
             parts.append(f"about {_duration(self.eta_s)} left")
         return " · ".join(parts)
@@ -200,15 +201,14 @@ class _Estimate:
         self.seconds = [0.0] * len(plan.flows)
         self.runs = [0] * len(plan.flows)
         self.left = [len(plan.questions)] * len(plan.flows)
-        self.computed = self.cached = 0
+        self.cost = Cost()
 
     def add(self, fi: int, cost: RunCost | None) -> None:
         self.left[fi] -= 1
         if cost is not None:
             self.seconds[fi] += cost.wall_s
             self.runs[fi] += 1
-            self.computed += cost.computed_calls
-            self.cached += cost.cached_calls
+            self.cost += cost.cost
 
     def eta(self) -> float | None:
         if not any(self.runs):
@@ -226,8 +226,8 @@ class Outcome:
     skipped: int = 0
     redone: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
-    computed_calls: int = 0
-    cached_calls: int = 0
+    #: what this session's model calls cost (computed and from the cache, tokens, model ms)
+    cost: Cost = field(default_factory=Cost)
     #: how this session ran it: runs in flight, the server's parallel slots where it says
     execution: Execution = field(default_factory=Execution)
 
@@ -293,11 +293,10 @@ def run_evaluation(ws: EvalWorkspace, repo: EvalStore, plan: EvalPlan, *,
         else:
             out.ran += 1
             out.statuses[status] = out.statuses.get(status, 0) + 1
-        out.computed_calls, out.cached_calls = estimate.computed, estimate.cached
+        out.cost = estimate.cost
         if progress:
             progress(Progress(done, plan.total, out.skipped, fi, qi, status, plan.flows[fi].label,
-                              computed_calls=estimate.computed, cached_calls=estimate.cached,
-                              eta_s=estimate.eta()))
+                              cost=estimate.cost, eta_s=estimate.eta()))
 
     try:
         if workers > 1:

@@ -44,9 +44,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ResourceError
+from ..cost import Cost
 from ..telemetry.record import RunRecord
-from ..telemetry.settings import TelemetryError, TelemetrySettings
+from ..telemetry.settings import WARNED, TelemetrySettings, settings_or_off
 from ..telemetry.sink import Telemetry
 from ..trace import StepEvent
 
@@ -65,19 +65,18 @@ SETTINGS_KEY = "telemetry"
 
 def read_telemetry(path: Path | None) -> TelemetrySettings:
     """The `telemetry` object of the settings file at `path` (off when the file or the object is
-    missing); ResourceError naming the file when it cannot be used."""
+    missing). A file that is not JSON, or a block that cannot be used, turns export off with one
+    warning naming the file (`settings_or_off`): export never fails a run of the package."""
     if path is None or not path.is_file():
         return TelemetrySettings()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ResourceError(f"{path}: not valid JSON: {err}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        WARNED.warn(f"{path}: not valid JSON ({err}); trace export is off until it is fixed")
+        return TelemetrySettings()
     if not isinstance(data, dict) or SETTINGS_KEY not in data:
         return TelemetrySettings()
-    try:
-        return TelemetrySettings.from_dict(data[SETTINGS_KEY])
-    except TelemetryError as err:
-        raise ResourceError(f"{path}: {err}") from None
+    return settings_or_off(data[SETTINGS_KEY], str(path))
 
 
 #: `flowkit.status` of a run whose process ended before it did
@@ -159,7 +158,8 @@ class PackageTracer:
             record.part = "killed"
             record.ended_at = max(record.ended_at, time.time())
             record.status, record.error = KILLED, f"killed: {how} before the run ended"
-            record.total_steps, record.tokens, record.llm_calls = run.steps, run.tokens, run.llm_calls
+            record.total_steps = run.steps
+            record.cost = Cost(calls=run.llm_calls, tokens=run.tokens)
             live.submit(record)
         self.telemetry.close()
         return len(runs)
@@ -210,8 +210,8 @@ class PackageTracer:
         record.citations = [str(c) for c in
                             update.get("citations") or state.get("citations") or []]
         record.total_steps = int(state.get("steps") or 0) + len(steps)
-        record.tokens = int(state.get("tokens") or 0) + int(update.get("tokens") or 0)
-        record.llm_calls = int(state.get("llm_calls") or 0) + int(update.get("llm_calls") or 0)
+        record.cost = Cost(calls=int(state.get("llm_calls") or 0) + int(update.get("llm_calls") or 0),
+                           tokens=int(state.get("tokens") or 0) + int(update.get("tokens") or 0))
         live.submit(record)
 
     def _record(self, run_id: str, state: Mapping[str, Any], steps: Sequence[StepEvent],

@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from ..cost import Cost
 from ..eval.metrics import QuestionResult, summarize
 from .candidates import Candidate
 from .front import Point, front_layers
@@ -137,7 +138,7 @@ class Entry:
 class Budget:
     """Model calls (computed, not served from the cache) and hours the race may spend; the
     confirmation's calls are counted apart (`confirm_calls`), outside the budget, and so are a
-    judge objective's (`judge_calls`)."""
+    judge objective's (`judge`)."""
 
     calls: int
     hours: float | None = None
@@ -147,22 +148,35 @@ class Budget:
     confirm_calls: int = 0
     #: a judge objective's calls (race and confirmation; those the cache served among them) and
     #: tokens: evaluation cost, never a candidate's and outside the budget in calls
-    judge_calls: int = 0
-    judge_cached_calls: int = 0
-    judge_tokens: int = 0
+    judge: Cost = field(default_factory=Cost)
 
     def calls_left(self) -> int:
         return self.calls - self.spent_calls
 
+    def to_dict(self) -> dict[str, Any]:
+        """The saved form, in the keys a search's state file has always had (the judge's model
+        time is not kept)."""
+        return {"calls": self.calls, "hours": self.hours, "spent_calls": self.spent_calls,
+                "cached_calls": self.cached_calls, "elapsed_s": self.elapsed_s,
+                "confirm_calls": self.confirm_calls, "judge_calls": self.judge.calls,
+                "judge_cached_calls": self.judge.cached, "judge_tokens": self.judge.tokens}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Budget:
+        """A budget as `to_dict` saved it."""
+        judge = Cost(int(d.get("judge_calls", 0)), int(d.get("judge_cached_calls", 0)),
+                     int(d.get("judge_tokens", 0)))
+        own = {k: v for k, v in d.items() if not k.startswith("judge_")}
+        return cls(**own, judge=judge)
+
 
 @dataclass
 class Batch:
-    """What one evaluation call returns: the results on the first n questions, the calls it
-    computed and those the cache served, and whether it was stopped before the end."""
+    """What one evaluation call returns: the results on the first n questions, what its calls
+    cost (computed and those the cache served), and whether it was stopped before the end."""
 
     results: list[QuestionResult]
-    computed_calls: int = 0
-    cached_calls: int = 0
+    cost: Cost = field(default_factory=Cost)
     stopped: bool = False
 
 
@@ -256,8 +270,8 @@ class Race:
         t0 = self.clock()
         batch = self.evaluate(e, n)
         self.budget.elapsed_s += self.clock() - t0
-        self.budget.spent_calls += batch.computed_calls
-        self.budget.cached_calls += batch.cached_calls
+        self.budget.spent_calls += batch.cost.computed
+        self.budget.cached_calls += batch.cost.cached
         e.absorb(batch.results, self.score)
         self.save()
         return batch

@@ -84,7 +84,7 @@ class SearchState:
         return {"search_id": self.search_id, "phase": self.phase,
                 "race_status": self.race_status,
                 "entries": [e.to_dict() for e in self.entries],
-                "budget": vars(self.budget),
+                "budget": self.budget.to_dict(),
                 "confirm": {cid: asdict(c) for cid, c in self.confirm.items()},
                 "trials": [t.to_dict() for t in self.trials],
                 "objective": self.objective, "judge_model": self.judge_model,
@@ -95,7 +95,7 @@ class SearchState:
         return cls(str(d["search_id"]), str(d.get("phase", "race")),
                    str(d.get("race_status", "")),
                    [Entry.from_dict(e) for e in d.get("entries", [])],
-                   Budget(**d.get("budget", {"calls": 0})),
+                   Budget.from_dict(d.get("budget", {"calls": 0})),
                    {str(cid): Confirmation.from_dict(c)
                     for cid, c in (d.get("confirm") or {}).items()},
                    [Trial.from_dict(t) for t in d.get("trials", [])],

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
+from ..cost import Cost
 from ..trace import RunEnd, RunStart, StepEvent
 from .events import MemoryEdit, PauseMark
 
@@ -66,9 +67,8 @@ class RunRecord:
     model_hash: str = ""
     error: str | None = None
     halt_reason: str | None = None
-    tokens: int = 0
-    llm_calls: int = 0
-    cached_calls: int = 0
+    #: the run's model calls (those served from the cache among them), tokens and model ms
+    cost: Cost = field(default_factory=Cost)
     citations: list[str] = field(default_factory=list)
     parent_run_id: str | None = None
     parent_step: int | None = None
@@ -91,8 +91,9 @@ class RunRecord:
                    started_at=began, ended_at=max(began + took, _last_step_end(steps, began)),
                    steps=sorted(steps, key=lambda s: s.index), kb=start.kb,
                    model_id=start.model_id, model_hash=start.model_hash, error=end.error,
-                   halt_reason=end.halt_reason, tokens=end.tokens, llm_calls=end.llm_calls,
-                   cached_calls=end.cached_calls, citations=list(end.citations),
+                   halt_reason=end.halt_reason,
+                   cost=Cost(end.llm_calls, end.cached_calls, end.tokens, end.ms),
+                   citations=list(end.citations),
                    parent_run_id=start.parent_run_id, parent_step=start.parent_step,
                    eval_id=eval_id)
 
@@ -106,7 +107,7 @@ class RunRecord:
                    started_at=began, ended_at=max(ended, _last_step_end(steps, began)),
                    steps=list(steps), kb=run.kb, model_id=run.model_id,
                    model_hash=run.model_hash, error=run.error, halt_reason=run.halt_reason,
-                   tokens=run.tokens, llm_calls=run.llm_calls, cached_calls=run.cached_calls,
+                   cost=Cost(run.llm_calls, run.cached_calls, run.tokens, run.ms),
                    citations=list(run.citations), parent_run_id=run.parent_run_id,
                    parent_step=run.parent_step, eval_id=run.eval_id)
 

@@ -117,8 +117,8 @@ def _run_attributes(r: RunRecord, lim: Limits) -> dict[str, AttrValue]:
         "flowkit.run_id": r.run_id, "flowkit.flow": r.flow_name, "flowkit.status": r.status,
         "flowkit.kb": r.kb, "flowkit.model_id": r.model_id, "flowkit.model_hash": r.model_hash,
         "flowkit.steps": r.total_steps if r.total_steps is not None else len(r.steps),
-        "flowkit.llm_calls": r.llm_calls,
-        "flowkit.tokens": r.tokens, "flowkit.cached_calls": r.cached_calls,
+        "flowkit.llm_calls": r.cost.calls,
+        "flowkit.tokens": r.cost.tokens, "flowkit.cached_calls": r.cost.cached,
         "flowkit.citations": [str(c) for c in r.citations],
     }
     put_text(attrs, SpanAttributes.INPUT_VALUE, r.question, lim.text)

@@ -178,8 +178,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                                    plan.dataset, plan.kb, plan.eval_id))
     outcome = _run(plan, ws, repo, args.workers, args.ray_address or "", args.concurrency)
     common.err.print(f"ran {outcome.ran}, skipped {outcome.skipped} already done, redid {outcome.redone} "
-              f"unfinished; model calls: {outcome.computed_calls} computed, "
-              f"{outcome.cached_calls} served from the completion cache"
+              f"unfinished; model calls: {outcome.cost.computed} computed, "
+              f"{outcome.cost.cached} served from the completion cache"
               + concurrency_words(outcome.execution))
     k = None if args.k == 0 else args.k
     from service.grading import grade, with_judges

@@ -52,7 +52,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             def show(p: Progress) -> None:
                 prog.update(task, completed=p.kept,
                             description=f"kept {p.kept} / tried {p.tried} · calls computed "
-                                        f"{p.computed} / cached {p.cached}")
+                                        f"{p.cost.computed} / cached {p.cost.cached}")
                 if not common.err.is_terminal and p.tried % 25 == 0:
                     common.err.print(p.line())  # a log: a line
 
@@ -85,8 +85,8 @@ def _report(p: Progress) -> None:
     common.err.print(table)
     drops = ", ".join(f"{r}: {p.dropped[r]}" for r in REASONS)
     common.err.print(f"dropped by check: {drops}")
-    common.err.print(f"model calls computed {p.computed}, served from the cache {p.cached}; "
-                     f"{p.seconds:.1f} s")
+    common.err.print(f"model calls computed {p.cost.computed}, served from the cache "
+                     f"{p.cost.cached}; {p.seconds:.1f} s")
 
 
 def _show(questions: list[dict[str, Any]], reviewed: list[dict[str, Any]], k: int) -> None:

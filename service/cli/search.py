@@ -103,7 +103,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         if p.status != "skipped":
             common.err.print(common.styled("[dim]{} {} question {}: {} · {} calls computed[/dim]",
                                            e.cid, which, p.question_index + 1, p.status,
-                                           plan.state.budget.spent_calls + p.computed_calls))
+                                           plan.state.budget.spent_calls + p.cost.computed))
 
     st = search.run(ws, plan, log=lambda m: common.err.print(m), on_run=on_run)
     b = st.budget
@@ -111,8 +111,8 @@ def cmd_search(args: argparse.Namespace) -> int:
                      f"{b.confirm_calls} to confirm, {b.cached_calls} served from the cache; {sum(e.status == 'dropped' for e in st.entries)} "
                      f"of {len(st.entries)} candidates dropped early")
     if st.quality().is_judge:
-        common.err.print(f"judge calls ({st.quality().label()}): {b.judge_calls} "
-                         f"({b.judge_cached_calls} from the cache), {b.judge_tokens} tokens; "
+        common.err.print(f"judge calls ({st.quality().label()}): {b.judge.calls} "
+                         f"({b.judge.cached} from the cache), {b.judge.tokens} tokens; "
                          "counted apart from the candidates' cost and the budget")
     common.out.print(_table(plan))
     _print_reasons(plan)

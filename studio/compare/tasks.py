@@ -67,7 +67,7 @@ def submit_eval(jobs: JobManager, ws: Workspace, plan: EvalPlan, dataset: Datase
                               concurrency=concurrency)
         return {"eval_id": out.eval_id, "status": out.status, "ran": out.ran,
                 "skipped": out.skipped, "redone": out.redone,
-                "computed_calls": out.computed_calls, "cached_calls": out.cached_calls}
+                "computed_calls": out.cost.computed, "cached_calls": out.cost.cached}
 
     def cancelled(report: Reporter) -> dict[str, Any]:
         repo.set_status(plan.eval_id, "stopped")
@@ -163,7 +163,7 @@ def submit_grading(jobs: JobManager, ws: Workspace, eval_id: str, graders: list[
                             should_stop=report.cancel.is_set)
         report.update(progress=1.0, message=out.line())
         return {"eval_id": eval_id, "line": out.line(), "graded": out.graded,
-                "reused": out.reused, "calls": out.calls, "cached_calls": out.cached_calls}
+                "reused": out.reused, "calls": out.cost.calls, "cached_calls": out.cost.cached}
 
     return jobs.submit(GRADE, f"judges {', '.join(graders)} on evaluation {eval_id}", work,
                        dedupe_key=job_key(GRADE, eval_id, sorted(graders), model), meta=meta)

@@ -48,7 +48,7 @@ def test_a_judge_objective_picked_on_the_page_ranks_and_names_the_search(ws):
     assert req is not None and (req.objective, req.judge_model) == ("groundedness", "")
     until(at, lambda a: "phase done" in texts(a), timeout=60)
     state = search.state_mod.load(search.state_mod.state_path(req.space, sid))
-    assert state is not None and state.objective == "groundedness" and state.budget.judge_calls > 0
+    assert state is not None and state.objective == "groundedness" and state.budget.judge.calls > 0
     front = next(m.value for m in at.markdown if m.value.startswith("- **c00**"))
     assert re.search(r"search groundedness \(judge: default:.*\) \*\*100\.0\*\* on 8", front), front
     rows = at.dataframe[0].value

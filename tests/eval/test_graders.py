@@ -122,13 +122,13 @@ def test_grading_a_stored_evaluation(world, fk, tmp_path):
                      (r"Stated:$", "yes")], default="no")
     world.ws.resources.set_llm(judge)
     out1 = grade(world.ws, eval_id, ["correctness", "groundedness"])
-    assert out1.graded == 8 and out1.calls >= 16 and out1.cached_calls == 0
+    assert out1.graded == 8 and out1.cost.calls >= 16 and out1.cost.cached == 0
     rep = scores(world.ws, eval_id, "correctness")
     good = next(f for f in rep.flows if f.flow == "good")
     assert not good.corrected and good.labels == 0 and 0.0 < good.estimate.mean <= 1.0
     # grading again: every verdict kept, no call
     out2 = grade(world.ws, eval_id, ["correctness", "groundedness"])
-    assert out2.graded == 0 and out2.reused == 8 and out2.calls == 0
+    assert out2.graded == 0 and out2.reused == 8 and out2.cost.calls == 0
     # a flow's cost never includes its judging
     code, out, err = fk("eval", "--resume", eval_id, "--out", str(tmp_path / "r2.json"))
     again = json.loads((tmp_path / "r2.json").read_text())

@@ -187,7 +187,7 @@ def test_generation_keeps_checked_questions_with_their_passages():
     assert len(used) == len(set(used))
     p = out.progress
     assert p.kept == len(out.questions) and p.tried == p.kept + sum(p.dropped.values())
-    assert p.computed > 0 and p.cached == 0
+    assert p.cost.computed > 0 and p.cost.cached == 0
 
 
 def test_a_seed_gives_the_same_set_twice_and_from_the_cache():
@@ -195,7 +195,7 @@ def test_a_seed_gives_the_same_set_twice_and_from_the_cache():
     a = generate(resources(), "kb", Request(n=5, seed=3), cache=cache)
     b = generate(resources(), "kb", Request(n=5, seed=3), cache=cache)
     assert a.questions == b.questions
-    assert b.progress.computed == 0 and b.progress.cached == a.progress.computed
+    assert b.progress.cost.computed == 0 and b.progress.cost.cached == a.progress.cost.computed
     fresh = generate(resources(), "kb", Request(n=5, seed=3), cache=MemoryCompletionCache())
     assert fresh.questions == a.questions                      # the cache does not change it
 
@@ -207,12 +207,12 @@ def test_a_killed_generation_resumes_from_the_cache():
     with pytest.raises(FlowkitError, match="run it again to resume"):
         generate(resources(), "kb", Request(n=6, seed=1), cache=cache,
                  on_progress=seen.append, should_stop=lambda: len(seen) >= 3)
-    done_before = seen[-1].computed
-    assert 0 < done_before < whole.progress.computed
+    done_before = seen[-1].cost.computed
+    assert 0 < done_before < whole.progress.cost.computed
     again = generate(resources(), "kb", Request(n=6, seed=1), cache=cache)
     assert again.questions == whole.questions
-    assert again.progress.cached == done_before
-    assert again.progress.computed == whole.progress.computed - done_before
+    assert again.progress.cost.cached == done_before
+    assert again.progress.cost.computed == whole.progress.cost.computed - done_before
 
 
 def test_bad_requests_are_refused_naming_the_field():

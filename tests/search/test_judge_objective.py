@@ -122,13 +122,13 @@ def test_judge_calls_never_count_in_a_candidates_cost(world):
     b = st.budget
     judge_prompts = sum(1 for p in llm.prompts if re.search(r"Stated:\s*$", p))
     flow_prompts = len(llm.prompts) - judge_prompts
-    assert b.judge_calls > 0 and b.judge_calls - b.judge_cached_calls == judge_prompts
+    assert b.judge.calls > 0 and b.judge.calls - b.judge.cached == judge_prompts
     assert b.spent_calls + b.confirm_calls == flow_prompts          # the budget: the flows' own
     # one model call per question (the answer node), as without the judge
     assert all(e.calls_per_q == 1.0 for e in st.entries if e.reached)
     # the hand-written flow's confirmation costs the same tokens whatever the objective
     assert st.confirm["c00"].tokens == by_f1.confirm["c00"].tokens > 0
-    assert by_f1.budget.judge_calls == 0
+    assert by_f1.budget.judge.calls == 0
 
 
 def test_the_objective_is_a_function_of_one_answer(world):

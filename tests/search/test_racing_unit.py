@@ -2,6 +2,7 @@
 rerun that comes to the same decisions."""
 from __future__ import annotations
 
+from flowkit.cost import Cost
 from flowkit.eval.metrics import QuestionResult
 from flowkit.search.candidates import Candidate
 from flowkit.search.racing import Batch, Budget, Entry, Race
@@ -16,7 +17,7 @@ def evaluate(calls: list[tuple[str, int]]):
         calls.append((e.cid, n))
         res = [QuestionResult(e.cid, f"q{i}", "", [], "", "ok", f1=SCORES[e.cid](i), llm_calls=1,
                               tokens=10) for i in range(n)]
-        return Batch(res, computed_calls=max(0, n - e.reached))
+        return Batch(res, Cost(calls=max(0, n - e.reached)))
     return run
 
 
@@ -66,7 +67,7 @@ def test_halving_keeps_a_cheap_candidate_on_the_front():
     def run(e: Entry, n: int) -> Batch:
         res = [QuestionResult(e.cid, f"q{i}", "", [], "", "ok", f1=f1[e.cid], llm_calls=1,
                               tokens=tokens[e.cid]) for i in range(n)]
-        return Batch(res, computed_calls=max(0, n - e.reached))
+        return Batch(res, Cost(calls=max(0, n - e.reached)))
     es = [Entry(cid, Candidate(cid), cid) for cid in f1]
     # a budget of the first batch's 8 calls: the race ends after halving there (the interval
     # rule, which wants 3 questions, would otherwise judge the constant scores next)
@@ -86,7 +87,7 @@ def test_halving_judges_everyone_on_the_same_questions():
     def run(e: Entry, n: int) -> Batch:
         res = [QuestionResult(e.cid, f"q{i}", "", [], "", "ok", f1=f1[e.cid], llm_calls=1,
                               tokens=100) for i in range(n)]
-        return Batch(res, computed_calls=max(0, n - e.reached))
+        return Batch(res, Cost(calls=max(0, n - e.reached)))
     old = Entry("old", Candidate("old"), "old", reached=8, score=0.3, tokens=100.0,
                 calls_per_q=1.0)
     es = [old] + [Entry(cid, Candidate(cid), cid) for cid in ("x", "y", "z")]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from flowkit.cost import Cost
 from flowkit.eval.metrics import QuestionResult
 from flowkit.search.candidates import Candidate
 from flowkit.search.racing import Batch, Budget, Entry, Race, drop_worse, halve
@@ -120,7 +121,7 @@ ACC = Metric("Acc", lambda r: r.acc)
 def test_the_race_ranks_on_the_metric_it_is_given() -> None:
     def evaluate(e: Entry, n: int) -> Batch:
         scores, f1 = TABLE[e.cid]
-        return Batch(_results(e.cid, scores[:n], f1), computed_calls=n - e.reached)
+        return Batch(_results(e.cid, scores[:n], f1), Cost(calls=n - e.reached))
 
     on_acc = [Entry(c, Candidate(c), c) for c in TABLE]
     Race(on_acc, 4, evaluate, Budget(100), first=4, score=ACC).run()

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...context import Resources, RunContext
+from ...cost import Cost
 from ...errors import FlowkitError
 from ..metrics import doc_id_of
 from . import manual, tables
@@ -98,13 +99,13 @@ class Request:
 
 @dataclass
 class Progress:
-    """Where a generation stands: kept / tried, calls computed / served from the cache."""
+    """Where a generation stands: kept / tried, what its calls cost (computed / served from the
+    cache), the wall seconds so far."""
 
     target: int
     kept: int = 0
     tried: int = 0
-    computed: int = 0
-    cached: int = 0
+    cost: Cost = field(default_factory=Cost)
     seconds: float = 0.0
     dropped: Counter[str] = field(default_factory=Counter)
     kept_by_kind: Counter[str] = field(default_factory=Counter)
@@ -113,11 +114,12 @@ class Progress:
     def line(self) -> str:
         drops = ", ".join(f"{r} {self.dropped[r]}" for r in REASONS if self.dropped[r])
         return (f"kept {self.kept}/{self.target} of {self.tried} tried; calls computed "
-                f"{self.computed}, cached {self.cached}" + (f"; dropped: {drops}" if drops else ""))
+                f"{self.cost.computed}, cached {self.cost.cached}"
+                + (f"; dropped: {drops}" if drops else ""))
 
     def to_dict(self) -> dict[str, Any]:
         return {"target": self.target, "kept": self.kept, "tried": self.tried,
-                "computed": self.computed, "cached": self.cached,
+                "computed": self.cost.computed, "cached": self.cost.cached,
                 "seconds": round(self.seconds, 1), "dropped": dict(self.dropped),
                 "kept_by_kind": dict(self.kept_by_kind), "tried_by_kind": dict(self.tried_by_kind)}
 
@@ -214,11 +216,7 @@ def generate(resources: Resources, kb_name: str, request: Request, *, cache: Any
 
     def ask(prompt: str) -> str:
         out = ctx.llm.complete(prompt, max_tokens=24)
-        call = ctx.llm_calls[-1]
-        if call.cached_from is not None:
-            progress.cached += 1
-        else:
-            progress.computed += 1
+        progress.cost += Cost.of_calls(ctx.llm_calls[-1:])
         del ctx.llm_calls[:]               # nothing accumulates over a long generation
         return out.text
 
