@@ -95,6 +95,14 @@ class DebugRepo:
                                   "has it, or it was never paused)")
         return NotPausedError(f"cannot {doing} run '{run_id}': it is not paused (status {status})")
 
+    def _update_if_paused(self, s: Session, run_id: str, doing: str, **values: Any) -> None:
+        """Compare-and-set on a paused run: set `values` on its runs row only while its status
+        is paused (which locks the row), else NotPausedError saying it cannot be `doing`."""
+        res = s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == PAUSED)
+                        .values(**values))
+        if _cas(res) != 1:
+            raise self._not_paused(s, run_id, doing)
+
     def begin(self, run_id: str, breakpoints: list[dict[str, Any]]) -> None:
         """Record a debugged run's breakpoints (its runs row exists: call after the sink's start)."""
         with Session(self.store.engine) as s, s.begin():
@@ -148,12 +156,9 @@ class DebugRepo:
         and the breakpoints (replaced by `breakpoints` when given). NotPausedError when it is not paused, e.g. another continue
         took it first."""
         with Session(self.store.engine) as s, s.begin():
-            res = s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == PAUSED)
-                            .values(status=RUNNING, pid=os.getpid(), host=socket.gethostname(),
-                                    owner=process_identity(),
-                                    lease_until=utcnow() + timedelta(seconds=LEASE_S)))
-            if _cas(res) != 1:
-                raise self._not_paused(s, run_id, "continue")
+            self._update_if_paused(s, run_id, "continue", status=RUNNING, pid=os.getpid(),
+                                   host=socket.gethostname(), owner=process_identity(),
+                                   lease_until=utcnow() + timedelta(seconds=LEASE_S))
             row = s.get(RunDebugRow, run_id)
             if row is None or not row.pause:
                 raise NotPausedError(f"run '{run_id}' is paused but has no pause record")
@@ -183,12 +188,9 @@ class DebugRepo:
         """Stop a paused run for good (paused before node `where`): status cancelled
         (compare-and-set from paused)."""
         with Session(self.store.engine) as s, s.begin():
-            res = s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == PAUSED)
-                            .values(status="cancelled", halt_reason="cancelled", ended_at=utcnow(),
-                                    error=f"aborted while paused before '{where}'"
-                                          + (f" by {who}" if who else "")))
-            if _cas(res) != 1:
-                raise self._not_paused(s, run_id, "abort")
+            error = f"aborted while paused before '{where}'" + (f" by {who}" if who else "")
+            self._update_if_paused(s, run_id, "abort", status="cancelled", halt_reason="cancelled",
+                                   ended_at=utcnow(), error=error)
             row = s.get(RunDebugRow, run_id)
             if row is not None:
                 _close_last(row, time.time(), "abort")
@@ -202,10 +204,7 @@ class DebugRepo:
         side."""
         with Session(self.store.engine) as s, s.begin():
             # touch the row first: it locks it, so a continue cannot take the run meanwhile
-            res = s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == PAUSED)
-                            .values(status=PAUSED))
-            if _cas(res) != 1:
-                raise self._not_paused(s, run_id, "edit")
+            self._update_if_paused(s, run_id, "edit", status=PAUSED)
             row = s.get(RunDebugRow, run_id)
             run = s.get(RunRow, run_id)
             if row is None or not row.pause or run is None:
@@ -234,10 +233,7 @@ class DebugRepo:
     def set_breakpoints(self, run_id: str, breakpoints: list[dict[str, Any]]) -> None:
         """Replace a paused run's breakpoints (they apply from its next continue)."""
         with Session(self.store.engine) as s, s.begin():
-            res = s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == PAUSED)
-                            .values(status=PAUSED))
-            if _cas(res) != 1:
-                raise self._not_paused(s, run_id, "set breakpoints of")
+            self._update_if_paused(s, run_id, "set breakpoints of", status=PAUSED)
             row = s.get(RunDebugRow, run_id)
             if row is None:
                 raise NotPausedError(f"run '{run_id}' has no debug state")
