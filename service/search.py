@@ -45,6 +45,7 @@ from flowkit.eval.datasets import resolve
 from flowkit.eval.metrics import QuestionResult, summarize
 from flowkit.eval.parallel import check_engines, ray_session
 from flowkit.eval.runner import EvalPlan, FlowEntry, collect_results
+from flowkit.eval.strategy import EvalRun, strategy_for
 from flowkit.search import state as state_mod
 from flowkit.search import study
 from flowkit.search.candidates import base_candidates, build_spec, identity
@@ -349,11 +350,12 @@ def _evaluate(ws: Workspace, plan: SearchPlan, e: Entry, n: int, which: Split,
     evaluations.record(wsm, full)
     part = EvalPlan(eid, name, plan.dataset, plan.request.kb, [entry], qs[:n])
     workers = plan.request.workers
-    out = evaluations.run(wsm, part, stop=stop,
-                          progress=(lambda p: on_run(e, which, p)) if on_run else None,
-                          workers=workers, ray_address=plan.request.ray_address,
-                          make_workspace=plan.worker_factory(wsm) if workers > 1 else None,
-                          concurrency=plan.request.concurrency)
+    strategy = strategy_for(workers, plan.request.concurrency,
+                            plan.worker_factory(wsm) if workers > 1 else None,
+                            plan.request.ray_address)
+    out = evaluations.run(wsm, part, EvalRun(
+        strategy=strategy, stop=stop,
+        progress=(lambda p: on_run(e, which, p)) if on_run else None))
     repo = evaluations.eval_repo(ws)
     if out.status == "done" and n < len(qs) and e.reached < len(qs):
         repo.set_status(eid, "stopped")     # a batch of its split, not all of it (Compare: Resume)

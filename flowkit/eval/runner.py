@@ -24,10 +24,12 @@ from ..compile import compile_flow
 from ..cost import Cost
 from ..errors import FlowkitError
 from ..process import pid_alive as _pid_alive
+from ..run_request import RunHooks, RunRequest
 from ..spec import FlowSpec, from_dict, to_dict
-from .concurrent import Execution, check_concurrency, plan_execution, run_concurrently
+from .concurrent import Execution, plan_execution, run_concurrently
 from .costs import RunCost
 from .metrics import QuestionResult, Retrieved, score
+from .strategy import EvalRun, InFlight, RayWorkers
 from .workspace import EvalWorkspace
 
 FINISHED = ("ok", "budget_exceeded")
@@ -232,6 +234,9 @@ class Outcome:
     execution: Execution = field(default_factory=Execution)
 
 
+DEFAULT_RUN = EvalRun()
+
+
 def _guard_running(repo: EvalStore, eval_id: str) -> None:
     """Refuse when another live process on this machine is running this evaluation right now."""
     for pid in repo.running_pids(eval_id).values():
@@ -239,45 +244,37 @@ def _guard_running(repo: EvalStore, eval_id: str) -> None:
             raise FlowkitError(f"evaluation {eval_id} is being run by process {pid} right now")
 
 
-def run_evaluation(ws: EvalWorkspace, repo: EvalStore, plan: EvalPlan, *,
-                   progress: Callable[[Progress], None] | None = None,
-                   stop: threading.Event | None = None, workers: int = 1,
-                   make_workspace: Callable[[], Any] | None = None,
-                   ray_address: str = "",
-                   workspace_for: Callable[[str], Any] | None = None, concurrency: int = 1,
-                   notice: Callable[[str], None] | None = None) -> Outcome:
-    """Run (or resume) an evaluation. `stop` ends it cleanly: the run in flight stops at its next
-    step (status cancelled; done again on resume) and no further question starts.
+def run_evaluation(ws: EvalWorkspace, repo: EvalStore, plan: EvalPlan,
+                   how: EvalRun = DEFAULT_RUN) -> Outcome:
+    """Run (or resume) an evaluation. `how.stop` ends it cleanly: the run in flight stops at its
+    next step (status cancelled; done again on resume) and no further question starts.
 
-    With `workers` > 1 the runs still to do go to that many Ray workers (flowkit.eval.parallel),
-    each with its own workspace from `make_workspace`; ids, storage and resume are the same.
-    With `concurrency` > 1 and a model server in the settings, that many runs are in flight at
-    once in threads of this process (flowkit.eval.concurrent); with an embedded model they run
-    serially and `notice` gets one line saying why. A column that names a model runs in
-    `workspace_for(model)` (serially only)."""
-    check_concurrency(concurrency)
+    `how.strategy`: `Serial` one run after another; `RayWorkers(n, make_workspace)` the runs
+    still to do go to n Ray workers (flowkit.eval.parallel), each with its own workspace, ids,
+    storage and resume the same; `InFlight(n)` with a model server in the settings, n runs in
+    flight at once in threads of this process (flowkit.eval.concurrent), with an embedded model
+    serially and `how.notice` gets one line saying why. A column that names a model runs in
+    `how.workspace_for(model)` (serially only)."""
+    strategy, stop, progress = how.strategy, how.stop, how.progress
+    concurrency = strategy.n if isinstance(strategy, InFlight) else 1
     ws.store.mark_interrupted()
     ws.resources.kb(plan.kb).require_ready()
     models = [f.model for f in plan.flows if f.model]
-    if models and (workers > 1 or workspace_for is None):
+    if models and (isinstance(strategy, RayWorkers) or how.workspace_for is None):
         raise FlowkitError(f"column(s) on model {', '.join(models)}: a flow@model column runs "
                            "without --workers, through a workspace per model")
-    if workers > 1 and concurrency > 1:
-        raise FlowkitError("--workers and --concurrency: choose one (Ray workers each load their "
-                           "own model; --concurrency keeps several calls in flight to one server)")
-    if workers > 1:
-        if make_workspace is None:
-            raise FlowkitError("--workers needs a workspace factory for the workers")
+    if isinstance(strategy, RayWorkers):
         from .parallel import check_engines
-        check_engines(ray_address, ws.resources.settings)
+        check_engines(strategy.address, ws.resources.settings)
     execution = _execution(ws, plan, concurrency)
-    if execution.note and notice is not None:
-        notice(execution.note)
+    if execution.note and how.notice is not None:
+        how.notice(execution.note)
     repo.ensure_eval(plan.eval_id, plan.name, plan.dataset, plan.kb,
                      [f.record() for f in plan.flows], [str(q["id"]) for q in plan.questions])
     repo.set_status(plan.eval_id, "running")
     statuses = repo.statuses(plan.eval_id)
     _guard_running(repo, plan.eval_id)
+    workers = strategy.n if isinstance(strategy, RayWorkers) else 1
     repo.record_execution(plan.eval_id, {**execution.record(),
                                          **({"workers": workers} if workers > 1 else {})})
     out = Outcome(plan.eval_id, "running", execution=execution)
@@ -299,14 +296,13 @@ def run_evaluation(ws: EvalWorkspace, repo: EvalStore, plan: EvalPlan, *,
                               cost=estimate.cost, eta_s=estimate.eta()))
 
     try:
-        if workers > 1:
-            _run_on_workers(plan, repo, statuses, out, finished, stop, workers, make_workspace,
-                            ray_address)
+        if isinstance(strategy, RayWorkers):
+            _run_on_workers(plan, repo, statuses, out, finished, stop, strategy)
         elif execution.concurrency > 1:
             _run_concurrently(ws, plan, repo, statuses, out, finished, stop,
                               execution.concurrency)
         else:
-            wss = [workspace_for(f.model) if f.model and workspace_for else ws
+            wss = [how.workspace_for(f.model) if f.model and how.workspace_for else ws
                    for f in plan.flows]
             _run_serially(wss, plan, repo, statuses, out, finished, stop)
     except BaseException:
@@ -336,9 +332,10 @@ def _run_serially(wss: list[Any], plan: EvalPlan, repo: EvalStore, statuses: dic
             if prev is not None:
                 repo.discard_run(rid)
                 out.redone += 1
-            result = wss[fi].run(compiled[fi], str(q["question"]), plan.kb,
-                            flow_version=flow.version, eval_id=plan.eval_id, run_id=rid,
-                            cancel=stop)
+            result = wss[fi].run(compiled[fi],
+                                 RunRequest(str(q["question"]), kb=plan.kb,
+                                            flow_version=flow.version, eval_id=plan.eval_id,
+                                            run_id=rid), RunHooks(cancel=stop))
             finished(fi, qi, result.status, RunCost.of(result))
 
 
@@ -379,9 +376,10 @@ def _run_concurrently(ws: EvalWorkspace, plan: EvalPlan, repo: EvalStore,
 
     def run_one(task: Any, cancel: threading.Event, started: Any) -> Any:
         flow = plan.flows[task.flow_index]
-        return ws.run(compiled[task.flow_index], task.question, plan.kb,
-                      flow_version=flow.version, eval_id=plan.eval_id, run_id=task.run_id,
-                      cancel=cancel, extra_sink=started)
+        return ws.run(compiled[task.flow_index],
+                      RunRequest(task.question, kb=plan.kb, flow_version=flow.version,
+                                 eval_id=plan.eval_id, run_id=task.run_id),
+                      RunHooks(cancel=cancel, sink=started))
 
     run_concurrently(tasks, run_one, n,
                      lambda t, result: finished(t.flow_index, t.question_index, result.status,
@@ -390,14 +388,13 @@ def _run_concurrently(ws: EvalWorkspace, plan: EvalPlan, repo: EvalStore,
 
 def _run_on_workers(plan: EvalPlan, repo: EvalStore, statuses: dict[str, str], out: Outcome,
                     finished: Callable[..., None], stop: threading.Event | None,
-                    workers: int, make_workspace: Callable[[], Any] | None, address: str) -> None:
+                    workers: RayWorkers) -> None:
     from .parallel import run_parallel
     tasks = _tasks_to_do(plan, repo, statuses, out, finished)
     if tasks:
-        if make_workspace is None:
-            raise FlowkitError("--workers needs a workspace factory for the workers")
-        run_parallel(tasks, make_workspace, [f.spec for f in plan.flows],
-                     [f.version for f in plan.flows], plan.kb, plan.eval_id, workers, address,
+        run_parallel(tasks, workers.make_workspace, [f.spec for f in plan.flows],
+                     [f.version for f in plan.flows], plan.kb, plan.eval_id, workers.n,
+                     workers.address,
                      on_done=lambda t, status, cost: finished(t.flow_index, t.question_index,
                                                               status, cost),
                      should_stop=(lambda: stop.is_set()) if stop is not None else None)

@@ -45,9 +45,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..cost import Cost
-from ..errors import ResourceError
 from ..telemetry.record import RunRecord
-from ..telemetry.settings import TelemetryError, TelemetrySettings
+from ..telemetry.settings import WARNED, TelemetrySettings, settings_or_off
 from ..telemetry.sink import Telemetry
 from ..trace import StepEvent
 
@@ -66,19 +65,18 @@ SETTINGS_KEY = "telemetry"
 
 def read_telemetry(path: Path | None) -> TelemetrySettings:
     """The `telemetry` object of the settings file at `path` (off when the file or the object is
-    missing); ResourceError naming the file when it cannot be used."""
+    missing). A file that is not JSON, or a block that cannot be used, turns export off with one
+    warning naming the file (`settings_or_off`): export never fails a run of the package."""
     if path is None or not path.is_file():
         return TelemetrySettings()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ResourceError(f"{path}: not valid JSON: {err}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        WARNED.warn(f"{path}: not valid JSON ({err}); trace export is off until it is fixed")
+        return TelemetrySettings()
     if not isinstance(data, dict) or SETTINGS_KEY not in data:
         return TelemetrySettings()
-    try:
-        return TelemetrySettings.from_dict(data[SETTINGS_KEY])
-    except TelemetryError as err:
-        raise ResourceError(f"{path}: {err}") from None
+    return settings_or_off(data[SETTINGS_KEY], str(path))
 
 
 #: `flowkit.status` of a run whose process ended before it did

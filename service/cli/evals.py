@@ -20,6 +20,7 @@ from rich.table import Table
 
 from flowkit.errors import FlowkitError
 from flowkit.eval.graders import parse_graders
+from flowkit.eval.strategy import EvalRun, strategy_for
 from flowkit.names import check_new_name
 from service.evaluations import eval_repo
 
@@ -123,11 +124,11 @@ def _run(plan: Any, ws: Any, repo: Any, workers: int = 1, ray_address: str = "",
         factory = worker_factory(ws) if workers > 1 else None
         models = ModelWorkspaces(ws)
         try:
-            return run_evaluation(ws, repo, plan, progress=on_progress, workers=workers,
-                                  make_workspace=factory, ray_address=ray_address,
-                                  workspace_for=models.get, concurrency=concurrency,
-                                  notice=lambda line: prog.console.print(
-                                      common.styled("[yellow]note:[/yellow] {}", line)))
+            strategy = strategy_for(workers, concurrency, factory, ray_address)
+            return run_evaluation(ws, repo, plan, EvalRun(
+                strategy=strategy, progress=on_progress, workspace_for=models.get,
+                notice=lambda line: prog.console.print(
+                    common.styled("[yellow]note:[/yellow] {}", line))))
         finally:
             models.close()
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from flowkit.eval.datasets import Dataset
 from flowkit.eval.runner import EvalPlan
+from flowkit.eval.strategy import EvalRun, InFlight
 from service import evaluations, grading, knowledge
 from service.workspace import Workspace
 from studio.common.jobs import Job, JobManager, Reporter
@@ -63,8 +64,8 @@ def submit_eval(jobs: JobManager, ws: Workspace, plan: EvalPlan, dataset: Datase
                           message=f"{p.describe()} · {p.flow} on question "
                                   f"{p.question_index + 1} ({p.status})")
 
-        out = evaluations.run(ws, plan, progress=on_progress, stop=report.cancel,
-                              concurrency=concurrency)
+        out = evaluations.run(ws, plan, EvalRun(strategy=InFlight(concurrency),
+                                                progress=on_progress, stop=report.cancel))
         return {"eval_id": out.eval_id, "status": out.status, "ran": out.ran,
                 "skipped": out.skipped, "redone": out.redone,
                 "computed_calls": out.cost.computed, "cached_calls": out.cost.cached}
