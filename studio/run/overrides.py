@@ -56,12 +56,20 @@ def apply_params(spec: FlowSpec, node_params: dict[str, dict[str, Any]]) -> Flow
     return spec.model_copy(update={"nodes": nodes})
 
 
-class _TunedLLM:
-    """The shared LLM with another default temperature (the model and its lock stay shared)."""
+class _Tuned:
+    """A shared object seen through one run's temperature: what the subclass does not override is
+    the inner object's."""
 
     def __init__(self, inner: Any, temperature: float) -> None:
         self._inner = inner
         self._temperature = temperature
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _TunedLLM(_Tuned):
+    """The shared LLM with another default temperature (the model and its lock stay shared)."""
 
     @property
     def settings(self) -> Any:
@@ -86,27 +94,17 @@ class _TunedLLM:
             on_token(out.text)
         return out
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
-
-class _TunedResources:
+class _TunedResources(_Tuned):
     """The shared Resources seen through one run's temperature."""
-
-    def __init__(self, base: Any, temperature: float) -> None:
-        self._base = base
-        self._temperature = temperature
 
     @property
     def settings(self) -> Any:
-        return self._base.settings.with_llm(temperature=self._temperature)
+        return self._inner.settings.with_llm(temperature=self._temperature)
 
     @property
     def llm(self) -> _TunedLLM:
-        return _TunedLLM(self._base.llm, self._temperature)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._base, name)
+        return _TunedLLM(self._inner.llm, self._temperature)
 
 
 def with_overrides(ws: Workspace, spec: FlowSpec,
