@@ -74,7 +74,7 @@ def test_run_and_steps_are_stored(store):
     assert run.status == "ok" and run.answer == "Tessel" and run.flow_version == 3
     assert run.tokens == result.tokens > 0 and run.llm_calls == 1
     assert run.spec["nodes"][0]["params"]["top_k"] == 5          # resolved with defaults
-    assert run.operator_versions == {"retrieval.bm25": "1", "generation.answer": "1"}
+    assert run.operator_versions == {"retrieval.bm25": "1", "generation.answer": "2"}
     steps = store.steps(run.id)
     assert [(s.node_id, s.visit) for s in steps] == listed.sequence()
     assert steps[1].llm_calls[0].prompt.startswith("Answer the question")

@@ -9,17 +9,21 @@ from typing import Literal
 from ..errors import OperatorInputError
 from ..memory import Doc, MemoryView
 from ..text import WORD
+from ._window import focus, kind_of
 
 #: Which texts a search or a reranker compares passages with.
 QueryFrom = Literal["question", "queries", "both"]
 
 
-def passages(docs: Sequence[Doc], limit: int, max_chars: int = 700) -> str:
-    """Numbered passages ([1] Title: text) for a prompt; numbers map back with `cited_ids`."""
+def passages(docs: Sequence[Doc], limit: int, max_chars: int = 700, question: str = "") -> str:
+    """Numbered passages ([1] Title: text) for a prompt; numbers map back with `cited_ids`. Each
+    text is cut to `max_chars`; with the `question`, a structured chunk longer than that shows the
+    part that bears on it (flowkit.operators._window.focus)."""
     lines = []
     for i, d in enumerate(docs[:limit], 1):
         title = f"{d.get('title')}: " if d.get("title") else ""
-        lines.append(f"[{i}] {title}{(d.get('text') or '')[:max_chars].strip()}")
+        text = focus(d.get("text") or "", kind_of(d), question, max_chars)
+        lines.append(f"[{i}] {title}{text.strip()}")
     return "\n".join(lines)
 
 

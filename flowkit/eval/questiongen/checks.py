@@ -35,7 +35,7 @@ from .facts import answer_in_question
 #: every reason a candidate can be dropped for, in the order the checks run
 REASONS = ("answer_in_question", "near_duplicate", "round_trip", "closed_book", "one_passage")
 #: bump when a prompt or a rule below changes: it is stored with every generated question
-PROMPT_VERSION = "qgen-5"
+PROMPT_VERSION = "qgen-6"
 #: a model answer matches when it holds the answer (Acc) or shares most of its words (F1)
 MATCH_F1 = 0.6
 DUPLICATE_COSINE = 0.92
@@ -56,8 +56,9 @@ def reader_prompt(question: str, shown: Sequence[Passage]) -> str:
     passages: its closed-book prompt)."""
     if not shown:
         return CLOSED_BOOK_PROMPT.replace("{question}", question)
-    docs = [{"id": p.chunk_id, "title": p.title, "text": p.text} for p in shown]
-    text = passages(docs, len(docs), PASSAGE_CHARS)     # type: ignore[arg-type]
+    docs = [{"id": p.chunk_id, "title": p.title, "text": p.text, "meta": dict(p.meta)}
+            for p in shown]
+    text = passages(docs, len(docs), PASSAGE_CHARS, question)     # type: ignore[arg-type]
     return ANSWER_PROMPT.replace("{passages}", text).replace("{question}", question)
 
 

@@ -19,10 +19,14 @@ CLOSED_BOOK_PROMPT = ("Answer the question with the shortest answer: a name, a d
                       "yes or no. Do not write a sentence.\n\nQuestion: {question}\nAnswer:")
 
 
-@operator("generation.answer")
+@operator("generation.answer", version="2")
 class Answer(Operator["Answer.Params"]):
     """Write the answer from the retrieved passages and cite them by id.
 
+    Each passage shows at most `passage_chars` characters; a chunk of a document's structure
+    (a table's rows, a section's prose) longer than that shows the part that bears on the
+    question: a table its caption, header and the rows sharing most words with it, prose the run
+    of sentences that does.
     Passages are shown numbered ([1], [2], ...); the numbers the model writes map back to
     document ids in `citations`. Without passages it answers closed-book. Each answer is also kept
     in `drafts`, so loops can build on the previous round.
@@ -49,7 +53,7 @@ class Answer(Operator["Answer.Params"]):
         docs = list(memory.get("documents") or [])
         notes = known_facts(memory, p.use_history, p.use_evidence, p.max_history)
         if docs:
-            shown = passages(docs, p.top_n, p.passage_chars)
+            shown = passages(docs, p.top_n, p.passage_chars, str(memory["question"]))
             prompt = fill(p.prompt, "params.prompt", question=memory["question"],
                           passages=f"{notes}\n\n{shown}" if notes else shown)
         elif notes:
