@@ -126,6 +126,16 @@ def test_snapshots_of_a_sliding_window_model_hold_only_blocks_inside_the_window(
     assert reuse.cap is None
 
 
+#: one template of each shape of prompts (every template: bench/prefix.py)
+SHAPES = ("advanced_linear", "agent_unirag", "conditional", "corag_early_stop", "flare", "ircot",
+          "iter_retgen", "naive_rag", "post_retrieval_branching", "recursive_clarifications",
+          "self_rag")
+
+
+def test_the_shapes_are_templates():
+    assert set(SHAPES) <= set(templates.names())
+
+
 @pytest.fixture(scope="module")
 def models():
     """The default model twice, in process, with small blocks so that prompts share some: prefix
@@ -139,10 +149,12 @@ def models():
 def test_same_answers_token_for_token_with_reuse_on_and_off(models, tmp_path):
     on, off = models
     docs = [json.loads(line) for line in (SAMPLE_DIR / "articles.jsonl").read_text().splitlines()]
-    # every template on one question here (about 2 minutes); bench/prefix.py runs 10 questions
+    # one template of each shape on one question here (the agent's and CoRAG's ablations and the
+    # second branching and rewrite templates share their prompts' shapes with one kept);
+    # bench/prefix.py runs every template on 10 questions
     questions = ["On which island was the designer of the Corren Lighthouse born?"]
     calls = {"on": [], "off": []}
-    for name in templates.names():
+    for name in SHAPES:
         spec = compile_flow(templates.load_template(name))
         for q in questions:
             for tag, llm in (("on", on), ("off", off)):
@@ -158,7 +170,7 @@ def test_same_answers_token_for_token_with_reuse_on_and_off(models, tmp_path):
                     for s in sink.steps for c in s.llm_calls]))
     for a, b in zip(calls["on"], calls["off"]):
         assert a == b, f"{a[0]} on {a[1]!r}: reuse changed a completion"
-    assert len(calls["on"]) == len(templates.names())
+    assert len(calls["on"]) == len(SHAPES)
     # the proof means something only if blocks were in fact reused
     assert on.prefix.reused > 0 and off.prefix.reused == 0
     assert on.prefix.restored > 0, "no earlier prefix came back from a snapshot"

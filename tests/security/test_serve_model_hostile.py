@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.real, pytest.mark.loads_model]
+pytestmark = pytest.mark.real
 
 N_CTX = 1024
 TIMEOUT_S = 60

@@ -19,7 +19,7 @@ from flowkit.templates import load_template
 from service.workspace import Workspace
 from storage.evals import EvalRepo
 
-pytestmark = [pytest.mark.real, pytest.mark.loads_model]
+pytestmark = pytest.mark.real
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,7 @@ import urllib.request
 import openai
 import pytest
 
-pytestmark = [pytest.mark.real, pytest.mark.loads_model]
+pytestmark = pytest.mark.real
 
 MESSAGES = [{"role": "system", "content": "Answer in one short sentence."},
             {"role": "user", "content": "What is the capital of France?"}]

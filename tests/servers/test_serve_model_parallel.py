@@ -19,7 +19,7 @@ from flowkit.runtime.llm_contract import Completion, LLMSettings
 from flowkit.runtime.openai_client import OpenAICompatibleLLM
 from flowkit.testing.answer_prompts import answer_prompts
 
-pytestmark = [pytest.mark.real, pytest.mark.loads_model]
+pytestmark = pytest.mark.real
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +72,7 @@ def test_a_long_prompt_read_beside_short_ones_answers_as_the_serial_server(
     assert all(c.text for c in batched)
 
 
+@pytest.mark.loads_model      # the batching engine's load, once more under the AMX fault
 def test_the_server_reports_its_slots_and_which_path_served(parallel_url: str,
                                                             llama_server_url: str) -> None:
     with urllib.request.urlopen(f"{parallel_url}/models", timeout=30) as resp:
