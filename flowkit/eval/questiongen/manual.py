@@ -241,27 +241,34 @@ def command_fact(s: str) -> Fact | None:
         m = re.match(rf"^To (?P<rest>[^,]+), (?:you (?:can|may|should|must) )?use (?:the )?"
                      rf"{_NAME} {_NOUN}\.?$", s)
     if m:
-        name, rest = _tool_name(m.group("x")), m.group("rest")
-        if name and _rest_ok(rest):
-            return Fact(_question(f"Which {m.group('noun')} is used to {rest}"), name, "command", s)
-        return None
+        found = _tool_and_rest(m)
+        if found is None:
+            return None
+        name, rest = found
+        return Fact(_question(f"Which {m.group('noun')} is used to {rest}"), name, "command", s)
     m = re.match(r"^(?:You (?:can|may|should|must) )?[Uu]se (?P<x>`[^`]{1,40}`|\"[^\"]{1,40}\"|"
                  r"[\w.]*[A-Z_.(][\w.()]*) to (?P<rest>.+)$", s)
-    if m:
-        name, rest = _tool_name(m.group("x")), m.group("rest")
-        if name and _rest_ok(rest):
-            return Fact(_question(f"What is used to {rest}"), name, "command", s)
+    if m and (found := _tool_and_rest(m)):
+        name, rest = found
+        return Fact(_question(f"What is used to {rest}"), name, "command", s)
     m = re.match(rf"^The {_NAME} {_NOUN} (?P<rest>(?P<verb>[a-z]+)\b.+)$", s)
     if m is None:
         m = re.match(r"^(?P<x>[A-Za-z_][\w.:]*\(\))(?P<noun>) (?P<rest>(?P<verb>[a-z]+)\b.+)$", s)
     if m:
         verb = m.group("verb")
         third_person = verb in P._AUX or (verb.endswith("s") and not verb.endswith("ss"))
-        name, rest = _tool_name(m.group("x")), m.group("rest")
-        if name and third_person and _rest_ok(rest):
+        if third_person and (found := _tool_and_rest(m)):
+            name, rest = found
             return Fact(_question(f"Which {m.group('noun') or 'function'} {rest}"), name,
                         "command", s)
     return None
+
+
+def _tool_and_rest(m: re.Match[str]) -> tuple[str, str] | None:
+    """The tool's name (group 'x') and what it does (group 'rest') of a matched command shape, or
+    None when 'x' names no tool or the rest is too short or too long to ask about."""
+    name, rest = _tool_name(m.group("x")), m.group("rest")
+    return (name, rest) if name and _rest_ok(rest) else None
 
 
 def definition_fact(s: str) -> Fact | None:
