@@ -67,6 +67,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 from flowkit import templates
 from flowkit.eval.metrics import QuestionResult, by_type, paired_bootstrap, summarize
 from flowkit.eval.runner import FlowEntry, collect_results, eval_id_for, make_plan
+from flowkit.eval.strategy import EvalRun
 from flowkit.ingest import ingest, make_chunker
 from flowkit.operators.retrieval.search import HybridSearch
 from flowkit.runtime.kb import KnowledgeBase
@@ -295,7 +296,7 @@ def answer(ws: Workspace, template: str, which: str, questions: list[dict[str, A
     def progress(p: Any) -> None:
         print(f"  {template} / {which}: {p.describe()}", flush=True)
 
-    run_evaluation(ws, plan, progress=progress)
+    run_evaluation(ws, plan, EvalRun(progress=progress))
     wall = time.perf_counter() - t0
     repo = eval_repo(ws)
     retrievals = repo.retrievals(plan.eval_id)

@@ -298,3 +298,11 @@ def test_the_estimate_knows_the_new_kinds():
     assert 0 < est.calls <= est.calls_max == req.tries * 2
     assert Request(n=5, kinds=("table", "manual")).problems() == []
     assert "table" in C.KINDS and "manual" in C.KINDS
+
+
+def test_a_table_whose_header_has_an_empty_corner_is_read_with_all_its_columns():
+    text = (" | SQLite | PostgreSQL\n"
+            "nulls are distinct in a UNIQUE column | Yes | Yes\n"
+            "nulls are distinct in a UNION | No | No")
+    t = T.read_table(text)
+    assert t is not None and t.header == ("", "SQLite", "PostgreSQL") and len(t.rows) == 2

@@ -64,9 +64,12 @@ class TableText:
 
 
 def _cells(line: str) -> list[str]:
-    """A row line's cells; a line whose last cell was empty lost its trailing space ('a | b |')."""
+    """A row line's cells; a line whose last cell was empty lost its trailing space ('a | b |'),
+    one whose first cell was empty (a header's corner: ' | SQLite | ...') its leading one."""
     if line.endswith(CELL_SEP.rstrip()):
         line += " "
+    if line.startswith(CELL_SEP.lstrip()):
+        line = " " + line
     return [c.strip() for c in line.split(CELL_SEP)]
 
 
