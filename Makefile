@@ -78,7 +78,7 @@ lint: install
 # model load that skips the AMX decision fails here on any CPU. Its own probe cache directory.
 AMX_SIM := $(CURDIR)/flowkit/testing/amx_sim
 test: install browser servers phoenix lint
-	$(BIN)/python -m pytest -q --durations=25
+	$(BIN)/python -m pytest -q --durations=40
 	rm -rf $(CURDIR)/.flowkit/amx-sim-cache
 	FLOWKIT_SIMULATE_AMX_FAULT=1 FLOWKIT_CACHE_DIR=$(CURDIR)/.flowkit/amx-sim-cache \
 	  PYTHONPATH=$(AMX_SIM) $(BIN)/python -m pytest -q -m loads_model
