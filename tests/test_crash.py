@@ -12,6 +12,7 @@ from storage.repo import Store
 CHILD = r'''
 import sys, time
 from flowkit import compile_flow, run_flow
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.testing import FakeLLM, fake_resources, flow
 from storage.repo import Store
 
@@ -24,8 +25,9 @@ spec = flow("slow-loop", [("ret", "retrieval.bm25", {"top_k": 2}), ("gen", "gene
             ["ret>gen", "gen>judge", "judge>ret:continue"], entry="ret",
             limits={"max_steps": 5000, "max_llm_calls": 5000, "max_tokens": 10000000})
 store = Store(sys.argv[1])
-run_flow(compile_flow(spec), "Where was Mara Velt born?", fake_resources(FakeLLM([(r"Question:", slow)])),
-         kb="test", sink=store.sink(), run_id="victim")
+run_flow(compile_flow(spec), fake_resources(FakeLLM([(r"Question:", slow)])),
+         RunRequest("Where was Mara Velt born?", kb="test", run_id="victim"),
+         RunHooks(sink=store.sink()))
 '''
 
 

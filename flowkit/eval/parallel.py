@@ -1,6 +1,7 @@
 """Evaluations fanned out over Ray: questions x flows as tasks on a pool of worker actors.
 
-`run_parallel` is what `run_evaluation(..., workers=N)` calls for the runs still to do. Each actor
+`run_parallel` is what `run_evaluation(..., EvalRun(RayWorkers(n, ...)))` calls for the runs still
+to do. Each actor
 builds its own workspace from a picklable factory (the CLI hands `Workspace(data_dir, settings)`),
 so each loads its own model (in its own model worker process) and writes its runs and traces to the
 same store as a serial evaluation would: run ids, resume and the report are unchanged. Answers are
