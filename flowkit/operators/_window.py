@@ -77,9 +77,11 @@ def _prose(text: str, question: set[str], max_chars: int) -> str:
     units = _units(text)
     best, best_score = "", -1
     for start in range(len(units)):
-        end = start
-        while end < len(units) and len(_join(units[start:end + 1])) <= max_chars:
+        end, size = start, len(units[start][1])        # the run's length, kept as it grows
+        while end < len(units) and size <= max_chars:
             end += 1
+            if end < len(units):
+                size += len(units[end][0]) + len(units[end][1])
         if end == start:
             continue
         window = _join(units[start:end])
