@@ -17,10 +17,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ..documents.model import CELL_SEP
 from ..text import WORD
 
-#: the separator of a table row's cells in a chunk's text (flowkit.documents.model.CELL_SEP)
-CELL_SEP = " | "
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 #: words too common to say which row or sentence a question is about
 _STOP = frozenset("the a an of to in is are was were for on at by with what which who how does "
