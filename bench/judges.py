@@ -7,10 +7,11 @@ bench/generated_vs_gold.py: eight templates on HotpotQA questions 1-100), with t
 2. each judge's agreement with its gold signal and Cohen's kappa: correctness vs Acc (the gold
    answer inside the prediction), context relevance vs the share of shown passages that are gold
    passages (>= 0.5 counts as relevant), groundedness vs nothing (its verdicts' spread is printed);
-3. PPI coverage: for each flow, k gold-scored answers are the user's labels and the rest
-   unlabelled; over D random draws of k = 10, 30, 100 (k < the flow's answers), how often the 95%
-   interval holds the flow's true mean over all its answers, and its width against the
-   labels-only interval;
+3. PPI and PPI++ coverage: for each flow, k gold-scored answers are the user's labels and the
+   rest unlabelled; over D random draws of k = 10, 30, 100 (k < the flow's answers), how often
+   each 95% interval holds the flow's true mean over all its answers, and its width against the
+   labels-only interval (for PPI++, the labels-only interval under its own small-sample rule:
+   weight 0), with the judge's mean PPI++ weight;
 4. each judge's flow ranking against the gold-F1 ranking (Kendall's tau).
 
 Usage: python bench/judges.py --data-dir DIR --eval EVAL_ID [--judges correctness,context_relevance,
@@ -29,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from flowkit.eval.metrics import doc_id_of
 from flowkit.eval.ppi import labels_only, ppi_mean
+from flowkit.eval.ppi_pp import power_weight, ppi_pp_mean
 from flowkit.eval.ranking import kendall_tau
 from service.evaluations import eval_repo, report, stored_plan
 from service.grading import grade, grade_repo, model_name
@@ -67,11 +69,13 @@ def gold_signals(ws: Workspace, eval_id: str) -> tuple[dict[tuple[str, str], dic
 
 
 def coverage(scores: dict[tuple[str, str], float], truth: dict[tuple[str, str], float],
-             flows: list[str], k: int, draws: int, rng: np.random.Generator) -> tuple[float, float, float]:
-    """(share of intervals holding the true mean, mean PPI width, mean labels-only width)."""
-    hits = total = 0
-    w_ppi: list[float] = []
-    w_lab: list[float] = []
+             flows: list[str], k: int, draws: int, rng: np.random.Generator) -> dict[str, float]:
+    """Share of intervals holding the true mean and mean widths: classical PPI against the normal
+    labels-only interval, PPI++ against the labels-only interval under its own rule (weight 0),
+    and the mean PPI++ weight."""
+    hits = hits_pp = total = 0
+    widths: dict[str, list[float]] = {"ppi": [], "alone": [], "pp": [], "alone_rule": []}
+    weights: list[float] = []
     for f in flows:
         keys = [key for key in scores if key[0] == f and key in truth]
         if len(keys) <= k:
@@ -79,16 +83,20 @@ def coverage(scores: dict[tuple[str, str], float], truth: dict[tuple[str, str], 
         true_mean = float(np.mean([truth[key] for key in keys]))
         for _ in range(draws):
             idx = rng.permutation(len(keys))
-            lab = [keys[i] for i in idx[:k]]
-            unl = [keys[i] for i in idx[k:]]
-            est = ppi_mean([scores[key] for key in unl], [(scores[key], truth[key]) for key in lab])
-            lo = labels_only([truth[key] for key in lab])
-            hits += est.low <= true_mean <= est.high
+            unl = [scores[keys[i]] for i in idx[k:]]
+            lab = [(scores[keys[i]], truth[keys[i]]) for i in idx[:k]]
+            kinds = {"ppi": ppi_mean(unl, lab), "alone": labels_only([y for _, y in lab]),
+                     "pp": ppi_pp_mean(unl, lab), "alone_rule": ppi_pp_mean(unl, lab, weight=0.0)}
+            hits += kinds["ppi"].low <= true_mean <= kinds["ppi"].high
+            hits_pp += kinds["pp"].low <= true_mean <= kinds["pp"].high
             total += 1
-            w_ppi.append(est.high - est.low)
-            w_lab.append(lo.high - lo.low)
-    return (hits / total if total else float("nan"), float(np.mean(w_ppi or [np.nan])),
-            float(np.mean(w_lab or [np.nan])))
+            for name, d in kinds.items():
+                widths[name].append(d.high - d.low)
+            weights.append(power_weight(unl, lab))
+    mean = {name: float(np.mean(w or [np.nan])) for name, w in widths.items()}
+    return {"cov": hits / total if total else float("nan"),
+            "cov_pp": hits_pp / total if total else float("nan"),
+            **mean, "weight": float(np.mean(weights or [np.nan]))}
 
 
 def main() -> int:
@@ -140,9 +148,12 @@ def main() -> int:
                   f"yes&yes {tp}, yes&no {fp}, no&yes {fn}, no&no {tn}")
             truth_raw = {key: float(signals[key][signal]) for key in keys}
             for k in (10, 30, 100):
-                cov, w, wl = coverage(scores, truth_raw, flows, k, a.draws, rng)
-                print(f"  PPI k={k}: coverage {100 * cov:.1f}% of {a.draws} draws x flows; width "
-                      f"{100 * w:.1f} points vs labels only {100 * wl:.1f}")
+                c = coverage(scores, truth_raw, flows, k, a.draws, rng)
+                print(f"  k={k} ({a.draws} draws x flows): PPI coverage {100 * c['cov']:.1f}%, "
+                      f"width {100 * c['ppi']:.1f} points vs labels only {100 * c['alone']:.1f}; "
+                      f"PPI++ coverage {100 * c['cov_pp']:.1f}%, width {100 * c['pp']:.1f} vs "
+                      f"labels only (same rule) {100 * c['alone_rule']:.1f}, judge weight "
+                      f"{c['weight']:.2f}")
     finally:
         ws.close()
     return 0

@@ -6,7 +6,7 @@ verdicts are stored per answer, grader and grader model, so grading again resume
 older prompt version is made again) and a second grader model is kept beside the first. `scores`
 reads them and people's labels (for context relevance also the passages they read:
 service.passage_labels) and turns them into what a page shows (`flowkit.eval.judge_scores`: per
-flow the PPI estimate with its 95% interval where people labelled answers, else the raw grader
+flow the PPI++ estimate with its 95% interval where people labelled answers, else the raw grader
 mean marked uncorrected; and paired differences against the baseline the same way).
 """
 from __future__ import annotations
@@ -138,13 +138,15 @@ class JudgedReport:
                 "flows": [{"flow": f.flow, "estimate": f.estimate.to_dict(),
                            "corrected": f.corrected, "labels": f.labels,
                            "raw_mean": f.raw_mean, "labels_only_width": f.labels_only_width,
-                           "vs_baseline": f.vs_baseline.to_dict() if f.vs_baseline else None}
+                           "judge_weight": f.weight.to_dict() if f.weight else None,
+                           "vs_baseline": f.vs_baseline.to_dict() if f.vs_baseline else None,
+                           "vs_judge_weight": f.vs_weight.to_dict() if f.vs_weight else None}
                           for f in self.flows]}
 
 
 def scores(ws: Workspace, eval_id: str, grader: str, model: str = "", *,
            model_label: str | None = None) -> JudgedReport:
-    """Per flow: the grader's mean corrected by the labels (PPI) where there are labels, else
+    """Per flow: the grader's mean corrected by the labels (PPI++) where there are labels, else
     uncorrected; paired differences against the first flow the same way. `model_label` (as
     `graded` returns it) names the grader model instead of `model`."""
     label = model_label if model_label is not None else model_name(ws, model)

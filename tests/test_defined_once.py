@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from flowkit.cost import Cost
-from flowkit.eval.formatting import TOO_FEW, judge_interval, judge_rows
+from flowkit.eval.formatting import TOO_FEW, judge_interval, judge_rows, judge_weight_words
 from flowkit.eval.metrics import PairedDiff
+from flowkit.eval.ppi_pp import JudgeWeight
 from flowkit.eval.report import EvalReport, JudgeScore
 from studio.compare import judges_data
 
@@ -37,12 +38,9 @@ KNOWN_COST_COPIES = {
                                "(telemetry's StoredRun reads them by these names); it follows "
                                "RunEnd",
 }
-#: Hand-written judge intervals left in place, each with why.
-KNOWN_JUDGE_FORMATTERS = {
-    "service/cli/judge.py": "`flowkit judge`'s console table (estimate and interval in two "
-                            "columns, unclamped); the module was being renamed by another change "
-                            "when the formatter moved",
-}
+#: Hand-written judge intervals left in place, each with why (none left: `flowkit judge`'s
+#: console table now shows `judge_interval` too).
+KNOWN_JUDGE_FORMATTERS: dict[str, str] = {}
 
 
 def _sources() -> Iterator[tuple[str, ast.Module]]:
@@ -147,3 +145,19 @@ def test_the_exports_and_the_compare_page_show_a_judge_interval_alike() -> None:
             assert row[2] == "90.0 [62.0, 100.0]" and row[5] == "+40.0 [+12.0, +68.0] *"
     nothing = PairedDiff("g", "f", "", 0, math.nan, math.nan, math.nan)
     assert judge_interval(nothing, labelled=True) == "-"
+
+
+def test_a_judges_weight_reads_alike_in_the_exports_and_on_the_compare_page() -> None:
+    """The PPI++ weight and effective labels: the same words in the exports' judge table and the
+    Compare page's rows, by `judge_weight_words`."""
+    from service.grading import JudgedReport
+    j = _score(6, 0.9, 0.62, 1.18)
+    j.weight, j.vs_weight = JudgeWeight(0.42, 6, 8.4), JudgeWeight(0.1, 6, 6.1)
+    rep = EvalReport("e", "n", "d", "kb", ["base", "f"], "base", 5, 1, {})
+    rep.judges = [j]
+    row = judge_rows(rep)[1]
+    assert row[6] == judge_weight_words(j.weight) == "weight 0.42: the judge makes 6 labels " \
+        "worth about 8"
+    assert row[7] == judge_weight_words(j.vs_weight)
+    (shown,) = judges_data.score_rows([JudgedReport("e", "correctness", "m", "base", [j])])
+    assert shown["judge weight"] == row[6]

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from .metrics import METRICS, PAIRED, PairedDiff
+from .ppi_pp import JudgeWeight
 from .report import EvalReport, steadiness_summary
 
 
@@ -93,22 +94,48 @@ def judge_interval(d: PairedDiff | None, *, labelled: bool, difference: bool = F
             f"{100 * min(d.high, 1.0):{sign}.1f}]{star}")
 
 
+#: A judge whose verdicts make its labels worth less than this much more adds next to nothing.
+NEXT_TO_NOTHING = 0.05
+
+
+def judge_weight_words(w: JudgeWeight | None) -> str:
+    """What a judge was worth in a PPI++ interval, in words: 'weight 0.42: the judge makes 30
+    labels worth about 38' (as narrow as 38 labels alone would make it), 'weight 0.01: the judge
+    adds next to nothing (30 labels worth about 30)', or '-' where no labels corrected the score.
+    The one formatter of a judge's weight: the exports, the console and the Compare page."""
+    if w is None:
+        return "-"
+    given = f"{w.labels} label{'s' if w.labels != 1 else ''}"
+    if w.labels < MIN_LABELS:
+        return f"weight {w.weight:.2f}: {given}, too few to weigh the judge"
+    worth = f"{given} worth about {w.effective_labels:.0f}"
+    if w.effective_labels < (1 + NEXT_TO_NOTHING) * w.labels:
+        return f"weight {w.weight:.2f}: the judge adds next to nothing ({worth})"
+    return f"weight {w.weight:.2f}: the judge makes {worth}"
+
+
 def judge_rows(rep: EvalReport) -> list[list[str]]:
     """Header + one row per flow and judge: the estimate in % with its 95% interval, whether
-    labels corrected it (PPI) or not, how many labels, and the paired difference with the
-    baseline (* the interval excludes 0), each by `judge_interval`."""
-    rows = [["flow", "judge (model)", "score [95%]", "kind", "labels", "vs baseline"]]
+    labels corrected it (PPI++) or not, how many labels, the paired difference with the
+    baseline (* the interval excludes 0), each by `judge_interval`, and what the judge was worth
+    in the score and in the difference (`judge_weight_words`)."""
+    rows = [["flow", "judge (model)", "score [95%]", "kind", "labels", "vs baseline",
+             "judge weight", "judge weight vs baseline"]]
     for j in rep.judges:
         vs = judge_interval(j.vs_baseline, labelled=j.vs_corrected, difference=True)
         rows.append([j.flow, f"{j.grader} ({j.model})", judge_interval(j.estimate,
                                                                        labelled=j.corrected),
-                     "PPI" if j.corrected else "uncorrected", str(j.labels), vs])
+                     "PPI++" if j.corrected else "uncorrected", str(j.labels), vs,
+                     judge_weight_words(j.weight), judge_weight_words(j.vs_weight)])
     return rows
 
 
 JUDGE_NOTE = ("Model judges: the judge's mean over the flow's answers; with labels corrected "
-              "by prediction-powered inference (PPI), without them uncorrected (the judge's own "
-              "errors are in it). A judge's calls are never part of a flow's cost.")
+              "by power-tuned prediction-powered inference (PPI++: the judge counts with the "
+              "weight its agreement with the labels earns, 0 leaving the labels' own interval, "
+              "and 'worth about N' is how many labels alone would make the interval as narrow), "
+              "without them uncorrected (the judge's own errors are in it). A judge's calls are "
+              "never part of a flow's cost.")
 
 
 def steadiness_line(rep: EvalReport) -> str:

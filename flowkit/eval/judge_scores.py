@@ -2,13 +2,14 @@
 the Compare page show (`report.JudgeScore`). A pure function: the caller reads the verdicts and
 labels from wherever they are stored (`service.grading.scores`).
 
-Per flow, with labels on some of its answers, the prediction-powered estimate of the mean truth
-and its 95% interval (`ppi.ppi_mean` on the judge's scores of the unlabelled answers and the
-(score, label) pairs of the labelled ones; beside it the labels-only interval's width); without
-labels, the judge's raw mean with a bootstrap interval, marked uncorrected (`ppi.uncorrected`).
-Against the baseline (the first flow): where some questions are labelled for both flows, PPI on
-the paired per-question differences (`ppi.ppi_paired`), else the raw paired differences,
-uncorrected.
+Per flow, with labels on some of its answers, the power-tuned prediction-powered estimate of the
+mean truth and its 95% interval (`ppi_pp.ppi_pp_mean` on the judge's scores of the unlabelled
+answers and the (score, label) pairs of the labelled ones), what the judge was worth in it
+(`ppi_pp.judge_weight`: its weight and the effective number of labels) and beside it the width of
+the labels-only interval (the same rule with weight 0); without labels, the judge's raw mean with
+a bootstrap interval, marked uncorrected (`ppi.uncorrected`). Against the baseline (the first
+flow): where some questions are labelled for both flows, PPI++ on the paired per-question
+differences (`ppi_pp.ppi_pp_paired`), else the raw paired differences, uncorrected.
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import math
 from collections.abc import Mapping, Sequence
 
 from .metrics import PairedDiff
-from .ppi import labels_only, ppi_mean, ppi_paired, uncorrected
+from .ppi import uncorrected
+from .ppi_pp import judge_weight, judge_weight_paired, ppi_pp_mean, ppi_pp_paired
 from .report import JudgeScore
 
 
@@ -36,8 +38,9 @@ def judge_scores(flows: Sequence[str], scores: Mapping[str, Mapping[str, float]]
         jf = _score(f, s, t, grader, model)
         if f != baseline and s and base:
             if any(q in t and q in base_truth for q in s):
-                jf.vs_baseline = ppi_paired(s, base, t, base_truth, metric=grader, flow=f,
-                                            baseline=baseline)
+                jf.vs_baseline = ppi_pp_paired(s, base, t, base_truth, metric=grader, flow=f,
+                                               baseline=baseline)
+                jf.vs_weight = judge_weight_paired(s, base, t, base_truth)
                 jf.vs_corrected = True
             else:
                 diffs = [s[q] - base[q] for q in s if q in base]
@@ -54,6 +57,8 @@ def _score(flow: str, s: Mapping[str, float], t: Mapping[str, float], grader: st
     if not labelled:
         return JudgeScore(flow, grader, model, uncorrected(list(s.values()), metric=grader,
                                                            flow=flow), False, 0, raw)
-    est = ppi_mean([v for q, v in s.items() if q not in t], labelled, metric=grader, flow=flow)
-    alone = labels_only([y for _, y in labelled])
-    return JudgeScore(flow, grader, model, est, True, len(labelled), raw, alone.high - alone.low)
+    rest = [v for q, v in s.items() if q not in t]
+    est = ppi_pp_mean(rest, labelled, metric=grader, flow=flow)
+    alone = ppi_pp_mean(rest, labelled, weight=0.0)
+    return JudgeScore(flow, grader, model, est, True, len(labelled), raw, alone.high - alone.low,
+                      weight=judge_weight(rest, labelled))

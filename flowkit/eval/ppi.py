@@ -7,6 +7,10 @@ score f on those too), the estimate of the mean truth is mean_N(f) + mean_n(y - 
 var_N(f) / N + var_n(y - f) / n. For the difference between two flows the same is applied to the
 paired per-question differences. Every function returns what `metrics.paired_bootstrap` returns
 (a `PairedDiff`), so pages and reports show them alike.
+
+This is classical PPI: the judge always counts in full, so a judge without signal widens the
+interval past the labels' own. The reports and pages use the power-tuned version beside it
+(`ppi_pp`), which weighs the judge by what the labels show of it.
 """
 from __future__ import annotations
 
@@ -19,11 +23,13 @@ import numpy as np
 from .metrics import PairedDiff, bootstrap_ci
 
 
-def _z(confidence: float) -> float:
+def z_value(confidence: float) -> float:
+    """The two-sided normal quantile of a `confidence` interval (1.96 for 0.95)."""
     return NormalDist().inv_cdf(0.5 + confidence / 2)
 
 
-def _var(x: np.ndarray) -> float:
+def sample_var(x: np.ndarray) -> float:
+    """The sample variance (n - 1 in the denominator); 0 for fewer than two values."""
     return float(x.var(ddof=1)) if x.size > 1 else 0.0
 
 
@@ -43,8 +49,8 @@ def ppi_mean(unlabelled: Sequence[float], labelled: Sequence[tuple[float, float]
         return labels_only([float(y) for y in pairs[:, 1]], metric=metric, flow=flow,
                            confidence=confidence)
     est = float(f.mean() + rect.mean())
-    se = math.sqrt(_var(f) / f.size + _var(rect) / n)
-    half = _z(confidence) * se
+    se = math.sqrt(sample_var(f) / f.size + sample_var(rect) / n)
+    half = z_value(confidence) * se
     return PairedDiff(metric, flow, "", n, est, est - half, est + half)
 
 
@@ -54,7 +60,7 @@ def labels_only(truth: Sequence[float], *, metric: str = "", flow: str = "",
     y = np.asarray(list(truth), dtype=float)
     if y.size == 0:
         return PairedDiff(metric, flow, "", 0, math.nan, math.nan, math.nan)
-    half = _z(confidence) * math.sqrt(_var(y) / y.size)
+    half = z_value(confidence) * math.sqrt(sample_var(y) / y.size)
     m = float(y.mean())
     return PairedDiff(metric, flow, "", int(y.size), m, m - half, m + half)
 
@@ -76,10 +82,20 @@ def ppi_paired(scores: Mapping[str, float], base_scores: Mapping[str, float],
     `scores` / `base_scores`: grader scores by question id; `labels` / `base_labels`: truth by
     question id where a person labelled the answer. A question is labelled for the pair when both
     flows' answers are."""
-    common = [q for q in scores if q in base_scores]
-    both = [q for q in common if q in labels and q in base_labels]
-    rest = [q for q in common if q not in set(both)]
-    d_f = [scores[q] - base_scores[q] for q in rest]
-    d_pairs = [(scores[q] - base_scores[q], labels[q] - base_labels[q]) for q in both]
+    d_f, d_pairs = paired_sets(scores, base_scores, labels, base_labels)
     out = ppi_mean(d_f, d_pairs, metric=metric, flow=flow, confidence=confidence)
     return PairedDiff(metric, flow, baseline, out.n, out.mean, out.low, out.high)
+
+
+def paired_sets(scores: Mapping[str, float], base_scores: Mapping[str, float],
+                labels: Mapping[str, float], base_labels: Mapping[str, float]
+                ) -> tuple[list[float], list[tuple[float, float]]]:
+    """The per-question differences (flow minus baseline) that paired PPI works on: the judge's
+    difference on each question not labelled for both flows, and (judge's difference, labels'
+    difference) on each question labelled for both."""
+    common = [q for q in scores if q in base_scores]
+    both = [q for q in common if q in labels and q in base_labels]
+    pair = set(both)
+    d_f = [scores[q] - base_scores[q] for q in common if q not in pair]
+    d_pairs = [(scores[q] - base_scores[q], labels[q] - base_labels[q]) for q in both]
+    return d_f, d_pairs

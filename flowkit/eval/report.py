@@ -20,17 +20,20 @@ from .metrics import (
     paired_bootstrap,
     summarize,
 )
+from .ppi_pp import JudgeWeight
 from .ranking import half_split_taus
 
 
 @dataclass
 class JudgeScore:
     """A model judge's score of one flow (made by `judge_scores`, shown by the reports and the
-    Compare page): with labels, the prediction-powered estimate and its 95% interval
-    (`corrected`), beside the judge's raw mean and the labels-only interval's width; without,
-    the judge's raw mean with a bootstrap interval, marked uncorrected. `model` names the judge's
+    Compare page): with labels, the power-tuned prediction-powered estimate (PPI++) and its 95%
+    interval (`corrected`), beside the judge's raw mean, the labels-only interval's width and what
+    the judge was worth (`weight`: its weight and effective number of labels); without, the
+    judge's raw mean with a bootstrap interval, marked uncorrected. `model` names the judge's
     model wherever the score is shown; `vs_baseline` is the paired difference against the first
-    flow (PPI where some questions are labelled for both flows: `vs_corrected`)."""
+    flow (PPI++ where some questions are labelled for both flows: `vs_corrected`, with
+    `vs_weight`)."""
 
     flow: str
     grader: str
@@ -42,6 +45,8 @@ class JudgeScore:
     labels_only_width: float | None = None
     vs_baseline: PairedDiff | None = None
     vs_corrected: bool = False
+    weight: JudgeWeight | None = None
+    vs_weight: JudgeWeight | None = None
 
     @property
     def width(self) -> float:
@@ -52,7 +57,9 @@ class JudgeScore:
         return {"flow": self.flow, "grader": self.grader, "model": self.model,
                 "estimate": self.estimate.to_dict(), "corrected": self.corrected,
                 "labels": self.labels,
-                "vs_baseline": self.vs_baseline.to_dict() if self.vs_baseline else None}
+                "judge_weight": self.weight.to_dict() if self.weight else None,
+                "vs_baseline": self.vs_baseline.to_dict() if self.vs_baseline else None,
+                "vs_judge_weight": self.vs_weight.to_dict() if self.vs_weight else None}
 
 
 @dataclass

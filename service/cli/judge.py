@@ -6,15 +6,15 @@
     flowkit eval ... --judge correctness [--judge-model M]   (grades after the runs)
 
 A grader reads each finished run's stored trace (no flow call runs again); its calls go through
-the completion cache and are counted apart from the flows' cost. Scores print as the PPI estimate
-with its 95% interval where answers are labelled, else as the raw grader mean marked uncorrected.
+the completion cache and are counted apart from the flows' cost. Scores print as the PPI++ estimate
+with its 95% interval and the judge's weight where answers are labelled, else as the raw grader
+mean marked uncorrected.
 (`flowkit train-judge` is another thing: it trains the sufficiency classifier a flow uses.)
 """
 from __future__ import annotations
 
 import argparse
 import json
-import math
 
 from rich.table import Table
 
@@ -24,12 +24,12 @@ from flowkit.eval.graders import GRADERS, parse_graders
 from . import common
 
 
-def _pct(x: float) -> str:
-    return "-" if x is None or math.isnan(x) else f"{100 * x:.1f}"
-
-
 def print_scores(ws: object, eval_id: str, graders: list[str], model: str,
                  as_json: bool = False) -> None:
+    """Each judge's table: per flow its score in % with the 95% interval (PPI++ where labelled,
+    else uncorrected), the labels, what the judge was worth (its weight and the effective number
+    of labels) and the paired difference against the baseline; or the same as JSON."""
+    from flowkit.eval.formatting import judge_interval, judge_weight_words
     from service.grading import scores
     reports = [scores(ws, eval_id, g, model) for g in graders]  # type: ignore[arg-type]
     if as_json:
@@ -37,15 +37,14 @@ def print_scores(ws: object, eval_id: str, graders: list[str], model: str,
         return
     for r in reports:
         table = Table(title=f"judge '{r.grader}' on {r.model} (evaluation {r.eval_id})")
-        for col in ("flow", "score", "95% interval", "labels", "vs baseline"):
+        for col in ("flow", "score [95%]", "kind", "labels", "judge weight", "vs baseline"):
             table.add_column(col, overflow="fold")
         for f in r.flows:
-            kind = "PPI" if f.corrected else "uncorrected"
-            vs = (f"{_pct(f.vs_baseline.mean)} [{_pct(f.vs_baseline.low)}, "
-                  f"{_pct(f.vs_baseline.high)}]" if f.vs_baseline else "baseline")
-            table.add_row(f.flow, f"{_pct(f.estimate.mean)} ({kind})",
-                          f"[{_pct(f.estimate.low)}, {_pct(f.estimate.high)}]",
-                          str(f.labels), vs)
+            vs = ("baseline" if f.flow == r.baseline else
+                  judge_interval(f.vs_baseline, labelled=f.vs_corrected, difference=True))
+            table.add_row(f.flow, judge_interval(f.estimate, labelled=f.corrected),
+                          "PPI++" if f.corrected else "uncorrected", str(f.labels),
+                          judge_weight_words(f.weight), vs)
         common.out.print(table)
 
 

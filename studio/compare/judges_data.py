@@ -1,13 +1,14 @@
 """What the Compare page's Judges section shows, as plain data: the grader models to pick from,
 each judge score as a cell ("PPI 72.0 [61.2, 80.3]" with labels, "58.0 [50.1, 66.0] uncorrected"
-without), the paired difference against the baseline, and the line on how many labels there are
-and how much they narrowed the interval. No Streamlit here."""
+without), the paired difference against the baseline, what the judge was worth (its PPI++ weight
+and effective number of labels), and the line on how many labels there are and how much they
+narrowed the interval. No Streamlit here."""
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from flowkit.eval.formatting import MIN_LABELS, judge_interval
+from flowkit.eval.formatting import MIN_LABELS, judge_interval, judge_weight_words
 from flowkit.eval.report import JudgeScore
 from service.grading import LABEL_WORDS, JudgedReport
 from service.modelchoice import DEFAULT
@@ -61,24 +62,25 @@ def delta_cell(jf: JudgeScore, baseline: str) -> str:
 
 
 def score_rows(reports: list[JudgedReport]) -> list[dict[str, Any]]:
-    """One row per judge, judge model and flow: the score, the labels and the difference
-    against the baseline."""
+    """One row per judge, judge model and flow: the score, the labels, the difference against
+    the baseline and what the judge was worth in the score (`judge_weight_words`)."""
     return [{"judge": r.grader, "judge model": r.model, "flow": f.flow, "score (%)": score_cell(f),
-             "labels": f.labels, "vs baseline (points)": delta_cell(f, r.baseline)}
+             "labels": f.labels, "vs baseline (points)": delta_cell(f, r.baseline),
+             "judge weight": judge_weight_words(f.weight)}
             for r in reports for f in r.flows]
 
 
 def labels_line(r: JudgedReport) -> str:
     """How many labels there are for this judge and how much they narrowed the interval: the
-    PPI interval's width against the interval from the labels alone, per labelled flow (plain
-    text: flow and model names are the user's)."""
+    PPI++ interval's width against the interval from the labels alone, and what the judge was
+    worth, per labelled flow (plain text: flow and model names are the user's)."""
     n = sum(f.labels for f in r.flows)
     head = f"{r.grader} on {r.model}: "
     if not n:
         what = ("every passage an answer read (relevant or not)" if r.grader == CONTEXT_RELEVANCE
                 else "answers")
         return (head + "no labels yet, so the scores are the judge's own (uncorrected). Label "
-                f"{what} in the side-by-side view below: a few turn them into PPI estimates with "
+                f"{what} in the side-by-side view below: a few turn them into PPI++ estimates with "
                 "intervals that hold whatever the judge's mistakes.")
     parts = []
     for f in r.flows:
@@ -95,7 +97,8 @@ def labels_line(r: JudgedReport) -> str:
         else:
             change = "the labels alone agree entirely"
         parts.append(f"{f.flow}: {ppi:.1f} points wide against {alone:.1f} from its "
-                     f"{f.labels} label{'s' if f.labels != 1 else ''} alone ({change})")
+                     f"{f.labels} label{'s' if f.labels != 1 else ''} alone ({change}; judge "
+                     f"{judge_weight_words(f.weight)})")
     return (head + f"{n} label{'s' if n != 1 else ''}; with the judge's verdicts the 95% "
             "interval is " + "; ".join(parts) + ".")
 

@@ -1,5 +1,5 @@
 """The Compare page's judges: grade the open evaluation's answers with model judges in the
-background, show each judge's score per flow (PPI with labels, else uncorrected) beside the model
+background, show each judge's score per flow (PPI++ with labels, else uncorrected) beside the model
 that judged, and, in the side-by-side view, each answer's verdicts with the judge's words and the
 radios that label it (stored at once; the scores recompute on the same rerun).
 
@@ -111,10 +111,12 @@ def scores_table(ws: Workspace, plan: EvalPlan) -> None:
         st.caption("No judge has graded this evaluation yet.")
         return
     st.dataframe(jd.score_rows(reports), hide_index=True, width="stretch", key=K.JUDGED_DF)
-    st.caption("Judge scores in %: PPI = the judge's mean corrected by your labels, with its 95% "
+    st.caption("Judge scores in %: PPI = the judge's mean corrected by your labels (PPI++: the "
+               "judge counts with the weight its agreement with your labels earns), with its 95% "
                "interval (cut to 0-100); uncorrected = the judge's own mean with a bootstrap "
                "interval. vs baseline: the paired difference from the first flow, in points; * "
-               "the interval excludes 0.")
+               "the interval excludes 0. Judge weight: 0 leaves your labels' own interval; "
+               "'worth about N' is how many labels alone would make the interval as narrow.")
     for r in reports:
         st.markdown(inert.escape(jd.labels_line(r)))
 

@@ -1,6 +1,7 @@
 """The Compare page's judges (AppTest, issue 37): grade a stored evaluation's answers in the
 background with a scripted fake judge and see uncorrected scores naming the judge model; label
-answers in the side-by-side view and see the column switch to PPI with the label count; open the
+answers in the side-by-side view and see the column switch to PPI++ with the label count and the
+judge's weight; open the
 page again in a new session on a new workspace over the same data dir and find the labels.
 The flows' model and the judge are FakeLLMs; the sample KB uses a hashing embedder."""
 from __future__ import annotations
@@ -142,11 +143,15 @@ def test_labels_switch_the_column_to_ppi_and_survive_a_new_session(ws, tmp_path)
     assert label_radio(at, plan, 1, "q01", "groundedness").options == \
         ["unlabelled", "supported", "not supported"]
     # the judge is right on q01 (naive_rag) and says "no" for vague; the person says vague
-    # was right too (a judge mistake) and so the PPI estimate moves off the judge's 0
+    # was right too (a judge mistake) and so the PPI++ estimate moves off the judge's 0. One
+    # label: the judge's weight is 0 (nothing to read it from); the estimate is the mean of the
+    # label and PPI++'s two pseudo-labels (1 and 0)
     radio.set_value("right")
     at.run()
     one = judged(at)[("correctness", "naive_rag")]
-    assert one["labels"] == 1 and one["score (%)"] == "PPI 100.0 (1 label: too few for an interval)"
+    assert one["labels"] == 1 and \
+        one["score (%)"] == f"PPI {100 * (1 + 1 + 0) / 3:.1f} (1 label: too few for an interval)"
+    assert one["judge weight"] == "weight 0.00: 1 label, too few to weigh the judge"
     assert "naive_rag: 1 label, too few for an interval (label 2 or more)" in texts(at)
     label_radio(at, plan, 1, "q01").set_value("right")
     at.run()
@@ -160,9 +165,13 @@ def test_labels_switch_the_column_to_ppi_and_survive_a_new_session(ws, tmp_path)
     rows = judged(at)
     good, vague = rows[("correctness", "naive_rag")], rows[("correctness", "vague")]
     assert good["labels"] == 2 and vague["labels"] == 2
-    assert good["score (%)"].startswith("PPI 100.0 [")
-    assert vague["score (%)"].startswith("PPI 50.0 [")               # 0 + mean(1-0, 0-0)
-    assert vague["vs baseline (points)"].startswith("PPI -50.0 [")
+    # the judge said the same on both labelled answers of each flow (yes for naive_rag, no for
+    # vague): its weight is 0 and the estimates are the labels' own with the pseudo-labels 1, 0
+    assert good["score (%)"].startswith(f"PPI {100 * (1 + 1 + 1 + 0) / 4:.1f} [")
+    assert vague["score (%)"].startswith(f"PPI {100 * (1 + 0 + 1 + 0) / 4:.1f} [")
+    assert good["judge weight"].startswith("weight 0.00: the judge adds next to nothing")
+    # the difference vague - naive_rag: labels 1-1 and 0-1, pseudo-labels +1 and -1
+    assert vague["vs baseline (points)"].startswith(f"PPI {100 * (0 - 1 + 1 - 1) / 4:+.1f} [")
     assert rows[("groundedness", "vague")]["score (%)"].endswith("uncorrected")
     body = texts(at)
     model = grading.model_name(ws, "")

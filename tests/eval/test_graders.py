@@ -159,14 +159,23 @@ def test_grading_a_stored_evaluation(world, fk, tmp_path):
     assert code == 0, err
     data = json.loads(out)
     assert data[0]["flows"][0]["corrected"] is True
-    # the exports carry the judges: a table per flow (PPI where labelled) and each verdict
+    assert data[0]["flows"][0]["judge_weight"]["labels"] == 3
+    # the console table: the interval by judge_interval, PPI++ and the judge's weight in words
+    code, out, err = fk("judge", eval_id, "--judge", "correctness")
+    assert code == 0, err
+    assert "PPI++" in out and "adds next to nothing" in out and "uncorrected" not in out, out
+    # the exports carry the judges: a table per flow (PPI++ where labelled, with the judge's
+    # weight in words) and each verdict
     md, csv_path, js = tmp_path / "r.md", tmp_path / "r.csv", tmp_path / "r3.json"
     code, _, err = fk("eval", "--resume", eval_id, "--report", str(md), "--csv", str(csv_path),
                       "--out", str(js))
     assert code == 0, err
     text = md.read_text()
-    assert "## Model judges" in text and "correctness (" in text and "| PPI | 3 |" in text, text
+    assert "## Model judges" in text and "correctness (" in text and "| PPI++ | 3 |" in text, text
     assert "groundedness (" in text and "uncorrected" in text
+    # the judge said the same on all three labelled answers: nothing to weigh it by
+    assert "| PPI++ | 3 | - | weight 0.00: the judge adds next to nothing (3 labels worth about " \
+        "3) |" in text, text
     rows = list(csv.DictReader(csv_path.open()))
     column = next(c for c in rows[0] if c.startswith("judge:correctness@"))
     assert len(rows) == 8 and all(float(r[column]) in (0.0, 0.5, 1.0) for r in rows), rows[0]

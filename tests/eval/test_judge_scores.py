@@ -1,11 +1,13 @@
 """A judge's score of each flow from verdicts and labels, as a pure function (no workspace, no
-storage): PPI where answers are labelled, uncorrected where not, paired against the first flow."""
+storage): PPI++ where answers are labelled (with the judge's weight), uncorrected where not, paired
+against the first flow."""
 from __future__ import annotations
 
 import math
 
 from flowkit.eval.judge_scores import judge_scores
-from flowkit.eval.ppi import labels_only, ppi_mean, ppi_paired, uncorrected
+from flowkit.eval.ppi import uncorrected
+from flowkit.eval.ppi_pp import judge_weight, judge_weight_paired, ppi_pp_mean, ppi_pp_paired
 
 SCORES = {"base": {f"q{i}": float(i % 2) for i in range(10)},
           "other": {f"q{i}": float(i % 3 == 0) for i in range(10)}}
@@ -17,17 +19,18 @@ def test_labelled_flows_get_ppi_and_the_rest_the_judges_own_mean() -> None:
     s = SCORES["base"]
     assert (base.flow, base.grader, base.model, base.corrected, base.labels) == \
         ("base", "correctness", "m", True, 3)
-    assert base.estimate == ppi_mean([v for q, v in s.items() if q not in labels["base"]],
-                                     [(s[q], y) for q, y in labels["base"].items()],
-                                     metric="correctness", flow="base")
-    alone = labels_only([1.0, 1.0, 0.0])
+    rest = [v for q, v in s.items() if q not in labels["base"]]
+    pairs = [(s[q], y) for q, y in labels["base"].items()]
+    assert base.estimate == ppi_pp_mean(rest, pairs, metric="correctness", flow="base")
+    assert base.weight == judge_weight(rest, pairs) and base.weight is not None
+    alone = ppi_pp_mean(rest, pairs, weight=0.0)
     assert base.labels_only_width == alone.high - alone.low and base.vs_baseline is None
     assert math.isclose(base.raw_mean, 0.5)
-    assert not other.corrected and other.labels == 0
+    assert not other.corrected and other.labels == 0 and other.weight is None
     assert other.estimate == uncorrected(list(SCORES["other"].values()), metric="correctness",
                                          flow="other")
     # no question labelled for both flows: the paired difference is the judge's own
-    assert other.vs_baseline is not None and not other.vs_corrected
+    assert other.vs_baseline is not None and not other.vs_corrected and other.vs_weight is None
     assert other.vs_baseline.baseline == "base" and other.vs_baseline.n == 10
 
 
@@ -35,9 +38,12 @@ def test_a_pair_labelled_for_both_flows_corrects_the_difference() -> None:
     labels = {"base": {"q0": 1.0, "q1": 0.0}, "other": {"q0": 1.0, "q1": 1.0}}
     _, other = judge_scores(["base", "other"], SCORES, labels, grader="g", model="m")
     assert other.vs_corrected
-    assert other.vs_baseline == ppi_paired(SCORES["other"], SCORES["base"], labels["other"],
-                                           labels["base"], metric="g", flow="other",
-                                           baseline="base")
+    assert other.vs_baseline == ppi_pp_paired(SCORES["other"], SCORES["base"], labels["other"],
+                                              labels["base"], metric="g", flow="other",
+                                              baseline="base")
+    assert other.vs_weight == judge_weight_paired(SCORES["other"], SCORES["base"],
+                                                  labels["other"], labels["base"])
+    assert other.to_dict()["vs_judge_weight"] == other.vs_weight.to_dict()
 
 
 def test_a_flow_without_verdicts_is_missing_not_an_error() -> None:

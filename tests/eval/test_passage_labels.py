@@ -1,7 +1,7 @@
 """Passage labels (issue 37): a person marks each passage an answering node read relevant or not;
 stored with the evaluation (replaced, removed, kept across a reopened workspace), set from the CLI
 (`flowkit label --passage`), refused for a passage no answer read, and used as the truth of the
-context-relevance judge's PPI interval once every passage an answer read is labelled."""
+context-relevance judge's PPI++ interval once every passage an answer read is labelled."""
 from __future__ import annotations
 
 import json
@@ -45,13 +45,15 @@ def test_passage_labels_are_stored_and_correct_context_relevance(world, fk, tmp_
     assert passage_labels(world.ws, eval_id, "q1") == {first: 1.0, second: 0.0}
     good = flow_of(scores(world.ws, eval_id, "context_relevance"), "good")
     assert good.corrected and good.labels == 1
-    # PPI: the judge's mean on the unlabelled answers plus label minus judge on the labelled one
-    assert good.estimate.mean == pytest.approx(1.0 + (0.5 - 1.0))
-    # replaced: both relevant, the truth is 1 and the estimate the judge's own
+    # PPI++ with one label: the judge's weight is 0 (no covariance to read), so the estimate is
+    # the mean of the label (the share 0.5) and the two pseudo-labels 1 and 0
+    assert good.estimate.mean == pytest.approx((0.5 + 1.0 + 0.0) / 3)
+    assert good.weight is not None and good.weight.weight == 0.0
+    # replaced: both relevant, the truth is 1
     set_passage_label(world.ws, eval_id, "q1", second, 1.0)
     assert passage_labels(world.ws, eval_id, "q1") == {first: 1.0, second: 1.0}
     assert flow_of(scores(world.ws, eval_id, "context_relevance"), "good"
-                   ).estimate.mean == pytest.approx(1.0)
+                   ).estimate.mean == pytest.approx((1.0 + 1.0 + 0.0) / 3)
     # removed: the answer is unlabelled again
     set_passage_label(world.ws, eval_id, "q1", second, None)
     assert passage_labels(world.ws, eval_id, "q1") == {first: 1.0}
