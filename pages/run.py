@@ -84,9 +84,11 @@ with form_col:
     label = f"Run with {len(breakpoints)} breakpoint(s) ▶" if breakpoints else "Run ▶"
     go = st.button(label, type="primary", key=K.GO, width="stretch",
                    disabled=spec is None or bool(problems) or bool(bp_problems))
+    asked = runview.asked_key(ref, kb, question, breakpoints)
     if go and not question.strip():
         st.error("Type a question first (or pick one from a dataset).")
     elif go and spec is not None:
+        K.REFUSED.pop()
         try:
             if breakpoints:
                 _, new_run = submit_debug_run(jobs, ws, spec, question.strip(), kb, breakpoints,
@@ -96,11 +98,18 @@ with form_col:
                 _, new_run = submit_run(jobs, ws, spec, question.strip(), kb, flow_version=version,
                                         overrides=overrides, on_token=buffers().on_token)
         except RunRefused as refused:
-            st.error("Not queued: " + "; ".join(inert.escape(p) for p in refused.problems))
+            K.REFUSED.set((asked, refused.problems))
         except FlowkitError as err:
-            st.error(inert.escape(err))
+            K.REFUSED.set((asked, [str(err)]))
         else:
             st.query_params["run"] = new_run
+    # a refusal stays while the form asks the same thing: any rerun (the sidebar's model load
+    # ending, a timer) would otherwise wipe it before it was read (issue 47, finding 11)
+    if (refused_now := K.REFUSED.get()) is not None:
+        if refused_now[0] == asked:
+            st.error("Not queued: " + "; ".join(inert.escape(p) for p in refused_now[1]))
+        else:
+            K.REFUSED.pop()
 
 with live_col:
     run_id = st.query_params.get("run")

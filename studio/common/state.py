@@ -203,6 +203,7 @@ class RunKeys(Keys, prefix="run"):
     KB: Key[str]                            # (?kb=)
     QUESTION: Key[str]
     GO: Key[bool]
+    REFUSED: Key[tuple[str, list[str]]]     # (what was asked, why it was not queued)
     DATASET: Key[str]
     DATASET_Q: Key[int]                     # the question picked from the dataset
     GOLD: Key[dict[str, Any]]               # {"question", "answers"} of the picked question

@@ -40,6 +40,13 @@ def ref_param(ref: FlowRef) -> str:
     return ref[1] if ref[0] == "saved" else f"template:{ref[1]}"
 
 
+def asked_key(ref: FlowRef | None, kb: str, question: str, breakpoints: list[str]) -> str:
+    """What the Run form asks, as one string: a refusal shown for it stays on the page until
+    the flow, the knowledge base, the question or the breakpoints change."""
+    return "\x1f".join([ref_param(ref) if ref is not None else "", kb, question.strip(),
+                         *breakpoints])
+
+
 def load_ref(ws: Workspace, ref: FlowRef) -> tuple[FlowSpec, int | None]:
     """The spec (and saved version) a choice stands for."""
     kind, name = ref

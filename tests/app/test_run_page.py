@@ -230,6 +230,18 @@ def test_a_question_longer_than_the_model_context_is_not_queued(ws):
     assert "run" not in at.query_params
 
 
+def test_a_refusal_stays_through_reruns_until_the_question_changes(ws):
+    """Issue 47, finding 11: any later rerun (the sidebar's model load ending, a timer) wiped
+    the refusal before a user (or a browser test under load) could read it."""
+    n_ctx = ws.resources.settings.llm.n_ctx
+    at = _submit_refused("word " * (n_ctx * 2))
+    for _ in range(2):
+        at.run()                                   # reruns that do not press Run
+        assert [e.value for e in at.error if e.value.startswith("Not queued")], at.error
+    at.text_area(key="run_question").input("A short question?").run()
+    assert not [e.value for e in at.error if e.value.startswith("Not queued")]
+
+
 def _submit_refused(question: str):
     at = kit.page("pages/run.py", flow="naive_rag").run()
     at.text_area(key="run_question").input(question).run()
