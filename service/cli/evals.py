@@ -4,6 +4,7 @@
                  (--flow A@MODEL runs A on a packaged model id or a .gguf path)
                  [--out FILE.json] [--report FILE.md|.html] [--csv FILE] [--resume EVAL_ID]
                  [--concurrency N]  (N runs in flight to a model server)
+                 [--fail-if COND ...] [--junit FILE.xml]  (a gate for CI: see cli.gate)
     flowkit evals                      list evaluations
     flowkit dataset import PATH [--name NAME] [--kb KB [--ingest]]
     flowkit dataset list
@@ -25,6 +26,7 @@ from flowkit.names import check_new_name
 from service.evaluations import eval_repo
 
 from . import common, models, questiongen, telemetry
+from . import gate as gate_cli
 from . import judge as judge_cli
 
 
@@ -166,6 +168,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from flowkit.eval.exports import write
     from flowkit.eval.runner import evaluation_report
     files = output_files(args)
+    gate, junit = gate_cli.conditions(args)
     graders = parse_graders(args.judge) if args.judge else []
     if graders:
         from service.grading import check
@@ -173,6 +176,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     ws = common.open_workspace(args)
     repo = eval_repo(ws)
     plan = _plan(args, ws, repo)
+    gate_cli.check_plan(gate, plan)
     common.err.print(common.styled("[bold]evaluation {}[/bold]: {} flows x {} questions of '{}' on "
                                    "'{}' [dim](resume: flowkit eval --resume {})[/dim]",
                                    plan.eval_id, len(plan.flows), len(plan.questions),
@@ -194,7 +198,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         common.out.print(f"wrote {path}")
     if graders:
         judge_cli.print_scores(ws, plan.eval_id, graders, args.judge_model)
-    return 0
+    return gate_cli.apply(gate, rep, junit) if gate else 0
 
 
 def cmd_diverge(args: argparse.Namespace) -> int:
@@ -303,6 +307,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--name", help="a title for the evaluation")
     s.add_argument("--no-cache", action="store_true", help=common.NO_CACHE_HELP)
     judge_cli.add_judge_options(s)
+    gate_cli.add_arguments(s)
     add_worker_args(s)
     add_concurrency_arg(s)
     s.set_defaults(fn=cmd_eval)
