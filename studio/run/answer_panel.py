@@ -197,6 +197,7 @@ def final_answer(run: RunInfo, expected: Sequence[str] | None,
             inert.text(run.answer)
         else:
             st.caption("(no answer)")
+        cut_notice(runview.cut_answer(run, list(steps)))
         written = drafts(run.spec, steps)
         if len(written) > 1:
             with st.expander(f"Drafts written on the way ({len(written)})"):
@@ -211,6 +212,25 @@ def final_answer(run: RunInfo, expected: Sequence[str] | None,
         else:
             st.error(f"Wrong: the expected answer ({said}) is not in it; {figures}.",
                      icon=":material/cancel:")
+
+
+def cut_notice(cut: runview.CutAnswer | None) -> None:
+    """Under an answer the model was stopped in: which limit stopped it and where to raise it."""
+    if cut is None:
+        return
+    node = inert.code(cut.node_id)
+    if cut.limit is not None:
+        st.warning(f"Cut at the token limit: the model stopped after {cut.limit} tokens, the "
+                   f"`max_tokens` of node {node}, so the answer may end mid-sentence. Raise it "
+                   f"in the Editor (select node {node}: **Max Tokens**), or for one run under "
+                   f"**Model settings for this run** ({inert.escape(cut.node_id)} · max_tokens).",
+                   icon=":material/content_cut:")
+    else:
+        st.warning(f"Cut where the model's context filled: node {node} wrote {cut.tokens} "
+                   "tokens and the prompt took the rest, so the answer may end mid-sentence. "
+                   "Raise **Context (tokens)** on the Settings page, or show the model fewer "
+                   "or shorter passages.",
+                   icon=":material/content_cut:")
 
 
 def cited(run: RunInfo, steps: list[StepEvent]) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from flowkit import registry, templates
@@ -144,6 +145,56 @@ def model_cited(steps: list[StepEvent]) -> bool:
                 return True
             return any(CITATION_MARK.search(c.completion or "") for c in step.llm_calls)
     return True
+
+
+@dataclass(frozen=True)
+class CutAnswer:
+    """An answer the model was stopped in (finish reason `length`): by the node's `max_tokens`
+    (`limit`), or, with fewer tokens written, by the model's context window (`limit` is None)."""
+
+    node_id: str
+    tokens: int
+    limit: int | None
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def cut_answer(run: RunInfo, steps: list[StepEvent]) -> CutAnswer | None:
+    """Whether the run's answer ends where the model was stopped at a token limit.
+
+    The step that last set `answer` is read: its last model call must have finished with
+    `length`, and the answer must come from the completion's last line (an answer taken from an
+    earlier, finished line is whole, whatever the model wrote after it; an empty answer from a
+    cut completion counts as cut)."""
+    for step in reversed(steps):
+        after, before = step.memory_after or {}, step.memory_before or {}
+        if "answer" not in after or after.get("answer") == before.get("answer"):
+            continue
+        if not step.llm_calls or step.llm_calls[-1].finish_reason != "length":
+            return None
+        call = step.llm_calls[-1]
+        lines = [line for line in (call.completion or "").splitlines() if line.strip()]
+        answer = _words(run.answer or "")
+        if answer and lines and answer[-1] not in _words(lines[-1]):
+            return None
+        params = next((n.get("params") or {} for n in run.spec.get("nodes", [])
+                       if n.get("id") == step.node_id), {})
+        limit = params.get("max_tokens", _default_param(run.spec, step.node_id, "max_tokens"))
+        if not isinstance(limit, int) or call.completion_tokens < limit:
+            limit = None
+        return CutAnswer(step.node_id, call.completion_tokens, limit)
+    return None
+
+
+def _default_param(spec: dict[str, Any], node_id: str, name: str) -> Any:
+    """A node's param's default (a spec stores only what was set)."""
+    for n in spec.get("nodes", []):
+        cls = registry.get(str(n.get("operator", ""))) if n.get("id") == node_id else None
+        if cls is not None:
+            return cls.Params.model_json_schema().get("properties", {}).get(name, {}).get("default")
+    return None
 
 
 def rounded(value: Any, digits: int = 2) -> Any:

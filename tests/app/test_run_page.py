@@ -2,6 +2,7 @@
 it, re-attaches after a refresh, and shows the answer with its cited passages and totals."""
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 from pathlib import Path
@@ -248,3 +249,65 @@ def _submit_refused(question: str):
     at.button(key="run_go").click().run()
     assert not at.exception
     return at
+
+
+class _CutLLM(kit.FakeLLM):
+    """The fake, reporting `length` when it cut the reply at max_tokens (as llama.cpp does)."""
+
+    def complete(self, prompt: str, **kwargs):
+        out = super().complete(prompt, **kwargs)
+        whole = super().complete(prompt, **{**kwargs, "max_tokens": 10_000})
+        return dataclasses.replace(out, finish_reason="length") if whole.text != out.text else out
+
+
+def test_an_answer_cut_at_max_tokens_says_so_and_where_to_raise_it(ws):
+    """Issue 48, item 7: an answer stopped at its node's max_tokens ended mid-sentence with no
+    notice; the page names the limit, the node and both places to raise it."""
+    before = ws.resources.llm
+    ws.resources.set_llm(_CutLLM([(r"Corren Lighthouse", "It was first lit in the year 1884 by "
+                                   "the keeper of the light [1]")]))
+    try:
+        at = kit.page("pages/run.py", flow="naive_rag").run()
+        at.text_area(key="run_question").input(LIGHTHOUSE)
+        at.number_input(key="run_param_naive_rag_generate_max_tokens").set_value(5)
+        at.run()
+        at.button(key="run_go").click().run()
+        at = kit.until(at, lambda a: kit.run_ended(ws, a) and "/replay?run=" in kit.texts(a))
+        notice = [w.value for w in at.warning if "token limit" in w.value]
+        assert notice, kit.texts(at)
+        assert "stopped after 5 tokens" in notice[0] and "`generate`" in notice[0]
+        assert "Model settings for this run" in notice[0] and "Editor" in notice[0]
+
+        # the same question with room for the whole answer: no notice
+        at.number_input(key="run_param_naive_rag_generate_max_tokens").set_value(64).run()
+        at.button(key="run_go").click().run()
+        at = kit.until(at, lambda a: kit.run_ended(ws, a) and "/replay?run=" in kit.texts(a))
+        assert "1884" in kit.texts(at)
+        assert not [w.value for w in at.warning if "token limit" in w.value]
+    finally:
+        get_jobs().wait_idle(30)
+        ws.resources.set_llm(before)
+
+
+def test_cut_answer_reads_which_limit_stopped_the_answer():
+    """Cut only where the answer comes from the completion's last line; by max_tokens when the
+    node's limit was reached, else by the context."""
+    from datetime import datetime
+
+    from flowkit.trace import LLMCall, StepEvent
+    from storage.repo import RunInfo
+    from studio.run.runview import CutAnswer, cut_answer
+
+    spec = {"nodes": [{"id": "gen", "operator": "generation.answer", "params": {}}]}
+
+    def case(completion: str, answer: str, tokens: int, reason: str = "length"):
+        run = RunInfo("r", "f", None, "q", "", "ok", answer, [], None, None, 1, 1, tokens, 1.0,
+                      "m", "h", {}, spec, {}, {}, None, None, None, datetime.now(), None)
+        step = StepEvent("r", 0, "gen", "generation.answer", 1, {}, {"answer": answer},
+                         [LLMCall("p", completion, 9, tokens, 1.0, finish_reason=reason)])
+        return cut_answer(run, [step])
+
+    assert case("It was first lit in", "It was first lit in", 64) == CutAnswer("gen", 64, 64)
+    assert case("1884\nQuestion: and then the", "1884", 64) is None    # a whole first line
+    assert case("It was first lit in", "It was first lit in", 12) == CutAnswer("gen", 12, None)
+    assert case("It was first lit in", "It was first lit in", 64, "stop") is None

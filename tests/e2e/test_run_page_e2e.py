@@ -210,3 +210,32 @@ def test_a_long_answer_is_seen_while_it_is_written(studio, page):
     assert re.search(r"\w", _answer_box(page).first.inner_text().replace("Writing:", ""))
     # and the stream ends with the run: the cursor goes, the stored answer stays
     expect(_answer_box(page).get_by_text(CURSOR)).to_have_count(0, timeout=RUN_TIMEOUT_MS)
+
+
+def test_an_answer_cut_at_its_token_limit_says_so(studio, page):
+    """Issue 48, item 7: an answer stopped by its node's max_tokens ended mid-sentence with no
+    notice. A paragraph answer given 4 tokens for this run is cut; the page says by what, and
+    where to raise it."""
+    from playwright.sync_api import expect
+    expect.set_options(timeout=60_000)
+    page.goto(f"{studio.url}/run?flow=long_answer")
+    expect(page.get_by_role("heading", name="Run", exact=True)).to_be_visible(timeout=180_000)
+    settle(page)
+    box = page.locator("textarea[aria-label='Question']")
+    box.fill("Who designed the Corren Lighthouse, and when was it first lit?")
+    box.press("Control+Enter")
+    settle(page)
+    page.get_by_text("Model settings for this run").click()
+    limit = page.get_by_role("spinbutton", name="generate · max_tokens")
+    limit.fill("4")
+    limit.press("Enter")
+    settle(page)
+    expect(page.get_by_role("button", name="Run ▶")).to_be_enabled()
+    page.get_by_role("button", name="Run ▶").click()
+    page.wait_for_url(re.compile(r"[?&]run=\w+"))
+    notice = page.get_by_text(re.compile(r"^Cut at the token limit: the model stopped after 4 "
+                                         r"tokens, the max_tokens of node generate"))
+    expect(notice).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    expect(notice).to_contain_text("Model settings for this run (generate · max_tokens)")
+    notice.scroll_into_view_if_needed()
+    page.screenshot(path=str(ART / "run_page_cut_answer.png"))
