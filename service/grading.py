@@ -17,9 +17,10 @@ from typing import Any
 
 from flowkit.cost import Cost
 from flowkit.errors import FlowkitError
-from flowkit.eval.graders import GRADERS, check_names, grader_version
+from flowkit.eval.graders import ANSWER_ONLY, GRADERS, check_names, grader_version
 from flowkit.eval.grading import GradingSession, item_for
 from flowkit.eval.judge_scores import judge_scores
+from flowkit.eval.label_next import same_answers
 from flowkit.eval.report import EvalReport, JudgeScore
 from storage.grades import Grade, GradeRepo
 
@@ -147,8 +148,10 @@ class JudgedReport:
 def scores(ws: Workspace, eval_id: str, grader: str, model: str = "", *,
            model_label: str | None = None) -> JudgedReport:
     """Per flow: the grader's mean corrected by the labels (PPI++) where there are labels, else
-    uncorrected; paired differences against the first flow the same way. `model_label` (as
-    `graded` returns it) names the grader model instead of `model`."""
+    uncorrected; paired differences against the first flow the same way (for a judge whose truth
+    depends on the answer alone, a question both flows answered alike counts as a known
+    difference of 0). `model_label` (as `graded` returns it) names the grader model instead of
+    `model`."""
     label = model_label if model_label is not None else model_name(ws, model)
     plan = stored_plan(ws, eval_id)
     flows = [f.label or f.ref for f in plan.flows]
@@ -165,8 +168,22 @@ def scores(ws: Workspace, eval_id: str, grader: str, model: str = "", *,
     for lab in repo.labels(eval_id, metric=grader):           # an answer's own label wins
         if lab.flow in truth:
             truth[lab.flow][lab.question_id] = lab.value
+    alike = None
+    if grader in ANSWER_ONLY and flows:        # the same answer as the baseline: the same truth
+        said = answers(ws, plan)
+        alike = {f: same_answers(said[f], said[flows[0]]) for f in flows[1:]}
     return JudgedReport(eval_id, grader, label, flows[0] if flows else "",
-                        judge_scores(flows, by_flow, truth, grader=grader, model=label))
+                        judge_scores(flows, by_flow, truth, grader=grader, model=label,
+                                     same_answers=alike))
+
+
+def answers(ws: Workspace, plan: Any) -> dict[str, dict[str, str]]:
+    """Each flow's answer per question id, for every question it has a run of (a failed run's
+    answer is empty)."""
+    from flowkit.eval.runner import collect_results
+    got = collect_results(plan, eval_repo(ws).runs(plan.eval_id), {}, k=None)
+    return {f.label or f.ref: {r.question_id: r.prediction for r in got.get(f.label, [])}
+            for f in plan.flows}
 
 
 # ---- what the Compare page reads and writes ---------------------------------------------------

@@ -215,6 +215,11 @@ GRADERS: dict[str, Callable[[Item, Ask], Verdict]] = {
     "correctness": correctness, "groundedness": groundedness,
     "context_relevance": context_relevance, "answer_relevance": answer_relevance}
 
+#: Judges whose verdict, and whose truth, depend on the question and the answer alone (not on the
+#: passages a flow read): two flows that gave the same answer to a question have the same truth
+#: there, so their difference needs no label (`ppi_pp.ppi_pp_paired`'s `same_truth`).
+ANSWER_ONLY = frozenset({"correctness", "answer_relevance"})
+
 
 def check_names(names: list[str], field: str = "--judge") -> None:
     """Refuse an empty list or an unknown judge, naming `field` (the option or form field) and

@@ -42,7 +42,7 @@ was worth (`JudgeWeight`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -150,22 +150,44 @@ def judge_weight(unlabelled: Sequence[float], labelled: Sequence[tuple[float, fl
     return JudgeWeight(fit.weight, fit.labels, effective)
 
 
+def _differing(scores: Mapping[str, float], base_scores: Mapping[str, float],
+               same_truth: Collection[str]) -> tuple[dict[str, float], float, int]:
+    """The flow's scores on the questions not in `same_truth`, their share of the questions both
+    flows have scores for, and how many those are."""
+    common = [q for q in scores if q in base_scores]
+    same = set(same_truth)
+    rest = {q: scores[q] for q in common if q not in same}
+    return rest, (len(rest) / len(common) if common else 1.0), len(common)
+
+
 def ppi_pp_paired(scores: Mapping[str, float], base_scores: Mapping[str, float],
                   labels: Mapping[str, float], base_labels: Mapping[str, float], *,
                   metric: str = "", flow: str = "", baseline: str = "",
-                  confidence: float = 0.95) -> PairedDiff:
+                  confidence: float = 0.95, same_truth: Collection[str] = ()) -> PairedDiff:
     """flow minus baseline by PPI++ on the paired per-question differences (`ppi.paired_sets`:
-    a question counts as labelled when both flows' answers are)."""
-    d_f, d_pairs = paired_sets(scores, base_scores, labels, base_labels)
+    a question counts as labelled when both flows' answers are).
+
+    `same_truth`: questions whose truth is known to be the same for both flows without a label
+    (both gave the same answer, and the truth depends on the answer alone, as correctness does):
+    their difference is 0, so PPI++ runs on the other questions D alone and the estimate and its
+    interval are scaled by D's share of the questions, |D| / |Q|. Labels on D then count in full
+    and labels on the rest are not needed (`label_next`); the labelled questions of D must be a
+    random sample of D, as they are when labelled at random or in `label_next`'s order."""
+    rest, share, total = _differing(scores, base_scores, same_truth)
+    if not rest and total:                  # every question answered alike: no difference at all
+        return PairedDiff(metric, flow, baseline, total, 0.0, 0.0, 0.0)
+    d_f, d_pairs = paired_sets(rest, base_scores, labels, base_labels)
     out = ppi_pp_mean(d_f, d_pairs, metric=metric, flow=flow, confidence=confidence,
                       truth_range=DIFFERENCE)
-    return PairedDiff(metric, flow, baseline, out.n, out.mean, out.low, out.high)
+    return PairedDiff(metric, flow, baseline, out.n, share * out.mean, share * out.low,
+                      share * out.high)
 
 
 def judge_weight_paired(scores: Mapping[str, float], base_scores: Mapping[str, float],
-                        labels: Mapping[str, float], base_labels: Mapping[str, float]
-                        ) -> JudgeWeight | None:
+                        labels: Mapping[str, float], base_labels: Mapping[str, float], *,
+                        same_truth: Collection[str] = ()) -> JudgeWeight | None:
     """What the judge is worth in `ppi_pp_paired` on the same answers; None without a question
-    labelled for both flows."""
-    d_f, d_pairs = paired_sets(scores, base_scores, labels, base_labels)
+    labelled for both flows among those whose truth is not known to be the same."""
+    rest, _, _ = _differing(scores, base_scores, same_truth)
+    d_f, d_pairs = paired_sets(rest, base_scores, labels, base_labels)
     return judge_weight(d_f, d_pairs, truth_range=DIFFERENCE)

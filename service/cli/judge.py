@@ -3,6 +3,7 @@
     flowkit judge EVAL_ID --judge correctness,groundedness [--judge-model M] [--json]
     flowkit label EVAL_ID --flow F --question QID --metric correctness --value 1|0|clear
     flowkit label EVAL_ID --question QID --passage DOC_ID --value 1|0|clear   (context relevance)
+    flowkit label EVAL_ID --next [--flow F] [--metric M] [--count N]   (what to label next)
     flowkit eval ... --judge correctness [--judge-model M]   (grades after the runs)
 
 A grader reads each finished run's stored trace (no flow call runs again); its calls go through
@@ -22,6 +23,7 @@ from flowkit.errors import FlowkitError
 from flowkit.eval.graders import GRADERS, parse_graders
 
 from . import common
+from .label_next import cmd_next
 
 
 def print_scores(ws: object, eval_id: str, graders: list[str], model: str,
@@ -91,6 +93,12 @@ def label_passage(args: argparse.Namespace) -> int:
 def cmd_label(args: argparse.Namespace) -> int:
     from service.evaluations import stored_plan
     from service.grading import grade_repo
+    if args.next:
+        return cmd_next(args)
+    for value, option in ((args.question, "--question"), (args.value, "--value")):
+        if not value:
+            raise FlowkitError(f"{option}: needed to label an answer (or --next: what to label "
+                               "next)")
     if args.passage:
         return label_passage(args)
     if not args.flow:
@@ -137,10 +145,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "passage an answer read relevant or not (the truth judges are corrected "
                        "with)")
     s.add_argument("eval_id")
-    s.add_argument("--flow", default="", help="the flow whose answer is labelled")
-    s.add_argument("--question", required=True, help="the question id")
+    s.add_argument("--flow", default="", help="the flow whose answer is labelled (with --next: "
+                   "the flow compared with the first; default the second flow)")
+    s.add_argument("--question", default="", help="the question id")
     s.add_argument("--passage", default="", help="a passage id the answers to --question read: "
                    "label it for context relevance (--value 1, 0 or clear; no --flow)")
     s.add_argument("--metric", default="correctness", help=", ".join(GRADERS))
-    s.add_argument("--value", required=True, help="1 (right), 0 (wrong) or clear")
+    s.add_argument("--value", default="", help="1 (right), 0 (wrong) or clear")
+    s.add_argument("--next", action="store_true", help="list the answers to label next: where "
+                   "--flow and the first flow answered differently (the questions answered alike "
+                   "need no label), in a random order that keeps the intervals valid")
+    s.add_argument("--count", type=common.int_at_least(1), default=10, metavar="N",
+                   help="with --next: how many questions to list (default 10)")
     s.set_defaults(fn=cmd_label)
