@@ -12,10 +12,13 @@ the installed packages.
 """
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -148,12 +151,28 @@ def chromium() -> Iterator[Any]:
             browser.close()
 
 
-def setup_sample(home: Path) -> None:
-    """`flowkit setup` into FLOWKIT_HOME=home: the sample knowledge base, ingested."""
+_SETUP_TEMPLATE: list[Path] = []     # this process's one `flowkit setup`, copied for each module
+
+
+def _run_setup(home: Path) -> None:
     env = {**os.environ, "FLOWKIT_HOME": str(home), "HF_HUB_OFFLINE": "1",
            "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
     subprocess.run([sys.executable, "-m", "service.cli", "setup"], env=env, check=True, cwd=ROOT,
                    timeout=600, capture_output=True)
+
+
+def setup_sample(home: Path) -> None:
+    """FLOWKIT_HOME=home as `flowkit setup` leaves it: the sample knowledge base, ingested.
+
+    `flowkit setup` runs once per test process, into a folder of its own; each later home is a
+    copy of that folder (the knowledge base's files hold no path of their own), which saves an
+    ingest of the sample per browser-test module."""
+    if not _SETUP_TEMPLATE:
+        template = Path(tempfile.mkdtemp(prefix="flowkit-e2e-setup-")) / "home"
+        _run_setup(template)
+        atexit.register(shutil.rmtree, template.parent, True)
+        _SETUP_TEMPLATE.append(template)
+    shutil.copytree(_SETUP_TEMPLATE[0], home, dirs_exist_ok=True)
 
 
 class Studio(NamedTuple):
