@@ -105,6 +105,12 @@ def report(repo: EvalRepo, plan: EvalPlan, k: int | None = 5) -> EvalReport:
     return evaluation_report(repo, plan, None, k)
 
 
+def run_seconds(repo: EvalRepo, eval_id: str) -> tuple[float, float]:
+    """(cost, wall) in seconds over the evaluation's runs: what computing them costs (s/q summed)
+    and the wall time they took here (calls served from the cache take almost none)."""
+    return repo.run_seconds(eval_id)
+
+
 def record(ws: Workspace, plan: EvalPlan) -> None:
     """Store the evaluation before it runs, so a page can open it at once."""
     eval_repo(ws).ensure_eval(plan.eval_id, plan.name, plan.dataset, plan.kb,

@@ -205,6 +205,16 @@ class EvalRepo:
                              .order_by(RunRow.started_at)).all()
             return [_run_info(r) for r in rows]
 
+    def run_seconds(self, eval_id: str) -> tuple[float, float]:
+        """(cost, wall): the seconds of the evaluation's runs, summed: their cost (calls from the
+        cache at the time they took when computed) and the wall time they took here."""
+        with Session(self.engine) as s:
+            cost, wall = s.execute(
+                select(func.coalesce(func.sum(RunRow.ms), 0.0),
+                       func.coalesce(func.sum(func.coalesce(RunRow.wall_ms, RunRow.ms)), 0.0))
+                .where(RunRow.eval_id == eval_id)).one()
+            return float(cost) / 1000.0, float(wall) / 1000.0
+
     def statuses(self, eval_id: str) -> dict[str, str]:
         """run id -> status, for every run of the evaluation (cheap: two columns)."""
         with Session(self.engine) as s:

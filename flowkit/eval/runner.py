@@ -177,10 +177,13 @@ class Progress:
     eta_s: float | None = None
 
     def describe(self) -> str:
-        """'12/40 · 30 calls computed, 18 from the cache · about 2 min left'."""
-        parts = [f"{self.done}/{self.total}"]
+        """'12/40 answers · model calls of the 12 run now: 30 computed, 18 from the cache ·
+        about 2 min left'. The calls are this session's (answers stored before it, skipped,
+        made none), and calls are not answers: a flow makes one or more for each."""
+        parts = [f"{self.done}/{self.total} answers"]
         if self.cost.calls:
-            parts.append(f"{self.cost.computed} calls computed, {self.cost.cached} from the cache")
+            parts.append(f"model calls of the {self.done - self.skipped} run now: "
+                         f"{self.cost.computed} computed, {self.cost.cached} from the cache")
         if self.eta_s is not None and self.done < self.total:
             parts.append(f"about {_duration(self.eta_s)} left")
         return " · ".join(parts)

@@ -26,13 +26,14 @@ from service.evaluations import (
     new_plan,
     open_plan,
     report,
+    run_seconds,
 )
 from service.runs import FlowRef, RunInfo, flow_choices
 from service.workspace import Workspace
 from studio.common import provenance
 
 __all__ = ["MAX_FLOWS", "MIN_FLOWS", "dataset_choices", "evaluations", "flow_choices",
-           "flow_entries", "load_dataset", "new_plan", "open_plan", "report"]
+           "flow_entries", "load_dataset", "new_plan", "open_plan", "report", "run_seconds"]
 
 
 # ---- choices -------------------------------------------------------------------------------
@@ -87,6 +88,30 @@ def metrics_table(rep: EvalReport) -> list[dict[str, Any]]:
                 row[title] = round(v, 1)
         rows.append(row)
     return rows
+
+
+#: what the progress line's model calls count (its help)
+CALLS_HELP = ("Model calls, not answers: a flow makes one or more for each answer. They are "
+              "the calls of the answers run by this job only: answers stored before it (a "
+              "resumed evaluation, a column added) are skipped and count none. 'From the cache': "
+              "computed before for the same model, prompt and settings, so free now.")
+
+#: what the metrics table's s/q counts (its column's help)
+SECONDS_HELP = ("Seconds a question's run costs with every model call computed: a call served "
+                "from the completion cache counts the time it took when it was computed. It is "
+                "the flow's cost, the same whether this evaluation computed the calls or found "
+                "them in the cache, not the time this evaluation took.")
+
+
+def seconds_note(cost_s: float, wall_s: float) -> str:
+    """The s/q beside this evaluation's wall time: why they do not add up (flows that share
+    calls each count them, the cache served them once)."""
+    line = (f"s/q: the flow's cost computed once (see the column's help); over every answer "
+            f"it is {cost_s:,.1f} s, and the runs took {wall_s:,.1f} s here (wall time)")
+    if cost_s > wall_s + 0.05:
+        line += (": calls that flows share, or that an earlier run computed, came from the "
+                 "completion cache")
+    return line + "."
 
 
 def answered(rep: EvalReport) -> tuple[int, int]:

@@ -198,7 +198,8 @@ def progress_panel(ws: Workspace, jobs: JobManager, plan: EvalPlan) -> None:
             label += f" · {p.failed} failed"
         st.progress(min(p.fraction, 1.0), text=label)
         if p.message:
-            st.caption(inert.escape(p.message))
+            st.caption(inert.escape(p.message),
+                       help=cd.CALLS_HELP if "model calls of the" in p.message else None)
         if p.active:
             if st.button("Cancel", key=K.STOP, disabled=p.message.startswith("cancelling"),
                          help="Stops at the next step of the run in flight; the finished "
@@ -218,15 +219,19 @@ def progress_panel(ws: Workspace, jobs: JobManager, plan: EvalPlan) -> None:
 
 
 # ---- results ---------------------------------------------------------------------------------
-def metrics_section(rep: EvalReport) -> None:
+def metrics_section(rep: EvalReport, seconds: tuple[float, float] | None = None) -> None:
+    """The metrics table, what its columns count, and `seconds` (cost, wall: run_seconds)."""
     st.subheader("Metrics")
-    st.dataframe(cd.metrics_table(rep), hide_index=True, width="stretch",
-                 key=K.METRICS_DF)
+    st.dataframe(cd.metrics_table(rep), hide_index=True, width="stretch", key=K.METRICS_DF,
+                 column_config={"s/q": st.column_config.NumberColumn("s/q",
+                                                                     help=cd.SECONDS_HELP)})
     done, total = cd.answered(rep)
     so_far = f"{done} of {total} answers in so far; " if done < total else ""
     st.caption(f"{so_far}EM, F1, Acc and {rep.recall_title} in %; tokens = prompt + completion per "
                f"question; {rep.recall_title}: share of gold passages in the top "
                f"{rep.k or 'all'} of any search of the run.")
+    if seconds is not None:
+        st.caption(cd.seconds_note(*seconds), help=cd.SECONDS_HELP)
     steady = steadiness_line(rep)
     if steady:
         st.caption(inert.escape(steady), help=steadiness_line.__doc__)
@@ -369,7 +374,7 @@ def results(ws: Workspace, repo: EvalRepo, plan: EvalPlan, jobs: JobManager) -> 
     if not any(rep.results.values()):
         st.info("No answers yet: the results appear here as the evaluation goes.")
         return
-    metrics_section(rep)
+    metrics_section(rep, cd.run_seconds(repo, plan.eval_id))
     judges_panel.judges_section(ws, jobs, plan)
     downloads(rep)
     charts_section(rep)

@@ -12,7 +12,7 @@ from studio.common import inert
 from studio.common.state import ReplayKeys as K
 from studio.compare.judges_data import verdict_line
 from studio.replay import replay
-from studio.run import runview
+from studio.run import answer_panel, runview
 
 
 def _fork_banner(view: ForkView, run: RunInfo) -> None:
@@ -74,8 +74,5 @@ def draw(ws: Workspace, run: RunInfo, steps: list[StepEvent]) -> None:
                           icon=":material/call_split:", on_click=replay.open_run,
                           args=(st.query_params, child, 0))
     with totals:
-        figures = runview.totals(run, steps)
-        cols = st.columns(len(figures))
-        for col, (name, value) in zip(cols, figures.items()):
-            col.metric(name, value)
+        answer_panel.totals_panel(runview.totals(run, steps))
         st.caption(f"Model {inert.escape(run.model_id or '?')} · {run.model_hash[:12] or '?'}")

@@ -233,6 +233,16 @@ def cut_notice(cut: runview.CutAnswer | None) -> None:
                    icon=":material/content_cut:")
 
 
+def totals_panel(figures: dict[str, Any], per_row: int = 3) -> None:
+    """The run's totals (runview.totals) as metrics, `per_row` to a row so that no label or
+    figure is cut ("2...") in a narrow column, each with what it counts as its help."""
+    items = list(figures.items())
+    for i in range(0, len(items), per_row):
+        cols = st.columns(per_row)
+        for col, (name, value) in zip(cols, items[i:i + per_row]):
+            col.metric(name, value, help=runview.TOTALS_HELP.get(name))
+
+
 def cited(run: RunInfo, steps: list[StepEvent]) -> None:
     """The passages the answer cites, the first one open."""
     passages = runview.cited_passages(run, steps)

@@ -192,10 +192,7 @@ def render(ws: Workspace, jobs: JobManager, run_id: str,
     _status(run.status)
     _ended_notice(run)
     answer_panel.final_answer(run, expected, steps)
-    figures = runview.totals(run, steps)
-    totals = st.columns(len(figures))
-    for col, (name, value) in zip(totals, figures.items()):
-        col.metric(name, value)
+    answer_panel.totals_panel(runview.totals(run, steps))
     answer_panel.cited(run, steps)
     answer_panel.retrieved(run)
     if run.parent_run_id:

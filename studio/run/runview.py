@@ -206,19 +206,38 @@ def rounded(value: Any, digits: int = 2) -> Any:
     return value
 
 
+#: what each of the totals counts (the metric's help, where the figure is)
+TOTALS_HELP = {
+    "Seconds": "How long the run took (wall time). No call came from the completion cache, so "
+               "this is also what the flow costs.",
+    "Cost (s)": "What the run costs with every model call computed: its wall time "
+                              "here plus the time its calls served from the completion cache "
+                              "took when they were first computed. Compare's s/q counts this, "
+                              "so a run from the cache and a fresh one compare fairly.",
+    "Wall time (s)": "How long this run took here: a call served from the completion cache "
+                     "takes almost no time.",
+    "Calls from cache": "Of the LLM calls, those served from the completion cache: computed "
+                        "before for the same model, prompt and settings (Settings page).",
+}
+
+
 def totals(run: RunInfo, steps: list[StepEvent] | None = None) -> dict[str, Any]:
-    """Steps, LLM calls, tokens, seconds (labels as shown). A fork's stored calls and tokens also
-    count its parent's part before the fork point (its budget); with `steps` (the run's own),
-    a fork's figures are its own, the parent's part shown apart (service.runs.fork_view)."""
+    """Steps, LLM calls, tokens, seconds (labels as shown, each explained in TOTALS_HELP). With
+    calls from the cache the seconds are two figures: the cost (all computed) and the wall time.
+    A fork's stored calls and tokens also count its parent's part before the fork point (its
+    budget); with `steps` (the run's own), a fork's figures are its own, the parent's part shown
+    apart (service.runs.fork_view)."""
     calls, tokens = run.llm_calls, run.tokens
     if run.parent_run_id and steps is not None:
         own = own_figures(steps)
         calls, tokens = own.llm_calls, own.tokens
-    out: dict[str, Any] = {"Steps": run.steps, "LLM calls": calls, "Tokens": tokens,
-                           "Seconds": round((run.ms or 0) / 1000, 1)}
-    if run.cached_calls:
-        out["From cache"] = run.cached_calls
-        out["Wall seconds"] = round((run.wall_ms or 0) / 1000, 1)
+    out: dict[str, Any] = {"Steps": run.steps, "LLM calls": calls, "Tokens": tokens}
+    if not run.cached_calls:
+        out["Seconds"] = round((run.ms or 0) / 1000, 1)
+        return out
+    out["Calls from cache"] = run.cached_calls
+    out["Cost (s)"] = round((run.ms or 0) / 1000, 1)
+    out["Wall time (s)"] = round((run.wall_ms or 0) / 1000, 1)
     return out
 
 

@@ -133,6 +133,29 @@ def test_stopped_evaluation_can_be_resumed(ws):
     get_jobs().wait_idle(60)
     until(at, lambda a: "6/6 answers · done" in str([p.proto.text for p in a.get("progress")]))
     assert tasks.last_job(get_jobs(), plan.eval_id).status == "done"
+    # issue 48, item 5: the calls counted are those of the 4 answers this job ran (the 2 stored
+    # before it count none), said in words, with what they count as the line's help
+    line = next(c for c in at.caption if "model calls" in c.value)
+    assert re.search(r"6/6 answers · model calls of the 4 run now: \d+ computed, \d+ from the "
+                     r"cache", line.value), line.value
+    assert "not answers" in line.proto.help
+
+
+def test_seconds_per_question_are_told_apart_from_the_wall_time(ws):
+    """Issue 48, item 5: the flows' s/q added up to more than the evaluation took, unexplained.
+    The page says what s/q counts and gives both sums; a second evaluation of the same flows
+    computes nothing (every call from the cache) and says why they differ."""
+    ws.resources.set_llm(FakeLLM([(r"Question: .*\nAnswer:", answer)], default="no idea",
+                                 ms=2000.0))            # each computed call "costs" 2 s
+    evaluated(ws, limit=2)                              # computed: 4 calls, 8 s
+    plan = evaluated(ws, limit=3)                       # q01, q02 from the cache, q03 computed
+    cost, wall = EvalRepo(ws.store).run_seconds(plan.eval_id)
+    assert cost > wall + 7.0                            # the 4 cached calls count 8 s of cost
+    at = page("pages/compare.py", eval=plan.eval_id).run()
+    assert not at.exception, [e.message for e in at.exception]
+    note = next(c for c in at.caption if c.value.startswith("s/q:"))
+    assert f"{cost:,.1f} s" in note.value and f"{wall:,.1f} s here (wall time)" in note.value
+    assert "completion cache" in note.value and "flow's cost" in note.proto.help
 
 
 def test_bad_choices_are_refused(ws):

@@ -311,3 +311,28 @@ def test_cut_answer_reads_which_limit_stopped_the_answer():
     assert case("1884\nQuestion: and then the", "1884", 64) is None    # a whole first line
     assert case("It was first lit in", "It was first lit in", 12) == CutAnswer("gen", 12, None)
     assert case("It was first lit in", "It was first lit in", 64, "stop") is None
+
+
+def test_a_run_from_the_cache_tells_its_cost_from_its_wall_time(ws):
+    """Issue 48, item 5: 'Seconds 42.7' beside 'Wall seconds 15.5' read as a contradiction. A run
+    whose calls came from the cache shows its cost (all computed) and its wall time, each
+    saying what it counts; a computed run shows one figure."""
+    before = ws.resources.llm
+    ws.resources.set_llm(kit.FakeLLM([(r"Corren Lighthouse", "It was first lit in 1884 [1]")],
+                                     default="unknown [1]", ms=3000.0))   # a call "costs" 3 s
+    question = "When was the Corren Lighthouse lit, in the cache test?"
+    try:
+        def figures(at) -> dict[str, tuple[str, str]]:
+            return {m.label: (m.value, m.proto.help) for m in at.metric}
+        first = kit.until(_submit(question), lambda a: "/replay?run=" in kit.texts(a))
+        assert "Seconds" in figures(first) and "Wall time (s)" not in figures(first)
+        assert "wall time" in figures(first)["Seconds"][1]
+        again = kit.until(_submit(question), lambda a: "Calls from cache" in kit.texts(a))
+        shown = figures(again)
+        assert "Seconds" not in shown and "Wall seconds" not in shown
+        assert float(shown["Cost (s)"][0]) >= 3.0 > float(shown["Wall time (s)"][0])
+        assert "first computed" in shown["Cost (s)"][1]
+        assert "took here" in shown["Wall time (s)"][1]
+    finally:
+        get_jobs().wait_idle(30)
+        ws.resources.set_llm(before)

@@ -239,3 +239,20 @@ def test_an_answer_cut_at_its_token_limit_says_so(studio, page):
     expect(notice).to_contain_text("Model settings for this run (generate · max_tokens)")
     notice.scroll_into_view_if_needed()
     page.screenshot(path=str(ART / "run_page_cut_answer.png"))
+
+    # issue 48, item 5: the same run again comes from the completion cache; its figures say
+    # which seconds are the flow's cost and which the time it took here (no bare 'Seconds'
+    # beside 'Wall seconds')
+    first_run = re.search(r"[?&]run=(\w+)", page.url).group(1)
+    page.get_by_role("button", name="Run ▶").click()
+    page.wait_for_url(re.compile(r"[?&]run=(?!" + first_run + r")\w+"))
+    metrics = page.locator("[data-testid='stMetric']")
+    cost = metrics.filter(has_text="Cost (s)")
+    expect(cost).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    expect(metrics.filter(has_text="Wall time (s)")).to_be_visible()
+    expect(metrics.filter(has_text="Calls from cache")).to_contain_text("1")
+    expect(page.get_by_text("Wall seconds")).to_have_count(0)
+    cost.get_by_role("button").first.hover()            # the figure's help: what it counts
+    expect(page.get_by_text(re.compile(r"What the run costs with every model call computed"))
+           ).to_be_visible()
+    page.screenshot(path=str(ART / "run_page_cost_and_wall.png"))
