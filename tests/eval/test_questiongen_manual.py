@@ -13,6 +13,7 @@ from flowkit.eval.questiongen import manual as M
 from flowkit.eval.questiongen import tables as T
 from flowkit.eval.questiongen.checks import PASSAGE_CHARS, Checker
 from flowkit.eval.questiongen.generate import Request, estimate, generate, read_passages
+from flowkit.operators._window import focus
 from flowkit.runtime.completion_cache import MemoryCompletionCache
 from flowkit.testing import FakeLLM, HashEmbedder, MemoryKB
 from flowkit.testing.fakes import FakeResources
@@ -98,9 +99,17 @@ def test_a_key_two_tables_share_is_asked_with_the_tables_caption():
     assert t is not None and T.context_name(no_caption, t) == "Numeric Types"
 
 
-def test_rows_past_what_the_reader_is_shown_are_not_asked():
+def test_rows_past_the_first_window_are_asked_where_the_reader_is_shown_them(monkeypatch):
     rows = "\n".join(f"type{i:03d} | {i} bytes | small" for i in range(80))
     p = table_passage("Name | Size | Kind\n" + rows)
+    found = T.row_candidates(p, T.passage_table(p))
+    keys = {c.extra["table_key"] for c in found}
+    # the reader's window shows the header and the row a question names, however far down
+    assert {"type000", "type079"} <= keys
+    late = next(c for c in found if c.extra["table_key"] == "type079")
+    assert "type079 | 79 bytes" in focus(p.text, "table", late.question, PASSAGE_CHARS)
+    # a window that shows only the first characters leaves the late rows unasked (rule 5)
+    monkeypatch.setattr(T, "focus", lambda text, kind, question, n: text[:n])
     keys = {c.extra["table_key"] for c in T.row_candidates(p, T.passage_table(p))}
     assert "type000" in keys and "type079" not in keys
     shown = p.text[:PASSAGE_CHARS]

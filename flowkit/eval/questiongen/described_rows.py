@@ -19,14 +19,13 @@ the row and the short cells are the answers:
    as words), not found in the question.
 4. The question always carries the table's caption (or section) as context: a descriptor like
    "Reserved for expansion" is shared by many tables of a manual.
-5. Only rows the reader is shown are asked (`tables` rule 5).
+5. Only rows the reader's window shows for the question are asked (`tables` rule 5).
 """
 from __future__ import annotations
 
 import re
 
 from .candidates import Candidate, Passage
-from .checks import PASSAGE_CHARS
 from .facts import answer_in_question
 from .tables import (
     _MARKS,
@@ -37,6 +36,7 @@ from .tables import (
     _sentence,
     context_name,
     header_phrase,
+    shown_to_reader,
 )
 
 #: the share of rows whose cell in a column must be a sentence for it to describe the rows (rule 1)
@@ -85,8 +85,6 @@ def described_candidates(p: Passage, t: TableText) -> list[Candidate]:
     kind_of_name = "table" if t.caption else "section"
     out: list[Candidate] = []
     for row, end, name in zip(t.rows, t.row_ends, names):
-        if end > PASSAGE_CHARS:
-            break
         if name is None or counts[name.lower()] > 1:
             continue
         for j, cell in enumerate(row):
@@ -99,7 +97,7 @@ def described_candidates(p: Passage, t: TableText) -> list[Candidate]:
                 continue
             what, verb = phrase
             question = f'In the "{title}" {kind_of_name}, what {verb} the {what} of "{name}"?'
-            if answer_in_question(question, answer):
+            if answer_in_question(question, answer) or not shown_to_reader(p, question, row, end):
                 continue
             out.append(Candidate(question, answer, "table", (p,), "described row",
                                  {"table_key": name, "table_column": t.header[j]}))

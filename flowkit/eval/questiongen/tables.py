@@ -23,9 +23,11 @@ header H[j]: "What is the <H[j]> of <key>?". The rules, each with its reason:
 4. A key that is also a key of another table in the knowledge base, or is shorter than three
    characters, is asked with its table's caption (or section) as context: "In the "Integer Types"
    table, what is ...", so that the question has one answer in the whole knowledge base.
-5. Only rows the reader is shown are asked: the checks (and the flows' answer operator) show the
-   first `PASSAGE_CHARS` characters of a passage, and a row past them cannot be read back (every
-   such candidate would cost a model call for nothing).
+5. Only rows the reader is shown are asked: the checks (and the flows' answer operator) show a
+   passage through a window of `PASSAGE_CHARS` characters, which for a longer structured chunk
+   holds the caption, the header and the rows that bear on the question
+   (`flowkit.operators._window.focus`); a row the window leaves out for its own question cannot be
+   read back (every such candidate would cost a model call for nothing).
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ...documents.model import CELL_SEP, PATH_SEP
+from ...operators._window import focus
 from .candidates import Candidate, Passage
 from .checks import PASSAGE_CHARS
 from .facts import answer_in_question
@@ -131,6 +134,15 @@ def passage_table(p: Passage) -> TableText | None:
     return found[0] if found else None
 
 
+def shown_to_reader(p: Passage, question: str, row: Sequence[str], end: int) -> bool:
+    """Whether the reader's window on `p` for `question` shows `row` (rule 5); `end`: where the
+    row's line ends in the passage (a row within the first PASSAGE_CHARS is always shown)."""
+    if end <= PASSAGE_CHARS:
+        return True
+    seen = " ".join(focus(p.text, p.kind or None, question, PASSAGE_CHARS).split())
+    return " ".join(CELL_SEP.join(row).split()) in seen
+
+
 def _numeric(cell: str) -> bool:
     return bool(_NUMERIC.fullmatch(cell.replace(" ", "")))
 
@@ -217,8 +229,6 @@ def row_candidates(p: Passage, t: TableText, shared_keys: frozenset[str] = froze
              for j in range(len(t.header))]
     out: list[Candidate] = []
     for row, end in zip(t.rows, t.row_ends):
-        if end > PASSAGE_CHARS:
-            break                                     # rule 5: the reader is not shown it
         key = row[key_col].strip().rstrip(".")
         needs_context = key.lower() in shared_keys or len(key) < 3
         if needs_context and not title:
@@ -235,7 +245,7 @@ def row_candidates(p: Passage, t: TableText, shared_keys: frozenset[str] = froze
             question = f"What {verb} the {what} of {key}?"
             if needs_context:
                 question = f'In the "{title}" {kind_of_name}, {question[0].lower()}{question[1:]}'
-            if answer_in_question(question, answer):
+            if answer_in_question(question, answer) or not shown_to_reader(p, question, row, end):
                 continue
             out.append(Candidate(question, answer, "table", (p,), "table cell",
                                  {"table_key": key, "table_column": t.header[j]}))
