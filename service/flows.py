@@ -4,6 +4,8 @@ delete (with its editor drafts). Every function takes the workspace: the studio 
 store."""
 from __future__ import annotations
 
+import re
+
 from flowkit import templates
 from flowkit.errors import FlowkitError, Problem
 from flowkit.export import export_zip as export_zip
@@ -28,8 +30,16 @@ def template_title(name: str) -> str:
         description = templates.load_template(name).description.strip()
     except FlowkitError:
         return name
-    first = description.split(". ")[0].rstrip(".")
-    return f"{name} · {first[:110]}" if first else name
+    first = _SENTENCE_END.split(description, maxsplit=1)[0].rstrip(".")
+    if len(first) > TITLE_CHARS:      # cut at a word, and say so
+        first = first[:TITLE_CHARS].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    return f"{name} · {first}" if first else name
+
+
+#: the most characters of a template's description its picker text shows
+TITLE_CHARS = 110
+#: a full stop that ends a sentence: not the one of "et al.", "e.g.", "i.e.", "cf.", "vs."
+_SENTENCE_END = re.compile(r"(?<!\bal)(?<!\be\.g)(?<!\bi\.e)(?<!\bcf)(?<!\bvs)\.\s")
 
 
 def list_flows(ws: Workspace) -> list[FlowInfo]:

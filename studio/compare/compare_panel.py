@@ -26,7 +26,7 @@ from studio.common import inert
 from studio.common import provenance_panel as provenance
 from studio.common.jobs import JobManager
 from studio.common.state import CompareKeys as K
-from studio.common.state import query_select
+from studio.common.state import query_select, sync_from_query
 from studio.compare import compare_charts as charts
 from studio.compare import compare_data as cd
 from studio.compare import (
@@ -38,6 +38,8 @@ from studio.compare import (
 )
 
 NEW_KB = "__new__"
+#: the address parameter that names the question set to pick (a link from another page)
+DATASET_PARAM = "dataset"
 
 
 # ---- the open evaluation in the address -------------------------------------------------------
@@ -82,8 +84,10 @@ def setup_form(ws: Workspace, repo: EvalRepo, jobs: JobManager) -> None:
                 "import one in a shell with `flowkit dataset import DIR_OR_CSV`.")
         generate_link_panel.pointer(repo, names)
         return
-    if K.DATASET.get() not in names:
-        K.DATASET.set("sample_questions" if "sample_questions" in names else names[0])
+    # a set named in the address (?dataset=: the Knowledge page's "Open Compare" after a save)
+    # is picked once; else the one picked before, else the sample questions
+    sync_from_query(names, key=K.DATASET, param=DATASET_PARAM,
+                    default="sample_questions" if "sample_questions" in names else names[0])
     name = st.selectbox("Question set", names, key=K.DATASET,
                         help="Sets under ../shared/data, the sample questions, or imported ones")
     ds = peek_dataset(repo, name)

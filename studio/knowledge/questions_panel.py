@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlencode
 
 import pandas as pd
 import streamlit as st
@@ -27,6 +28,7 @@ from studio.common.jobs import Job, JobManager
 from studio.common.state import KbKeys as K
 from studio.common.state import Key
 from studio.common.tasks import cancel
+from studio.compare.compare_panel import DATASET_PARAM
 from studio.knowledge import review, tasks
 
 PARAM = "qgen"                    # the address holds the generation's job id
@@ -219,13 +221,16 @@ def save_panel(ws: Workspace, job: Job, plan: questiongen.Plan, questions: list[
     if saved:
         st.success(f"Saved dataset '{inert.escape(saved[0])}' with {saved[1]} questions: open "
                    "it in Compare.")
-        compare_link()
+        compare_link(saved[0])
 
 
-def compare_link() -> None:
-    """A link to the Compare page (a plain link when this page is run on its own)."""
+def compare_link(dataset: str) -> None:
+    """A link to the Compare page with `dataset` picked as its question set (a plain link when
+    this page is run on its own)."""
     label = "Open Compare"
+    params = {DATASET_PARAM: dataset}
     try:
-        st.page_link(COMPARE_PAGE, label=label, icon=":material/compare_arrows:")
+        st.page_link(COMPARE_PAGE, label=label, icon=":material/compare_arrows:",
+                     query_params=params)
     except (StreamlitAPIException, KeyError):
-        st.markdown(f"[{label}](/compare)")
+        st.markdown(f"[{label}](/compare?{urlencode(params)})")

@@ -102,6 +102,19 @@ def test_generate_review_edit_delete_add_then_save(ws):
                     "answers": ["Pell"], "type": "added", "supporting_doc_ids": [],
                     "origin": {"added_by": "user", "kb": "sample"}}
 
+    # issue 48, item 9: "Open Compare" opens Compare with the saved set picked (it picked the
+    # sample questions), and the address picks it once: the user's later pick stays
+    links = [m.value for m in at.markdown if "Open Compare" in m.value] + [
+        f"{e.proto.page}?{e.proto.query_string}" for e in at.get("page_link")
+        if "Open Compare" in str(e.proto.label)]
+    assert links and "compare?dataset=sample-reviewed" in links[0], links
+    compare = kit.page("pages/compare.py", dataset="sample-reviewed").run()
+    assert not compare.exception, [e.message for e in compare.exception]
+    assert compare.selectbox(key="compare_dataset").value == "sample-reviewed"
+    assert compare.selectbox(key="compare_kb").value == "sample"
+    compare.selectbox(key="compare_dataset").set_value("sample_questions").run()
+    assert compare.selectbox(key="compare_dataset").value == "sample_questions"
+
     # a refresh (a new session on the same address) finds the generated set again
     again = _open(qgen=job_id)
     assert len(again.dataframe(key=TABLE.format(job_id)).value) == 3

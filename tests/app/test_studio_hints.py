@@ -83,6 +83,11 @@ def test_template_titles_carry_the_description() -> None:
     title = library.template_title("naive_rag")
     assert title.startswith("naive_rag · Naive RAG")
     assert library.template_title(library.BLANK).startswith(library.BLANK)
+    # issue 48, item 9: "Ma et al. 2023" is not the end of a sentence, and a long one is cut at
+    # a word with a mark, not mid-word
+    rrr = library.template_title("rewrite_retrieve_read")
+    assert rrr.startswith("rewrite_retrieve_read · Rewrite-Retrieve-Read (Ma et al. 2023): the")
+    assert rrr.endswith("…") and rrr[:-1].split()[-1].isalpha()
 
 
 def test_fork_chart_numbering_continues_the_parent() -> None:
