@@ -21,6 +21,8 @@ from flowkit.eval.graders import ANSWER_ONLY, GRADERS, check_names, grader_versi
 from flowkit.eval.grading import GradingSession, item_for
 from flowkit.eval.judge_scores import judge_scores
 from flowkit.eval.label_next import same_answers
+from flowkit.eval.pairwise import is_pairwise
+from flowkit.eval.reliability import ReliabilityCard, reliability_card
 from flowkit.eval.report import EvalReport, JudgeScore
 from storage.grades import Grade, GradeRepo
 
@@ -66,6 +68,11 @@ class GradeOutcome:
 
 def check(graders: list[str], model: str) -> None:
     check_names(graders, "judge")
+    check_model(model)
+
+
+def check_model(model: str) -> None:
+    """Refuse a judge model that cannot be loaded ('' and 'default' are the workspace's)."""
     if model and model != DEFAULT:
         why = model_problem(model)
         if why:
@@ -132,10 +139,12 @@ class JudgedReport:
     model: str
     baseline: str
     flows: list[JudgeScore] = field(default_factory=list)
+    card: ReliabilityCard | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"eval_id": self.eval_id, "grader": self.grader, "model": self.model,
                 "baseline": self.baseline,
+                "reliability": self.card.to_dict() if self.card else None,
                 "flows": [{"flow": f.flow, "estimate": f.estimate.to_dict(),
                            "corrected": f.corrected, "labels": f.labels,
                            "raw_mean": f.raw_mean, "labels_only_width": f.labels_only_width,
@@ -150,8 +159,9 @@ def scores(ws: Workspace, eval_id: str, grader: str, model: str = "", *,
     """Per flow: the grader's mean corrected by the labels (PPI++) where there are labels, else
     uncorrected; paired differences against the first flow the same way (for a judge whose truth
     depends on the answer alone, a question both flows answered alike counts as a known
-    difference of 0). `model_label` (as `graded` returns it) names the grader model instead of
-    `model`."""
+    difference of 0), and the judge's reliability card (its agreement with every labelled
+    answer of every flow). `model_label` (as `graded` returns it) names the grader model instead
+    of `model`."""
     label = model_label if model_label is not None else model_name(ws, model)
     plan = stored_plan(ws, eval_id)
     flows = [f.label or f.ref for f in plan.flows]
@@ -172,9 +182,11 @@ def scores(ws: Workspace, eval_id: str, grader: str, model: str = "", *,
     if grader in ANSWER_ONLY and flows:        # the same answer as the baseline: the same truth
         said = answers(ws, plan)
         alike = {f: same_answers(said[f], said[flows[0]]) for f in flows[1:]}
+    pairs = [(by_flow[f][q], y) for f in flows for q, y in truth[f].items() if q in by_flow[f]]
     return JudgedReport(eval_id, grader, label, flows[0] if flows else "",
                         judge_scores(flows, by_flow, truth, grader=grader, model=label,
-                                     same_answers=alike))
+                                     same_answers=alike),
+                        reliability_card(pairs, judge=grader, model=label))
 
 
 def answers(ws: Workspace, plan: Any) -> dict[str, dict[str, str]]:
@@ -195,7 +207,8 @@ LABEL_WORDS: dict[str, tuple[str, str]] = {"correctness": ("right", "wrong"),
 def graded(ws: Workspace, eval_id: str) -> list[tuple[str, str]]:
     """(grader, grader model as named) for every grader that has verdicts on this evaluation, in
     GRADERS order."""
-    seen = {(g.grader, g.model) for g in grade_repo(ws).grades(eval_id)}
+    seen = {(g.grader, g.model) for g in grade_repo(ws).grades(eval_id)
+            if not is_pairwise(g.grader)}
     order = list(GRADERS)
     return sorted(seen, key=lambda gm: (order.index(gm[0]) if gm[0] in order else len(order),
                                         gm[1]))
@@ -213,7 +226,7 @@ def with_judges(ws: Workspace, rep: EvalReport) -> EvalReport:
     rep.judges = [f for jr in all_scores(ws, rep.eval_id) for f in jr.flows
                   if f.flow in rep.results]
     verdicts: dict[str, dict[str, dict[str, float | None]]] = {}
-    for g in grade_repo(ws).grades(rep.eval_id):
+    for g in _single(grade_repo(ws).grades(rep.eval_id)):
         verdicts.setdefault(g.flow, {}).setdefault(g.question_id, {})[
             f"{g.grader}@{g.model}"] = g.score
     rep.verdicts = verdicts
@@ -233,12 +246,18 @@ def run_verdicts(ws: Workspace, run_id: str, eval_id: str | None) -> list[Grade]
         qid = str(plan.questions[qi]["id"])
     except (ValueError, IndexError, FlowkitError):
         return []
-    return [g for g in grade_repo(ws).grades(eval_id) if g.flow == flow and g.question_id == qid]
+    return [g for g in _single(grade_repo(ws).grades(eval_id))
+            if g.flow == flow and g.question_id == qid]
 
 
 def answer_grades(ws: Workspace, eval_id: str, question_id: str) -> list[Grade]:
     """Every verdict on the answers to one question (all flows, graders and models)."""
-    return [g for g in grade_repo(ws).grades(eval_id) if g.question_id == question_id]
+    return [g for g in _single(grade_repo(ws).grades(eval_id)) if g.question_id == question_id]
+
+
+def _single(grades: list[Grade]) -> list[Grade]:
+    """The verdicts on one answer each (a pairwise verdict, on two answers, is service.pairwise's)."""
+    return [g for g in grades if not is_pairwise(g.grader)]
 
 
 def answer_labels(ws: Workspace, eval_id: str, question_id: str) -> dict[tuple[str, str], float]:

@@ -14,7 +14,8 @@ from typing import Any
 from ..context import Resources, RunContext
 from ..cost import Cost
 from ..trace import StepEvent
-from .graders import GRADERS, Item, Verdict
+from .graders import GRADERS, VERDICT_TOKENS, Item, Verdict
+from .pairwise import PairVerdict, pairwise
 
 MAX_PASSAGES = 5
 
@@ -66,13 +67,26 @@ class GradingSession:
         self.cache = cache
         self.run_id = run_id
 
+    def _context(self, grader: str) -> RunContext:
+        return RunContext(self.resources, "", f"grader:{grader}", 1, cache=self.cache,
+                          run_id=self.run_id)
+
     def grade(self, grader: str, item: Item) -> Graded:
-        ctx = RunContext(self.resources, "", f"grader:{grader}", 1, cache=self.cache,
-                         run_id=self.run_id)
+        ctx = self._context(grader)
 
         def ask(prompt: str) -> str:
-            return ctx.llm.complete(prompt, max_tokens=8).text
+            return ctx.llm.complete(prompt, max_tokens=VERDICT_TOKENS).text
 
         verdict = GRADERS[grader](item, ask)
         # the grading's cost: what computing its calls costs (a cached call's original ms)
         return Graded(verdict, Cost.of_calls(ctx.llm_calls))
+
+    def pairwise(self, a: Item, b: Item) -> tuple[PairVerdict, Cost]:
+        """The pairwise verdict on A's and B's answers to one question (both orders) and what
+        its calls cost."""
+        ctx = self._context("pairwise")
+
+        def ask(prompt: str) -> str:
+            return ctx.llm.complete(prompt, max_tokens=VERDICT_TOKENS).text
+
+        return pairwise(a, b, ask), Cost.of_calls(ctx.llm_calls)

@@ -1,6 +1,8 @@
 """`flowkit judge` and `flowkit label`: graders on a stored evaluation, and people's labels.
 
     flowkit judge EVAL_ID --judge correctness,groundedness [--judge-model M] [--json]
+    flowkit judge EVAL_ID --pairwise A,B [--judge-model M] [--json]   (A's win rate over B)
+    flowkit label EVAL_ID --pairwise A,B --question QID --value a|b|tie|clear
     flowkit label EVAL_ID --flow F --question QID --metric correctness --value 1|0|clear
     flowkit label EVAL_ID --question QID --passage DOC_ID --value 1|0|clear   (context relevance)
     flowkit label EVAL_ID --next [--flow F] [--metric M] [--count N]   (what to label next)
@@ -30,7 +32,8 @@ def print_scores(ws: object, eval_id: str, graders: list[str], model: str,
                  as_json: bool = False) -> None:
     """Each judge's table: per flow its score in % with the 95% interval (PPI++ where labelled,
     else uncorrected), the labels, what the judge was worth (its weight and the effective number
-    of labels) and the paired difference against the baseline; or the same as JSON."""
+    of labels) and the paired difference against the baseline, then its reliability card (its
+    agreement with your labels, in words); or the same as JSON."""
     from flowkit.eval.formatting import judge_interval, judge_weight_words
     from service.grading import scores
     reports = [scores(ws, eval_id, g, model) for g in graders]  # type: ignore[arg-type]
@@ -48,10 +51,17 @@ def print_scores(ws: object, eval_id: str, graders: list[str], model: str,
                           "PPI++" if f.corrected else "uncorrected", str(f.labels),
                           judge_weight_words(f.weight), vs)
         common.out.print(table)
+        for line in r.card.lines() if r.card else []:
+            common.out.print(line, soft_wrap=True)
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
     from service.grading import grade
+    if args.pairwise:
+        return cmd_pairwise(args)
+    if not args.judge:
+        raise FlowkitError(f"--judge: name the judges ({', '.join(GRADERS)}), or --pairwise A,B "
+                           "to compare two flows' answers")
     graders = parse_graders(args.judge)
     ws = common.open_workspace(args)
     try:
@@ -61,6 +71,51 @@ def cmd_judge(args: argparse.Namespace) -> int:
                         on_progress=lambda i, n: prog.update(task, completed=i, total=n))
         common.err.print(out.line())
         print_scores(ws, args.eval_id, graders, args.judge_model, args.json)
+    finally:
+        ws.close()
+    return 0
+
+
+def cmd_pairwise(args: argparse.Namespace) -> int:
+    """`flowkit judge EVAL_ID --pairwise A,B`: grade, then the win rate in words."""
+    from flowkit.eval.pairwise import win_lines
+    from service.pairwise import card, grade_pairwise, pair, win
+    if args.judge:
+        raise FlowkitError("--pairwise: grades A against B; give --judge in another call")
+    ws = common.open_workspace(args)
+    try:
+        a, b = pair(ws, args.eval_id, args.pairwise)
+        with common.progress_bar("pairwise") as prog:
+            task = prog.add_task("graded", total=None)
+            out = grade_pairwise(ws, args.eval_id, a, b, model=args.judge_model,
+                                 on_progress=lambda i, n: prog.update(task, completed=i, total=n))
+        common.err.print(out.line())
+        rate = win(ws, args.eval_id, a, b, args.judge_model)
+        trust = card(ws, args.eval_id, a, b, model_label=rate.model)
+    finally:
+        ws.close()
+    if args.json:
+        common.out.print_json(json.dumps({**rate.to_dict(), "reliability": trust.to_dict()}))
+    else:
+        common.out.print(f"pairwise judge on {rate.model} (evaluation {args.eval_id})",
+                         soft_wrap=True)
+        for line in [*win_lines(rate), *trust.lines()]:
+            common.out.print(line, soft_wrap=True)
+    return 0
+
+
+def label_pair(args: argparse.Namespace) -> int:
+    """`flowkit label EVAL --pairwise A,B --question Q --value a|b|tie|clear`: which of two
+    flows' answers to one question is better (the pairwise judge's truth)."""
+    from service.pairwise import LABEL_VALUES, pair, set_pairwise_label
+    if args.value not in LABEL_VALUES:
+        raise FlowkitError(f"--value: with --pairwise use a (A's answer is better), b, tie or "
+                           f"clear; got '{args.value}'")
+    ws = common.open_workspace(args)
+    try:
+        a, b = pair(ws, args.eval_id, args.pairwise)
+        set_pairwise_label(ws, args.eval_id, a, b, args.question, LABEL_VALUES[args.value])
+        common.out.print(f"pairwise label {args.value} on {a},{b} / {args.question}")
     finally:
         ws.close()
     return 0
@@ -99,6 +154,8 @@ def cmd_label(args: argparse.Namespace) -> int:
         if not value:
             raise FlowkitError(f"{option}: needed to label an answer (or --next: what to label "
                                "next)")
+    if args.pairwise:
+        return label_pair(args)
     if args.passage:
         return label_passage(args)
     if not args.flow:
@@ -138,7 +195,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("judge", help="grade a stored evaluation's answers with model judges "
                        "(scores corrected by labels where there are some)")
     s.add_argument("eval_id")
-    add_judge_options(s, required=True)
+    add_judge_options(s)
+    s.add_argument("--pairwise", default="", metavar="A,B", help="instead of --judge: for each "
+                   "question, is A's or B's answer better (asked in both orders)? Prints A's win "
+                   "rate with its interval, the ties and the position flips")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_judge)
     s = sub.add_parser("label", help="label one answer of an evaluation right or wrong, or one "
@@ -150,6 +210,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--question", default="", help="the question id")
     s.add_argument("--passage", default="", help="a passage id the answers to --question read: "
                    "label it for context relevance (--value 1, 0 or clear; no --flow)")
+    s.add_argument("--pairwise", default="", metavar="A,B", help="label which of two flows' "
+                   "answers to --question is better: --value a, b, tie or clear")
     s.add_argument("--metric", default="correctness", help=", ".join(GRADERS))
     s.add_argument("--value", default="", help="1 (right), 0 (wrong) or clear")
     s.add_argument("--next", action="store_true", help="list the answers to label next: where "

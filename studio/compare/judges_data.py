@@ -1,8 +1,8 @@
 """What the Compare page's Judges section shows, as plain data: the grader models to pick from,
 each judge score as a cell ("PPI 72.0 [61.2, 80.3]" with labels, "58.0 [50.1, 66.0] uncorrected"
 without), the paired difference against the baseline, what the judge was worth (its PPI++ weight
-and effective number of labels), and the line on how many labels there are and how much they
-narrowed the interval. No Streamlit here."""
+and effective number of labels), the line on how many labels there are and how much they
+narrowed the interval, and the judge's reliability card in words. No Streamlit here."""
 from __future__ import annotations
 
 import math
@@ -101,6 +101,12 @@ def labels_line(r: JudgedReport) -> str:
                      f"{judge_weight_words(f.weight)})")
     return (head + f"{n} label{'s' if n != 1 else ''}; with the judge's verdicts the 95% "
             "interval is " + "; ".join(parts) + ".")
+
+
+def card_line(r: JudgedReport) -> str:
+    """The judge's reliability card in words (its agreement with your labels and what to do
+    about it: `flowkit.eval.reliability`), one line; '' without a card."""
+    return " · ".join(r.card.lines()) if r.card else ""
 
 
 def label_options(metric: str) -> list[str]:

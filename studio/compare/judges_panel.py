@@ -119,6 +119,8 @@ def scores_table(ws: Workspace, plan: EvalPlan) -> None:
                "'worth about N' is how many labels alone would make the interval as narrow.")
     for r in reports:
         st.markdown(inert.escape(jd.labels_line(r)))
+        if jd.card_line(r):
+            st.caption(inert.escape(jd.card_line(r)))
 
 
 # ---- one answer's verdicts and labels (in the side-by-side view) ------------------------------
