@@ -11,13 +11,14 @@ mean marked uncorrected; and paired differences against the baseline the same wa
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from flowkit.cost import Cost
 from flowkit.errors import FlowkitError
-from flowkit.eval.graders import ANSWER_ONLY, GRADERS, check_names, grader_version
+from flowkit.eval.criteria import Criterion, is_criterion
+from flowkit.eval.graders import ANSWER_ONLY, GRADERS, Judge, check_names, grader_version
 from flowkit.eval.grading import GradingSession, item_for
 from flowkit.eval.judge_scores import judge_scores
 from flowkit.eval.label_next import same_answers
@@ -82,12 +83,20 @@ def check_model(model: str) -> None:
 def grade(ws: Workspace, eval_id: str, graders: list[str], *, model: str = "",
           on_progress: Callable[[int, int], None] | None = None,
           should_stop: Callable[[], bool] | None = None,
-          models: ModelWorkspaces | None = None) -> GradeOutcome:
-    """Grade every finished answer of evaluation `eval_id` with `graders` on `model` (default:
-    the workspace's). Answers graded before with the same grader and model are kept. `models`
-    (a caller's, e.g. a search's) keeps a judge model loaded between calls; without it the model
-    is loaded here and closed at the end."""
-    check(graders, model)
+          models: ModelWorkspaces | None = None,
+          criteria: Sequence[Criterion] = ()) -> GradeOutcome:
+    """Grade every finished answer of evaluation `eval_id` with `graders` and the user's
+    `criteria` on `model` (default: the workspace's). Answers graded before with the same grader
+    (or criterion text) and model are kept. `models` (a caller's, e.g. a search's) keeps a judge
+    model loaded between calls; without it the model is loaded here and closed at the end."""
+    if graders or not criteria:
+        check_names(graders, "judge")
+    check_model(model)
+    judges: dict[str, Judge] = {g: GRADERS[g] for g in graders}
+    versions = {g: grader_version(g) for g in graders}
+    for c in criteria:
+        judges[c.name], versions[c.name] = c, c.version
+    graders = list(judges)
     repo = eval_repo(ws)
     plan = stored_plan(ws, eval_id)
     rep = report(repo, plan)
@@ -95,7 +104,7 @@ def grade(ws: Workspace, eval_id: str, graders: list[str], *, model: str = "",
     grades = grade_repo(ws)
     label = model_name(ws, model)
     done = {(g.flow, g.question_id, g.grader) for g in grades.grades(eval_id, model=label)
-            if g.version == grader_version(g.grader)}      # an older prompt's verdict: again
+            if g.version == versions.get(g.grader)}      # an older prompt's verdict: again
     todo = [(flow, r) for flow, rs in rep.results.items() for r in rs if r.status == "ok"]
     out = GradeOutcome(label)
     owned = models is None
@@ -116,10 +125,10 @@ def grade(ws: Workspace, eval_id: str, graders: list[str], *, model: str = "",
                                                               "answers": r.answers}),
                                 r.prediction, ws.store.steps(r.run_id))
                 for g in missing:
-                    res = session.grade(g, item)
+                    res = session.grade(g, item, judges[g])
                     v = res.verdict
                     grades.put_grade(Grade(eval_id, flow, r.question_id, g, label, v.score,
-                                           v.reason, v.parsed, grader_version(g), v.detail,
+                                           v.reason, v.parsed, versions[g], v.detail,
                                            res.cost))
                     out.cost += res.cost
                     out.unparsed += not v.parsed
@@ -270,8 +279,9 @@ def set_label(ws: Workspace, eval_id: str, flow: str, question_id: str, metric: 
               value: float | None) -> None:
     """Label one answer for `metric` (1 right / supported, 0 wrong / not) or remove its label
     (None). The flow and question must be the evaluation's."""
-    if metric not in GRADERS:
-        raise FlowkitError(f"label: unknown metric '{metric}'; use {', '.join(GRADERS)}")
+    if metric not in GRADERS and not is_criterion(metric):
+        raise FlowkitError(f"label: unknown metric '{metric}'; use {', '.join(GRADERS)} or a "
+                           "criterion's name (criterion:...)")
     if value is not None and value not in (0, 1):
         raise FlowkitError(f"label: the value is 1, 0 or none; got {value!r}")
     plan = stored_plan(ws, eval_id)

@@ -211,7 +211,10 @@ def answer_relevance(item: Item, ask: Ask) -> Verdict:
     return _score(ask(_fill(ANSWER_RELEVANCE, question=item.question, answer=item.answer)))
 
 
-GRADERS: dict[str, Callable[[Item, Ask], Verdict]] = {
+#: a judge: reads one item, asks the model through `ask`, gives a verdict
+Judge = Callable[[Item, Ask], Verdict]
+
+GRADERS: dict[str, Judge] = {
     "correctness": correctness, "groundedness": groundedness,
     "context_relevance": context_relevance, "answer_relevance": answer_relevance}
 

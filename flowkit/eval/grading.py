@@ -14,7 +14,7 @@ from typing import Any
 from ..context import Resources, RunContext
 from ..cost import Cost
 from ..trace import StepEvent
-from .graders import GRADERS, VERDICT_TOKENS, Item, Verdict
+from .graders import GRADERS, VERDICT_TOKENS, Item, Judge, Verdict
 from .pairwise import PairVerdict, pairwise
 
 MAX_PASSAGES = 5
@@ -71,13 +71,15 @@ class GradingSession:
         return RunContext(self.resources, "", f"grader:{grader}", 1, cache=self.cache,
                           run_id=self.run_id)
 
-    def grade(self, grader: str, item: Item) -> Graded:
+    def grade(self, grader: str, item: Item, judge: Judge | None = None) -> Graded:
+        """`grader`'s verdict on `item` (`judge` in place of the built-in of that name: a
+        criterion of the user's)."""
         ctx = self._context(grader)
 
         def ask(prompt: str) -> str:
             return ctx.llm.complete(prompt, max_tokens=VERDICT_TOKENS).text
 
-        verdict = GRADERS[grader](item, ask)
+        verdict = (judge or GRADERS[grader])(item, ask)
         # the grading's cost: what computing its calls costs (a cached call's original ms)
         return Graded(verdict, Cost.of_calls(ctx.llm_calls))
 

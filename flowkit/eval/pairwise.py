@@ -20,6 +20,7 @@ two orders' verdicts in `detail`; a pairwise label the same way, under the metri
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Mapping
@@ -144,10 +145,17 @@ def pairwise(a: Item, b: Item, ask: Ask) -> PairVerdict:
     return PairVerdict(score, tuple(orders), f"A first: {replies[0]!r}; B first: {replies[1]!r}")
 
 
+#: the longest grader or label-metric name storage keeps (storage.models: String(64))
+NAME_CHARS = 64
+
+
 def pair_grader(other: str) -> str:
     """The grader (and label metric) name a pairwise verdict of a flow against `other` is
-    stored under."""
-    return PREFIX + other
+    stored under: 'pairwise:<other>', or for a name too long to store, its hash."""
+    name = PREFIX + other
+    if len(name) <= NAME_CHARS:
+        return name
+    return PREFIX + "#" + hashlib.sha256(other.encode()).hexdigest()[:20]
 
 
 def is_pairwise(grader: str) -> bool:

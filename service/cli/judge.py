@@ -1,6 +1,7 @@
 """`flowkit judge` and `flowkit label`: graders on a stored evaluation, and people's labels.
 
     flowkit judge EVAL_ID --judge correctness,groundedness [--judge-model M] [--json]
+    flowkit judge EVAL_ID --criterion "the answer names the command" [--criterion @FILE]
     flowkit judge EVAL_ID --pairwise A,B [--judge-model M] [--json]   (A's win rate over B)
     flowkit label EVAL_ID --pairwise A,B --question QID --value a|b|tie|clear
     flowkit label EVAL_ID --flow F --question QID --metric correctness --value 1|0|clear
@@ -22,6 +23,7 @@ import json
 from rich.table import Table
 
 from flowkit.errors import FlowkitError
+from flowkit.eval.criteria import criterion, is_criterion
 from flowkit.eval.graders import GRADERS, parse_graders
 
 from . import common
@@ -59,18 +61,24 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from service.grading import grade
     if args.pairwise:
         return cmd_pairwise(args)
-    if not args.judge:
-        raise FlowkitError(f"--judge: name the judges ({', '.join(GRADERS)}), or --pairwise A,B "
-                           "to compare two flows' answers")
-    graders = parse_graders(args.judge)
+    if not args.judge and not args.criterion:
+        raise FlowkitError(f"--judge: name the judges ({', '.join(GRADERS)}), --criterion TEXT "
+                           "for one of your own, or --pairwise A,B to compare two flows' answers")
+    graders = parse_graders(args.judge) if args.judge else []
+    criteria = list(dict.fromkeys(criterion(c) for c in args.criterion or []))
     ws = common.open_workspace(args)
     try:
         with common.progress_bar("judge") as prog:
             task = prog.add_task("graded", total=None)
-            out = grade(ws, args.eval_id, graders, model=args.judge_model,
+            out = grade(ws, args.eval_id, graders, model=args.judge_model, criteria=criteria,
                         on_progress=lambda i, n: prog.update(task, completed=i, total=n))
         common.err.print(out.line())
-        print_scores(ws, args.eval_id, graders, args.judge_model, args.json)
+        if not args.json:
+            for c in criteria:
+                common.out.print(f"{c.name} is your criterion {c.text!r} (label it with "
+                                 f"--metric {c.name})", soft_wrap=True, markup=False)
+        print_scores(ws, args.eval_id, graders + [c.name for c in criteria], args.judge_model,
+                     args.json)
     finally:
         ws.close()
     return 0
@@ -80,8 +88,9 @@ def cmd_pairwise(args: argparse.Namespace) -> int:
     """`flowkit judge EVAL_ID --pairwise A,B`: grade, then the win rate in words."""
     from flowkit.eval.pairwise import win_lines
     from service.pairwise import card, grade_pairwise, pair, win
-    if args.judge:
-        raise FlowkitError("--pairwise: grades A against B; give --judge in another call")
+    if args.judge or args.criterion:
+        raise FlowkitError("--pairwise: grades A against B; give --judge or --criterion in "
+                           "another call")
     ws = common.open_workspace(args)
     try:
         a, b = pair(ws, args.eval_id, args.pairwise)
@@ -161,8 +170,9 @@ def cmd_label(args: argparse.Namespace) -> int:
     if not args.flow:
         raise FlowkitError("--flow: which flow's answer to label (or --passage ID to label a "
                            "passage the answers read)")
-    if args.metric not in GRADERS:
-        raise FlowkitError(f"--metric: unknown '{args.metric}'; use {', '.join(GRADERS)}")
+    if args.metric not in GRADERS and not is_criterion(args.metric):
+        raise FlowkitError(f"--metric: unknown '{args.metric}'; use {', '.join(GRADERS)} or a "
+                           "criterion's name (criterion:..., as flowkit judge prints it)")
     value = {"1": 1.0, "0": 0.0, "right": 1.0, "wrong": 0.0, "clear": None}.get(args.value, -1.0)
     if value is not None and value < 0:
         raise FlowkitError(f"--value: use 1 (right), 0 (wrong) or clear; got '{args.value}'")
@@ -196,6 +206,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "(scores corrected by labels where there are some)")
     s.add_argument("eval_id")
     add_judge_options(s)
+    s.add_argument("--criterion", action="append", metavar="TEXT", help="a yes/no criterion of "
+                   "your own in words, e.g. 'the answer names the command', or @FILE holding it "
+                   "(repeatable); graded like a judge, under the name criterion:<hash of the "
+                   "text>")
     s.add_argument("--pairwise", default="", metavar="A,B", help="instead of --judge: for each "
                    "question, is A's or B's answer better (asked in both orders)? Prints A's win "
                    "rate with its interval, the ties and the position flips")

@@ -16,6 +16,8 @@ from flowkit.eval.pairwise import (
     NO_REPLY,
     TIE,
     PairVerdict,
+    is_pairwise,
+    pair_grader,
     pairwise,
     parse_choice,
     win_lines,
@@ -145,6 +147,9 @@ def test_the_win_rate_interval_holds_with_a_judge_right_80_percent_of_the_time()
 
 
 def test_a_pair_names_two_different_flows():
+    assert pair_grader("vague") == "pairwise:vague"
+    long = pair_grader("x" * 300)                 # kept within the stored name's 64 characters
+    assert is_pairwise(long) and len(long) <= 64 and long != pair_grader("x" * 299)
     assert parse_pair("good, vague", ["good", "vague"]) == ("good", "vague")
     for bad, why in (("good", "name two different flows"), ("good,good", "two different"),
                      ("good,nope", "'nope' is not a flow of this evaluation (good, vague)")):
