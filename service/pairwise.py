@@ -155,3 +155,13 @@ def win(ws: Workspace, eval_id: str, a: str, b: str, model: str = "", *,
     label = model_label if model_label is not None else model_name(ws, model)
     return win_rate(verdicts(ws, eval_id, a, b, label), labels(ws, eval_id, a, b), a=a, b=b,
                     model=label)
+
+
+def graded_pairs(ws: Workspace, eval_id: str) -> list[tuple[str, str, str]]:
+    """(A, B, judge model as named) for every pair the pairwise judge graded on this evaluation
+    (the Compare page lists their win rates)."""
+    flows = _flows(ws, eval_id)
+    by_name = {pair_grader(f): f for f in flows}
+    seen = {(g.flow, by_name[g.grader], g.model) for g in grade_repo(ws).grades(eval_id)
+            if g.grader in by_name and g.flow in flows and g.version == PAIRWISE_VERSION}
+    return sorted(seen, key=lambda p: (flows.index(p[0]), flows.index(p[1]), p[2]))

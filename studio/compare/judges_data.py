@@ -9,6 +9,8 @@ import math
 from typing import Any
 
 from flowkit.eval.formatting import MIN_LABELS, judge_interval, judge_weight_words
+from flowkit.eval.pairwise import WinRate, win_lines
+from flowkit.eval.reliability import ReliabilityCard
 from flowkit.eval.report import JudgeScore
 from service.grading import LABEL_WORDS, JudgedReport
 from service.modelchoice import DEFAULT
@@ -107,6 +109,13 @@ def card_line(r: JudgedReport) -> str:
     """The judge's reliability card in words (its agreement with your labels and what to do
     about it: `flowkit.eval.reliability`), one line; '' without a card."""
     return " · ".join(r.card.lines()) if r.card else ""
+
+
+def pairwise_line(rate: WinRate, card: ReliabilityCard) -> str:
+    """One pairwise judge's win rate, counts and flips (`pairwise.win_lines`), and where there
+    are pairwise labels its reliability card's agreement lines, in words."""
+    agreement = card.lines()[:2] if card.labels else []
+    return " · ".join([f"pairwise judge on {rate.model}", *win_lines(rate), *agreement])
 
 
 def label_options(metric: str) -> list[str]:

@@ -13,7 +13,7 @@ import streamlit as st
 
 from flowkit.errors import FlowkitError
 from flowkit.eval.runner import EvalPlan
-from service import grading
+from service import grading, pairwise
 from service.workspace import Workspace
 from studio.common import inert
 from studio.common.jobs import JobManager
@@ -121,6 +121,21 @@ def scores_table(ws: Workspace, plan: EvalPlan) -> None:
         st.markdown(inert.escape(jd.labels_line(r)))
         if jd.card_line(r):
             st.caption(inert.escape(jd.card_line(r)))
+    pairwise_lines(ws, plan)
+
+
+def pairwise_lines(ws: Workspace, plan: EvalPlan) -> None:
+    """Each pair the pairwise judge graded (`flowkit judge EVAL --pairwise A,B`): A's win rate
+    over B, the ties and the position flips, and its agreement with your pairwise labels."""
+    try:
+        lines = [jd.pairwise_line(pairwise.win(ws, plan.eval_id, a, b, model_label=m),
+                                  pairwise.card(ws, plan.eval_id, a, b, model_label=m))
+                 for a, b, m in pairwise.graded_pairs(ws, plan.eval_id)]
+    except FlowkitError as err:
+        st.error(inert.escape(err))
+        return
+    for line in lines:
+        st.markdown(inert.escape(line))
 
 
 # ---- one answer's verdicts and labels (in the side-by-side view) ------------------------------

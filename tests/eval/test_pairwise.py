@@ -24,7 +24,8 @@ from flowkit.eval.pairwise import (
     win_rate,
 )
 from flowkit.testing import FakeLLM
-from service.pairwise import parse_pair
+from service.pairwise import card, graded_pairs, parse_pair, win
+from studio.compare import judges_data
 
 _SHOWN = re.compile(r"Answer 1: (.*)\nAnswer 2: (.*)\nBetter:$")
 
@@ -207,3 +208,11 @@ def test_judge_pairwise_on_a_stored_evaluation(world, fk, tmp_path):
     assert code == 2 and "--judge: name the judges" in err
     from service.grading import graded
     assert graded(world.ws, eval_id) == []
+    # the Compare page's judges panel lists each graded pair in words
+    pairs = graded_pairs(world.ws, eval_id)
+    assert [(a, b) for a, b, _ in pairs] == [("good", "vague"), ("vague", "good")]
+    a, b, model = pairs[0]
+    line = judges_data.pairwise_line(win(world.ws, eval_id, a, b, model_label=model),
+                                     card(world.ws, eval_id, a, b, model_label=model))
+    assert line.startswith(f"pairwise judge on {model} · win rate of good over vague"), line
+    assert "3 labelled verdicts: too few to tell" in line and "kappa" in line
