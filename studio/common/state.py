@@ -470,6 +470,7 @@ class EditorKeys(Keys, prefix="editor"):
     PARAM: Key[Any] = Key("editor_p")       # .item(form gen, node id) + "_" + param
     EDGE_LABEL: Key[str]                    # .item(form gen, edge id)
     EDGE_UNLABEL: Key[bool]                 # .item(form gen)
+    EDGE_REMOVE: Key[bool]                  # .item(form gen, edge id): a node form's edge list
     CONNECT_TARGET: Key[str]                # .item(form gen, node id): "Connect to" its target
     CONNECT_LABEL: Key[str]                 # .item(form gen, node id): the new edge's route label
     CONNECT: Key[bool]                      # .item(form gen, node id): the "Connect" button

@@ -39,6 +39,10 @@ def delete() -> None:
     _ed().delete_selected()
 
 
+def remove_edge(edge_id: str) -> None:
+    _ed().remove_edge(edge_id)
+
+
 def deselect() -> None:
     _ed().select(None)
 

@@ -436,16 +436,25 @@ class Editor:
                 d.breakpoints = drop_node_breakpoints(d.breakpoints, sel)
             self.update(placing.keep_places(spec, spec.model_copy(update={
                 "nodes": nodes, "edges": edges, "layout": layout, "entry": entry}), self.view))
-        else:
-            found = canvas.find_edge(spec, sel)
-            if found is None:
-                self.select(None)
-                return None
-            edges = [e for i, e in enumerate(spec.edges) if i != found[0]]
-            self.update(placing.keep_places(spec, spec.model_copy(update={"edges": edges}), self.view))
+        elif not self.remove_edge(sel):
+            self.select(None)
+            return None
         self.select(None)
         self.redraw()
         return sel
+
+    def remove_edge(self, edge_id: str) -> bool:
+        """Remove the edge with canvas id `edge_id` (the side panel's list of a node's edges, or
+        Delete on a selected edge): one edit for Undo, no node moves. False: no such edge."""
+        spec = self.spec
+        found = canvas.find_edge(spec, edge_id)
+        if found is None:
+            return False
+        edges = [e for i, e in enumerate(spec.edges) if i != found[0]]
+        self.update(placing.keep_places(spec, spec.model_copy(update={"edges": edges}), self.view))
+        K.FORM_GEN.set(self.form_gen + 1, self.state)    # the edges' ids after it shift ('#n')
+        self.redraw()
+        return True
 
     def tidy(self) -> None:
         """Forget where the user put the nodes: studio/layout.py places them all again, for the

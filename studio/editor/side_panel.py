@@ -77,6 +77,29 @@ def _connect(spec: FlowSpec, sel: str, gen: int) -> None:
               on_click=actions.connect, args=(sel, target_key, label_key))
 
 
+def _edges(spec: FlowSpec, sel: str, gen: int) -> None:
+    """The node's edges, in then out, each with a remove button: an edge drawn under others (a
+    click picks the one on top) is removed here without pointing at it (issue 48)."""
+    mine = [(eid, e) for eid, e in zip(canvas.edge_ids(spec), spec.edges)
+            if sel in (e.source, e.target)]
+    if not mine:
+        st.caption("Edges: none in or out yet.")
+        return
+    st.markdown(f"**Edges** ({len(mine)})")
+    ordered = ([m for m in mine if m[1].target == sel]
+               + [m for m in mine if m[1].target != sel])
+    for eid, e in ordered:
+        into = e.target == sel
+        text = (f"from {inert.code(e.source)}" if into else f"to {inert.code(e.target)}") + (
+            f" · {inert.escape(e.label)}" if e.label else "")
+        row, remove = st.columns([4, 1], vertical_alignment="center")
+        row.markdown(("← " if into else "→ ") + text)
+        remove.button("", icon=":material/delete:", key=K.EDGE_REMOVE.item(gen, eid),
+                      on_click=actions.remove_edge, args=(eid,),
+                      help=f"Remove the edge {inert.escape(e.source)} → "
+                           f"{inert.escape(e.target)} (Ctrl+Z undoes it)")
+
+
 def _node(ed: Editor, spec: FlowSpec, sel: str, gen: int, problems: list[Problem]) -> None:
     node = spec.node(sel)
     cls = registry.get(node.operator)
@@ -86,6 +109,7 @@ def _node(ed: Editor, spec: FlowSpec, sel: str, gen: int, problems: list[Problem
     st.text_input("Label", value=node.label, key=label_key, on_change=actions.set_label,
                   args=(sel, label_key))
     _connect(spec, sel, gen)
+    _edges(spec, sel, gen)
     _breakpoints(ed, sel, gen)
     if cls is None:
         st.error(f"Unknown operator {inert.code(node.operator, limit=80)}: delete this node.")

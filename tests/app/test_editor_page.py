@@ -443,3 +443,38 @@ def test_undo_and_redo_walk_the_edits_back_and_forth(ws: Workspace) -> None:
     at.button(key="editor_palette_add_retrieval.dense").click().run()   # a new edit
     assert at.button(key="editor_redo").disabled               # forgets what was undone
     assert [n.id for n in draft_spec(at).nodes] == ["retrieve", "generate", "bm25", "dense"]
+
+
+def test_node_form_lists_its_edges_each_with_a_remove_button(ws: Workspace) -> None:
+    """Issue 48, item 2: an edge drawn under another cannot be clicked; the node's form lists its
+    edges in and out, and removing one there is one edit (Undo brings it back), no node moves."""
+    save(ws, "under", flow("under", [("retrieve", "retrieval.bm25"),
+                                     ("rerank", "post_retrieval.embed_rerank"),
+                                     ("judge", "orchestration.rule_judge"),
+                                     ("generate", "generation.answer")],
+                           ["retrieve>rerank", "rerank>generate", "retrieve>generate",
+                            "generate>judge", "judge>retrieve:continue"]))
+    at = editor("under")
+    places = {n["id"]: (n["x"], n["y"]) for n in at.session_state[K_CANVAS]["nodes"]}
+    at.session_state["editor_selected"] = "retrieve"
+    at.run()
+    assert "**Edges** (3)" in texts(at)
+    rows = [str(m.value) for m in at.markdown if str(m.value)[:2] in ("← ", "→ ")]
+    assert rows == ["← from `judge` · continue", "→ to `rerank`", "→ to `generate`"]
+    removes = [b for b in at.button if b.key and b.key.startswith("editor_edge_remove_")]
+    assert [b.key.rsplit("_", 1)[1] for b in removes] == [
+        "judge->retrieve", "retrieve->rerank", "retrieve->generate"]
+    removes[2].click().run()                                 # the short one, under the others
+    assert not at.exception
+    assert [(e.source, e.target) for e in draft_spec(at).edges] == [
+        ("retrieve", "rerank"), ("rerank", "generate"), ("generate", "judge"),
+        ("judge", "retrieve")]
+    assert "retrieve->generate" not in {e["id"] for e in at.session_state[K_CANVAS]["edges"]}
+    assert {n["id"]: (n["x"], n["y"]) for n in at.session_state[K_CANVAS]["nodes"]} == places
+    assert at.session_state["editor_selected"] == "retrieve"         # the node stays selected
+    assert "**Edges** (2)" in texts(at)
+
+    at.button(key="editor_undo").click().run()                # one edit, undone in one step
+    assert ("retrieve", "generate") in [(e.source, e.target) for e in draft_spec(at).edges]
+    assert "**Edges** (3)" in texts(at)
+

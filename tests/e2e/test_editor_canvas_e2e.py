@@ -343,3 +343,33 @@ def test_a_drag_from_the_output_handles_centre_draws_an_edge(studio: Any, browse
     page.screenshot(path=str(ARTIFACTS / "canvas_handle_drag_1366.png"))
     page.context.close()
 
+
+
+def test_an_edge_is_removed_from_its_nodes_form(studio: Any, browser: Any) -> None:
+    """Issue 48, item 2: an edge under another cannot be clicked on the canvas; the form of a
+    node at either end lists it with a remove button, and the canvas and the draft lose it."""
+    url, data_dir, store = studio
+    store.save_flow(make_flow("under", [("retrieve", "retrieval.bm25"),
+                                        ("rerank", "post_retrieval.embed_rerank"),
+                                        ("generate", "generation.answer")],
+                              ["retrieve>rerank", "rerank>generate", "retrieve>generate"]), None)
+    page = page_1366(browser)
+    open_editor(page, url, "under", 3)
+    settle(page)
+    before = places(page)
+    retrying(node(page, "generate").click, lambda: visible(page.get_by_text("Node generate")),
+             "generate's form")
+    settle(page)
+    assert visible(page.get_by_text("Edges (2)"))
+    remove = page.locator("[class*='st-key-editor_edge_remove_'][class*='_retrieve--generate'] "
+                          "button").first
+    assert remove.is_visible()
+    retrying(remove.click, lambda: "retrieve->generate" not in edge_ids(page),
+             "the edge gone from the canvas")
+    assert [(e["source"], e["target"]) for e in draft_of(data_dir, "under")["edges"]] == [
+        ("retrieve", "rerank"), ("rerank", "generate")]
+    settle(page)
+    assert visible(page.get_by_text("Edges (1)")) and visible(page.get_by_text("Node generate"))
+    assert places(page) == before                                     # no node moved
+    page.screenshot(path=str(ARTIFACTS / "canvas_edge_removed_from_form_1366.png"))
+    page.context.close()
