@@ -14,12 +14,11 @@ scores, labels, PPI++ intervals and the reliability card are the built-in judges
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import FlowkitError
-from .graders import Ask, Item, Verdict, _score
+from .graders import Ask, Item, Verdict, _score, fill
 
 #: bump when the prompt or the parser changes: part of every criterion's version
 CRITERION_PROMPT_VERSION = "criterion-1"
@@ -33,15 +32,6 @@ CRITERION = (
     "Criterion: the answer names a person\nQuestion: Who designed the Corren Lighthouse?\n"
     "Answer: the passages do not say\nMeets: no\n\n"
     "Criterion: {criterion}\nQuestion: {question}\nAnswer: {answer}\nMeets:")
-
-_SLOT = re.compile(r"\{(criterion|question|answer)\}")
-
-
-def fill(template: str, **values: str) -> str:
-    """`template` with each {criterion}, {question} and {answer} replaced by its value in one
-    pass: a value is inserted as it is and never read again for placeholders."""
-    return _SLOT.sub(lambda m: values[m.group(1)], template)
-
 
 @dataclass(frozen=True)
 class Criterion:

@@ -144,6 +144,15 @@ ANSWER_RELEVANCE = (
     "Question: {question}\nAnswer: {answer}\nResponds:")
 
 
+_SLOT = re.compile(r"\{([a-z_]+)\}")
+
+
+def fill(template: str, **values: str) -> str:
+    """`template` with each {name} of `values` replaced in one pass: a value (a user's criterion,
+    a model's answer) is inserted as written and never read again for placeholders."""
+    return _SLOT.sub(lambda m: values.get(m.group(1), m.group(0)), template)
+
+
 def _fill(template: str, **values: str) -> str:
     out = template
     for k, v in values.items():

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..text import normalize_answer
 from .formatting import judge_interval, judge_weight_words
-from .graders import Ask, Item, _fill
+from .graders import Ask, Item, fill
 from .metrics import PairedDiff
 from .ppi import uncorrected
 from .ppi_pp import JudgeWeight, judge_weight, ppi_pp_mean
@@ -137,8 +137,8 @@ def pairwise(a: Item, b: Item, ask: Ask) -> PairVerdict:
     replies, orders = [], []
     for a_first in (True, False):
         one, two = (a.answer, b.answer) if a_first else (b.answer, a.answer)
-        reply = ask(_fill(template, question=a.question, reference=ref,
-                          first=one.strip() or "(no answer)", second=two.strip() or "(no answer)"))
+        reply = ask(fill(template, question=a.question, reference=ref,
+                         first=one.strip() or "(no answer)", second=two.strip() or "(no answer)"))
         replies.append(next((ln.strip() for ln in reply.splitlines() if ln.strip()), "")[:80])
         orders.append(_side(parse_choice(reply), a_first))
     score = combine(orders[0], orders[1])

@@ -9,8 +9,8 @@ import re
 import pytest
 
 from flowkit.errors import FlowkitError
-from flowkit.eval.criteria import CRITERION, Criterion, criterion, fill
-from flowkit.eval.graders import Item
+from flowkit.eval.criteria import CRITERION, Criterion, criterion
+from flowkit.eval.graders import Item, fill
 from flowkit.testing import FakeLLM
 from service.grading import graded
 

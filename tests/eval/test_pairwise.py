@@ -77,6 +77,10 @@ def test_both_orders_are_asked_and_a_side_counts_only_when_they_agree():
     asked.clear()
     v = pairwise(_item("Mara Velt."), _item("mara velt"), first_always)
     assert v.score == TIE and not asked and not v.asked
+    # an answer is data: placeholders in it stay as written
+    asked.clear()
+    pairwise(_item("{second} {reference}"), _item("Jorun Abbe"), first_always)
+    assert _SHOWN.search(asked[0]).groups() == ("{second} {reference}", "Jorun Abbe")
     # no reference answer: the prompt has none
     pairwise(Item("Q?", "x"), Item("Q?", "y"), first_always)
     assert "Reference:" not in asked[-1].rsplit("\n\n", 1)[1]
