@@ -8,10 +8,12 @@ from __future__ import annotations
 import pytest
 from conftest import CORPUS, write_world
 
+from flowkit.eval.criteria import criterion
 from flowkit.eval.datasets import from_path
 from flowkit.eval.pairwise import win_lines
 from flowkit.eval.runner import make_plan, resolve_flows, run_evaluation
 from flowkit.testing import MemoryKB
+from service.grading import grade, scores
 from service.pairwise import grade_pairwise, win
 from service.workspace import Workspace
 from storage.evals import EvalRepo
@@ -33,6 +35,9 @@ def test_pairwise_with_the_real_default_model(tmp_path):
         first = grade_pairwise(ws, plan.eval_id, "good", "vague")
         again = grade_pairwise(ws, plan.eval_id, "good", "vague")
         rate = win(ws, plan.eval_id, "good", "vague")
+        person = criterion("the answer names a person")
+        own = grade(ws, plan.eval_id, [], criteria=[person])
+        own_scores = scores(ws, plan.eval_id, person.name)
     finally:
         ws.close()
     assert (again.graded, again.reused, again.cost.calls) == (0, 3, 0)
@@ -42,3 +47,7 @@ def test_pairwise_with_the_real_default_model(tmp_path):
     assert first.cost.calls == 2 * (3 - alike) and first.cost.cached == 0
     assert 0.0 <= rate.estimate.mean <= 1.0
     print(first.line(), *win_lines(rate), sep="\n")
+    # a criterion of your own on the same answers: a verdict on each, at most one call each
+    assert own.graded == 6 and own.cost.calls <= 6
+    assert all(0.0 <= f.raw_mean <= 1.0 for f in own_scores.flows) and own_scores.card
+    print(own.line(), *own_scores.card.lines(), sep="\n")
