@@ -11,6 +11,7 @@ mean marked uncorrected; and paired differences against the baseline the same wa
 """
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,7 @@ from flowkit.eval.grading import GradingSession, item_for
 from flowkit.eval.judge_scores import judge_scores
 from flowkit.eval.label_next import same_answers
 from flowkit.eval.pairwise import is_pairwise
-from flowkit.eval.reliability import ReliabilityCard, reliability_card
+from flowkit.eval.reliability import ReliabilityCard, reliability_card, reorder_examples
 from flowkit.eval.report import EvalReport, JudgeScore
 from storage.grades import Grade, GradeRepo
 
@@ -138,6 +139,45 @@ def grade(ws: Workspace, eval_id: str, graders: list[str], *, model: str = "",
     finally:
         if owned:
             models.close()
+    return out
+
+
+def spread(ws: Workspace, eval_id: str, graders: list[str], *, model: str = "",
+           criteria: Sequence[Criterion] = (), sample: int = 20, seed: int = 0
+           ) -> dict[str, tuple[int, int]]:
+    """Per judge (a built-in of `graders`, or a criterion by name): of `sample` finished answers
+    (a seeded random choice), asked once as graded and once with the prompt's worked examples in
+    reverse order (`reliability.reorder_examples`), how many had a verdict both times and how many
+    of those changed: {name: (asked, changed)}. Calls go through the completion cache."""
+    judges: dict[str, Judge] = {g: GRADERS[g] for g in graders}
+    judges.update({c.name: c for c in criteria})
+    check_model(model)
+    plan = stored_plan(ws, eval_id)
+    rep = report(eval_repo(ws), plan)
+    questions = {str(q["id"]): q for q in plan.questions}
+    done = sorted((r for rs in rep.results.values() for r in rs if r.status == "ok"),
+                  key=lambda r: r.run_id)
+    picked = [done[i] for i in sorted(random.Random(seed).sample(range(len(done)),
+                                                                 min(sample, len(done))))]
+    out = {name: (0, 0) for name in judges}
+    models = ModelWorkspaces(ws)
+    try:
+        resources = models.get(model).resources
+        plain = GradingSession(resources, ws.cache_store, run_id=f"grading-{eval_id}")
+        other = GradingSession(resources, ws.cache_store, run_id=f"grading-{eval_id}",
+                               reword=reorder_examples)
+        for r in picked:
+            item = item_for(questions.get(r.question_id, {"question": r.question,
+                                                          "answers": r.answers}),
+                            r.prediction, ws.store.steps(r.run_id))
+            for name, judge in judges.items():
+                a = plain.grade(name, item, judge).verdict
+                b = other.grade(name, item, judge).verdict
+                if a.parsed and b.parsed:
+                    asked, changed = out[name]
+                    out[name] = (asked + 1, changed + (a.score != b.score))
+    finally:
+        models.close()
     return out
 
 

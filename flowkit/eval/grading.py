@@ -7,7 +7,7 @@ and their cost is counted here, apart from the flow's own tokens, calls and time
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,10 +62,14 @@ class Graded:
 class GradingSession:
     """Grades items on one model through the completion cache, counting the cost apart."""
 
-    def __init__(self, resources: Resources, cache: Any = None, run_id: str = "grading") -> None:
+    def __init__(self, resources: Resources, cache: Any = None, run_id: str = "grading",
+                 reword: Callable[[str], str] | None = None) -> None:
+        """`reword`: every prompt is asked as this returns it (the spread of a judge's verdicts
+        under another wording, `reliability.reorder_examples`)."""
         self.resources = resources
         self.cache = cache
         self.run_id = run_id
+        self.reword = reword
 
     def _context(self, grader: str) -> RunContext:
         return RunContext(self.resources, "", f"grader:{grader}", 1, cache=self.cache,
@@ -77,7 +81,8 @@ class GradingSession:
         ctx = self._context(grader)
 
         def ask(prompt: str) -> str:
-            return ctx.llm.complete(prompt, max_tokens=VERDICT_TOKENS).text
+            text = self.reword(prompt) if self.reword else prompt
+            return ctx.llm.complete(text, max_tokens=VERDICT_TOKENS).text
 
         verdict = (judge or GRADERS[grader])(item, ask)
         # the grading's cost: what computing its calls costs (a cached call's original ms)

@@ -16,16 +16,18 @@ B better for the pairwise judge. On the pairs of categories:
 - for a yes/no judge, the true-positive rate (yes among the answers you labelled yes) and the
   true-negative rate (no among those you labelled no);
 - for the pairwise judge, the share of verdicts that changed when A and B swapped places (among the
-  questions asked in both orders with a reply to both).
+  questions asked in both orders with a reply to both);
+- where measured (`flowkit judge --spread N`), the verdict's spread: of N answers asked again with
+  the prompt's examples in reverse order (`reorder_examples`), how many verdicts changed.
 
 In words (`ReliabilityCard.advice`), by Landis and Koch's bands: below MIN_LABELS labels, too few
 to tell; kappa below 0.2 or an interval that reaches 0, no better than chance: rely on the labels;
-below 0.4 slight to fair; below 0.6 moderate; else substantial. (Not measured here: the verdict's
-spread when the same item is asked again in other words.)
+below 0.4 slight to fair; below 0.6 moderate; else substantial.
 """
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -57,6 +59,8 @@ class ReliabilityCard:
     true_negative_rate: float | None = None
     asked: int = 0
     flips: int = 0
+    spread_asked: int = 0
+    spread_changed: int = 0
 
     @property
     def labels(self) -> int:
@@ -101,6 +105,10 @@ class ReliabilityCard:
         if self.unparsed:
             out.append(f"{self.unparsed} labelled verdict{'s' if self.unparsed != 1 else ''} "
                        "said neither (left out of the matrix)")
+        if self.spread_asked:
+            out.append(f"asked again with its examples in reverse order, it changed "
+                       f"{self.spread_changed} of {self.spread_asked} verdicts "
+                       f"({100 * self.spread_changed / self.spread_asked:.0f}%)")
         share = self.flip_share
         if share is not None:
             strong = " (a strong position bias)" if share >= STRONG_FLIPS else ""
@@ -165,3 +173,21 @@ def reliability_card(pairs: Sequence[tuple[float, float]], *, judge: str, model:
         tnr = matrix[1][1] / sum(matrix[1]) if sum(matrix[1]) else math.nan
     return ReliabilityCard(judge, model, categories, frozen, unparsed, p_o, kappa, low, high,
                            tpr, tnr, asked, flips)
+
+
+_WORKED = re.compile(r":\s*(?:yes|no|1|2|same)\s*$", re.I)
+
+
+def reorder_examples(prompt: str) -> str:
+    """The same judge prompt with its worked examples in reverse order: the instruction first and
+    the item asked about last, as before. The examples are the paragraphs (split at blank lines)
+    after the first that end in a given verdict ('Same: yes'); the item, whatever its text holds,
+    is everything after them. Fewer than two examples: the prompt unchanged."""
+    parts = prompt.split("\n\n")
+    k = 1
+    while k < len(parts) - 1 and _WORKED.search(parts[k]):
+        k += 1
+    examples = parts[1:k]
+    if len(examples) < 2:
+        return prompt
+    return "\n\n".join([parts[0], *reversed(examples), "\n\n".join(parts[k:])])

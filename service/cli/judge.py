@@ -2,6 +2,7 @@
 
     flowkit judge EVAL_ID --judge correctness,groundedness [--judge-model M] [--json]
     flowkit judge EVAL_ID --criterion "the answer names the command" [--criterion @FILE]
+    flowkit judge EVAL_ID --judge correctness --spread 20   (verdicts asked again, reworded)
     flowkit judge EVAL_ID --pairwise A,B [--judge-model M] [--json]   (A's win rate over B)
     flowkit label EVAL_ID --pairwise A,B --question QID --value a|b|tie|clear
     flowkit label EVAL_ID --flow F --question QID --metric correctness --value 1|0|clear
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 
 from rich.table import Table
 
@@ -31,7 +33,7 @@ from .label_next import cmd_next
 
 
 def print_scores(ws: object, eval_id: str, graders: list[str], model: str,
-                 as_json: bool = False) -> None:
+                 as_json: bool = False, spreads: dict[str, tuple[int, int]] | None = None) -> None:
     """Each judge's table: per flow its score in % with the 95% interval (PPI++ where labelled,
     else uncorrected), the labels, what the judge was worth (its weight and the effective number
     of labels) and the paired difference against the baseline, then its reliability card (its
@@ -39,6 +41,10 @@ def print_scores(ws: object, eval_id: str, graders: list[str], model: str,
     from flowkit.eval.formatting import judge_interval, judge_weight_words
     from service.grading import scores
     reports = [scores(ws, eval_id, g, model) for g in graders]  # type: ignore[arg-type]
+    for r in reports:                  # `--spread`: measured apart, shown on the card
+        if r.card and r.grader in (spreads or {}):
+            asked, changed = (spreads or {})[r.grader]
+            r.card = replace(r.card, spread_asked=asked, spread_changed=changed)
     if as_json:
         common.out.print_json(json.dumps([r.to_dict() for r in reports]))
         return
@@ -73,12 +79,17 @@ def cmd_judge(args: argparse.Namespace) -> int:
             out = grade(ws, args.eval_id, graders, model=args.judge_model, criteria=criteria,
                         on_progress=lambda i, n: prog.update(task, completed=i, total=n))
         common.err.print(out.line())
+        spreads = None
+        if args.spread:
+            from service.grading import spread
+            spreads = spread(ws, args.eval_id, graders, model=args.judge_model,
+                             criteria=criteria, sample=args.spread)
         if not args.json:
             for c in criteria:
                 common.out.print(f"{c.name} is your criterion {c.text!r} (label it with "
                                  f"--metric {c.name})", soft_wrap=True, markup=False)
         print_scores(ws, args.eval_id, graders + [c.name for c in criteria], args.judge_model,
-                     args.json)
+                     args.json, spreads)
     finally:
         ws.close()
     return 0
@@ -210,6 +221,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "your own in words, e.g. 'the answer names the command', or @FILE holding it "
                    "(repeatable); graded like a judge, under the name criterion:<hash of the "
                    "text>")
+    s.add_argument("--spread", type=common.int_at_least(1), default=0, metavar="N",
+                   help="ask N answers again with each judge's worked examples in reverse order "
+                   "and show on its card how many verdicts changed")
     s.add_argument("--pairwise", default="", metavar="A,B", help="instead of --judge: for each "
                    "question, is A's or B's answer better (asked in both orders)? Prints A's win "
                    "rate with its interval, the ties and the position flips")

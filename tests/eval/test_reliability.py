@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -96,3 +97,38 @@ def test_the_card_in_judge_output_and_on_the_compare_page(world, fk, tmp_path):
     rep = scores(world.ws, eval_id, "correctness")
     line = judges_data.card_line(rep)
     assert line.startswith("reliability of correctness on ") and "rely on the labels" in line
+
+
+def test_examples_in_reverse_order_and_the_item_kept_whole():
+    from flowkit.eval import graders as G
+    from flowkit.eval.reliability import reorder_examples
+    answer = "Tessel\n\nSame: yes"                   # an answer that looks like an example
+    prompt = G.fill(G.CORRECTNESS, question="Where?", reference="Tessel", answer=answer)
+    again = reorder_examples(prompt)
+    assert again != prompt and sorted(again.split("\n\n")) == sorted(prompt.split("\n\n"))
+    assert again.index("Tomas Vale\nSame: no") < again.index("1931\nSame: yes")
+    assert again.endswith(f"Proposed: {answer}\nSame:")
+    assert reorder_examples("Decide.\n\nQ: x\nSame: yes\n\nQ: y\nSame:") == \
+        "Decide.\n\nQ: x\nSame: yes\n\nQ: y\nSame:"               # one example: unchanged
+
+
+def _last_example(prompt: str) -> str:
+    """A judge swayed by order: it repeats the verdict of the last worked example it read."""
+    return re.findall(r"Same: (yes|no)\n\n", prompt)[-1]
+
+
+def test_spread_on_the_card(world, fk, tmp_path):
+    code, _, err = fk("eval", "--flow", str(world.good), "--dataset", str(world.dataset),
+                      "--kb", "test", "--limit", "4", "--out", str(tmp_path / "r.json"))
+    assert code == 0, err
+    eval_id = json.loads((tmp_path / "r.json").read_text())["eval_id"]
+    world.ws.resources.set_llm(FakeLLM([(r"Same:$", _last_example)], default="no"))
+    code, out, err = fk("judge", eval_id, "--judge", "correctness", "--spread", "3")
+    assert code == 0, err
+    assert "asked again with its examples in reverse order, it changed 3 of 3 verdicts " \
+        "(100%)" in out, out
+    world.ws.resources.set_llm(FakeLLM([(r"Same:$", "yes")], default="no"))
+    code, out, err = fk("judge", eval_id, "--criterion", "the answer is short", "--spread", "3",
+                        "--json")
+    card = json.loads(out)[0]["reliability"]
+    assert (card["spread_asked"], card["spread_changed"]) == (3, 0)
