@@ -148,6 +148,11 @@ class KbKeys(Keys, prefix="kb"):
     QGEN_GO: Key[bool]
     QGEN_STOP: Key[bool]                    # .item(job)
     QGEN_TABLE: Key[Any]                    # .item(job): the review table's edits
+    QGEN_ROWS: Key[list[dict[str, str]]]    # .item(job): the table's rows since the last Add
+    QGEN_ADD_Q: Key[str]                    # .item(job): "Add a question of your own"
+    QGEN_ADD_A: Key[str]                    # .item(job)
+    QGEN_ADD: Key[bool]                     # .item(job)
+    QGEN_ADD_ERROR: Key[str]                # .item(job): why the last Add added nothing
     QGEN_SAVE_NAME: Key[str]                # .item(job)
     QGEN_SAVE: Key[bool]                    # .item(job)
     QGEN_SAVED: Key[tuple[str, int]]        # .item(job): (dataset, questions) once saved

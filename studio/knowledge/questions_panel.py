@@ -146,51 +146,108 @@ def progress(jobs: JobManager, job_id: str) -> None:
 
 
 def review_panel(ws: Workspace, job: Job) -> None:
-    """Each kept question with its answer, kind, passages and the model's answers; edit, delete
-    or add rows, then save the set."""
+    """Each kept question with its answer, kind, passages and the model's answers; edit or
+    delete rows in the table, add questions of your own in the form below it, then save the set.
+
+    The table, its count, the passages list and Save are one fragment: an edit reruns only them,
+    and the count and the list follow it. A question is added through text boxes, not the
+    table's empty last row: keys typed while that row was being added were lost (issue 48,
+    item 4). An Add folds the table's edits into the rows this session keeps (`QGEN_ROWS`), then
+    the table starts again from those rows."""
     result = job.result or {}
     plan: questiongen.Plan = result["plan"]
     questions: list[dict[str, Any]] = result["questions"]
-    st.markdown(f"**Review** · {len(questions)} question(s) kept for "
-                f"{inert.code(plan.name)}")
+    reviewed: list[dict[str, Any]] = result.get("reviewed") or []
     if not questions:
+        st.markdown(f"**Review** · 0 question(s) kept for {inert.code(plan.name)}")
         st.warning("No question passed the checks. Try more questions, other kinds or another "
                    "seed.")
         return
-    if len(questions) < plan.request.n:
-        st.info(f"Only {len(questions)} of {plan.request.n} questions passed the checks before "
-                "the candidates ran out.")
-    st.caption("Edit a question or its answer in place; select rows and delete them; add a row "
-               "at the bottom for a question of your own (it needs a question and an answer).")
-    frame = pd.DataFrame(review.rows(questions, result.get("reviewed") or []),
-                         columns=list(review.COLUMNS))
-    edited = st.data_editor(
-        frame, key=K.QGEN_TABLE.item(job.id), num_rows="dynamic", hide_index=True,
-        width="stretch", disabled=[c for c in review.COLUMNS if c not in review.EDITABLE],
-        column_config={
-            "id": st.column_config.TextColumn("id", width="small"),
-            "question": st.column_config.TextColumn("question", width="large"),
-            "answer": st.column_config.TextColumn("answer", width="medium"),
-            "kind": st.column_config.TextColumn("kind", width="small"),
-            "model answered": st.column_config.TextColumn(
-                "model answered", help="What the model answered in each check"),
-            "passages": st.column_config.TextColumn("passages", help="The supporting passages "
-                                                    "(read them below)")})
-    passages_list(questions, result.get("reviewed") or [])
-    save_panel(ws, job, plan, questions, edited, result.get("meta") or {})
+
+    @st.fragment
+    def _review() -> None:
+        head = st.empty()
+        if len(questions) < plan.request.n:
+            st.info(f"Only {len(questions)} of {plan.request.n} questions passed the checks "
+                    "before the candidates ran out.")
+        st.caption("Edit a question or its answer in place (double-click a cell); select rows "
+                   "and delete them; add a question of your own below the table.")
+        rows = Key[list[dict[str, Any]]](K.QGEN_ROWS.item(job.id)).get() \
+            or review.rows(questions, reviewed)
+        edited = st.data_editor(
+            pd.DataFrame(rows, columns=list(review.COLUMNS)), key=K.QGEN_TABLE.item(job.id),
+            num_rows="delete", hide_index=True, width="stretch", placeholder="",
+            disabled=[c for c in review.COLUMNS if c not in review.EDITABLE],
+            column_config={
+                "id": st.column_config.TextColumn("id", width="small"),
+                "question": st.column_config.TextColumn("question", width="large"),
+                "answer": st.column_config.TextColumn("answer", width="medium"),
+                "kind": st.column_config.TextColumn("kind", width="small"),
+                "model answered": st.column_config.TextColumn(
+                    "model answered", help="What the model answered in each check"),
+                "passages": st.column_config.TextColumn("passages", help="The supporting "
+                                                        "passages (read them below)")})
+        records: list[dict[str, Any]] = edited.to_dict("records")
+        changed = review.changes(records, questions)
+        head.markdown(f"**Review** · {len(records)} question(s) kept for "
+                      f"{inert.code(plan.name)}" + (f" ({changed})" if changed else ""))
+        add_form(job.id, rows)
+        passages_list(records, reviewed)
+        save_panel(ws, job, plan, questions, records, result.get("meta") or {})
+
+    _review()
 
 
-def passages_list(questions: list[dict[str, Any]], reviewed: list[dict[str, Any]]) -> None:
-    """One expander a question: its passages in full and what the model answered."""
+def _add(job_id: str, rows: list[dict[str, Any]]) -> None:
+    """Add's callback: the table's rows with its edits, then the new question; the table starts
+    again from them (its edits are in the rows now)."""
+    q_key, a_key = K.QGEN_ADD_Q.item(job_id), K.QGEN_ADD_A.item(job_id)
+    question, answer = (str(st.session_state.get(k) or "").strip() for k in (q_key, a_key))
+    missing = [name for name, v in (("a question", question), ("its answer", answer)) if not v]
+    error: Key[str] = Key(K.QGEN_ADD_ERROR.item(job_id))
+    if missing:
+        error.set(f"Nothing added: write {' and '.join(missing)}.")
+        return
+    error.pop()
+    table = K.QGEN_TABLE.item(job_id)
+    now = review.apply_edits(rows, st.session_state.get(table))
+    Key[list[dict[str, Any]]](K.QGEN_ROWS.item(job_id)).set([*now, review.added_row(question,
+                                                                                     answer)])
+    st.session_state.pop(table, None)
+    st.session_state[q_key] = st.session_state[a_key] = ""
+
+
+def add_form(job_id: str, rows: list[dict[str, Any]]) -> None:
+    """'Add a question of your own': a question and its answer, added as a table row."""
+    q_col, a_col, go_col = st.columns([5, 3, 2], vertical_alignment="bottom")
+    q_col.text_input("Add a question of your own", key=K.QGEN_ADD_Q.item(job_id),
+                     placeholder="A question the knowledge base answers")
+    a_col.text_input("Its answer", key=K.QGEN_ADD_A.item(job_id))
+    go_col.button("Add question", key=K.QGEN_ADD.item(job_id), icon=":material/add:",
+                  on_click=_add, args=(job_id, rows), width="stretch",
+                  help="Added as a row of the table, of kind 'added', with no passages")
+    error = Key[str](K.QGEN_ADD_ERROR.item(job_id)).get()
+    if error:
+        st.error(inert.escape(error))
+
+
+def passages_list(records: list[dict[str, Any]], reviewed: list[dict[str, Any]]) -> None:
+    """One expander a question of the table as it stands (edits, deletions and additions
+    shown): its passages in full and what the model answered."""
     st.markdown("**Passages**, question by question")
     by_id = {r["id"]: r for r in reviewed}
     with st.container(height=320):
-        for q in questions:
-            r = by_id.get(q["id"], {})
-            text = q["question"]
-            with st.expander(f"{q['id']} · {text[:100]}{'…' if len(text) > 100 else ''}"):
-                st.markdown(f"Answer: {inert.code((q.get('answers') or [''])[0])} · kind "
-                            f"{inert.code(q.get('type') or '')}")
+        for row in records:
+            qid, text = review.cell(row.get("id")), review.cell(row.get("question"))
+            r = by_id.get(qid)
+            title = f"{qid or review.ADDED} · {text[:100]}{'…' if len(text) > 100 else ''}"
+            with st.expander(title):
+                st.markdown(f"Answer: {inert.code(review.cell(row.get('answer')))} · kind "
+                            f"{inert.code(review.cell(row.get('kind')) or review.ADDED)}")
+                if r is None:
+                    st.caption("Added by you: no supporting passages (recall is not measured "
+                               "on it).")
+                    continue
                 answered = review.model_answered(r.get("model_answers") or {})
                 if answered:
                     st.caption("The model answered: " + inert.escape(answered))
@@ -200,7 +257,7 @@ def passages_list(questions: list[dict[str, Any]], reviewed: list[dict[str, Any]
 
 
 def save_panel(ws: Workspace, job: Job, plan: questiongen.Plan, questions: list[dict[str, Any]],
-               edited: Any, meta: dict[str, Any]) -> None:
+               edited: list[dict[str, Any]], meta: dict[str, Any]) -> None:
     """The name and "Save question set"; the outcome (or why not) beside the button."""
     saved_key: Key[tuple[str, int]] = Key(K.QGEN_SAVED.item(job.id))
     name_col, go_col = st.columns([2, 3], vertical_alignment="bottom")
@@ -210,8 +267,7 @@ def save_panel(ws: Workspace, job: Job, plan: questiongen.Plan, questions: list[
             try:
                 name = name.strip()
                 check_new_name(name, "question set")   # the one rule (flowkit.names)
-                records = edited.to_dict("records") if hasattr(edited, "to_dict") else edited
-                chosen = review.to_questions(records, questions, plan.kb)
+                chosen = review.to_questions(edited, questions, plan.kb)
                 info = questiongen.save(ws, replace(plan, name=name), chosen, meta)
             except FlowkitError as err:
                 st.error(f"Not saved: {inert.escape(err)}")

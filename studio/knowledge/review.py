@@ -3,7 +3,8 @@ from a generation's result, and the rows the user edited turned back into questi
 
 A row is {id, question, answer, kind, model answered, passages}; only question and answer are
 editable. A row the user added has no id: it needs a question and an answer, and becomes a
-question of kind "added" with no supporting passages. A deleted row is simply absent.
+question of kind "added" with no supporting passages. A deleted row is simply absent. The page
+keeps the rows as the last Add left them, and the table's edits since (`apply_edits`).
 """
 from __future__ import annotations
 
@@ -42,7 +43,40 @@ def rows(questions: Sequence[Mapping[str, Any]],
     return out
 
 
-def _text(value: Any) -> str:
+def apply_edits(rows: Sequence[Mapping[str, Any]],
+                edits: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The table's rows with a data editor's edits applied ({"edited_rows": {row: {column:
+    value}}, "added_rows": [...], "deleted_rows": [row, ...]}, rows numbered from 0 as given)."""
+    edits = edits or {}
+    edited = {int(i): dict(change) for i, change in (edits.get("edited_rows") or {}).items()}
+    deleted = {int(i) for i in edits.get("deleted_rows") or []}
+    out = [{**row, **edited.get(i, {})} for i, row in enumerate(rows) if i not in deleted]
+    out += [{c: (row.get(c) if row.get(c) is not None else "") for c in COLUMNS}
+            for row in edits.get("added_rows") or []]
+    return out
+
+
+def added_row(question: str, answer: str) -> dict[str, str]:
+    """A row for a question the user adds (no id, no passages: see `to_questions`)."""
+    return {"id": "", "question": question.strip(), "answer": answer.strip(), "kind": ADDED,
+            "model answered": "", "passages": ""}
+
+
+def changes(edited: Sequence[Mapping[str, Any]], questions: Sequence[Mapping[str, Any]]) -> str:
+    """What the user changed in the table, in words ('1 edited, 1 deleted, 1 added'; '' for
+    nothing)."""
+    originals = {q["id"]: q for q in questions}
+    ids = {cell(r.get("id")) for r in edited}
+    added = sum(1 for r in edited if cell(r.get("id")) not in originals)
+    changed = sum(1 for r in edited if (q := originals.get(cell(r.get("id")))) is not None
+                  and (cell(r.get("question")) != q["question"]
+                       or cell(r.get("answer")) != cell((q.get("answers") or [""])[0])))
+    deleted = sum(1 for qid in originals if qid not in ids)
+    return ", ".join(f"{n} {what}" for n, what in ((changed, "edited"), (deleted, "deleted"),
+                                                   (added, "added")) if n)
+
+
+def cell(value: Any) -> str:
     """A cell's text: None and NaN (an empty cell of a new row) are ''."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
@@ -62,8 +96,8 @@ def to_questions(edited: Sequence[Mapping[str, Any]], questions: Sequence[Mappin
     added = 0
     taken = set(originals)
     for place, row in enumerate(edited, 1):
-        qid = _text(row.get("id"))
-        question, answer = _text(row.get("question")), _text(row.get("answer"))
+        qid = cell(row.get("id"))
+        question, answer = cell(row.get("question")), cell(row.get("answer"))
         original = originals.get(qid)
         where = f"row {place}" + (" (added)" if original is None else f" ({qid})")
         missing = [name for name, v in (("a question", question), ("an answer", answer)) if not v]

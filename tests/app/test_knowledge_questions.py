@@ -84,9 +84,26 @@ def test_generate_review_edit_delete_add_then_save(ws):
     at.session_state[TABLE.format(job_id)] = {
         "edited_rows": {0: {"question": "Edited: " + generated[0]["question"]},
                         2: {"answer": "a new answer"}},
-        "added_rows": [{"question": "Who keeps the Corren Lighthouse?", "answer": "Pell"}],
-        "deleted_rows": [1]}
+        "added_rows": [], "deleted_rows": [1]}
     at.run()
+    # issue 48, item 4: the count and the passages list follow the edits (they stayed stale)
+    assert "Review · 2 question(s) kept for `sample-reviewed` (2 edited, 1 deleted)" in \
+        kit.texts(at).replace("**", "")
+    titles = [e.label for e in at.expander if e.label.startswith("gen-")]
+    assert titles[0].startswith(f"{generated[0]['id']} · Edited: ") and len(titles) == 2
+    at.text_input(key=f"kb_qgen_add_q_{job_id}").input("Who keeps the Corren Lighthouse?")
+    at.text_input(key=f"kb_qgen_add_a_{job_id}").input("Pell")
+    at.button(key=f"kb_qgen_add_{job_id}").click().run()
+    assert not at.exception, [e.message for e in at.exception]
+    table = at.dataframe(key=TABLE.format(job_id)).value
+    assert list(table["question"]) == ["Edited: " + generated[0]["question"],
+                                       generated[2]["question"],
+                                       "Who keeps the Corren Lighthouse?"]
+    assert list(table["answer"])[1:] == ["a new answer", "Pell"]      # the edits kept
+    assert at.text_input(key=f"kb_qgen_add_q_{job_id}").value == ""   # ready for another
+    assert "Review · 3 question(s) kept for `sample-reviewed` (2 edited, 1 deleted, 1 added)" \
+        in kit.texts(at).replace("**", "")
+    assert "added · Who keeps the Corren Lighthouse?" in [e.label for e in at.expander]
     at.button(key=f"kb_qgen_save_{job_id}").click().run()
     assert not at.exception, [e.message for e in at.exception]
     assert any("Saved dataset 'sample-reviewed' with 3 questions" in s.value for s in at.success)
@@ -123,7 +140,7 @@ def test_generate_review_edit_delete_add_then_save(ws):
     assert any("name: a dataset named 'sample-reviewed' exists" in e.value for e in again.error)
 
 
-def test_an_added_row_without_an_answer_is_refused_naming_the_row(ws):
+def test_a_question_without_an_answer_is_not_added_and_a_blanked_row_is_refused(ws):
     at = _open()
     at.number_input(key="kb_qgen_n").set_value(2)
     at.multiselect(key="kb_qgen_kinds").set_value(["single"])
@@ -133,12 +150,17 @@ def test_an_added_row_without_an_answer_is_refused_naming_the_row(ws):
     job_id = job_id[0] if isinstance(job_id, list) else job_id
     assert get_jobs().wait(job_id, 60).status == "done"
     at.run()
+    at.text_input(key=f"kb_qgen_add_q_{job_id}").input("What is Pell?")
+    at.button(key=f"kb_qgen_add_{job_id}").click().run()
+    assert "Nothing added: write its answer." in [e.value for e in at.error]
+    assert len(at.dataframe(key=TABLE.format(job_id)).value) == 2
+    assert at.text_input(key=f"kb_qgen_add_q_{job_id}").value == "What is Pell?"   # kept
     at.session_state[TABLE.format(job_id)] = {
-        "edited_rows": {}, "added_rows": [{"question": "What is Pell?"}], "deleted_rows": []}
+        "edited_rows": {1: {"answer": ""}}, "added_rows": [], "deleted_rows": []}
     at.run()
     at.button(key=f"kb_qgen_save_{job_id}").click().run()
     errors = " ".join(e.value for e in at.error)
-    assert "Not saved" in errors and "row 3 (added): write an answer" in errors
+    assert "Not saved" in errors and re.search(r"row 2 \(gen-[\w-]+\): write an answer", errors)
     assert eval_repo(ws).find_dataset("sample-empty-row") is None
 
 
@@ -178,6 +200,14 @@ def test_review_rows_and_questions_round_trip():
                      "model answered": "with its passages: A · closed-book: (nothing)",
                      "passages": "d1 (T)"}]
     assert review.to_questions(rows, questions, "kb") == questions        # untouched: the same
+    edits = {"edited_rows": {0: {"answer": "B"}}, "added_rows": [{"question": "New?"}],
+             "deleted_rows": []}
+    now = review.apply_edits([*rows, review.added_row("Mine?", "M")], edits)
+    assert [(r["question"], r["answer"]) for r in now] == [("Q?", "B"), ("Mine?", "M"),
+                                                           ("New?", "")]
+    assert review.changes(now, questions) == "1 edited, 2 added"
+    assert review.changes(review.apply_edits(rows, {"deleted_rows": [0]}), questions) == \
+        "1 deleted"
     with pytest.raises(Exception, match=r"row 1 \(g1\): write a question and an answer"):
         review.to_questions([{**rows[0], "question": " ", "answer": float("nan")}], questions,
                             "kb")
