@@ -215,3 +215,22 @@ def test_a_bad_judge_model_is_refused_next_to_the_button(ws):
     assert not at.exception, [e.message for e in at.exception]
     assert "judge model: unknown model '/nowhere/judge.gguf'" in texts(at)
     assert tasks.grading_job(get_jobs(), plan.eval_id) is None
+
+
+def test_the_card_and_the_pairwise_judge_on_the_page(ws):
+    """Each judge's reliability card under its labels line, and each pair the pairwise judge
+    graded (here one that always names the answer it reads first) with its flips."""
+    from service.pairwise import grade_pairwise
+    plan = evaluated(ws)
+    at = graded_on_the_page(ws, plan)
+    model = grading.model_name(ws, "")
+    assert f"reliability of correctness on {model}: 0 labelled verdicts: too few" in texts(at)
+    ws.resources.set_llm(FakeLLM([(r"Better:$", "1")], default="no"))
+    grade_pairwise(ws, plan.eval_id, "naive_rag", "vague")
+    at = page("pages/compare.py", eval=plan.eval_id, q="q01").run()
+    assert not at.exception, [e.message for e in at.exception]
+    body = texts(at)
+    assert f"pairwise judge on {model} · win rate of naive_rag over vague (ties count half): " \
+        "50.0" in body, body
+    assert "position flips: 3 of 3 (100%) verdicts asked in both orders changed" in body
+    assert ("pairwise:vague", model) not in grading.graded(ws, plan.eval_id)
