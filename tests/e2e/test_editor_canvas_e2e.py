@@ -373,3 +373,92 @@ def test_an_edge_is_removed_from_its_nodes_form(studio: Any, browser: Any) -> No
     assert places(page) == before                                     # no node moved
     page.screenshot(path=str(ARTIFACTS / "canvas_edge_removed_from_form_1366.png"))
     page.context.close()
+
+
+def _add(page: Any, operator_name: str, new_id: str) -> None:
+    """Add an operator from the palette and wait for its node (`new_id`) on the canvas."""
+    box = page.get_by_placeholder("e.g. rerank, judge")
+    box.fill(operator_name)
+    box.press("Enter")
+    name = re.compile("^" + "_\u200b?".join(map(re.escape, operator_name.split("_"))) + "$")
+    retrying(page.get_by_role("button", name=name).click,
+             lambda: node(page, new_id).count() == 1, f"node {new_id} on the canvas")
+    settle(page)
+
+
+def _drag_once(page: Any, source: str, target: str) -> float:
+    """Press on the source's output dot, start the edge and pause as a person does, move onto
+    the middle of the target node's part in view where it was at the press, let go (no aiming
+    again); returns how far the dot was from the canvas's right edge (px)."""
+    frame = page.locator(CANVAS_FRAME).bounding_box()
+    dot = node(page, source).locator(".react-flow__handle.source").bounding_box()
+    dst = node(page, target).bounding_box()
+    x0, x1 = max(dst["x"], frame["x"]), min(dst["x"] + dst["width"], frame["x"] + frame["width"])
+    y0, y1 = max(dst["y"], frame["y"]), min(dst["y"] + dst["height"], frame["y"] + frame["height"])
+    assert x0 < x1 and y0 < y1, (target, dst, frame)          # some of it shows
+    x, y = dot["x"] + dot["width"] / 2, dot["y"] + dot["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x - 4, y + 2, steps=2)        # the edge starts, the pointer still by the dot
+    page.wait_for_timeout(300)
+    page.mouse.move((x0 + x1) / 2, (y0 + y1) / 2, steps=15)
+    page.wait_for_timeout(100)
+    page.mouse.up()
+    return frame["x"] + frame["width"] - x
+
+
+def _draw_from_new_nodes(page: Any, data_dir: Path, flow: str, first_target: str,
+                         times: int) -> tuple[int, list[float]]:
+    """`times` times: add embed_rerank from the palette (it lands beside the selection, near the
+    canvas's right edge) and drag its output onto the node added before it (first: `first_target`).
+    Returns how many of those edges the draft holds and the dots' distances to the edge."""
+    ids = ["embed_rerank"] + [f"embed_rerank_{i}" for i in range(2, times + 1)]
+    gaps = []
+    for i, nid in enumerate(ids):
+        _add(page, "embed_rerank", nid)
+        target = ids[i - 1] if i else first_target
+        gaps.append(_drag_once(page, nid, target))
+        page.wait_for_timeout(1200)
+        settle(page)
+    edges = {(e["source"], e["target"]) for e in (draft_of(data_dir, flow) or {}).get("edges", [])}
+    made = sum((nid, ids[i - 1] if i else first_target) in edges for i, nid in enumerate(ids))
+    return made, gaps
+
+
+def test_an_edge_drawn_from_a_new_node_at_the_right_edge_lands(studio: Any, browser: Any) -> None:
+    """Issue 48, item 1: a drag from an output dot at the canvas's right edge used to auto-pan the
+    canvas ~200 px while the pointer sat near that edge, and the drop fell on the empty canvas,
+    silently. Now the canvas keeps still while an edge is drawn, a node the palette adds is
+    panned in clear of the edges, and a drop on the empty canvas says so. 10 drags from new
+    nodes, 10 edges."""
+    url, data_dir, store = studio
+    flow = saved(store, "naive_rag", "rightedge")
+    page = page_1366(browser)
+    open_editor(page, url, flow, 2)
+    settle(page)
+    page.locator(CANVAS_FRAME).scroll_into_view_if_needed()
+    note = canvas(page).locator("[data-testid='fk-drop-note']")
+
+    # a drop on the empty canvas says so, and draws nothing
+    frame = page.locator(CANVAS_FRAME).bounding_box()
+    dot = node(page, "retrieve").locator(".react-flow__handle.source").bounding_box()
+    page.mouse.move(dot["x"] + dot["width"] / 2, dot["y"] + dot["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(frame["x"] + frame["width"] / 2, frame["y"] + 30, steps=10)
+    page.mouse.up()
+    eventually(lambda: visible(note), what="the empty drop's note")
+    assert "empty canvas" in note.inner_text()
+    assert draft_of(data_dir, flow) is None
+
+    # generate's output dot sits at the right edge when the flow opens: the drag lands
+    gap = _drag_once(page, "generate", "retrieve")
+    assert gap < 40, gap                          # inside React Flow's auto-pan band
+    eventually(lambda: ("generate", "retrieve") in {
+        (e["source"], e["target"]) for e in (draft_of(data_dir, flow) or {}).get("edges", [])},
+        what="the edge from the dot at the edge")
+    settle(page)
+
+    made, gaps = _draw_from_new_nodes(page, data_dir, flow, "generate", 10)
+    page.screenshot(path=str(ARTIFACTS / "canvas_right_edge_drags_1366.png"))
+    assert made == 10, (made, gaps, draft_of(data_dir, flow)["edges"], places(page))
+    page.context.close()

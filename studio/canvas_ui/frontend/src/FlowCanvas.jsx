@@ -16,7 +16,9 @@
 // the fit button shows it all), and fits it again when the canvas changes size before the user
 // has touched it (the page may settle the canvas's height after the first fit: a fit made
 // for a taller canvas left the flow at the bottom, under the zoom buttons); a node that arrives
-// out of view is panned into it, the zoom kept. The mouse wheel scrolls the page around the canvas until the canvas is clicked (then it
+// out of view (or within EDGE_ROOM px of an edge) is panned into it, the zoom kept. While an
+// edge is drawn the canvas keeps still (no auto-pan: a drag from a dot near the edge panned it
+// ~200 px and the drop missed, issue 48); a drop that connects nothing says why (src/drop.js). The mouse wheel scrolls the page around the canvas until the canvas is clicked (then it
 // zooms, until the pointer leaves the canvas); Ctrl + wheel always zooms.
 import { useCallback, useEffect, useRef, useState } from "react";
 import {
@@ -25,6 +27,7 @@ import {
 } from "@xyflow/react";
 import LaneEdge from "./LaneEdge.jsx";
 import StepNode from "./StepNode.jsx";
+import { dropNote } from "./drop.js";
 import { emit } from "./events.js";
 import { mergeEdges, mergeNodes } from "./merge.js";
 import { inView, legibleView, viewReport } from "./view.js";
@@ -35,6 +38,8 @@ const MOVED = 0.5;   // canvas units: less is a click, not a move
 const FIT_MAX_ZOOM = 1.2;  // a small flow is fitted no bigger than this (text at about 17 px)
 const LABEL_ROOM = 16; // canvas units around a lane's corners: its label's half height and more
 const LEGIBLE_ZOOM = 0.75; // an opening fit no smaller than this: 14 px text stays above 10 px
+const NOTE_MS = 4000;      // how long a drop that connected nothing is explained
+const EDGE_ROOM = 48;      // px: a node that arrives is panned in this far from the canvas's edges
 
 
 const notToItself = ({ source, target }) => source !== target;   // a drop back on its own node
@@ -51,6 +56,7 @@ export default function FlowCanvas({ args }) {
   const arrived = useRef([]);       // ids of nodes new in the last picture (not on the first)
   const [active, setActive] = useState(false);   // clicked into: the wheel zooms
   const [connecting, setConnecting] = useState(false);   // an edge is being drawn
+  const [note, setNote] = useState(null);   // why the last drop drew no edge (a few seconds)
   const latest = useRef({ nodes, edges });
   latest.current = { nodes, edges };
   const pane = useRef(null);
@@ -139,7 +145,7 @@ export default function FlowCanvas({ args }) {
       if (!n) continue;
       const w = (n.measured && n.measured.width) || 220;
       const h = (n.measured && n.measured.height) || 80;
-      if (!inView({ x: n.position.x, y: n.position.y, width: w, height: h }, viewport, box.width, box.height)) {
+      if (!inView({ x: n.position.x, y: n.position.y, width: w, height: h }, viewport, box.width, box.height, EDGE_ROOM)) {
         setCenter(n.position.x + w / 2, n.position.y + h / 2, { zoom: viewport.zoom, duration: 0 });
         return;
       }
@@ -171,8 +177,16 @@ export default function FlowCanvas({ args }) {
     emit("connect", { source, target });
   }, []);
 
-  const onConnectStart = useCallback(() => setConnecting(true), []);
-  const onConnectEnd = useCallback(() => setConnecting(false), []);
+  const onConnectStart = useCallback(() => { setConnecting(true); setNote(null); }, []);
+  const onConnectEnd = useCallback((_, state) => {
+    setConnecting(false);
+    setNote(dropNote(state));
+  }, []);
+  useEffect(() => {
+    if (!note) return undefined;
+    const t = setTimeout(() => setNote(null), NOTE_MS);
+    return () => clearTimeout(t);
+  }, [note]);
 
   return (
     <div ref={pane} style={{ height: args.height || 620 }}
@@ -194,6 +208,7 @@ export default function FlowCanvas({ args }) {
         onConnectEnd={onConnectEnd}
         onMoveStart={onMoveStart}
         isValidConnection={notToItself}
+        autoPanOnConnect={false}
         className={connecting ? "fk-connecting" : ""}
         deleteKeyCode={null}
         zoomOnScroll={active}
@@ -213,6 +228,7 @@ export default function FlowCanvas({ args }) {
           </ControlButton>
         </Controls>
         {args.minimap ? <MiniMap pannable zoomable /> : null}
+        {note ? <div className="fk-note" role="status" data-testid="fk-drop-note">{note}</div> : null}
       </ReactFlow>
     </div>
   );

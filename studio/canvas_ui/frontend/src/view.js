@@ -26,12 +26,14 @@ export function legibleView(bounds, width, height, fitZoom, minZoom, pad = 16) {
   return { x, y, zoom };
 }
 
-// Whether the box (canvas units) is wholly inside the view of a width x height pane.
-export function inView(box, viewport, width, height) {
+// Whether the box (canvas units) is wholly inside the view of a width x height pane, `room` px
+// clear of its edges (a node's output dot at the very edge is hard to drag from).
+export function inView(box, viewport, width, height, room = 0) {
   const { x, y, zoom } = viewport;
   const x0 = box.x * zoom + x;
   const y0 = box.y * zoom + y;
-  return x0 >= 0 && y0 >= 0 && x0 + box.width * zoom <= width && y0 + box.height * zoom <= height;
+  return x0 >= room && y0 >= room && x0 + box.width * zoom <= width - room
+    && y0 + box.height * zoom <= height - room;
 }
 
 // The canvas's size to report to Python ({width, height}, whole px) when its pane measures

@@ -28,6 +28,9 @@ test("a node is in view only when all of it is", () => {
   assert.equal(inView({ x: 0, y: 0, width: 220, height: 100 }, vp, 540, 480), true);
   assert.equal(inView({ x: 1000, y: 0, width: 220, height: 100 }, vp, 540, 480), false);
   assert.equal(inView({ x: 0, y: -100, width: 220, height: 100 }, vp, 540, 480), false);
+  const atEdge = { x: 800, y: 100, width: 220, height: 100 };        // 20 px from the right edge
+  assert.equal(inView(atEdge, vp, 540, 480), true);
+  assert.equal(inView(atEdge, vp, 540, 480, 48), false);               // too close to drag from
 });
 
 test("the canvas reports its size once per size, in whole px, once it is measured", () => {
