@@ -115,7 +115,8 @@ rows = {"Backend": info["backend"], "Model": info["model_file"] or "-",
         "GPU offload supported": {True: "yes", False: "no (CPU build of llama.cpp)",
                                   None: "-"}[info["gpu_offload"]],
         "Runs in": info["process"] or "-",
-        "Extra buffer types (AMX)": info["extra_bufts"] or "decided when the model loads",
+        "Extra buffer types (repacked weights)": info["extra_bufts"]
+        or "decided when the model loads",
         **device_panel.rows(ws), "Completion cache": logic.cache_summary(ws)}
 st.table({"": list(rows), "value": list(rows.values())})
 if info["error"]:

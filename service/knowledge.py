@@ -52,11 +52,13 @@ PREVIEW_ROWS = 5
 #: The knowledge bases table's state column, by KnowledgeBase.state.
 STATE_TEXT = {COMPLETE: "complete", CHANGING: "being changed",
               INTERRUPTED: "⚠ interrupted: ingest again"}
+#: The state column of a knowledge base with no chunk yet.
+EMPTY_TEXT = "empty: add files"
 
 
 def kb_rows(resources: Any) -> list[dict[str, Any]]:
     """One row per knowledge base: name, state (STATE_TEXT: marks one whose last ingest was cut
-    short), chunks, documents, chunker, embedder, graph, database."""
+    short; EMPTY_TEXT for one with no chunk), chunks, documents, chunker, embedder, graph, database."""
     out = []
     for name in resources.kb_names():
         kb = resources.kb(name)
@@ -65,7 +67,10 @@ def kb_rows(resources: Any) -> list[dict[str, Any]]:
             count = kb.count()
         except FlowkitError:
             count = meta.get("chunks", 0)
-        out.append({"name": name, "state": STATE_TEXT.get(kb.state, kb.state), "chunks": count,
+        state = STATE_TEXT.get(kb.state, kb.state)
+        if kb.state == COMPLETE and not count:
+            state = EMPTY_TEXT          # nothing ingested yet is not a complete ingest
+        out.append({"name": name, "state": state, "chunks": count,
                     "documents": meta.get("documents", 0),
                     "chunker": meta.get("chunker", ""), "embedder": meta.get("embedder", ""),
                     "graph": (kb.dir / GRAPH_FILE).is_file(),

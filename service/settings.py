@@ -5,6 +5,7 @@ studio to flowkit.runtime's configuration."""
 from __future__ import annotations
 
 from flowkit.runtime.amx import EXTRA_BUFTS_CHOICES as EXTRA_BUFTS_CHOICES
+from flowkit.runtime.amx import cpu_flags
 from flowkit.runtime.engines import EngineInfo as EngineInfo
 from flowkit.runtime.engines import describe_engines as describe_engines
 from flowkit.runtime.gguf import inspect_gguf as inspect_gguf
@@ -20,8 +21,13 @@ from flowkit.runtime.resources import save_settings as save_settings
 from .workspace import Workspace
 
 __all__ = ["DEFAULT_MODEL", "EXTRA_BUFTS_CHOICES", "PACKAGED", "EngineInfo", "Settings",
-           "default_data_dir", "describe_engines", "engines", "inspect_gguf", "load_settings",
+           "cpu_has_amx", "default_data_dir", "describe_engines", "engines", "inspect_gguf", "load_settings",
            "model_file", "models_table", "save_settings"]
+
+
+def cpu_has_amx(cpuinfo: str | None = None) -> bool:
+    """Whether the CPU advertises AMX (`amx_tile` in /proc/cpuinfo, or in `cpuinfo`)."""
+    return "amx_tile" in cpu_flags(cpuinfo)
 
 
 def engines(ws: Workspace) -> EngineInfo:

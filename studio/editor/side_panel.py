@@ -62,18 +62,20 @@ def _connect(spec: FlowSpec, sel: str, gen: int) -> None:
         st.caption("Connect to: every other node already has an edge from this one.")
         return
     target_key, label_key = K.CONNECT_TARGET.item(gen, sel), K.CONNECT_LABEL.item(gen, sel)
-    pick, go = st.columns([3, 1], vertical_alignment="bottom")
-    target = pick.selectbox("Connect to", targets, index=None, key=target_key,
-                            placeholder="Pick a node",
-                            help="Add an edge from this node to the node picked (as dragging "
-                                 "from its output handle to that node does)")
+    # the button under the box, full width: beside it, in the side panel's width, it was cut
+    # to "C." (issue 48, item 9)
+    target = st.selectbox("Connect to", targets, index=None, key=target_key,
+                          placeholder="Pick a node",
+                          help="Add an edge from this node to the node picked (as dragging "
+                               "from its output handle to that node does)")
     labels = canvas.route_labels(spec.node(sel))
     if labels:
         used = {e.label for e in spec.edges if e.source == sel}
         first = next((i for i, lb in enumerate(labels) if lb not in used), 0)
         st.selectbox("New edge's route label", labels, index=first, key=label_key,
                      help=f"Which of '{inert.escape(sel)}''s routes follows the new edge")
-    go.button("Connect", key=K.CONNECT.item(gen, sel), disabled=target is None,
+    st.button("Connect", key=K.CONNECT.item(gen, sel), disabled=target is None,
+              icon=":material/arrow_forward:", width="stretch",
               on_click=actions.connect, args=(sel, target_key, label_key))
 
 

@@ -16,11 +16,21 @@ from studio.common.provenance import line as provenance_line
 from studio.common.state import KbKeys as K
 from studio.common.state import flash
 
+#: the search box's example for the sample knowledge base (its lighthouse); others get a
+#: general one: the sample's lighthouse is not in a user's documents
+SAMPLE_QUERY = "e.g. Corren Lighthouse keeper"
+
+
+def search_placeholder(kb_name: str) -> str:
+    """The search box's placeholder: the sample's example on the sample only."""
+    return SAMPLE_QUERY if kb_name == kbview.SAMPLE_KB else \
+        "A name, a term or a question from these documents"
+
 
 def search_panel(kb: KnowledgeBase) -> None:
     """BM25, dense and hybrid results for one query, in three columns."""
     qcol, kcol = st.columns([5, 1])
-    query = qcol.text_input("Search", key=K.SEARCH_Q, placeholder="e.g. Corren Lighthouse keeper")
+    query = qcol.text_input("Search", key=K.SEARCH_Q, placeholder=search_placeholder(kb.name))
     k = kcol.number_input("Top k", 1, 50, 5, key=K.SEARCH_K)
     if query.strip():
         try:

@@ -7,7 +7,14 @@ from typing import Any
 
 from flowkit.errors import FlowkitError
 from service.device import gpu_layers_problem
-from service.settings import EXTRA_BUFTS_CHOICES, PACKAGED, Settings, inspect_gguf, model_file
+from service.settings import (
+    EXTRA_BUFTS_CHOICES,
+    PACKAGED,
+    Settings,
+    cpu_has_amx,
+    inspect_gguf,
+    model_file,
+)
 from service.workspace import Workspace
 
 BACKENDS = ("llama_cpp", "openai")
@@ -152,13 +159,26 @@ def model_info(ws: Workspace) -> dict[str, Any]:
             info["process"] = (f"worker process {pid}" if pid else "worker process (starts on the "
                                "first run)") + (f", restarted {restarts}x" if restarts else "")
             if "extra_bufts" in worker:
-                info["extra_bufts"] = ("on" if worker["extra_bufts"] else "off") + \
-                    f": {worker.get('extra_bufts_reason', '')}"
+                info["extra_bufts"] = extra_bufts_text(bool(worker["extra_bufts"]),
+                                                       str(worker.get("extra_bufts_reason", "")),
+                                                       cpu_has_amx())
         else:
             info["process"] = "this process (in_process: true)"
     except (FlowkitError, ImportError, OSError) as err:
         info["error"] = str(err)
     return info
+
+
+def extra_bufts_text(use: bool, reason: str, amx: bool) -> str:
+    """The Settings page's line on llama.cpp's extra buffer types (repacked weights for the
+    CPU's kernels): on or off and why, and whether AMX is among them: 'on' on a CPU without AMX
+    read as 'AMX: on' (issue 48, item 9)."""
+    if not amx:
+        where = "AMX: none on this CPU (no amx_tile), the other repacked kernels in use"
+    else:
+        where = "AMX: in use" if use else "AMX: not used"
+    return f"{'on' if use else 'off'} · {where} · {reason}" if reason else \
+        f"{'on' if use else 'off'} · {where}"
 
 
 def model_rows(model_path: str) -> list[dict[str, Any]]:

@@ -63,6 +63,12 @@ def test_create_then_ingest_an_upload_in_the_background_and_browse_it(ws):
     assert at.query_params["kb"] == "notes"
     assert "Created 'notes'" in at.success[0].value
     assert at.selectbox(key="kb_ingest_target").value == "notes"    # "Into" names the new KB
+    # issue 48, item 9: a new knowledge base is empty, not "complete", and its search box does
+    # not suggest the sample's lighthouse
+    listed = at.dataframe[0].value
+    assert list(listed.loc[listed["name"] == "notes", "state"]) == ["empty: add files"]
+    assert list(listed.loc[listed["name"] == "sample", "state"]) == ["complete"]
+    assert "Lighthouse" not in at.text_input(key="kb_search_q").placeholder
     at.file_uploader(key="kb_files").set_value([
         ("pell.md", b"# Pell\n\nThe ghost of the Corren Lighthouse is called Pell.\n", "text/markdown"),
         ("docs.jsonl", b'{"id": "n1", "title": "Tide", "text": "The tide table is kept in Dunmere."}\n',

@@ -155,3 +155,13 @@ def test_the_outcome_of_save_shows_beside_the_button(ws: Workspace) -> None:
     drawn = _in_order(submit(at).main)
     said = next(i for i, t in enumerate(drawn) if "model file not found" in t)
     assert drawn.index("Save settings") < said < drawn.index("Loaded now"), drawn
+
+
+def test_extra_buffer_types_say_whether_amx_is_in_use() -> None:
+    """Issue 48, item 9: 'Extra buffer types (AMX): on' read as AMX on, on a CPU without it."""
+    none = logic.extra_bufts_text(True, "the CPU does not advertise AMX (no amx_tile)", False)
+    assert none.startswith("on · AMX: none on this CPU") and "AMX: in use" not in none
+    assert logic.extra_bufts_text(True, "probe ok", True).startswith("on · AMX: in use")
+    assert logic.extra_bufts_text(False, "probe died", True).startswith("off · AMX: not used")
+    from service.settings import cpu_has_amx
+    assert cpu_has_amx("flags\t: fpu sse amx_tile avx512f") and not cpu_has_amx("flags: fpu sse")

@@ -182,6 +182,51 @@ def test_labels_are_whole_pause_before_after_and_make_a_starter_space(studio: Re
     page.screenshot(path=str(ART / "polish_starter_button.png"))
 
 
+def test_issue_48_small_things(studio: Recorded, page: Any) -> None:
+    """Issue 48, item 9: template titles whole past "et al."; a new knowledge base is "empty",
+    not "complete", and its search box does not suggest the sample's lighthouse; the Editor's
+    "Connect" button is not cut to "C."."""
+    page.goto(studio.url)
+    settle(page)
+    box = page.locator("[data-testid='stSelectbox']").filter(has_text="Start from")
+    box.click()
+    option = page.get_by_role("option", name=re.compile(r"^rewrite_retrieve_read · "))
+    option.wait_for()
+    assert "(Ma et al. 2023): the" in option.inner_text(), option.inner_text()
+    page.keyboard.press("Escape")
+
+    page.goto(f"{studio.url}/knowledge?kb=sample")
+    settle(page)
+    page.get_by_label("Name", exact=True).fill("notes48")
+    page.get_by_role("button", name="Create", exact=True).click()
+    page.get_by_text("Created 'notes48'").wait_for()
+    settle(page)
+    table = page.locator("[data-testid='stMain'] [data-testid='stDataFrameResizable']").first
+    row = [t.strip() for t in table.locator("table tr").filter(has_text="notes48").first
+           .locator("td").all_inner_texts()]
+    assert "empty: add files" in row and "complete" not in row, row
+    search = page.get_by_role("textbox", name="Search", exact=True)
+    search.wait_for()
+    assert "Lighthouse" not in (search.get_attribute("placeholder") or "")
+    page.screenshot(path=str(ART / "polish_empty_kb.png"))
+
+    page.goto(f"{studio.url}/editor?flow=naive_rag")
+    settle(page)
+    nodes = canvas(page).locator(".react-flow__node")
+    nodes.first.wait_for()
+    connect = page.get_by_role("button", name="Connect", exact=True)
+    for i in range(nodes.count()):     # a node with a node left to connect to shows the form
+        nodes.nth(i).click()
+        settle(page)
+        if connect.count():
+            break
+    assert connect.count() == 1, "no node offers Connect to"
+    assert _cut(connect) == [], "Connect"
+    width = connect.bounding_box()["width"]
+    assert width > 100, width          # it was cut to "C." beside the box
+    page.screenshot(path=str(ART / "polish_connect_button.png"))
+
+
 def _bar_charts(page: Any) -> list[Any]:
     """The Compare page's bar charts (the frontier's axes label numbers, not flows)."""
     page.locator("[data-testid='stVegaLiteChart'] svg").first.wait_for()
