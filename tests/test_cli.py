@@ -122,3 +122,16 @@ def test_the_sample_kb_ships_inside_the_package() -> None:
              if p.suffix in (".jsonl", ".md")]
     assert len(files) == 3 and sample_kb.ARTICLES.is_file() and sample_kb.QUESTIONS.is_file()
     assert all(any(fnmatch(f, g) for g in globs) for f in files), (files, globs)
+
+
+def test_kb_lists_an_empty_knowledge_base_as_empty(tmp_path):
+    """Issue 48, item 9: a knowledge base with nothing ingested read 'complete'."""
+    from service import knowledge
+    from service.workspace import Workspace
+    ws = Workspace(tmp_path)
+    try:
+        knowledge.create(ws.resources, "notes48")
+    finally:
+        ws.close()
+    row = next(line for line in fk(tmp_path, "kb").stdout.splitlines() if "notes48" in line)
+    assert "empty" in row and "complete" not in row, row

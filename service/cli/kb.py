@@ -60,7 +60,9 @@ def cmd_kb(args: argparse.Namespace) -> int:
         state = kb.state
         if state == INTERRUPTED:
             interrupted.append(name)
-        table.add_row(name, STATE_TEXT.get(state, state), str(kb.count()),
+        count = kb.count()
+        shown = "empty" if state == COMPLETE and not count else STATE_TEXT.get(state, state)
+        table.add_row(name, shown, str(count),
                       str(meta.get("chunker", "")), str(meta.get("embedder", "")))
     common.out.print(table)
     for name in interrupted:
