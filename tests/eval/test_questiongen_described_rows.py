@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from flowkit.eval.questiongen import candidates as C
 from flowkit.eval.questiongen import described_rows as D
+from flowkit.eval.questiongen import table_kind as K
 from flowkit.eval.questiongen import tables as T
 
 HEADER_TABLE = (
@@ -58,7 +59,7 @@ def test_a_code_is_asked_by_its_meaning_and_the_section_names_an_uncaptioned_tab
     assert got['In the "Escapes" section, what is the escape of "The argument is shown in '
                'hexadecimal, lower or upper case"?'] == "x, X"
     # a key-by-name table keeps its own questions too, none of them twice
-    found = list(T.candidates([passage(CODES, section="4 Formatting > 4.2 Escapes")], seed=1))
+    found = list(K.candidates([passage(CODES, section="4 Formatting > 4.2 Escapes")], seed=1))
     assert len({c.question for c in found}) == len(found) and found
 
 

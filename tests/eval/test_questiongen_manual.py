@@ -10,6 +10,7 @@ import re
 from flowkit.documents.provenance import chunk_at, gold_place
 from flowkit.eval.questiongen import candidates as C
 from flowkit.eval.questiongen import manual as M
+from flowkit.eval.questiongen import table_kind as K
 from flowkit.eval.questiongen import tables as T
 from flowkit.eval.questiongen.checks import PASSAGE_CHARS, Checker
 from flowkit.eval.questiongen.generate import Request, estimate, generate, read_passages
@@ -89,7 +90,7 @@ def test_a_key_two_tables_share_is_asked_with_the_tables_caption():
     other = ("Table 9. Type casts\nName | Cast to | Notes\n"
              "bigint | numeric | exact\nreal | double precision | widened")
     ps = [table_passage(), table_passage(other, cid="guide#7", page=40)]
-    qs = {c.question: c.answer for c in T.candidates(ps, seed=0, per_passage=100)}
+    qs = {c.question: c.answer for c in K.candidates(ps, seed=0, per_passage=100)}
     assert qs['In the "Integer types" table, what is the storage size of bigint?'] == "8 bytes"
     assert qs['In the "Type casts" table, what is the cast to of bigint?'] == "numeric"
     assert qs["What is the storage size of smallint?"] == "2 bytes"      # no other has it
@@ -118,16 +119,16 @@ def test_rows_past_the_first_window_are_asked_where_the_reader_is_shown_them(mon
 
 def test_table_candidates_come_in_seeded_rounds_over_every_table():
     ps = [table_passage(cid=f"guide#{i}") for i in range(3)]
-    first = list(T.candidates(ps, seed=5))
+    first = list(K.candidates(ps, seed=5))
     assert [c.passages[0].chunk_id for c in first[:3]] == ["guide#0", "guide#1", "guide#2"]
-    assert first == list(T.candidates(ps, seed=5))
-    assert [c.question for c in first] != [c.question for c in T.candidates(ps, seed=6)]
+    assert first == list(K.candidates(ps, seed=5))
+    assert [c.question for c in first] != [c.question for c in K.candidates(ps, seed=6)]
 
 
 def test_a_small_table_at_the_end_of_a_text_chunk_is_read_too():
     text = PROSE + "\n\n" + INTEGER_TABLE
     p = C.Passage("guide#9", "guide", "Guide", text, meta("text"))
-    got = {c.question: c.answer for c in T.candidates([p], seed=0, per_passage=100)}
+    got = {c.question: c.answer for c in K.candidates([p], seed=0, per_passage=100)}
     assert got["What is the storage size of bigint?"] == "8 bytes"
     assert "What is the default page size?" in facts(text)         # its prose as well
 
@@ -260,7 +261,7 @@ def manual_reader(expected: dict[str, str]):
 
 def test_a_manual_gives_questions_citing_chunk_and_page():
     ps = C.order(read_passages(MemoryKB("kb", MANUAL)), 0)
-    expected = {c.question: c.answer for kind in (T.candidates, M.candidates)
+    expected = {c.question: c.answer for kind in (K.candidates, M.candidates)
                 for c in kind(ps, 0, per_passage=100)}
     llm = FakeLLM([(r"Answer:\s*$", manual_reader(expected))])
     res = FakeResources(llm, {"kb": MemoryKB("kb", MANUAL)}, embedder=HashEmbedder())

@@ -23,7 +23,7 @@ from ...context import Resources, RunContext
 from ...cost import Cost
 from ...errors import FlowkitError
 from ..metrics import doc_id_of
-from . import manual, tables
+from . import manual, table_kind
 from .candidates import (
     DEFAULT_KINDS,
     KINDS,
@@ -183,7 +183,7 @@ def _streams(passages: list[Passage], request: Request) -> dict[str, Iterator[Ca
     ordered = order(passages, request.seed)
     made = {"single": lambda: singles(ordered), "bridge": lambda: bridges(ordered, request.seed),
             "comparison": lambda: comparisons(ordered, request.seed),
-            "table": lambda: tables.candidates(ordered, request.seed),
+            "table": lambda: table_kind.candidates(ordered, request.seed),
             "manual": lambda: manual.candidates(ordered, request.seed)}
     return {k: made[k]() for k in KINDS if k in request.kinds}
 

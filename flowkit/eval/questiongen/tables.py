@@ -31,9 +31,8 @@ header H[j]: "What is the <H[j]> of <key>?". The rules, each with its reason:
 """
 from __future__ import annotations
 
-import random
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...documents.model import CELL_SEP, PATH_SEP
@@ -267,28 +266,3 @@ def shared_keys(tables: Sequence[tuple[Passage, TableText]]) -> frozenset[str]:
         for row in t.rows:
             seen.setdefault(row[j].strip().rstrip(".").lower(), set()).add(_identity(p, t))
     return frozenset(k for k, ids in seen.items() if len(ids) > 1)
-
-
-def candidates(passages: Sequence[Passage], seed: int, per_passage: int = 3
-               ) -> Iterator[Candidate]:
-    """Table questions (by a row's key, `row_candidates`, and by a row's description,
-    `described_rows`) in rounds over the passages in their given (seeded) order: each table
-    chunk's first question, then each one's second, up to `per_passage` rounds, so a set drawn
-    from many tables is spread over all of them before any gives a second try. Within a chunk the
-    questions come in a seeded order (rows and columns mixed), the same for the same seed."""
-    from .described_rows import described_candidates  # it builds on this module's rules
-    tables = [(p, t) for p in passages for t in passage_tables(p)]
-    shared = shared_keys(tables)
-    found: dict[str, list[Candidate]] = {}
-    for p, t in tables:
-        cs = found.setdefault(p.chunk_id, [])
-        cs.extend(row_candidates(p, t, shared))
-        asked = {c.question for c in cs}
-        cs.extend(c for c in described_candidates(p, t) if c.question not in asked)
-    for cid, cs in found.items():
-        random.Random(f"{seed}:{cid}").shuffle(cs)
-    for r in range(per_passage):
-        for p in passages:
-            cs = found.get(p.chunk_id, [])
-            if r < len(cs):
-                yield cs[r]
