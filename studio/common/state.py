@@ -444,6 +444,7 @@ class EditorKeys(Keys, prefix="editor"):
     CANVAS_FIT: Key[int]                    # fit-view request number (opening, tidying)
     CANVAS_VIEW: Key[Any]                   # (width, height) px the canvas last reported
     LAYOUT_VIEW: Key[Any]                   # (width, height) px the open draft is laid out for
+    LAYOUT_DIRECTION: Key[str | None]       # LR or TB: the open draft's, kept while it is open
     FLOW_CANVAS: Key[Any]                   # the component itself: .item(hash of the flow)
     SELECTED: Key[str | None]               # the selection (node id or canvas edge id)
     CONFLICT: Key[dict[str, Any] | None]    # {"expected", "actual", "deleted"} after a stale save
@@ -451,7 +452,7 @@ class EditorKeys(Keys, prefix="editor"):
     NOTICE: Key[Any]                        # (kind, text, when): shown a few seconds
     PROBLEMS: Key[Any]                      # (hash, problems, spec) cache
     PARSED: Key[Any]                        # (draft spec dict, its FlowSpec)
-    DESIRED: Key[Any]                       # (FlowSpec, selection, picture, breakpoints)
+    DESIRED: Key[Any]                       # (FlowSpec, selection, picture, breakpoints, view, direction)
     UNDO_STACK: Key[Any]                    # (draft id, [spec dicts before each edit])
     REDO_STACK: Key[Any]                    # (draft id, [spec dicts undone])
     #: The draft's breakpoints handed to the Run page with the flow (hand_over_run/take_breakpoints)

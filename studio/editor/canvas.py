@@ -102,6 +102,11 @@ def auto_layout(spec: FlowSpec, view: View = None) -> dict[str, Position]:
     return flow_layout.layout(spec, spec.layout, view=view).positions
 
 
+def direction_of(spec: FlowSpec, view: View = None) -> str:
+    """The way the layout runs `spec`'s layers (LR or TB) in a canvas of `view` px."""
+    return flow_layout.layout(spec, spec.layout, view=view).direction
+
+
 def _bp(sides: dict[str, list[str]]) -> str:
     before, after = bool(sides.get("before")), bool(sides.get("after"))
     return "both" if before and after else "before" if before else "after" if after else ""
@@ -133,17 +138,18 @@ def _edge_problem_index(problems: list[Problem]) -> set[int]:
 
 
 def picture(spec: FlowSpec, problems: list[Problem], selected: str | None = None,
-            rev: int = 0, breakpoints: list[str] | None = None, view: View = None) -> Picture:
+            rev: int = 0, breakpoints: list[str] | None = None, view: View = None,
+            direction: str | None = None) -> Picture:
     """The canvas picture of a spec: nodes where the layout puts them (or the user did) in a
-    canvas of `view` px, edges whose node is gone left out (GUIDE rule 3), loops and skips
-    routed along lanes; the nodes that hold one of `breakpoints` (the draft's) carry its red
-    dot."""
+    canvas of `view` px, its layers running `direction` (LR, TB; None: the layout's choice),
+    edges whose node is gone left out (GUIDE rule 3), loops and skips routed along lanes; the
+    nodes that hold one of `breakpoints` (the draft's) carry its red dot."""
     bps = node_marks(breakpoints or [])
     by_node: dict[str, list[Problem]] = {}
     for p in problems:
         if p.node:
             by_node.setdefault(p.node, []).append(p)
-    plan = flow_layout.layout(spec, spec.layout, view=view)
+    plan = flow_layout.layout(spec, spec.layout, direction=direction, view=view)
     nodes = [_node_picture(n, plan.positions[n.id], by_node.get(n.id, []), {str(k): v for k, v in bps.get(n.id, {}).items()})
              for n in spec.nodes]
     ids = {n.id for n in spec.nodes}

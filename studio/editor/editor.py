@@ -105,6 +105,7 @@ class Editor:
         K.CANVAS_PUSH.set(True, self.state)
         K.CANVAS_FIT.set(int(K.CANVAS_FIT.get(state=self.state) or 0) + 1, self.state)
         K.LAYOUT_VIEW.set(K.CANVAS_VIEW.get(state=self.state), self.state)   # None: not known yet
+        K.LAYOUT_DIRECTION.set(None, self.state)                             # chosen when drawn
         K.FORM_GEN.set(int(K.FORM_GEN.get(state=self.state) or 0) + 1, self.state)
         K.UNDO_STACK.set((draft.draft_id, []), self.state)
         K.REDO_STACK.set((draft.draft_id, []), self.state)
@@ -302,14 +303,28 @@ class Editor:
     def _desired(self, spec: FlowSpec) -> canvas.Picture:
         """The canvas picture of `spec` with the current selection; built once per spec,
         selection and view (a rerun that changes none of them reuses the last one)."""
-        sel, view = self.selected, self.view
+        sel, view, direction = self.selected, self.view, self.direction(spec)
         kept = K.DESIRED.get(state=self.state)
         bps = self.breakpoints
-        if kept and kept[0] is spec and kept[1] == sel and kept[3] == bps and kept[4] == view:
+        if (kept and kept[0] is spec and kept[1] == sel and kept[3] == bps and kept[4] == view
+                and kept[5] == direction):
             return kept[2]
-        desired = canvas.picture(spec, self.problems(spec), sel, breakpoints=bps, view=view)
-        K.DESIRED.set((spec, sel, desired, bps, view), self.state)
+        desired = canvas.picture(spec, self.problems(spec), sel, breakpoints=bps, view=view,
+                                 direction=direction)
+        K.DESIRED.set((spec, sel, desired, bps, view, direction), self.state)
         return desired
+
+    def direction(self, spec: FlowSpec) -> str:
+        """The way the open flow's layers run (LR or TB), as first drawn since it was opened (or
+        tidied, or laid out for the canvas's size): kept while it stays open. The layout turns a
+        flow placed all by hand by its shape, so without this a move that made it taller than
+        wide flipped every handle and re-routed every lane (issue 48, item 3)."""
+        kept = K.LAYOUT_DIRECTION.get(state=self.state)
+        if kept in ("LR", "TB"):
+            return str(kept)
+        chosen = canvas.direction_of(spec, self.view)
+        K.LAYOUT_DIRECTION.set(chosen, self.state)
+        return chosen
 
     @property
     def view(self) -> canvas.View:
@@ -329,6 +344,7 @@ class Editor:
             return
         spec = self.spec
         K.LAYOUT_VIEW.set((w, h), self.state)
+        K.LAYOUT_DIRECTION.set(None, self.state)
         if canvas.auto_layout(spec, None) != canvas.auto_layout(spec, (w, h)):
             K.CANVAS_FIT.set(self.fit_request + 1, self.state)
             self.redraw()
@@ -460,6 +476,7 @@ class Editor:
         """Forget where the user put the nodes: studio/layout.py places them all again, for the
         canvas's size now."""
         K.LAYOUT_VIEW.set(K.CANVAS_VIEW.get(state=self.state) or self.view, self.state)
+        K.LAYOUT_DIRECTION.set(None, self.state)
         spec = self.spec
         if spec.layout:
             self.update(spec.model_copy(update={"layout": {}}))
