@@ -29,6 +29,8 @@ ALLOWED_FLOWKIT: dict[str, set[str] | None] = {
     "flowkit.nodes": {"FINISH"}, "flowkit.run_request": None, "flowkit.eval.strategy": None,
     "flowkit.eval": {"report"}, "flowkit.eval.report": None, "flowkit.eval.metrics": None,
     "flowkit.eval.formatting": None, "flowkit.eval.exports": None,
+    "flowkit.eval.pairwise": {"WinRate", "win_lines"},        # a pair's win rate and its words
+    "flowkit.eval.reliability": {"ReliabilityCard"},           # a judge's card against labels
     "flowkit.eval.datasets": None, "flowkit.eval.runner": {"EvalPlan", "FlowEntry"},
     "flowkit.eval.questiongen.generate": {"Request", "Progress", "MAX_QUESTIONS"},
     "flowkit.eval.questiongen.candidates": {"KINDS"}, "flowkit.eval.questiongen.checks": {"REASONS"},
