@@ -11,7 +11,7 @@ from flowkit.errors import FlowkitError
 from flowkit.eval.datasets import Dataset
 from flowkit.eval.formatting import fmt, fmt_delta
 from flowkit.eval.metrics import METRICS, QuestionResult
-from flowkit.eval.report import EvalReport
+from flowkit.eval.report import STEADY_MIN_FLOWS, STEADY_MIN_QUESTIONS, EvalReport
 from flowkit.eval.runner import EvalPlan
 from flowkit.trace import StepEvent
 from service import runs
@@ -112,6 +112,51 @@ def seconds_note(cost_s: float, wall_s: float) -> str:
         line += (": calls that flows share, or that an earlier run computed, came from the "
                  "completion cache")
     return line + "."
+
+
+def _common_questions(rep: EvalReport) -> int:
+    """How many questions every flow has an answer to."""
+    ids = [{r.question_id for r in rs} for rs in rep.results.values()]
+    return len(set.intersection(*ids)) if ids else 0
+
+
+def indistinct_note(rep: EvalReport) -> str:
+    """When the flows cannot be told apart, in words, with what would help; '' otherwise.
+
+    They cannot when every flow gave the same (normalised) answer to every question answered by
+    all: every score difference is then 0, whatever one flow spent more for it."""
+    n = _common_questions(rep)
+    if len(rep.flows) < 2 or not n or rep.disagreements:
+        return ""
+    tokens = {f: rep.summaries[f].tokens for f in rep.flows
+              if f in rep.summaries and rep.summaries[f].tokens}
+    spent = ""
+    if len(tokens) > 1:
+        cheap, dear = min(tokens, key=tokens.__getitem__), max(tokens, key=tokens.__getitem__)
+        if tokens[dear] > 1.05 * tokens[cheap]:
+            spent = (f"; {dear} spent {tokens[dear] / tokens[cheap]:.1f}x {cheap}'s tokens per "
+                     "question for the same answers")
+    return (f"These flows cannot be told apart here: they gave the same answer to each of the "
+            f"{n} question(s) every flow answered, so every difference in the scores is 0{spent}. "
+            "What would help: more questions (a new comparison with a larger 'Questions'); "
+            "questions where the flows would differ (multi-hop ones for flows that search "
+            "several times); or a stronger model (Settings page), whose answers depend more on "
+            "what each flow retrieves.")
+
+
+def steadiness_missing(rep: EvalReport) -> str:
+    """Why there is no ranking-steadiness line ('' when there is one, or nothing to rank)."""
+    if rep.steadiness or not rep.results:
+        return ""
+    n, flows = _common_questions(rep), len(rep.flows)
+    needs = [f"{STEADY_MIN_FLOWS} flows (here {flows})" if flows < STEADY_MIN_FLOWS else "",
+             f"{STEADY_MIN_QUESTIONS} questions answered by every flow (here {n})"
+             if n < STEADY_MIN_QUESTIONS else ""]
+    needs = [x for x in needs if x]
+    if not needs:
+        return ""
+    return ("No ranking-steadiness line (how far the flows' order holds across halves of the "
+            f"questions): it needs at least {' and '.join(needs)}.")
 
 
 def answered(rep: EvalReport) -> tuple[int, int]:

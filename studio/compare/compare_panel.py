@@ -236,9 +236,11 @@ def metrics_section(rep: EvalReport, seconds: tuple[float, float] | None = None)
                f"{rep.k or 'all'} of any search of the run.")
     if seconds is not None:
         st.caption(cd.seconds_note(*seconds), help=cd.SECONDS_HELP)
-    steady = steadiness_line(rep)
+    steady = steadiness_line(rep) or cd.steadiness_missing(rep)
     if steady:
         st.caption(inert.escape(steady), help=steadiness_line.__doc__)
+    if same := cd.indistinct_note(rep):
+        st.warning(inert.escape(same), icon=":material/drag_handle:")
     deltas = cd.delta_table(rep)
     if deltas:
         st.markdown(f"**Against the baseline {inert.code(rep.baseline)}**: mean difference "

@@ -45,11 +45,11 @@ def ws(tmp_path):
     use_workspace(None)
 
 
-def evaluated(ws, limit=3, stop_after=None):
+def evaluated(ws, limit=3, stop_after=None, flows=("naive_rag", "vague")):
     repo = EvalRepo(ws.store)
     from flowkit.eval.datasets import resolve
     ds = resolve(repo, "sample_questions")
-    plan = make_plan(resolve_flows(ws, ["naive_rag", "vague"]), ds.name, ds.questions, "sample",
+    plan = make_plan(resolve_flows(ws, list(flows)), ds.name, ds.questions, "sample",
                      limit=limit)
     stop = threading.Event()
 
@@ -120,6 +120,23 @@ def test_open_an_earlier_evaluation_from_the_address(ws):
     assert "How many arches does the Sundby Viaduct have?" in body
     assert at.selectbox(key="compare_open").value == plan.eval_id
     assert [b.label for b in at.get("download_button")][:1] == ["Report (HTML)"]
+    # issue 48, item 6: why no ranking-steadiness line shows; flows that differ are not called
+    # indistinct
+    assert ("it needs at least 3 flows (here 2) and 10 questions answered by every flow "
+            "(here 2)") in body
+    assert not [w.value for w in at.warning if "cannot be told apart" in w.value]
+
+
+def test_flows_that_gave_the_same_answers_are_said_to_be_indistinct(ws):
+    """Issue 48, item 6: flows with the same answer to every question were compared silently."""
+    twin = templates.load_template("naive_rag").model_copy(update={"name": "naive_twin"})
+    ws.store.save_flow(twin, None)
+    plan = evaluated(ws, limit=3, flows=("naive_rag", "naive_twin"))
+    at = page("pages/compare.py", eval=plan.eval_id).run()
+    assert not at.exception, [e.message for e in at.exception]
+    note = [w.value for w in at.warning if "cannot be told apart" in w.value]
+    assert note and "same answer to each of the 3 question(s)" in note[0], texts(at)
+    assert "more questions" in note[0] and "stronger model" in note[0]
 
 
 def test_stopped_evaluation_can_be_resumed(ws):
