@@ -189,6 +189,7 @@ def test_a_judge_on_another_model_is_loaded_once_for_the_whole_search(world, mon
     monkeypatch.setattr(modelchoice.ModelWorkspaces, "close",
                         lambda self: (closed.append(len(self._made)), self._made.clear()))
     monkeypatch.setattr(grading, "check", lambda graders, model: None)
+    monkeypatch.setattr(grading, "check_model", lambda model: None)   # grade() checks it alone
     world.ws.resources.set_llm(judging_llm())
     req = request(world, objective="groundedness", judge_model="other.gguf")
     st = search.run(world.ws, search.prepare(world.ws, req))
