@@ -462,3 +462,55 @@ def test_an_edge_drawn_from_a_new_node_at_the_right_edge_lands(studio: Any, brow
     page.screenshot(path=str(ARTIFACTS / "canvas_right_edge_drags_1366.png"))
     assert made == 10, (made, gaps, draft_of(data_dir, flow)["edges"], places(page))
     page.context.close()
+
+
+def _handle_sides(page: Any) -> dict[str, tuple[str, str]]:
+    """Each node's (input, output) handle side, from React Flow's classes."""
+    found = canvas(page).locator(".react-flow__node").evaluate_all("""ns => ns.map(n => [n.dataset.id,
+        ['target', 'source'].map(k => [...n.querySelector('.react-flow__handle.' + k).classList]
+          .find(c => /^react-flow__handle-(left|right|top|bottom)$/.test(c)))])""")
+    return {nid: (t.rsplit("-", 1)[1], s.rsplit("-", 1)[1]) for nid, (t, s) in found}
+
+
+def test_moving_a_node_moves_only_that_node(studio: Any, browser: Any) -> None:
+    """Issue 48, item 3: a flow placed by hand, a little wider than tall; two moves make it taller
+    than wide, which used to turn it top to bottom (handles flipped, lanes re-routed). Each move
+    moves its node: the others stay put and every handle keeps its side."""
+    from flowkit.spec import Position
+    url, data_dir, store = studio
+    spec = make_flow("still", [("retrieve", "retrieval.bm25"), ("rerank", "post_retrieval.embed_rerank"),
+                               ("generate", "generation.answer")],
+                     ["retrieve>rerank", "rerank>generate", "retrieve>generate"])
+    spec = spec.model_copy(update={"layout": {"retrieve": Position(x=0, y=0),
+                                              "rerank": Position(x=270, y=100),
+                                              "generate": Position(x=270, y=200)}})
+    store.save_flow(spec, None)
+    page = page_1366(browser)
+    open_editor(page, url, "still", 3)
+    settle(page)
+    page.locator(CANVAS_FRAME).scroll_into_view_if_needed()
+    sides = _handle_sides(page)
+    assert set(sides.values()) == {("left", "right")}, sides
+    def moved_in_draft(nid: str, was: float) -> bool:
+        layout = (draft_of(data_dir, "still") or {}).get("layout") or {}
+        return nid in layout and layout[nid]["y"] != was
+
+    for nid, dy in (("retrieve", -105), ("generate", 105)):   # canvas units: 300 tall -> 510
+        before = places(page)
+        box = node(page, nid).bounding_box()
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        page.mouse.move(x, y)
+        page.mouse.down()
+        page.mouse.move(x, y + dy * zoom(page), steps=10)
+        page.mouse.up()
+        eventually(lambda n=nid, was=before[nid][1]: moved_in_draft(n, was),   # type: ignore[misc]
+                   what=f"{nid}'s move in the draft")
+        page.wait_for_timeout(800)
+        settle(page)
+        now = places(page)
+        assert now[nid][1] != before[nid][1]
+        assert {k: v for k, v in now.items() if k != nid} == {
+            k: v for k, v in before.items() if k != nid}, nid
+        assert _handle_sides(page) == sides, nid
+    page.screenshot(path=str(ARTIFACTS / "canvas_move_keeps_still_1366.png"))
+    page.context.close()
