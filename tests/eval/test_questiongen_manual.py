@@ -316,3 +316,21 @@ def test_a_table_whose_header_has_an_empty_corner_is_read_with_all_its_columns()
             "nulls are distinct in a UNION | No | No")
     t = T.read_table(text)
     assert t is not None and t.header == ("", "SQLite", "PostgreSQL") and len(t.rows) == 2
+
+
+def test_a_heading_run_into_its_sentence_or_a_bracket_opening_one_is_not_asked():
+    assert facts("Maximum Number Of Tables In A Join SQLite does not support joins containing "
+                 "more than 64 tables.") == {}
+    assert facts("(The present implementation parses JSON text at over 1 GB/s. It is fast.)") == {}
+    assert facts("A single table may hold at most 2000 columns.")     # the control still asks
+
+
+def test_a_sentence_past_the_first_window_is_asked_where_the_reader_is_shown_it():
+    filler = " ".join(f"Paragraph filler sentence number {i} says nothing of note." for i in range(20))
+    text = filler + "\n\nThe default page size is 4096 bytes."
+    p = C.Passage("guide#7", "guide", "Guide > Pages", text, meta("text"))
+    assert len(text) > PASSAGE_CHARS and facts(text) == {}          # past the first 700 characters
+    got = {c.question: c.answer for c in M.candidates([p], seed=0)}
+    assert got == {"What is the default page size?": "4096 bytes"}
+    shown = focus(text, "text", "What is the default page size?", PASSAGE_CHARS)
+    assert "The default page size is 4096 bytes" in shown

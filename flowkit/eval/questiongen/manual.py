@@ -30,6 +30,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 
 from ...documents.model import CELL_SEP
+from ...operators._window import focus
 from . import prose as P
 from .candidates import Candidate, Passage
 from .checks import PASSAGE_CHARS
@@ -317,11 +318,18 @@ def _code_like(paragraph: str) -> bool:
 _JOINED = re.compile(r"[a-z,] (?:The|A|An|This|It|These) [a-z]")
 
 
-def prose_sentences(text: str) -> list[str]:
-    """The whole sentences of a chunk that its reader is shown (the first PASSAGE_CHARS
-    characters), from paragraphs of prose (no table rows, no code), parentheses removed; a
-    sentence the chunk starts inside of, or that the cut ends inside of, is left out."""
-    shown = text[:PASSAGE_CHARS]
+#: a sentence opened by four capitalised words is a heading run into its first sentence
+#: ("Maximum Number Of Tables In A Join SQLite does not support ...")
+_HEADING_RUN_IN = re.compile(r"^(?:[A-Z][\w-]*\s+){4}")
+
+
+def prose_sentences(text: str, shown_chars: int | None = PASSAGE_CHARS) -> list[str]:
+    """The whole sentences of a chunk that its reader is shown (the first `shown_chars`
+    characters; None: all of it, where the caller checks each question against the reader's
+    window), from paragraphs of prose (no table rows, no code), parentheses removed; a sentence
+    the chunk starts inside of, or that the cut ends inside of, is left out, as are sentences
+    opened by a bracket or by a heading run into them."""
+    shown = text if shown_chars is None else text[:shown_chars]
     out: list[str] = []
     paragraphs = re.split(r"\n\s*\n", shown)
     for i, para in enumerate(paragraphs):
@@ -334,18 +342,19 @@ def prose_sentences(text: str) -> list[str]:
             found = found[:-1]            # the reader's cut may end inside the last one
         for s in found:
             s = _PARENS.sub("", s).strip()
-            if _JOINED.search(s):
+            if _JOINED.search(s) or _HEADING_RUN_IN.match(s) or not s[:1].isalnum():
                 continue                  # cells or headings run together, not one sentence
             if s.endswith(".") and 5 <= len(s.split()) <= 40:
                 out.append(s[:-1])
     return out
 
 
-def manual_facts(text: str) -> list[Fact]:
-    """Every fact the rules read off a chunk's prose, in its order, each sentence asked once."""
+def manual_facts(text: str, shown_chars: int | None = PASSAGE_CHARS) -> list[Fact]:
+    """Every fact the rules read off a chunk's prose (`prose_sentences`), in its order, each
+    sentence asked once."""
     out: list[Fact] = []
     seen: set[str] = set()
-    for s in prose_sentences(text):
+    for s in prose_sentences(text, shown_chars):
         for rule in RULES:
             f = rule(s)
             if (f is None or f.question in seen or _leans(f.question) or _leans(f.answer)
@@ -362,12 +371,26 @@ def candidates(passages: Sequence[Passage], seed: int, per_passage: int = 3
     """Manual questions in rounds over the passages in their given (seeded) order: each prose
     chunk's first fact, then each one's second, up to `per_passage` rounds (a chunk whose first
     question was dropped gets another try after every chunk has had one). Table chunks, and the
-    table rows of a text chunk, are the `table` kind's. `seed` is taken for symmetry with the
-    other kinds: the order is the passages'."""
-    found = {p.chunk_id: manual_facts(p.text) for p in passages if p.kind != "table"}
+    table rows of a text chunk, are the `table` kind's. A sentence past the first
+    PASSAGE_CHARS characters is asked where the reader's window shows it for its question
+    (`flowkit.operators._window.focus`). `seed` is taken for symmetry with the other kinds: the
+    order is the passages'."""
+    found = {p.chunk_id: [f for f in manual_facts(p.text, None) if _shown(p, f)]
+             for p in passages if p.kind != "table"}
     for r in range(per_passage):
         for p in passages:
             fs = found.get(p.chunk_id, [])
             if r < len(fs):
                 f = fs[r]
                 yield Candidate(f.question, f.answer, "manual", (p,), f.relation)
+
+
+def _flat(text: str) -> str:
+    return " ".join(_PARENS.sub("", text).split())
+
+
+def _shown(p: Passage, f: Fact) -> bool:
+    """Whether the reader's window on `p` for the fact's question shows the fact's sentence."""
+    if len(p.text) <= PASSAGE_CHARS:
+        return True
+    return _flat(f.sentence) in _flat(focus(p.text, p.kind or None, f.question, PASSAGE_CHARS))
