@@ -57,8 +57,7 @@ def test_a_bad_condition_is_refused_before_anything_runs(world, fk, tmp_path):
     assert not (tmp_path / "g.xml").exists()
 
 
-@pytest.mark.real
-@pytest.mark.loads_model
+@pytest.mark.real        # the CLI's way of loading the model is tests/test_cli.py's loads_model test
 def test_the_gate_with_the_real_default_model(tmp_path):
     """Three sample questions, naive_rag and a copy of it: the copy's answers are the same
     (the completion cache), so it is not worse; an F1 of at most 100 always is."""
