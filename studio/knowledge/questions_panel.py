@@ -201,20 +201,22 @@ def review_panel(ws: Workspace, job: Job) -> None:
 def _add(job_id: str, rows: list[dict[str, Any]]) -> None:
     """Add's callback: the table's rows with its edits, then the new question; the table starts
     again from them (its edits are in the rows now)."""
-    q_key, a_key = K.QGEN_ADD_Q.item(job_id), K.QGEN_ADD_A.item(job_id)
-    question, answer = (str(st.session_state.get(k) or "").strip() for k in (q_key, a_key))
+    q_key: Key[str] = Key(K.QGEN_ADD_Q.item(job_id))
+    a_key: Key[str] = Key(K.QGEN_ADD_A.item(job_id))
+    question, answer = (str(k.get() or "").strip() for k in (q_key, a_key))
     missing = [name for name, v in (("a question", question), ("its answer", answer)) if not v]
     error: Key[str] = Key(K.QGEN_ADD_ERROR.item(job_id))
     if missing:
         error.set(f"Nothing added: write {' and '.join(missing)}.")
         return
     error.pop()
-    table = K.QGEN_TABLE.item(job_id)
-    now = review.apply_edits(rows, st.session_state.get(table))
+    table: Key[Any] = Key(K.QGEN_TABLE.item(job_id))
+    now = review.apply_edits(rows, table.get())
     Key[list[dict[str, Any]]](K.QGEN_ROWS.item(job_id)).set([*now, review.added_row(question,
                                                                                      answer)])
-    st.session_state.pop(table, None)
-    st.session_state[q_key] = st.session_state[a_key] = ""
+    table.pop()
+    q_key.set("")
+    a_key.set("")
 
 
 def add_form(job_id: str, rows: list[dict[str, Any]]) -> None:
