@@ -408,14 +408,16 @@ def _drag_once(page: Any, source: str, target: str) -> float:
 
 
 def _draw_from_new_nodes(page: Any, data_dir: Path, flow: str, first_target: str,
-                         times: int) -> tuple[int, list[float]]:
+                         times: int, added: int = 0) -> tuple[int, list[float]]:
     """`times` times: add embed_rerank from the palette (it lands beside the selection, near the
     canvas's right edge) and drag its output onto the node added before it (first: `first_target`).
-    Returns how many of those edges the draft holds and the dots' distances to the edge."""
+    `added`: how many of those nodes are there already. Returns how many of those edges the
+    draft holds and the dots' distances to the edge."""
     ids = ["embed_rerank"] + [f"embed_rerank_{i}" for i in range(2, times + 1)]
     gaps = []
     for i, nid in enumerate(ids):
-        _add(page, "embed_rerank", nid)
+        if i >= added:
+            _add(page, "embed_rerank", nid)
         target = ids[i - 1] if i else first_target
         gaps.append(_drag_once(page, nid, target))
         page.wait_for_timeout(1200)
@@ -423,6 +425,46 @@ def _draw_from_new_nodes(page: Any, data_dir: Path, flow: str, first_target: str
     edges = {(e["source"], e["target"]) for e in (draft_of(data_dir, flow) or {}).get("edges", [])}
     made = sum((nid, ids[i - 1] if i else first_target) in edges for i, nid in enumerate(ids))
     return made, gaps
+
+
+def _nearest_in_view(page: Any, nid: str) -> str:
+    """The node nearest `nid` on screen with its middle inside the canvas."""
+    frame = page.locator(CANVAS_FRAME).bounding_box()
+    found = canvas(page).locator(".react-flow__node").evaluate_all("""ns => ns.map(n => {
+        const r = n.getBoundingClientRect(); return [n.dataset.id, r.x + r.width / 2, r.y + r.height / 2]; })""")
+    mid = {i: (x + frame["x"], y + frame["y"]) for i, x, y in found}
+    me = mid[nid]
+    shown = [i for i, (x, y) in mid.items() if i != nid
+             and frame["x"] + 20 < x < frame["x"] + frame["width"] - 20
+             and frame["y"] + 20 < y < frame["y"] + frame["height"] - 20]
+    return min(shown, key=lambda i: (mid[i][0] - me[0]) ** 2 + (mid[i][1] - me[1]) ** 2)
+
+
+def test_an_edge_drawn_from_a_new_node_on_a_150_node_flow_lands(studio: Any,
+                                                              browser: Any) -> None:
+    """Issue 48, item 1 on a big flow: 150 nodes placed by hand in a 15 x 10 grid, rows chained;
+    a node the palette adds lands right of the grid (it was panned into view but could stay under
+    the minimap, whose drag panned the canvas: 7 of 10); 10 drags from new nodes, 10 edges."""
+    from flowkit.spec import EdgeSpec, FlowSpec, NodeSpec, Position
+    url, data_dir, store = studio
+    ids = [[f"n{c:02d}_{r}" for r in range(10)] for c in range(15)]
+    spec = FlowSpec(name="big", nodes=[NodeSpec(id=i, operator="retrieval.bm25")
+                                       for col in ids for i in col],
+                    edges=[EdgeSpec(source=ids[c][r], target=ids[c + 1][r])
+                           for r in range(10) for c in range(14)],
+                    layout={ids[c][r]: Position(x=c * 270.0, y=r * 130.0)
+                            for c in range(15) for r in range(10)})
+    store.save_flow(spec, None)
+    page = page_1366(browser)
+    open_editor(page, url, "big", 150)
+    settle(page)
+    page.locator(CANVAS_FRAME).scroll_into_view_if_needed()
+    _add(page, "embed_rerank", "embed_rerank")
+    first = _nearest_in_view(page, "embed_rerank")
+    made, gaps = _draw_from_new_nodes(page, data_dir, "big", first, 10, added=1)
+    page.screenshot(path=str(ARTIFACTS / "canvas_150_nodes_drags_1366.png"))
+    assert made == 10, (made, gaps, first)
+    page.context.close()
 
 
 def test_an_edge_drawn_from_a_new_node_at_the_right_edge_lands(studio: Any, browser: Any) -> None:

@@ -16,10 +16,11 @@
 // the fit button shows it all), and fits it again when the canvas changes size before the user
 // has touched it (the page may settle the canvas's height after the first fit: a fit made
 // for a taller canvas left the flow at the bottom, under the zoom buttons); a node that arrives
-// out of view (or within EDGE_ROOM px of an edge) is panned into it, the zoom kept. While an
-// edge is drawn the canvas keeps still (no auto-pan: a drag from a dot near the edge panned it
-// ~200 px and the drop missed, issue 48); a drop that connects nothing says why (src/drop.js). The mouse wheel scrolls the page around the canvas until the canvas is clicked (then it
-// zooms, until the pointer leaves the canvas); Ctrl + wheel always zooms.
+// out of view (or within EDGE_ROOM px of an edge, or under the minimap) is panned into it, the
+// zoom kept. While an edge is drawn the canvas keeps still (no auto-pan: a drag from a dot near
+// the edge panned it ~200 px and the drop missed, issue 48); a drop that connects nothing says
+// why (src/drop.js). The mouse wheel scrolls the page around the canvas until the canvas is
+// clicked (then it zooms, until the pointer leaves the canvas); Ctrl + wheel always zooms.
 import { useCallback, useEffect, useRef, useState } from "react";
 import {
   Background, ControlButton, Controls, MiniMap, ReactFlow, applyEdgeChanges, applyNodeChanges, useNodesInitialized,
@@ -30,7 +31,7 @@ import StepNode from "./StepNode.jsx";
 import { dropNote } from "./drop.js";
 import { emit } from "./events.js";
 import { mergeEdges, mergeNodes } from "./merge.js";
-import { inView, legibleView, viewReport } from "./view.js";
+import { inView, legibleView, underRect, viewReport } from "./view.js";
 
 const nodeTypes = { step: StepNode };
 const edgeTypes = { lane: LaneEdge };
@@ -140,12 +141,16 @@ export default function FlowCanvas({ args }) {
     arrived.current = [];
     const box = pane.current.getBoundingClientRect();
     const viewport = getViewport();
+    const mini = pane.current.querySelector(".react-flow__minimap");
+    const m = mini && mini.getBoundingClientRect();
+    const miniRect = m && { x: m.x - box.x, y: m.y - box.y, width: m.width, height: m.height };
     for (const id of ids) {
       const n = getNode(id);
       if (!n) continue;
       const w = (n.measured && n.measured.width) || 220;
       const h = (n.measured && n.measured.height) || 80;
-      if (!inView({ x: n.position.x, y: n.position.y, width: w, height: h }, viewport, box.width, box.height, EDGE_ROOM)) {
+      const at = { x: n.position.x, y: n.position.y, width: w, height: h };
+      if (!inView(at, viewport, box.width, box.height, EDGE_ROOM) || underRect(at, viewport, miniRect)) {
         setCenter(n.position.x + w / 2, n.position.y + h / 2, { zoom: viewport.zoom, duration: 0 });
         return;
       }

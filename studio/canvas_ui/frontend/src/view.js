@@ -36,6 +36,17 @@ export function inView(box, viewport, width, height, room = 0) {
     && y0 + box.height * zoom <= height - room;
 }
 
+// Whether the box (canvas units) shows under `rect` ({x, y, width, height}, pane px): the
+// minimap sits over the canvas's bottom right corner, and a node under it cannot be dragged from.
+export function underRect(box, viewport, rect) {
+  if (!rect) return false;
+  const { x, y, zoom } = viewport;
+  const x0 = box.x * zoom + x;
+  const y0 = box.y * zoom + y;
+  return x0 < rect.x + rect.width && rect.x < x0 + box.width * zoom
+    && y0 < rect.y + rect.height && rect.y < y0 + box.height * zoom;
+}
+
 // The canvas's size to report to Python ({width, height}, whole px) when its pane measures
 // `box` and `last` was reported before: null while nothing is measured yet or the size is the
 // one reported (a change under one px is none), so Python hears of each size once.

@@ -1,7 +1,7 @@
 // node --test: the canvas's height on a screen, the legible fit and the in-view check (src/view.js).
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { BELOW, MAX_HEIGHT, MIN_HEIGHT, fitHeight, inView, legibleView, viewReport } from "../src/view.js";
+import { BELOW, MAX_HEIGHT, MIN_HEIGHT, fitHeight, inView, legibleView, underRect, viewReport } from "../src/view.js";
 
 test("the canvas takes the window's height below its top, within limits", () => {
   assert.equal(fitHeight(800, 300), 800 - 300 - BELOW);
@@ -31,6 +31,14 @@ test("a node is in view only when all of it is", () => {
   const atEdge = { x: 800, y: 100, width: 220, height: 100 };        // 20 px from the right edge
   assert.equal(inView(atEdge, vp, 540, 480), true);
   assert.equal(inView(atEdge, vp, 540, 480, 48), false);               // too close to drag from
+});
+
+test("a node under the minimap is found (pane px)", () => {
+  const vp = { x: 0, y: 0, zoom: 1 };
+  const mini = { x: 325, y: 315, width: 200, height: 150 };
+  assert.equal(underRect({ x: 300, y: 300, width: 220, height: 100 }, vp, mini), true);
+  assert.equal(underRect({ x: 0, y: 300, width: 220, height: 100 }, vp, mini), false);
+  assert.equal(underRect({ x: 300, y: 300, width: 220, height: 100 }, vp, null), false);
 });
 
 test("the canvas reports its size once per size, in whole px, once it is measured", () => {
