@@ -92,17 +92,21 @@ def labels_line(r: JudgedReport) -> str:
             continue
         if not f.labels or f.labels_only_width is None or math.isnan(f.width):
             continue
-        ppi, alone = 100 * f.width, 100 * f.labels_only_width
+        # a score lies in 0..100: an interval that reaches past either end is read, and its
+        # width told, up to there (judge_interval shows it so), never "130 points wide"
+        low, high = 100 * max(f.estimate.low, 0.0), 100 * min(f.estimate.high, 1.0)
+        ppi, alone = high - low, min(100 * f.labels_only_width, 100.0)
         if alone > 0:
             change = f"{100 * (1 - ppi / alone):.0f}% narrower" if ppi <= alone \
                 else f"{100 * (ppi / alone - 1):.0f}% wider"
         else:
             change = "the labels alone agree entirely"
-        parts.append(f"{f.flow}: {ppi:.1f} points wide against {alone:.1f} from its "
+        parts.append(f"{f.flow}: its true score lies between {low:.0f} and {high:.0f}, a span "
+                     f"of {ppi:.0f} of the 100 points, against {alone:.0f} from its "
                      f"{f.labels} label{'s' if f.labels != 1 else ''} alone ({change}; judge "
                      f"{judge_weight_words(f.weight)})")
-    return (head + f"{n} label{'s' if n != 1 else ''}; with the judge's verdicts the 95% "
-            "interval is " + "; ".join(parts) + ".")
+    return (head + f"{n} label{'s' if n != 1 else ''}; with the judge's verdicts, 95 times in "
+            "100: " + "; ".join(parts) + ".")
 
 
 def card_line(r: JudgedReport) -> str:

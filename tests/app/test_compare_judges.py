@@ -175,8 +175,13 @@ def test_labels_switch_the_column_to_ppi_and_survive_a_new_session(ws, tmp_path)
     assert rows[("groundedness", "vague")]["score (%)"].endswith("uncorrected")
     body = texts(at)
     model = grading.model_name(ws, "")
-    assert f"correctness on {model}: 4 labels; with the judge's verdicts the 95% interval is " \
+    assert f"correctness on {model}: 4 labels; with the judge's verdicts, 95 times in 100: " \
         in body and "from its 2 labels alone" in body
+    # widths in words, on the 0..100 scale of the score (issue 48, item 8: "130.7 points wide")
+    spans = re.findall(r"lies between (\d+) and (\d+), a span of (\d+) of the 100 points, "
+                       r"against (\d+) from", body)
+    assert spans and all(0 <= int(lo) <= int(hi) <= 100 and int(w) <= 100 and int(a) <= 100
+                         for lo, hi, w, a in spans), spans
     assert f"groundedness on {model}: no labels yet" in body
     # unlabelled again: removed from the database
     label_radio(at, plan, 1, "q02").set_value("unlabelled")

@@ -85,7 +85,8 @@ def test_grade_label_two_answers_and_see_ppi(studio, page):
     pick(page, label_radios(page).nth(0), "wrong")           # naive_rag's answer to q02
     expect(page.get_by_text(re.compile(rf"^correctness on {re.escape(model)}: 2 labels;"))
            ).to_be_visible()
-    expect(page.get_by_text(re.compile(r"naive_rag: [\d.]+ points wide against [\d.]+ from its 2 "
+    expect(page.get_by_text(re.compile(r"naive_rag: its true score lies between \d+ and \d+, a "
+                                       r"span of \d+ of the 100 points, against \d+ from its 2 "
                                        r"labels alone"))).to_be_visible()
     eventually(lambda: re.search(r"PPI -?[\d.]+ \[", grid_text(page)), what="a PPI interval")
     assert "uncorrected" in grid_text(page)                  # the other flow: no labels
