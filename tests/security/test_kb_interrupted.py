@@ -45,4 +45,5 @@ def test_flowkit_kb_marks_the_interrupted_one(ws: Workspace,
 def test_the_knowledge_page_rows_mark_the_interrupted_one(ws: Workspace) -> None:
     rows = {r["name"]: r for r in kbview.kb_rows(ws.resources)}
     assert "interrupted" in rows["half"]["state"]
-    assert rows["whole"]["state"] == "complete"
+    # complete with no chunk ingested yet: 'empty', never marked interrupted (issue 48, item 9)
+    assert rows["whole"]["state"] == kbview.EMPTY_TEXT
