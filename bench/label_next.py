@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -33,18 +32,8 @@ from flowkit.eval.label_next import next_labels
 from flowkit.eval.metrics import PairedDiff
 from flowkit.eval.ppi_pp import ppi_pp_paired
 
-Judge = Callable[[np.ndarray, np.random.Generator], np.ndarray]
-
-
-def no_signal(truth: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    return (rng.random(truth.size) < 0.75).astype(float)
-
-
-def right_80(truth: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    return np.where(rng.random(truth.size) < 0.8, truth, 1.0 - truth)
-
-
-JUDGES: dict[str, Judge] = {"no signal": no_signal, "right 80%": right_80}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ppi_pp import JUDGES, Judge  # the same simulated judges as the PPI++ bench
 
 
 def pair(share: float, questions: int, judge: Judge, rng: np.random.Generator

@@ -29,13 +29,13 @@ from .candidates import Candidate, Passage
 from .facts import answer_in_question
 from .tables import (
     _MARKS,
-    MAX_ANSWER_WORDS,
     MAX_SENTENCE_CELL_WORDS,
     TableText,
     _numbering,
     _sentence,
     context_name,
     header_phrase,
+    short_answer,
     shown_to_reader,
 )
 
@@ -91,9 +91,8 @@ def described_candidates(p: Passage, t: TableText) -> list[Candidate]:
             phrase = phrases[j]
             if j == d_col or phrase is None or marks[j]:
                 continue
-            answer = cell.strip()
-            if (answer.lower() in _MARKS or len(answer.split()) > MAX_ANSWER_WORDS
-                    or _sentence(answer)):
+            answer = short_answer(cell)
+            if answer is None:
                 continue
             what, verb = phrase
             question = f'In the "{title}" {kind_of_name}, what {verb} the {what} of "{name}"?'

@@ -133,6 +133,16 @@ def passage_table(p: Passage) -> TableText | None:
     return found[0] if found else None
 
 
+def short_answer(cell: str) -> str | None:
+    """A cell as an answer (rule 2 and 3): stripped, or None when it is a mark, empty, longer
+    than MAX_ANSWER_WORDS words or a sentence."""
+    answer = cell.strip()
+    if (answer.lower() in _MARKS or len(answer.split()) > MAX_ANSWER_WORDS
+            or _sentence(answer)):
+        return None
+    return answer
+
+
 def shown_to_reader(p: Passage, question: str, row: Sequence[str], end: int) -> bool:
     """Whether the reader's window on `p` for `question` shows `row` (rule 5); `end`: where the
     row's line ends in the passage (a row within the first PASSAGE_CHARS is always shown)."""
@@ -236,9 +246,8 @@ def row_candidates(p: Passage, t: TableText, shared_keys: frozenset[str] = froze
             phrase = phrases[j]
             if j == key_col or phrase is None or marks[j]:
                 continue
-            answer = cell.strip()
-            if (answer.lower() in _MARKS or answer.lower() == key.lower()
-                    or len(answer.split()) > MAX_ANSWER_WORDS or _sentence(answer)):
+            answer = short_answer(cell)
+            if answer is None or answer.lower() == key.lower():
                 continue
             what, verb = phrase
             question = f"What {verb} the {what} of {key}?"
