@@ -28,13 +28,11 @@ import re
 from .candidates import Candidate, Passage
 from .facts import answer_in_question
 from .tables import (
-    _MARKS,
     MAX_SENTENCE_CELL_WORDS,
     TableText,
-    _numbering,
     _sentence,
+    asked_columns,
     context_name,
-    header_phrase,
     short_answer,
     shown_to_reader,
 )
@@ -79,19 +77,16 @@ def described_candidates(p: Passage, t: TableText) -> list[Candidate]:
     for name in names:
         if name:
             counts[name.lower()] = counts.get(name.lower(), 0) + 1
-    phrases = [header_phrase(h) for h in t.header]
-    marks = [all(r[j].lower() in _MARKS for r in t.rows) or _numbering(t, j)
-             for j in range(len(t.header))]
+    columns = asked_columns(t)
     kind_of_name = "table" if t.caption else "section"
     out: list[Candidate] = []
     for row, end, name in zip(t.rows, t.row_ends, names):
         if name is None or counts[name.lower()] > 1:
             continue
-        for j, cell in enumerate(row):
-            phrase = phrases[j]
-            if j == d_col or phrase is None or marks[j]:
+        for j, phrase in columns:
+            if j == d_col:
                 continue
-            answer = short_answer(cell)
+            answer = short_answer(row[j])
             if answer is None:
                 continue
             what, verb = phrase

@@ -133,6 +133,18 @@ def passage_table(p: Passage) -> TableText | None:
     return found[0] if found else None
 
 
+def asked_columns(t: TableText) -> list[tuple[int, tuple[str, str]]]:
+    """The columns whose cells may be asked, with their header as a phrase (rule 3): a header
+    that reads as words, not a column of yes/no marks, not one that numbers the rows."""
+    out = []
+    for j, header in enumerate(t.header):
+        phrase = header_phrase(header)
+        if phrase is not None and not (all(r[j].lower() in _MARKS for r in t.rows)
+                                       or _numbering(t, j)):
+            out.append((j, phrase))
+    return out
+
+
 def short_answer(cell: str) -> str | None:
     """A cell as an answer (rule 2 and 3): stripped, or None when it is a mark, empty, longer
     than MAX_ANSWER_WORDS words or a sentence."""
@@ -233,20 +245,17 @@ def row_candidates(p: Passage, t: TableText, shared_keys: frozenset[str] = froze
         return []
     title = context_name(p, t)
     kind_of_name = "table" if t.caption else "section"
-    phrases = [header_phrase(h) for h in t.header]
-    marks = [all(r[j].lower() in _MARKS for r in t.rows) or _numbering(t, j)
-             for j in range(len(t.header))]
+    columns = asked_columns(t)
     out: list[Candidate] = []
     for row, end in zip(t.rows, t.row_ends):
         key = row[key_col].strip().rstrip(".")
         needs_context = key.lower() in shared_keys or len(key) < 3
         if needs_context and not title:
             continue
-        for j, cell in enumerate(row):
-            phrase = phrases[j]
-            if j == key_col or phrase is None or marks[j]:
+        for j, phrase in columns:
+            if j == key_col:
                 continue
-            answer = short_answer(cell)
+            answer = short_answer(row[j])
             if answer is None or answer.lower() == key.lower():
                 continue
             what, verb = phrase
