@@ -456,13 +456,15 @@ def test_real_worker_closes_idle_connections_and_caps_them(real_worker: RealWork
         # ask until it holds its slot (a /health answered 200 used the slot it had not taken yet)
         deadline = time.monotonic() + WAIT_S
         while True:
-            got, _ = status_and_error(raw_exchange(
+            answer = raw_exchange(
                 real_worker.port,
-                f"GET /health HTTP/1.1\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode()))
+                f"GET /health HTTP/1.1\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode())
+            got = int(answer.split(b" ", 2)[1])           # a 200 is health, not an error body
             if got != 200 or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
-        assert got == 503
+        assert got == 503, answer[:300]
+        status_and_error(answer)                          # the refusal is a JSON error
         chunks = []                                       # the body never came: 408 after 5 s
         while chunk := idle[0].recv(65536):
             chunks.append(chunk)
