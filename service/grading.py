@@ -65,7 +65,16 @@ class GradeOutcome:
         return (f"graded {self.graded} answers ({self.reused} already graded) with {self.model}: "
                 f"{c.calls} grader calls ({c.cached} from the cache), "
                 f"{c.tokens} tokens, {c.ms / 1000:.1f} s of model time; "
-                f"{self.unparsed} verdicts unparsed (scored 0.5)")
+                f"{self.unparsed} verdicts unparsed (scored 0.5){self._unparsed_help()}")
+
+    def _unparsed_help(self) -> str:
+        """What an unparsed verdict is and what helps, when there is one. A second way of asking
+        was tried and dropped: Gemma 3 270M's reply to it followed the order of its examples, not
+        the answer (yes to all 20 re-asked answers of 30, no to 12 of 13 with the order swapped)."""
+        if not self.unparsed:
+            return ""
+        return (": the judge model replied with neither yes nor no. Labels correct for them (PPI); "
+                "a larger judge model leaves fewer")
 
 
 def check(graders: list[str], model: str) -> None:

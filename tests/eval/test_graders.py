@@ -190,3 +190,12 @@ def test_judge_cli_refuses_unknown_judges(world, fk):
     code, _, err = fk("eval", "--flow", str(world.good), "--dataset", str(world.dataset),
                       "--kb", "test", "--judge", "vibes")
     assert code == 2 and "unknown judge(s) vibes" in err
+
+
+def test_the_grading_line_says_what_an_unparsed_verdict_is_only_when_there_is_one():
+    from service.grading import GradeOutcome
+    clean = GradeOutcome("default:gemma3-270m", graded=9).line()
+    assert clean.endswith("0 verdicts unparsed (scored 0.5)")
+    some = GradeOutcome("default:gemma3-270m", graded=9, unparsed=3).line()
+    assert "3 verdicts unparsed (scored 0.5): the judge model replied with neither yes nor no" in some
+    assert "Labels correct for them (PPI)" in some
