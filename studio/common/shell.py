@@ -11,6 +11,12 @@ So every page starts with `route_through_app()`: in that one case it turns the p
 off (the same flag st.navigation sets) and reruns; the rerun runs app.py, which routes to the same
 page with its query parameters. Everywhere else it does nothing. tests/app/test_shell.py checks
 both the switch and that every page calls it before anything else.
+
+The same mode also lists pages/ in the sidebar by file name ("app", "run", ...) for a moment in
+that first session, until app.py's st.navigation replaces them with the pages' titles. The
+studio's server (studio/serve.py, what `make run` and the Docker image start) runs code before any
+session, so it calls `leave_pages_folder_mode()` there: its sessions never enter the mode. A plain
+`streamlit run app.py` has no such place, and keeps the work-around above.
 """
 from __future__ import annotations
 
@@ -29,8 +35,14 @@ def in_pages_folder_mode() -> bool:
     return bool(PagesManager.uses_pages_directory)
 
 
+def leave_pages_folder_mode() -> None:
+    """Have Streamlit run app.py in every session from now on, never a pages/ file on its own nor
+    the pages/ folder's navigation by file name (what st.navigation does once some session ran it)."""
+    PagesManager.uses_pages_directory = False
+
+
 def route_through_app() -> None:
     """Rerun through app.py when this page file was run on its own (see the module docstring)."""
     if in_pages_folder_mode():
-        PagesManager.uses_pages_directory = False
+        leave_pages_folder_mode()
         st.rerun()

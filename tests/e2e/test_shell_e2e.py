@@ -1,7 +1,9 @@
 """studio.common.shell in a real server: a page's URL opened as a fresh server's first session still gets
-app.py's shell (navigation, sidebar) and keeps its query parameters."""
+app.py's shell (navigation, sidebar) and keeps its query parameters; the studio's server names no
+page by its file in the sidebar, not even in its first paint."""
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -31,6 +33,51 @@ def test_a_direct_url_in_the_first_session_runs_through_app(tmp_path):
         assert "naive_rag" in page.url                   # the query parameter was kept
         page.screenshot(path=str(ART / "e2e-shell-direct-url.png"))
         browser.close()
+
+
+#: Every page name the sidebar's navigation shows, from the first paint on (an init script, so it
+#: runs before Streamlit's own): window.__navSeen collects them.
+RECORD_NAV = r"""window.__navSeen = [];
+new MutationObserver(() => {
+  for (const a of document.querySelectorAll('[data-testid="stSidebarNav"] a')) {
+    // a link reads "<icon name>\n\n<title>": its last line is the title
+    const text = (a.innerText || '').trim().split('\n').pop().trim();
+    if (text && !window.__navSeen.includes(text)) window.__navSeen.push(text);
+  }
+}).observe(document, {childList: true, subtree: true, characterData: true});"""
+
+
+def test_the_first_paint_shows_page_titles_not_file_names(tmp_path):
+    """The studio's server (studio/serve.py) in its first session, where Streamlit would list pages/
+    by file name until app.py's st.navigation ran: the sidebar shows only the titles app.py gives,
+    never 'app', 'run', ... (issue 48, item 9)."""
+    from e2ekit import CHROMIUM, StudioServer, chromium, eventually
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian chromium is not installed (make browser)")
+    titles = _page_titles()
+    stems = {"app", "serve"} | {p.stem for p in (ROOT / "pages").glob("*.py")}
+    ART.mkdir(exist_ok=True)
+    with StudioServer(tmp_path / "home", log=ART / "e2e-shell-nav-streamlit.log", timeout_s=120,
+                      script="studio/serve.py") as url, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1366, "height": 800})
+        page.add_init_script(RECORD_NAV)
+        page.goto(url)                               # the server's first session
+        eventually(lambda: titles <= set(page.evaluate("window.__navSeen")), timeout=120,
+                   what="the sidebar listing every page title")
+        page.wait_for_timeout(500)
+        seen = page.evaluate("window.__navSeen")
+    raw = [text for text in seen if text in stems or "_" in text]
+    assert not raw, f"the sidebar showed file names {raw} (all it showed: {seen})"
+    assert set(seen) <= titles, f"the sidebar showed {sorted(set(seen) - titles)}"
+
+
+def _page_titles() -> set[str]:
+    """The page titles app.py's PAGES gives st.navigation (read from its source: importing app.py
+    would run the studio)."""
+    tree = ast.parse((ROOT / "app.py").read_text())
+    pages = next(node.value for node in tree.body
+                 if isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == "PAGES")
+    return {title for _, title, _ in ast.literal_eval(pages)}
 
 
 #: The README's pictures: made here, in a real browser, so they follow the studio as it is.
