@@ -2,7 +2,9 @@
 node and edge and in view, a new edge moves no node; the canvas fits the window and the wheel
 scrolls the page; self_rag opens legible; an empty click clears the selection (Delete then
 deletes nothing); palette labels break only between words. Issue 38: a drag from the centre of
-a node's output handle draws an edge. Screenshots go to test-artifacts/.
+a node's output handle draws an edge. Issue 48: the 8-node templates, laid out afresh as the
+studio creates them, open whole (self_rag as stored, a long row, still opens legible at its
+start). Screenshots go to test-artifacts/.
 """
 from __future__ import annotations
 
@@ -194,6 +196,25 @@ def test_self_rag_opens_legible(studio: Any, browser: Any) -> None:
     assert len(shown) >= 2 and min(b["height"] for b in shown) >= 11, shown   # 6 px at the old 0.36
     assert node(page, "decide").bounding_box()["x"] >= frame["x"]   # it opens at its start
     page.screenshot(path=str(ARTIFACTS / "canvas_self_rag_1366.png"))
+    page.context.close()
+
+
+def test_the_largest_templates_open_whole(studio: Any, browser: Any) -> None:
+    """Issue 48, item 9: a flow made from a template with the most nodes (8), laid out afresh as
+    the studio creates it, opens with every node inside the canvas at 1366x800."""
+    url, _, store = studio
+    specs = templates.all_templates()
+    most = max(len(spec.nodes) for spec in specs.values())
+    page = page_1366(browser)
+    for name in sorted(t for t, spec in specs.items() if len(spec.nodes) == most):
+        flow = f"whole_{name}"
+        store.save_flow(specs[name].model_copy(update={"name": flow, "layout": {}}), None)
+        open_editor(page, url, flow, most)
+        settle(page)
+        frame = page.locator(CANVAS_FRAME).bounding_box()
+        out = [n for n, b in boxes(page).items() if not inside(b, frame)]
+        page.screenshot(path=str(ARTIFACTS / f"canvas_whole_{name}_1366.png"))
+        assert not out, f"{name}: {out} outside the canvas {frame} at zoom {zoom(page)}"
     page.context.close()
 
 

@@ -12,8 +12,9 @@
 //                                            next fits it: studio/common/layout.py's `view`)
 // How they travel: src/events.js. Deletion stays in Python (the page's button and the Delete
 // key), as does every other change to the flow.
-// The view: opening fits the flow, but never below LEGIBLE_ZOOM (a long flow then shows its start;
-// the fit button shows it all), and fits it again when the canvas changes size before the user
+// The view: opening fits the whole flow when it fits at WHOLE_ZOOM or more (a template's 8 nodes,
+// issue 48); a longer flow opens at its start at LEGIBLE_ZOOM (the fit button shows it all); the
+// opening fit is made again when the canvas changes size before the user
 // has touched it (the page may settle the canvas's height after the first fit: a fit made
 // for a taller canvas left the flow at the bottom, under the zoom buttons); a node that arrives
 // out of view (or within EDGE_ROOM px of an edge, or under the minimap) is panned into it, the
@@ -31,14 +32,15 @@ import StepNode from "./StepNode.jsx";
 import { dropNote } from "./drop.js";
 import { emit } from "./events.js";
 import { mergeEdges, mergeNodes } from "./merge.js";
-import { inView, legibleView, underRect, viewReport } from "./view.js";
+import { inView, openingView, underRect, viewReport } from "./view.js";
 
 const nodeTypes = { step: StepNode };
 const edgeTypes = { lane: LaneEdge };
 const MOVED = 0.5;   // canvas units: less is a click, not a move
 const FIT_MAX_ZOOM = 1.2;  // a small flow is fitted no bigger than this (text at about 17 px)
 const LABEL_ROOM = 16; // canvas units around a lane's corners: its label's half height and more
-const LEGIBLE_ZOOM = 0.75; // an opening fit no smaller than this: 14 px text stays above 10 px
+const LEGIBLE_ZOOM = 0.75; // a long flow opens at its start at this zoom: 14 px text stays above 10 px
+const WHOLE_ZOOM = 0.45;   // a flow that fits at this zoom or more opens whole (titles at 6+ px)
 const NOTE_MS = 4000;      // how long a drop that connected nothing is explained
 const EDGE_ROOM = 48;      // px: a node that arrives is panned in this far from the canvas's edges
 
@@ -115,7 +117,8 @@ export default function FlowCanvas({ args }) {
       const zoom = getViewport().zoom;
       if (zoom > FIT_MAX_ZOOM) zoomTo(FIT_MAX_ZOOM, { duration: 0 });
       const box = pane.current && pane.current.getBoundingClientRect();
-      const view = legible === true && box && legibleView(bounds, box.width, box.height, zoom, LEGIBLE_ZOOM);
+      const view = legible === true && box
+        && openingView(bounds, box.width, box.height, zoom, LEGIBLE_ZOOM, WHOLE_ZOOM);
       if (view) setViewport(view, { duration: 0 });
     });
   }, [fitBounds, getNodes, getNodesBounds, getViewport, setViewport, zoomTo]);

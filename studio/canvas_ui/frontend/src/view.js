@@ -1,6 +1,6 @@
 // The canvas's view arithmetic, pure (node --test covers it): how tall the canvas is on this
-// screen, where a fit that would make text too small to read puts the view instead, and whether
-// a node is in view.
+// screen, whether a flow opens whole and where one too long to read whole opens instead, and
+// whether a node is in view.
 
 export const MIN_HEIGHT = 360;    // px: below this the canvas is too small to work in
 export const MAX_HEIGHT = 1000;
@@ -11,6 +11,15 @@ export const BELOW = 24;          // px kept free under the canvas (its caption 
 export function fitHeight(windowHeight, top, fallback = 620) {
   if (!(windowHeight > 0) || !(top >= 0)) return fallback;
   return Math.round(Math.max(MIN_HEIGHT, Math.min(MAX_HEIGHT, windowHeight - top - BELOW)));
+}
+
+// The opening view of a flow whose bounds fit at `fitZoom`: null (keep the fit, the whole flow in
+// view) when `fitZoom` is `wholeZoom` or more, as for a template's 8 nodes in a 1366 x 800
+// window's canvas (issue 48: they overflowed a start view at `minZoom`); a longer flow, which
+// would be too small to make out whole, opens at its start at `minZoom` (legibleView).
+export function openingView(bounds, width, height, fitZoom, minZoom, wholeZoom, pad = 16) {
+  if (fitZoom >= wholeZoom) return null;
+  return legibleView(bounds, width, height, fitZoom, minZoom, pad);
 }
 
 // The view ({x, y, zoom}) for a flow whose bounds fit only at `fitZoom` < `minZoom`: at

@@ -1,7 +1,9 @@
 // node --test: the canvas's height on a screen, the legible fit and the in-view check (src/view.js).
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { BELOW, MAX_HEIGHT, MIN_HEIGHT, fitHeight, inView, legibleView, underRect, viewReport } from "../src/view.js";
+import {
+  BELOW, MAX_HEIGHT, MIN_HEIGHT, fitHeight, inView, legibleView, openingView, underRect, viewReport,
+} from "../src/view.js";
 
 test("the canvas takes the window's height below its top, within limits", () => {
   assert.equal(fitHeight(800, 300), 800 - 300 - BELOW);
@@ -21,6 +23,16 @@ test("a fit too small to read starts the flow at the edge at the legible zoom", 
   const tall = legibleView({ x: -100, y: 0, width: 200, height: 2000 }, 540, 480, 0.2, 0.7, 16);
   assert.equal(tall.y, 16);
   assert.equal(tall.x, (540 - 200 * 0.7) / 2 + 100 * 0.7);
+});
+
+test("a flow that fits at the whole zoom opens whole; a longer one at its start", () => {
+  const template = { x: 0, y: 0, width: 520, height: 870 };       // self_rag, top to bottom
+  assert.equal(openingView(template, 534, 469, 0.52, 0.75, 0.45), null);   // keep the fit
+  const long = { x: 0, y: 0, width: 600, height: 9000 };          // 150 nodes
+  const v = openingView(long, 534, 469, 0.05, 0.75, 0.45, 16);
+  assert.deepEqual(v, legibleView(long, 534, 469, 0.05, 0.75, 16));
+  assert.equal(v.zoom, 0.75);
+  assert.equal(v.y, 16);
 });
 
 test("a node is in view only when all of it is", () => {
