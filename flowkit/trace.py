@@ -11,6 +11,10 @@ import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+#: the operator of a step that is a user's memory edit at a pause, not a node visit
+#: (storage.debug records it; the Run page, the replay and the trace export read it)
+USER_EDIT = "user.edit"
+
 
 @dataclass
 class LLMCall:

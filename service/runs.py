@@ -11,16 +11,16 @@ from flowkit import templates
 from flowkit.errors import FlowkitError
 from flowkit.eval import metrics
 from flowkit.memory import OPERATOR_KEYS
-from flowkit.trace import StepEvent
+from flowkit.trace import USER_EDIT, StepEvent, diff
 from storage.repo import RunInfo as RunInfo
 
 from .workspace import Workspace
 
 FlowRef = tuple[str, str]   # ("saved" | "template", name)
 
-__all__ = ["Figures", "FlowRef", "ForkView", "Grade", "RunInfo", "flow_choices", "fork_view",
-           "get_run", "grade_answer", "list_runs", "model_loaded", "own_figures", "parent_steps",
-           "steps"]
+__all__ = ["Figures", "FlowRef", "ForkView", "Grade", "PauseEdit", "RunInfo", "asked_question",
+           "flow_choices", "fork_view", "get_run", "grade_answer", "list_runs", "model_loaded",
+           "own_figures", "parent_steps", "pause_edits", "steps"]
 
 
 def flow_choices(ws: Workspace) -> list[FlowRef]:
@@ -146,3 +146,36 @@ def fork_view(ws: Workspace, run: RunInfo, run_steps: Sequence[StepEvent]) -> Fo
                 if old.get(name) != value:
                     params.append((n["id"], name, old.get(name), value))
     return ForkView(parent.id if parent else run.parent_run_id, k, own, prior, memory, params)
+
+
+@dataclass(frozen=True)
+class PauseEdit:
+    """A working-memory key a user set while the run was paused at a breakpoint (Edit working
+    memory on the Run page, `flowkit debug set`): the stored step the edit is (`step`), the key's
+    value before and after, and the node the run went on to with it (None: it has not gone on)."""
+
+    step: int
+    key: str
+    old: Any
+    new: Any
+    node: str | None
+
+
+def pause_edits(run_steps: Sequence[StepEvent]) -> list[PauseEdit]:
+    """The memory edits made at the run's pauses, in order (its `user.edit` steps)."""
+    out: list[PauseEdit] = []
+    for i, s in enumerate(run_steps):
+        if s.operator != USER_EDIT:
+            continue
+        went_on = next((t.node_id for t in run_steps[i + 1:] if t.operator != USER_EDIT), None)
+        for key, change in diff(s.memory_before or {}, s.memory_after or {}).items():
+            out.append(PauseEdit(s.index, key, change["before"], change["after"], went_on))
+    return out
+
+
+def asked_question(run: RunInfo, run_steps: Sequence[StepEvent]) -> str:
+    """The question the run's answer was computed from: the last question set at a pause, else
+    the one it was started with."""
+    set_at_pauses = [e.new for e in pause_edits(run_steps)
+                     if e.key == "question" and isinstance(e.new, str)]
+    return set_at_pauses[-1] if set_at_pauses else run.question

@@ -1,13 +1,20 @@
 """Stored runs sent to an OpenTelemetry collector (`flowkit trace RUN_ID --otlp`, `flowkit evals
 send EVAL_ID`): the runs are read from the workspace's database and sent in one request. Also the
-studio's door to the telemetry settings (the Settings page's trace export form)."""
+studio's door to the telemetry settings (the Settings page's trace export form, which checks that
+the collector answers: `check_collector`) and to what became of a run's live export
+(`export_state`, on the Run page)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from flowkit.errors import FlowkitError
 from flowkit.telemetry.events import stored_pauses
+from flowkit.telemetry.export import FAILED as FAILED
+from flowkit.telemetry.export import SENDING as SENDING
+from flowkit.telemetry.export import SENT as SENT
 from flowkit.telemetry.export import send
+from flowkit.telemetry.probe import Probe as Probe
+from flowkit.telemetry.probe import probe
 from flowkit.telemetry.record import RunRecord
 from flowkit.telemetry.settings import TelemetryError as TelemetryError
 from flowkit.telemetry.settings import TelemetrySettings as TelemetrySettings
@@ -29,6 +36,30 @@ class Sent:
     runs: int
     spans: int
     url: str
+
+
+@dataclass(frozen=True)
+class ExportState:
+    """What became of a run's spans in this studio process's live export: `status` is SENDING,
+    SENT or FAILED; `url` the collector's traces URL."""
+
+    status: str
+    url: str
+
+
+def export_state(ws: Workspace, run_id: str) -> ExportState | None:
+    """The live export of a run that ended in this process (None: export off, or not known
+    here: a run from before the studio started, or one sent too long ago). Starts nothing."""
+    known = ws.telemetry.outcome(run_id)
+    return ExportState(*known) if known else None
+
+
+def check_collector(settings: TelemetrySettings) -> Probe | None:
+    """Whether the collector that runs would be exported to with `settings` answers (one short
+    request: an empty export); None when live export is off. TelemetryError for an environment
+    variable that names no usable collector."""
+    target = live_target(settings)
+    return probe(target) if target is not None else None
 
 
 def record_of(ws: Workspace, run_id: str) -> RunRecord:

@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 
 from flowkit.errors import FlowkitError, NotFoundError
 from flowkit.process import process_identity
-from flowkit.trace import RunEnd
+from flowkit.trace import USER_EDIT, RunEnd
 
 from .models import RunDebugRow, RunRow, StepRow, utcnow
 from .prefix import by_id_or_prefix
@@ -214,7 +214,7 @@ class DebugRepo:
             after = {**before, key: value}
             idx = int(run.steps or 0)
             edit_no = len(row.edits or []) + 1
-            s.add(StepRow(run_id=run_id, idx=idx, node_id="_edit", operator="user.edit",
+            s.add(StepRow(run_id=run_id, idx=idx, node_id="_edit", operator=USER_EDIT,
                           visit=edit_no, branch=None, memory_before=before, memory_after=after,
                           llm_calls=[], retrievals=[], tokens=0, ms=0.0, error=None,
                           started_at=time.time()))

@@ -6,9 +6,10 @@ with the collector's answer when it refuses or cannot be reached (the CLI's `--o
 `LiveExport` is the live path and never stands in a run's way: `submit` only queues the finished
 run; a background thread builds its spans and hands them to a BatchSpanProcessor, whose own thread
 exports them. A collector that is down is said once in the log (`flowkit.telemetry` logger) and
-the spans are dropped; the run has long ended by then. A process that exits (a CLI, an exported
-package's run) waits at most CLOSE_WAIT_S for its last spans, and says so once when they could
-not be sent in that time.
+the spans are dropped; the run has long ended by then. What became of each run's spans (sending,
+sent, failed) is kept (`LiveExport.outcome`), so the Run page can say a run's trace was not sent.
+A process that exits (a CLI, an exported package's run) waits at most CLOSE_WAIT_S for its last
+spans, and says so once when they could not be sent in that time.
 """
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ import atexit
 import logging
 import queue
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 
 from openinference.semconv.resource import ResourceAttributes
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -44,6 +47,15 @@ EXPORT_TIMEOUT_S = 5.0
 CLOSE_WAIT_S = 2.0
 #: attributes a span may carry: a RETRIEVER span holds 4 per document (Limits.docs of them)
 MAX_ATTRIBUTES = 4 * Limits().docs + 64
+#: seconds a run's spans are said to be on their way; after that nothing is said of them (spans
+#: the batch processor dropped never come back)
+SENDING_S = 30.0
+#: runs whose outcome is kept (the latest)
+KEEP_OUTCOMES = 1000
+#: what became of a run's spans (`Outcomes.of`)
+SENDING, SENT, FAILED = "sending", "sent", "failed"
+#: the root span's attribute naming its run
+RUN_ID_ATTRIBUTE = "flowkit.run_id"
 #: the OTLP exporter logs every failed try; flowkit says it once itself
 _OTLP_LOGGERS = ("opentelemetry.exporter.otlp.proto.http.trace_exporter",
                  "opentelemetry.exporter.otlp.common.http")
@@ -102,12 +114,57 @@ def send(records: Sequence[RunRecord], target: ExportTarget,
     return len(spans)
 
 
+class Outcomes:
+    """What became of each run's spans as far as this process knows: `sending` from when the
+    run is queued (for SENDING_S), then `sent` or `failed` as its root span's export went (a run
+    with a failed part stays failed). The latest KEEP_OUTCOMES runs; thread-safe."""
+
+    def __init__(self, keep: int = KEEP_OUTCOMES) -> None:
+        self._runs: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self._keep = keep
+        self._lock = threading.Lock()
+
+    def queued(self, run_id: str) -> None:
+        """The run's record was handed to the exporter."""
+        self._set(run_id, SENDING)
+
+    def done(self, run_ids: Iterable[str], ok: bool) -> None:
+        """An export with these runs' root spans succeeded (`ok`) or failed."""
+        for run_id in run_ids:
+            with self._lock:
+                was = self._runs.get(run_id, ("", 0.0))[0]
+            if not (ok and was == FAILED):
+                self._set(run_id, SENT if ok else FAILED)
+
+    def of(self, run_id: str) -> str | None:
+        """`sending`, `sent` or `failed`; None when unknown here (or sending for too long)."""
+        with self._lock:
+            status, at = self._runs.get(run_id, ("", 0.0))
+        if not status or (status == SENDING and time.monotonic() - at > SENDING_S):
+            return None
+        return status
+
+    def _set(self, run_id: str, status: str) -> None:
+        with self._lock:
+            self._runs.pop(run_id, None)
+            self._runs[run_id] = (status, time.monotonic())
+            while len(self._runs) > self._keep:
+                self._runs.popitem(last=False)
+
+
+def run_ids(spans: Sequence[ReadableSpan]) -> set[str]:
+    """The runs whose root spans are among `spans`."""
+    return {str(s.attributes[RUN_ID_ATTRIBUTE]) for s in spans
+            if s.attributes and RUN_ID_ATTRIBUTE in s.attributes}
+
+
 class OnceLoggedExporter(SpanExporter):
     """Wraps an exporter; the first failure is logged (one line), later ones silently dropped,
-    and a success after a failure is logged once too."""
+    and a success after a failure is logged once too. Each export's runs go in `outcomes`."""
 
     def __init__(self, inner: SpanExporter, url: str) -> None:
         self.inner, self.url = inner, url
+        self.outcomes = Outcomes()
         self.failures = 0
         self._said_down = False
         self._lock = threading.Lock()
@@ -123,6 +180,7 @@ class OnceLoggedExporter(SpanExporter):
         except Exception as err:  # noqa: BLE001 (an exporter must never raise into its thread)
             log.debug("OTLP export raised: %s", err)
             result = SpanExportResult.FAILURE
+        self.outcomes.done(run_ids(spans), result is SpanExportResult.SUCCESS)
         if result is SpanExportResult.SUCCESS:
             if self._said_down:
                 log.warning("telemetry: the collector at %s takes spans again", self.url)
@@ -171,10 +229,16 @@ class LiveExport:
 
     def submit(self, record: RunRecord) -> None:
         """Queue a finished run for export; never blocks (a full queue drops the run)."""
+        self.exporter.outcomes.queued(record.run_id)
         try:
             self._queue.put_nowait(record)
         except queue.Full:
             self.dropped += 1
+            self.exporter.outcomes.done([record.run_id], ok=False)
+
+    def outcome(self, run_id: str) -> str | None:
+        """What became of the run's spans: `sending`, `sent`, `failed`, or None (not known)."""
+        return self.exporter.outcomes.of(run_id)
 
     def _work(self) -> None:
         while True:
@@ -188,6 +252,7 @@ class LiveExport:
                 emit_run(self._tracer, item, self.limits, self._ids)
             except Exception as err:  # noqa: BLE001 (a bad record must not stop the exporter)
                 log.warning("telemetry: could not build the spans of run %s: %s", item.run_id, err)
+                self.exporter.outcomes.done([item.run_id], ok=False)
 
     def flush(self, timeout_s: float = 10.0) -> bool:
         """Wait until every queued run has been built and exported (tests, the CLI's exit)."""

@@ -81,6 +81,15 @@ class Telemetry:
         live = self.live(settings)
         return [TelemetrySink(live, eval_id, edits)] if live else []
 
+    def outcome(self, run_id: str) -> tuple[str, str] | None:
+        """(what became of the run's spans: sending, sent or failed; the collector's URL), or
+        None when this process's exporter does not know the run (export off, another process,
+        an older exporter). Starts nothing."""
+        with self._lock:
+            live = self._live
+        status = live.outcome(run_id) if live is not None else None
+        return (status, live.target.url) if live is not None and status else None
+
     def close(self, wait: bool = True) -> None:
         """Send what is queued and stop the exporter's threads (in the background unless
         `wait`: a collector that is down may take a few seconds to give up)."""

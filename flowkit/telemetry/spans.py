@@ -45,7 +45,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode, Tracer
 
 from ..registry import get as get_operator
-from ..trace import LLMCall, Retrieval, StepEvent, diff
+from ..trace import USER_EDIT, LLMCall, Retrieval, StepEvent, diff
 from .bounds import AttrValue, Limits, as_json, put_text
 from .events import FORK, MemoryEdit, PauseMark
 from .ids import RunIds, root_context, root_link
@@ -53,8 +53,6 @@ from .record import RunRecord
 
 KIND = SpanAttributes.OPENINFERENCE_SPAN_KIND
 _OK_STATUSES = ("ok", "budget_exceeded", "paused")
-#: the operator of a stored memory edit made at a pause (storage.debug)
-USER_EDIT = "user.edit"
 #: the name of a continuation span is the flow's name and this
 CONTINUED = "(continued)"
 

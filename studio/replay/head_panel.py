@@ -57,7 +57,7 @@ def draw(ws: Workspace, run: RunInfo, steps: list[StepEvent]) -> None:
     with head:
         st.markdown(f"**{inert.escape(run.flow_name)}** on {inert.code(run.kb or '-')} · "
                     f":{runview.STATUS_COLOURS.get(run.status, 'gray')}-badge[{run.status}]")
-        st.markdown(inert.quote(run.question))
+        answer_panel.question_head(run, steps)
         st.markdown("**Answer:**" + ("" if run.answer else " _(none)_"))
         if run.answer:
             inert.text(run.answer)

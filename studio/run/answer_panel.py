@@ -14,11 +14,12 @@ import streamlit as st
 
 from flowkit import registry
 from flowkit.trace import StepEvent
-from service.runs import RunInfo, grade_answer
+from service.runs import PauseEdit, RunInfo, asked_question, grade_answer, pause_edits
 from studio.common import inert
 from studio.common import provenance_panel as provenance
 from studio.common.pending import user_waiting
 from studio.common.state import RunKeys as K
+from studio.replay.replay import short_value
 from studio.run import runview
 from studio.run.stream import Streamed, buffers
 
@@ -185,6 +186,32 @@ def _draft_list(found: Sequence[Draft]) -> None:
     for d in found:
         st.caption(f"Draft (round {d.round}) · {inert.code(d.node_id)} (visit {d.visit})")
         inert.text(d.text or "(empty)")
+
+
+def question_head(run: RunInfo, steps: Sequence[StepEvent]) -> None:
+    """The question the answer was computed from, quoted, and under it the working memory edited
+    at a breakpoint (`edits_notice`): a question changed at a pause is shown as changed, never
+    the one first asked alone above an answer to the new one."""
+    st.markdown(inert.quote(asked_question(run, steps)))
+    edits_notice(pause_edits(steps))
+
+
+def edit_line(edit: PauseEdit) -> str:
+    """One edit in words: the key, where (the step, the node the run went on to), old -> new."""
+    where = f"before {inert.code(edit.node)}" if edit.node else "not run on yet"
+    return (f"{inert.code(edit.key)} at step {edit.step}, {where}: "
+            f"{inert.code(short_value(edit.old))} → {inert.code(short_value(edit.new))}")
+
+
+def edits_notice(edits: Sequence[PauseEdit]) -> None:
+    """Which working-memory keys a user edited while the run was paused at a breakpoint, each
+    with its old and new value and the step: the run went on from the edited memory."""
+    if not edits:
+        return
+    lines = "\n".join(f"- {edit_line(e)}" for e in edits)
+    st.info("Working memory edited at a breakpoint: the steps after the edit run on the new "
+            "values.\n"
+            + lines, icon=":material/edit_note:")
 
 
 def final_answer(run: RunInfo, expected: Sequence[str] | None,

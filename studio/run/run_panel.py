@@ -12,8 +12,10 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from flowkit.errors import NotFoundError
+from flowkit.trace import StepEvent
 from service.runs import RunInfo, get_run, model_loaded
 from service.runs import steps as run_steps
+from service.telemetry import FAILED, SENDING, export_state
 from service.workspace import Workspace
 from studio.common import inert
 from studio.common.jobs import Job, JobManager
@@ -35,12 +37,40 @@ def _run(ws: Workspace, run_id: str) -> RunInfo | None:
 
 
 def is_active(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
-    """Whether the run is still queued or running (the page then polls every second)."""
+    """Whether the run is still queued or running, or has ended with its trace on its way to
+    the collector (the page then polls every second)."""
     job = jobs.find_run(run_id)
     if job is not None and not job.finished:
         return True
     run = _run(ws, run_id)
-    return run is not None and run.status == "running"
+    return run is not None and (run.status == "running" or _trace_sending(ws, run))
+
+
+def _trace_sending(ws: Workspace, run: RunInfo) -> bool:
+    """Whether the ended run's spans are on their way to the collector (live export on)."""
+    if run.status in ("running", "paused"):
+        return False
+    state = export_state(ws, run.id)
+    return state is not None and state.status == SENDING
+
+
+def export_notice(ws: Workspace, run: RunInfo) -> bool:
+    """Under an ended run, where trace export is on: a warning when the collector did not take
+    its spans (they are dropped; the run is stored as usual), else whether they are on their
+    way or were sent. True while they are on their way (the page polls until it knows)."""
+    state = export_state(ws, run.id)
+    if state is None:
+        return False
+    url = inert.code(state.url)
+    if state.status == FAILED:
+        st.warning(f"Trace not exported: the collector at {url} did not take this run's spans "
+                   "(is it running? Settings, Trace export, checks it when saved). The run "
+                   "itself is stored here as usual.", icon=":material/cloud_off:")
+    elif state.status == SENDING:
+        st.caption(f":material/cloud_upload: Sending the trace to {url}...")
+    else:
+        st.caption(f":material/cloud_done: Trace sent to {url}.")
+    return state.status == SENDING
 
 
 def _still_running(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
@@ -119,10 +149,10 @@ def _waiting(jobs: JobManager, job: Job) -> bool:
     return False
 
 
-def _header(run: RunInfo) -> None:
+def _header(run: RunInfo, steps: Sequence[StepEvent]) -> None:
     st.markdown(f"**{inert.escape(run.flow_name)}** on {inert.code(run.kb or '-')} · "
                 f"run {inert.code(run.id)}")
-    st.markdown(inert.quote(run.question))
+    answer_panel.question_head(run, steps)
 
 
 def _ended_notice(run: RunInfo) -> None:
@@ -141,8 +171,9 @@ def _ended_notice(run: RunInfo) -> None:
 
 def render(ws: Workspace, jobs: JobManager, run_id: str,
            expected: Sequence[str] | None = None) -> bool:
-    """Draw the run; True while it is still queued or running. `expected`: the dataset's
-    answers to the run's question (the answer is then marked right or wrong)."""
+    """Draw the run; True while it is still queued or running (or its trace on its way).
+    `expected`: the dataset's answers to the run's question (the answer is then marked right or
+    wrong)."""
     job = jobs.find_run(run_id)
     run = _run(ws, run_id)
     if run is None:
@@ -158,8 +189,8 @@ def render(ws: Workspace, jobs: JobManager, run_id: str,
             st.info(answer_panel.LOADING, icon=":material/hourglass_top:")
         return waiting
 
-    _header(run)
     steps = run_steps(ws, run.id)
+    _header(run, steps)
     if run.status == "running":
         _status("running")
         nxt = runview.next_nodes(run.spec, steps)
@@ -193,13 +224,14 @@ def render(ws: Workspace, jobs: JobManager, run_id: str,
     _ended_notice(run)
     answer_panel.final_answer(run, expected, steps)
     answer_panel.totals_panel(runview.totals(run, steps))
+    sending = export_notice(ws, run)
     answer_panel.cited(run, steps)
     answer_panel.retrieved(run)
     if run.parent_run_id:
         st.caption(f"Forked from run {run.parent_run_id} step {run.parent_step}")
     answer_panel.steps_table(steps)
     replay_link(run.id)
-    return False
+    return sending
 
 
 def queue(jobs: JobManager) -> None:

@@ -1,5 +1,8 @@
 """Settings: trace export (OpenTelemetry, OpenInference conventions) — on/off, the collector's
-URL and headers, in a small form of its own; and where runs go now (settings or environment)."""
+URL and headers, in a small form of its own; and where runs go now (settings or environment).
+Saving checks that the collector answers (an empty export, a few seconds at most): one that does
+not is saved all the same (it may be started later), with a warning naming what was tried and
+the error."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -7,10 +10,16 @@ from dataclasses import replace
 import streamlit as st
 
 from service.settings import Settings, save_settings
-from service.telemetry import TelemetryError, TelemetrySettings, live_target, parse_headers
+from service.telemetry import (
+    TelemetryError,
+    TelemetrySettings,
+    check_collector,
+    live_target,
+    parse_headers,
+)
 from service.workspace import Workspace
+from studio.common.state import FlashKind, flash, show_flash
 from studio.common.state import SettingsKeys as K
-from studio.common.state import flash, show_flash
 from studio.common.workspace import reset_workspace
 
 
@@ -43,6 +52,23 @@ def where_runs_go(settings: Settings) -> str:
     return f"Each run is sent to {target.url} when it ends (in the background)."
 
 
+def saved_notice(new: Settings) -> tuple[str, FlashKind]:
+    """What the page says once trace export is saved, and as what: where runs go and whether the
+    collector answered the check; a warning when it did not (what was tried, the error)."""
+    text = "Trace export saved. " + where_runs_go(new)
+    try:
+        checked = check_collector(new.telemetry)
+    except TelemetryError:           # an OTEL_* variable naming no collector: where_runs_go says
+        return text, "success"
+    if checked is None:
+        return text, "success"
+    if checked.ok:
+        return f"{text} {checked.line()}", "success"
+    return (f"{text} {checked.line()} Saved all the same: runs' traces are dropped until it "
+            "answers (the runs are not affected). Start the collector, or fix the URL and save "
+            "again.", "warning")
+
+
 def draw(ws: Workspace, current: Settings) -> None:
     """The 'Trace export' form; saving rebuilds the workspace like the main form."""
     st.subheader("Trace export (OpenTelemetry)")
@@ -73,5 +99,5 @@ def draw(ws: Workspace, current: Settings) -> None:
             return
         save_settings(ws.data_dir, new)
         reset_workspace()
-        flash(K.TELEMETRY_NOTICE, "Trace export saved. " + where_runs_go(new))
+        flash(K.TELEMETRY_NOTICE, *saved_notice(new))
         st.rerun()

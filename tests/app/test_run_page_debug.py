@@ -173,3 +173,25 @@ def test_model_overrides_apply_to_a_debugged_run_and_its_continue(ws):
     assert ws.store.get_run(run_id).status == "ok"
     assert calls and all(t == 0.7 for t in calls), calls
     assert ws.resources.settings.llm.temperature == 0.0     # the shared settings are untouched
+
+
+def test_a_finished_run_shows_the_edited_question_and_marks_the_edit(ws):
+    """Issue 48 item 9: after the question is edited at a breakpoint, the finished run (Run page
+    and replay) heads with the question the answer was computed from, and says which key was
+    edited, its old and new value and where (the stale question alone was shown)."""
+    at = _debug("generate", question="Who designed the viaduct?")
+    run_id = at.query_params["run"]
+    at.selectbox(key="debug_edit_key").select("question").run()
+    at.text_area(key=f"debug_edit_val_{run_id}_1_question").input(json.dumps(LIGHTHOUSE)).run()
+    at.button(key=f"debug_set_{run_id}_1_question").click().run()
+    at.button(key="debug_continue").click().run()
+    at = kit.until(at, lambda a: f"/replay?run={run_id}" in kit.texts(a)
+                   and "Paused" not in kit.texts(a))
+    assert "1884" in ws.store.get_run(run_id).answer
+    for page in (at, kit.page("pages/replay.py", run=run_id).run()):
+        text = kit.texts(page)
+        quoted = [m.value for m in page.markdown if m.value.startswith(">")]
+        assert quoted and "Corren Lighthouse" in quoted[0], quoted     # what was answered
+        assert "edited at a breakpoint" in text, text
+        assert ('`question` at step 1, before `generate`: `"Who designed the viaduct?"` → '
+                '`"In what year was the Corren Lighthouse first lit?"`') in text, text

@@ -159,3 +159,59 @@ def test_a_canvas_breakpoint_pauses_the_run_started_from_the_editor(studio, page
     expect(box).to_contain_text(run.answer.strip()[:20])
     settle(page)
     page.screenshot(path=str(ART / "editor_breakpoint_answer.png"), full_page=True)
+
+
+def test_an_edit_at_a_breakpoint_is_marked_on_the_finished_run_and_its_replay(studio, page):
+    """Issue 48 item 9: the question changed at a breakpoint, the finished run heads with the
+    question the answer was computed from and marks the edit (key, step, old → new); so does
+    its replay (the old question stood alone above the new answer)."""
+    from playwright.sync_api import expect
+    url, _, store = studio
+    expect.set_options(timeout=60_000)
+    old, new = "Who built the viaduct?", "In what year was the Corren Lighthouse first lit?"
+    page.goto(f"{url}/run?flow={FLOW}")
+    expect(page.get_by_role("heading", name="Run", exact=True)).to_be_visible(timeout=180_000)
+    settle(page)
+    box = page.locator("textarea[aria-label='Question']")
+    box.fill(old)
+    box.press("Control+Enter")
+    settle(page)
+    bps = page.locator("textarea[aria-label='One a line']")
+    if not bps.is_visible():
+        page.get_by_text("Breakpoints (debug this run)").click()
+    bps.fill("generate")
+    bps.press("Control+Enter")
+    settle(page)
+    page.get_by_role("button", name="Run with 1 breakpoint(s) ▶").click()
+    expect(page.get_by_text(re.compile(r"Paused before generate \(visit 1\)"))
+           ).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    run_id = re.search(r"[?&]run=(\w+)", page.url).group(1)        # type: ignore[union-attr]
+    settle(page)
+    page.get_by_text("Edit working memory").click()
+    page.locator('[data-testid="stSelectbox"]').filter(has_text=re.compile(r"^Key")).click()
+    page.get_by_role("option", name="question", exact=True).click()
+    settle(page)
+    value = page.locator("textarea[aria-label='Value (JSON)']")
+    expect(value).to_have_value(f'"{old}"')
+    value.fill(f'"{new}"')
+    value.press("Control+Enter")
+    settle(page)
+    page.get_by_role("button", name="Set value").click()
+    expect(page.get_by_text("Set question: the run goes on with it.")).to_be_visible()
+    settle(page)
+    page.get_by_role("button", name="Continue", exact=True).click()
+    expect(page.get_by_role("link", name="Open the replay")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    eventually(lambda: stored_status(store, run_id) == "ok", timeout=RUN_TIMEOUT_MS / 1000,
+               what="the continued run to end in the store")
+    mark = re.compile(re.escape(f'question at step 1, before generate: "{old}" → "{new}"'))
+    for where in ("run", "replay"):
+        main = page.locator("[data-testid='stMain']")
+        expect(main.locator("blockquote").first).to_have_text(new)     # what was answered
+        expect(main.get_by_text("Working memory edited at a breakpoint")).to_be_visible()
+        expect(main.get_by_text(mark)).to_be_visible()
+        settle(page)
+        page.screenshot(path=str(ART / f"breakpoint_edit_marked_{where}.png"), full_page=True)
+        if where == "run":
+            page.get_by_role("link", name="Open the replay").click()
+            page.wait_for_url(re.compile(rf"/replay\?run={run_id}"))
+            page.get_by_role("heading", name="Replay").wait_for()

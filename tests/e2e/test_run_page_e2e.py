@@ -2,7 +2,8 @@
 streams (its first words on the page before the run ends), the model-loading message on the
 first run, the steps table kept after the end, the page not jumping to the top, a dataset
 question marked right; debugging: pause naive_rag before its answer node, see the exact prompt,
-refresh, continue, see the answer; Settings shows the engines in use. Screenshots go to
+refresh, continue, see the answer; Settings shows the engines in use; trace export saved to a
+collector that does not answer says so on Settings and on the next run. Screenshots go to
 test-artifacts/."""
 from __future__ import annotations
 
@@ -11,7 +12,16 @@ import time
 from pathlib import Path
 
 import pytest
-from e2ekit import ART, RUN_TIMEOUT_MS, eventually, page_fixture, settle, studio_fixture
+from e2ekit import (
+    ART,
+    RUN_TIMEOUT_MS,
+    ask,
+    eventually,
+    free_port,
+    page_fixture,
+    settle,
+    studio_fixture,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -256,3 +266,47 @@ def test_an_answer_cut_at_its_token_limit_says_so(studio, page):
     expect(page.get_by_text(re.compile(r"What the run costs with every model call computed"))
            ).to_be_visible()
     page.screenshot(path=str(ART / "run_page_cost_and_wall.png"))
+
+
+def _save_trace_export(page, url: str, on: bool, endpoint: str) -> None:
+    """On the Settings page: trace export on or off, to `endpoint`, saved."""
+    page.goto(f"{url}/settings")
+    page.get_by_role("heading", name="Trace export (OpenTelemetry)").wait_for(timeout=120_000)
+    settle(page)
+    toggle = page.locator("[data-testid='stCheckbox']").filter(has_text="Export runs as they end")
+    if toggle.locator("input").is_checked() != on:
+        toggle.click()
+        settle(page)
+    page.get_by_role("textbox", name="Collector URL (OTLP/HTTP)").fill(endpoint)
+    page.get_by_role("button", name="Save trace export").click()
+
+
+def test_trace_export_to_a_collector_that_does_not_answer_says_so(studio, page):
+    """Issue 48, item 9: trace export to an unreachable collector was saved with no check, and
+    runs' failed exports showed only in the server log. Saving now checks the collector: the
+    page says what was tried and the error, and saves it all the same; the next run says its
+    trace was not exported. Export is switched off again after."""
+    from playwright.sync_api import expect
+    expect.set_options(timeout=60_000)
+    down = f"http://127.0.0.1:{free_port()}"
+    _save_trace_export(page, studio.url, True, down)
+    warned = page.get_by_text(f"The collector at {down}/v1/traces did not answer")
+    expect(warned).to_be_visible()
+    expect(warned).to_contain_text("connection refused")
+    expect(warned).to_contain_text("Saved all the same")
+    expect(page.get_by_text(f"Each run is sent to {down}/v1/traces").last).to_be_visible()
+    warned.scroll_into_view_if_needed()
+    page.screenshot(path=str(ART / "settings_trace_export_unreachable.png"))
+    try:
+        ask(page, studio.url, "template:naive_rag",
+            "In what year was the Corren Lighthouse first lit?").click()
+        page.wait_for_url(re.compile(r"[?&]run=\w+"))
+        failed = page.get_by_text(re.compile(r"^Trace not exported: the collector at "
+                                             + re.escape(f"{down}/v1/traces")))
+        expect(failed).to_be_visible(timeout=RUN_TIMEOUT_MS)
+        expect(page.get_by_role("link", name="Open the replay")).to_be_visible()
+        failed.scroll_into_view_if_needed()
+        page.screenshot(path=str(ART / "run_page_trace_not_exported.png"))
+    finally:
+        _save_trace_export(page, studio.url, False, "")
+        expect(page.get_by_text("Trace export saved. Runs are not exported")).to_be_visible()
