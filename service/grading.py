@@ -18,7 +18,7 @@ from typing import Any
 
 from flowkit.cost import Cost
 from flowkit.errors import FlowkitError
-from flowkit.eval.criteria import Criterion, is_criterion
+from flowkit.eval.criteria import Criterion, criterion, is_criterion
 from flowkit.eval.graders import ANSWER_ONLY, GRADERS, Judge, check_names, grader_version
 from flowkit.eval.grading import GradingSession, item_for
 from flowkit.eval.judge_scores import judge_scores
@@ -26,6 +26,7 @@ from flowkit.eval.label_next import same_answers
 from flowkit.eval.pairwise import is_pairwise
 from flowkit.eval.reliability import ReliabilityCard, reliability_card, reorder_examples
 from flowkit.eval.report import EvalReport, JudgeScore
+from storage.criteria import CriterionRepo
 from storage.grades import Grade, GradeRepo
 
 from .evaluations import eval_repo, report, stored_plan
@@ -106,6 +107,7 @@ def grade(ws: Workspace, eval_id: str, graders: list[str], *, model: str = "",
     versions = {g: grader_version(g) for g in graders}
     for c in criteria:
         judges[c.name], versions[c.name] = c, c.version
+        CriterionRepo(ws.store).put(c.name, c.text)     # its words, shown beside its scores
     graders = list(judges)
     repo = eval_repo(ws)
     plan = stored_plan(ws, eval_id)
@@ -260,6 +262,30 @@ def answers(ws: Workspace, plan: Any) -> dict[str, dict[str, str]]:
 #: The graders a person labels on the Compare page, with the words for 1 and 0.
 LABEL_WORDS: dict[str, tuple[str, str]] = {"correctness": ("right", "wrong"),
                                            "groundedness": ("supported", "not supported")}
+
+
+#: The words of a criterion's label (a criterion of your own, `criterion:<hash>`).
+CRITERION_WORDS = ("meets it", "does not")
+
+
+def label_words(metric: str) -> tuple[str, str]:
+    """The words for 1 and 0 of a labelled metric: a built-in's, or a criterion's."""
+    return LABEL_WORDS.get(metric) or CRITERION_WORDS
+
+
+def criterion_from(text: str, field: str = "--criterion") -> Criterion:
+    """The criterion written as `text` (`flowkit.eval.criteria.criterion`); a refusal names
+    `field` (the CLI's option, or the studio's box)."""
+    try:
+        return criterion(text)
+    except FlowkitError as err:
+        raise FlowkitError(f"{field}:{str(err).partition(':')[2]}") from None
+
+
+def criterion_texts(ws: Workspace, names: list[str]) -> dict[str, str]:
+    """The words of the criteria among `names` (grader names), as the user wrote them."""
+    wanted = [n for n in names if is_criterion(n)]
+    return CriterionRepo(ws.store).texts(wanted) if wanted else {}
 
 
 def graded(ws: Workspace, eval_id: str) -> list[tuple[str, str]]:

@@ -191,6 +191,11 @@ class CompareKeys(Keys, prefix="compare"):
     JUDGES: Key[list[str]]                  # the graders picked in the Judges section
     JUDGE_MODEL: Key[str]                   # 'default', a packaged id, or OTHER (a .gguf path)
     JUDGE_PATH: Key[str]
+    CRITERIA: Key[str]                      # the criteria of your own, one per line
+    NEXT_METRIC: Key[str]                   # "what to label next": the judge
+    NEXT_FLOW: Key[str]                     # ... and the flow compared with the baseline
+    PAIR_GRADE: Key[bool]                   # grade the baseline against each flow, pairwise
+    PAIR_LABEL: Key[str] = Key("compare_pair_label")        # .item(eval, flow index, q)
     GRADE: Key[bool]
     GRADE_STOP: Key[bool]
     GRADE_WAS_ACTIVE: Key[dict[str, bool]]

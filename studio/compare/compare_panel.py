@@ -32,6 +32,7 @@ from studio.compare import compare_data as cd
 from studio.compare import (
     generate_link_panel,
     judges_panel,
+    pairwise_panel,
     passage_labels_panel,
     tasks,
     variant_panel,
@@ -373,6 +374,7 @@ def traces_section(ws: Workspace, plan: EvalPlan, rep: EvalReport) -> None:
             ok = t.result is not None and t.result.status == "ok"
             _trace_column(t, list(q.get("answers") or []),
                           functools.partial(judged, fi, t.flow) if ok else None)
+    pairwise_panel.pair_labels(ws, plan, qid)
 
 
 def results(ws: Workspace, repo: EvalRepo, plan: EvalPlan, jobs: JobManager) -> None:

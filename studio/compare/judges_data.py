@@ -12,7 +12,7 @@ from flowkit.eval.formatting import MIN_LABELS, judge_interval, judge_weight_wor
 from flowkit.eval.pairwise import WinRate, win_lines
 from flowkit.eval.reliability import ReliabilityCard
 from flowkit.eval.report import JudgeScore
-from service.grading import LABEL_WORDS, JudgedReport
+from service.grading import LABEL_WORDS, JudgedReport, label_words
 from service.modelchoice import DEFAULT
 from service.passage_labels import METRIC as CONTEXT_RELEVANCE
 from service.settings import PACKAGED
@@ -63,21 +63,35 @@ def delta_cell(jf: JudgeScore, baseline: str) -> str:
     return f"PPI {text}" if jf.vs_corrected else f"{text} uncorrected"
 
 
-def score_rows(reports: list[JudgedReport]) -> list[dict[str, Any]]:
+def criteria_lines(text: str | None) -> list[str]:
+    """The criteria typed in the box: one per non-empty line, spaces squeezed, each once."""
+    lines = (" ".join(line.split()) for line in (text or "").splitlines())
+    return list(dict.fromkeys(line for line in lines if line))
+
+
+def judge_name(grader: str, texts: dict[str, str] | None = None) -> str:
+    """A judge as the page names it: a built-in's name, a criterion of yours by its words
+    ('criterion "the answer names the command"'), or its grader name when they are unknown."""
+    text = (texts or {}).get(grader)
+    return f'criterion "{text}"' if text else grader
+
+
+def score_rows(reports: list[JudgedReport], texts: dict[str, str] | None = None
+               ) -> list[dict[str, Any]]:
     """One row per judge, judge model and flow: the score, the labels, the difference against
     the baseline and what the judge was worth in the score (`judge_weight_words`)."""
-    return [{"judge": r.grader, "judge model": r.model, "flow": f.flow, "score (%)": score_cell(f),
+    return [{"judge": judge_name(r.grader, texts), "judge model": r.model, "flow": f.flow, "score (%)": score_cell(f),
              "labels": f.labels, "vs baseline (points)": delta_cell(f, r.baseline),
              "judge weight": judge_weight_words(f.weight)}
             for r in reports for f in r.flows]
 
 
-def labels_line(r: JudgedReport) -> str:
+def labels_line(r: JudgedReport, texts: dict[str, str] | None = None) -> str:
     """How many labels there are for this judge and how much they narrowed the interval: the
     PPI++ interval's width against the interval from the labels alone, and what the judge was
     worth, per labelled flow (plain text: flow and model names are the user's)."""
     n = sum(f.labels for f in r.flows)
-    head = f"{r.grader} on {r.model}: "
+    head = f"{judge_name(r.grader, texts)} on {r.model}: "
     if not n:
         what = ("every passage an answer read (relevant or not)" if r.grader == CONTEXT_RELEVANCE
                 else "answers")
@@ -124,22 +138,23 @@ def pairwise_line(rate: WinRate, card: ReliabilityCard) -> str:
 
 def label_options(metric: str) -> list[str]:
     """The choices of a label radio: unlabelled, then the words for 1 and 0."""
-    yes, no = LABEL_WORDS[metric]
+    yes, no = label_words(metric)
     return [UNLABELLED, yes, no]
 
 
 def label_value(metric: str, option: str | None) -> float | None:
     """The stored value of a label radio's choice (None: no label)."""
-    yes, no = LABEL_WORDS[metric]
+    yes, no = label_words(metric)
     return {yes: 1.0, no: 0.0}.get(option or UNLABELLED)
 
 
 def label_option(metric: str, value: float | None) -> str:
-    yes, no = LABEL_WORDS[metric]
+    yes, no = label_words(metric)
     return UNLABELLED if value is None else yes if value >= 0.5 else no
 
 
-def verdict_line(grader: str, model: str, score: float | None, parsed: bool) -> str:
+def verdict_line(grader: str, model: str, score: float | None, parsed: bool,
+                 texts: dict[str, str] | None = None) -> str:
     """One verdict in the per-question view: judge, model, verdict, and the model's own words."""
     if score is None:
         verdict = "no verdict"
@@ -148,4 +163,4 @@ def verdict_line(grader: str, model: str, score: float | None, parsed: bool) -> 
     else:
         verdict = "yes" if score >= 1 else "no" if score <= 0 else "unclear (scored 0.5)"
     mark = "" if parsed else " · unparsed"
-    return f"{grader} ({model}): {verdict}{mark}"
+    return f"{judge_name(grader, texts)} ({model}): {verdict}{mark}"

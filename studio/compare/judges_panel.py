@@ -21,7 +21,7 @@ from studio.common.state import CompareKeys as K
 from studio.common.state import Key
 from studio.common.tasks import cancel
 from studio.compare import judges_data as jd
-from studio.compare import tasks
+from studio.compare import label_next_panel, pairwise_panel, tasks
 
 JUDGE_HELP = {
     "correctness": "does the answer mean the same as a gold answer (where the set has one)",
@@ -51,20 +51,29 @@ def judges_section(ws: Workspace, jobs: JobManager, plan: EvalPlan) -> None:
     if option == jd.OTHER:
         path = c2.text_input("Path of the .gguf file", key=K.JUDGE_PATH,
                              placeholder="/models/judge.gguf")
+    own = st.text_area("Criteria of your own (one per line)", key=K.CRITERIA, height=68,
+                       placeholder="the answer names the command\nno price is invented",
+                       help="A yes/no question about each answer, in plain words: graded like a "
+                            "judge (its own scores, labels and intervals). The words are data: "
+                            "nothing in them is run. Editing one makes it another judge.")
+    criteria = jd.criteria_lines(own)
     job = tasks.grading_job(jobs, plan.eval_id)
     busy = job is not None and not job.finished
     c3.write("")
-    if c3.button("Grade answers", type="primary", key=K.GRADE, disabled=busy or not judges,
+    if c3.button("Grade answers", type="primary", key=K.GRADE,
+                 disabled=busy or not (judges or criteria),
                  help="Answers graded before by the same judge and model are kept"):
         try:
             tasks.submit_grading(jobs, ws, plan.eval_id, list(judges),
-                                 jd.chosen_model(option, path))
+                                 jd.chosen_model(option, path), criteria)
         except FlowkitError as err:
             st.error(inert.escape(err))
         else:
             st.rerun()
+    pairwise_panel.grade_button(ws, jobs, plan, jd.chosen_model(option, path), busy, c3)
     grading_progress(jobs, plan)
     scores_table(ws, plan)
+    label_next_panel.label_next(ws, plan)
 
 
 def grading_progress(jobs: JobManager, plan: EvalPlan) -> None:
@@ -110,7 +119,9 @@ def scores_table(ws: Workspace, plan: EvalPlan) -> None:
     if not reports:
         st.caption("No judge has graded this evaluation yet.")
         return
-    st.dataframe(jd.score_rows(reports), hide_index=True, width="stretch", key=K.JUDGED_DF)
+    texts = grading.criterion_texts(ws, [r.grader for r in reports])
+    st.dataframe(jd.score_rows(reports, texts), hide_index=True, width="stretch",
+                 key=K.JUDGED_DF)
     st.caption("Judge scores in %: PPI = the judge's mean corrected by your labels (PPI++: the "
                "judge counts with the weight its agreement with your labels earns), with its 95% "
                "interval (cut to 0-100); uncorrected = the judge's own mean with a bootstrap "
@@ -118,7 +129,7 @@ def scores_table(ws: Workspace, plan: EvalPlan) -> None:
                "the interval excludes 0. Judge weight: 0 leaves your labels' own interval; "
                "'worth about N' is how many labels alone would make the interval as narrow.")
     for r in reports:
-        st.markdown(inert.escape(jd.labels_line(r)))
+        st.markdown(inert.escape(jd.labels_line(r, texts)))
         if jd.card_line(r):
             st.caption(inert.escape(jd.card_line(r)))
     pairwise_lines(ws, plan)
@@ -152,16 +163,19 @@ def answer_panel(ws: Workspace, eval_id: str, flow_index: int, flow: str, qid: s
     """The judges' verdicts on one flow's answer, each with the model's words, and a radio per
     labelled metric (a click stores the label)."""
     mine = [g for g in grades if g.flow == flow]
+    texts = grading.criterion_texts(ws, sorted({g.grader for g in grades}))
     if mine:
         st.markdown("**Judges**")
         for g in mine:
-            st.caption(inert.escape(jd.verdict_line(g.grader, g.model, g.score, g.parsed)))
+            st.caption(inert.escape(jd.verdict_line(g.grader, g.model, g.score, g.parsed,
+                                                    texts)))
             if g.reason:
                 st.caption("“" + inert.escape(g.reason[:200]) + "”")
-    for metric in jd.LABEL_METRICS:
+    for metric in [*jd.LABEL_METRICS, *texts]:
         key: Key[str] = Key(K.LABEL.item(eval_id, flow_index, qid, metric))
         key.set(jd.label_option(metric, labels.get((flow, metric))))  # the stored label wins
-        st.radio(f"Your label: {metric}", jd.label_options(metric), key=key, horizontal=True,
+        st.radio(f"Your label: {jd.judge_name(metric, texts)}", jd.label_options(metric),
+                 key=key, horizontal=True,
                  on_change=_store_label, args=(ws, eval_id, flow, qid, metric, key),
                  help="Stored with the evaluation; with a few labels the judge's score becomes "
                       "a PPI estimate")

@@ -141,17 +141,23 @@ def grading_job(jobs: JobManager, eval_id: str) -> Job | None:
 
 
 def submit_grading(jobs: JobManager, ws: Workspace, eval_id: str, graders: list[str],
-                   model: str = "") -> str:
+                   model: str = "", criteria: list[str] | None = None) -> str:
     """Check (FlowkitError) and queue `service.grading.grade` of the evaluation's finished answers
-    with `graders` on `model` ('' / 'default': the workspace's), or return the job already queued
-    or running for the same grading.
+    with `graders` and the user's `criteria` (their words, one each) on `model` ('' / 'default':
+    the workspace's), or return the job already queued or running for the same grading.
 
     It runs in the job manager's one worker thread (after an evaluation queued before it, so the
     model is never used by two threads); `progress` is answers graded / to grade and `message`
     says so; its result holds the outcome's line. Cancelling stops it before the next answer (the
     verdicts made are stored: grading again resumes)."""
-    grading.check(graders, model)
-    meta = {"eval_id": eval_id, "graders": list(graders), "model": model,
+    wanted = [grading.criterion_from(t, "Criteria of your own")
+              for t in dict.fromkeys(criteria or [])]
+    if graders or not wanted:
+        grading.check(graders, model)
+    else:
+        grading.check_model(model)
+    names = [*graders, *(f'criterion "{c.text}"' for c in wanted)]
+    meta = {"eval_id": eval_id, "graders": names, "model": model,
             "model_name": grading.model_name(ws, model)}
 
     def work(report: Reporter) -> dict[str, Any]:
@@ -161,10 +167,11 @@ def submit_grading(jobs: JobManager, ws: Workspace, eval_id: str, graders: list[
             report.update(progress=i / max(n, 1), message=f"graded {i} of {n} answers")
 
         out = grading.grade(ws, eval_id, graders, model=model, on_progress=on_progress,
-                            should_stop=report.cancel.is_set)
+                            should_stop=report.cancel.is_set, criteria=wanted)
         report.update(progress=1.0, message=out.line())
         return {"eval_id": eval_id, "line": out.line(), "graded": out.graded,
                 "reused": out.reused, "calls": out.cost.calls, "cached_calls": out.cost.cached}
 
-    return jobs.submit(GRADE, f"judges {', '.join(graders)} on evaluation {eval_id}", work,
-                       dedupe_key=job_key(GRADE, eval_id, sorted(graders), model), meta=meta)
+    return jobs.submit(GRADE, f"judges {', '.join(names)} on evaluation {eval_id}", work,
+                       dedupe_key=job_key(GRADE, eval_id, sorted(graders),
+                                          sorted(c.name for c in wanted), model), meta=meta)

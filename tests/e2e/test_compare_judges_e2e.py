@@ -111,3 +111,55 @@ def label_radios(page):
 def pick(page, radio, word: str) -> None:
     radio.locator("label").filter(has_text=re.compile(f"^{word}$")).click()
     settle(page)
+
+
+def test_a_criterion_a_pair_label_and_what_to_label_next_in_the_browser(studio, page):
+    """Issue 51 on the page: a criterion typed in words is graded by the real default model and
+    named by its words; a pair of answers is labelled (kept on a reload); 'What should I label
+    next?' opens a question in the side-by-side view."""
+    from playwright.sync_api import expect
+    expect.set_options(timeout=60_000)
+    eval_id = studio.prepared
+    page.goto(f"{studio.url}/compare?eval={eval_id}&q=q01")
+    expect(page.get_by_role("heading", name="Judges")).to_be_visible(timeout=180_000)
+    settle(page)
+    box = page.get_by_role("textbox", name="Criteria of your own (one per line)")
+    box.fill("the answer names a year")
+    box.press("Control+Enter")                               # Streamlit's text area: apply
+    settle(page)
+    page.get_by_role("button", name="Grade answers").click()
+    name = 'criterion "the answer names a year"'
+    eventually(lambda: name in grid_text(page), timeout=GRADE_TIMEOUT_S,
+               what="the criterion's scores", every=0.5)
+    expect(page.get_by_text(re.compile(rf"^{re.escape(name)} on default:\S+: no labels yet"))
+           ).to_be_visible()
+    # a pair labelled in the side-by-side view, kept on a reload
+    pair = page.locator("[data-testid='stRadio']").filter(
+        has_text=f"Your label: {FLOWS[0]} vs {FLOWS[1]}")
+    pair.scroll_into_view_if_needed()
+    pair.locator("label").filter(has_text=re.compile("^the same$")).click()
+    settle(page)
+    page.reload()
+    expect(page.get_by_role("heading", name="Side by side")).to_be_visible(timeout=120_000)
+    settle(page)
+    eventually(lambda: pair.count() == 1, what="the pair's radio again")
+    assert pair.locator("label").filter(has=page.locator("input:checked")
+                                        ).inner_text().strip() == "the same"
+    # what to label next: open the first question it offers
+    page.get_by_text("What should I label next?").click()
+    # groundedness: no question is known without a label (two flows answering alike leave
+    # nothing to label for correctness, which reads the answers alone)
+    box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Judge to label for")
+    box.click()
+    page.get_by_role("option", name="groundedness", exact=True).click()
+    settle(page)
+    opener = page.locator(f"[class*='st-key-compare_next_open_{eval_id}_']")
+    eventually(lambda: opener.count() > 0, what="questions to label next")
+    key = re.search(rf"st-key-compare_next_open_{eval_id}_(\S+)",
+                    opener.first.get_attribute("class") or "")
+    assert key, opener.first.get_attribute("class")
+    qid = key.group(1)
+    opener.first.get_by_role("button", name="Open").click()
+    settle(page)
+    eventually(lambda: f"q={qid}" in page.url, what=f"the side-by-side view on {qid}")
+    page.screenshot(path=str(ART / "judges_extras.png"), full_page=True)
