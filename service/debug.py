@@ -23,7 +23,7 @@ import getpass
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flowkit.breakpoints import Breakpoint, BreakpointError, as_breakpoints, check_breakpoints
@@ -161,7 +161,7 @@ class Debugger:
         record.root, record.continuation = False, True
         record.part, record.total_steps, record.pauses = "abort", run.steps, last
         if last:
-            record.started_at = last[0].paused_at
+            record.run = replace(record.run, started_at=last[0].paused_at)
         live.submit(record)
 
     def _compiled(self, spec: dict[str, Any]) -> CompiledFlow:

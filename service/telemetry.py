@@ -5,7 +5,7 @@ the collector answers: `check_collector`) and to what became of a run's live exp
 (`export_state`, on the Run page)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from flowkit.errors import FlowkitError
 from flowkit.telemetry.events import stored_pauses
@@ -91,5 +91,5 @@ def send_eval(ws: Workspace, eval_id: str, url: str | None = None) -> Sent:
         raise FlowkitError(f"evaluation '{info.id}' has no finished runs to send")
     records = [record_of(ws, r.id) for r in runs]
     for record in records:
-        record.eval_id = info.id
+        record.run = replace(record.run, eval_id=info.id)
     return Sent(len(records), send(records, target), target.url)

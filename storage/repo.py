@@ -11,8 +11,10 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, delete, func, select, update
 from sqlalchemy.orm import Session
 
+from flowkit.cost import Cost
 from flowkit.errors import FlowkitError, NotFoundError, StaleSaveError
 from flowkit.process import identity_alive, pid_alive, process_identity
+from flowkit.run_record import FinishedRun, epoch
 from flowkit.spec import FlowSpec, from_dict, to_dict
 from flowkit.trace import RunEnd, RunStart, StepEvent
 
@@ -80,6 +82,22 @@ class RunInfo:
     wall_ms: float | None = None
     #: model calls served from the completion cache
     cached_calls: int = 0
+
+    def finished(self) -> FinishedRun:
+        """This run as flowkit describes a finished run (flowkit.run_record); one not ended
+        yet ends at its start plus the time it took."""
+        began = epoch(self.started_at)
+        ended = (epoch(self.ended_at) if self.ended_at
+                 else began + (self.wall_ms or self.ms) / 1000.0)
+        return FinishedRun(run_id=self.id, flow_name=self.flow_name, flow_version=self.flow_version,
+                           question=self.question, answer=self.answer, status=self.status,
+                           started_at=began, ended_at=ended, kb=self.kb, model_id=self.model_id,
+                           model_hash=self.model_hash, error=self.error,
+                           halt_reason=self.halt_reason,
+                           cost=Cost(self.llm_calls, self.cached_calls, self.tokens, self.ms),
+                           wall_ms=self.wall_ms, citations=tuple(self.citations),
+                           parent_run_id=self.parent_run_id, parent_step=self.parent_step,
+                           eval_id=self.eval_id)
 
 
 def _run_info(r: RunRow) -> RunInfo:

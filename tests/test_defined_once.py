@@ -35,8 +35,8 @@ KNOWN_COST_COPIES = {
     "flowkit/trace.py:RunEnd": "the engine's run result, being rewritten by another change "
                                "(run_flow's new record parameters); it moves to Cost with it",
     "storage/repo.py:RunInfo": "storage's plain copy of a stored run, the fields RunEnd has "
-                               "(telemetry's StoredRun reads them by these names); it follows "
-                               "RunEnd",
+                               "(the Studio pages read them by these names; its `finished()` "
+                               "holds them as a Cost); it follows RunEnd",
 }
 #: Hand-written judge intervals left in place, each with why (none left: `flowkit judge`'s
 #: console table now shows `judge_interval` too).

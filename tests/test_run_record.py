@@ -1,10 +1,13 @@
 """One run record (issue 49, item 1): `run_flow`, `Workspace.run` and `run_evaluation` take a
 request, a start whose kinds exclude each other by type, and hooks; no keyword grows per feature,
-and what the nodes need travels in LangGraph's run context, not in `configurable`."""
+and what the nodes need travels in LangGraph's run context, not in `configurable`. And a finished
+run is described once (item 5): `flowkit.run_record.FinishedRun`, which the other shapes hold or
+derive."""
 from __future__ import annotations
 
 import ast
 import inspect
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ from flowkit import compile_flow, run_flow, templates
 from flowkit.errors import FlowkitError
 from flowkit.eval.runner import run_evaluation
 from flowkit.eval.strategy import InFlight, RayWorkers, Serial, strategy_for
+from flowkit.run_record import FinishedRun
 from flowkit.run_request import Fork, Fresh, Resume, RunHooks, RunRequest
 from flowkit.testing import FakeLLM, fake_resources
 from flowkit.trace import ListSink
@@ -105,3 +109,76 @@ def test_the_cli_strategy_is_one_value():
         strategy_for(workers=2)
     with pytest.raises(FlowkitError, match="--concurrency must be a whole number"):
         InFlight(0)
+
+
+# A finished run is described once (issue 49, item 5): flowkit.run_record.FinishedRun. The engine's
+# two events join into it, storage's RunInfo turns into it, telemetry's RunRecord holds it.
+
+#: fields that say what ran, and fields that say how it ended: a class that declares two of each
+#: describes a finished run whole, and that is FinishedRun's job
+WHAT_RAN = {"flow_name", "question", "kb", "model_id", "model_hash", "parent_run_id"}
+HOW_IT_ENDED = {"status", "answer", "citations", "error", "halt_reason"}
+#: classes left with their own copy of the fields, each with why; remove an entry once it holds
+#: (or is) a FinishedRun
+KNOWN_RUN_COPIES = {
+    "storage/repo.py:RunInfo": "storage's stored run as the Studio pages read it (by these names, "
+                               "with datetimes, the spec and memory); `finished()` gives its "
+                               "FinishedRun, which telemetry reads",
+    "service/debug.py:PausedRun": "a debugged run's view while it is paused (not finished: its "
+                                  "breakpoints, edits and checkpoint), read by these names by the "
+                                  "CLI, the Run page and about 120 test lines",
+}
+
+
+def _declared(node: ast.ClassDef) -> set[str]:
+    """The fields a class declares; a table's columns (`Mapped[...]`: the saved form) are not."""
+    return {s.target.id for s in node.body
+            if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+            and not (isinstance(s.annotation, ast.Subscript)
+                     and getattr(s.annotation.value, "id", None) == "Mapped")}
+
+
+def _run_descriptions() -> list[str]:
+    found = []
+    for package in ("flowkit", "service", "storage", "studio", "pages"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+                if isinstance(node, ast.ClassDef):
+                    names = _declared(node)
+                    if len(names & WHAT_RAN) >= 2 and len(names & HOW_IT_ENDED) >= 2:
+                        found.append(f"{path.relative_to(ROOT).as_posix()}:{node.name}")
+    return found
+
+
+def test_a_finished_run_is_described_by_finished_run_alone():
+    found = _run_descriptions()
+    assert "flowkit/run_record.py:FinishedRun" in found
+    extra = set(found) - {"flowkit/run_record.py:FinishedRun"} - set(KNOWN_RUN_COPIES)
+    assert not extra, f"a finished run described again (hold a flowkit.run_record.FinishedRun): {extra}"
+    assert set(KNOWN_RUN_COPIES) <= set(found), "a known copy is gone: remove its entry"
+
+
+def test_telemetrys_record_holds_the_finished_run_and_adds_only_its_own():
+    from flowkit.telemetry.record import RunRecord
+    own = set(RunRecord.__dataclass_fields__)
+    assert "run" in own and not own & (WHAT_RAN | HOW_IT_ENDED | set(FinishedRun.__dataclass_fields__))
+
+
+def test_a_live_run_and_its_stored_copy_are_the_same_finished_run(tmp_path):
+    from flowkit.runtime.resources import Settings
+    from flowkit.telemetry.record import RunRecord
+    from flowkit.testing.fakes import MemoryKB
+    ws = Workspace(tmp_path, Settings())
+    ws.resources.set_llm(_llm())
+    kb: MemoryKB = fake_resources().kbs["test"]
+    ws.resources._kbs["test"] = kb
+    sink = ListSink()
+    end = ws.run(templates.load_template("naive_rag"), RunRequest(Q, kb="test"), RunHooks(sink=sink))
+    assert end.status == "ok" and sink.run is not None and sink.result is not None
+    live = FinishedRun.of_live(sink.run, sink.result)
+    stored = ws.store.get_run(end.run_id).finished()
+    times = {"started_at": 0.0, "ended_at": 0.0}
+    assert replace(live, **times) == replace(stored, **times)
+    assert abs(live.started_at - stored.started_at) < 1e-3
+    assert RunRecord.from_stored(ws.store.get_run(end.run_id), []).run == replace(
+        stored, ended_at=max(stored.ended_at, stored.started_at))

@@ -40,11 +40,12 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..cost import Cost
+from ..run_record import FinishedRun
 from ..telemetry.record import RunRecord
 from ..telemetry.settings import WARNED, TelemetrySettings, settings_or_off
 from ..telemetry.sink import Telemetry
@@ -155,11 +156,10 @@ class PackageTracer:
             return 0
         for run_id, run in runs:
             record = self._record(run_id, run.state, [], run.model, run.kb)
-            record.part = "killed"
-            record.ended_at = max(record.ended_at, time.time())
-            record.status, record.error = KILLED, f"killed: {how} before the run ended"
-            record.total_steps = run.steps
-            record.cost = Cost(calls=run.llm_calls, tokens=run.tokens)
+            record.part, record.total_steps = "killed", run.steps
+            record.run = replace(record.run, ended_at=max(record.run.ended_at, time.time()),
+                                 status=KILLED, error=f"killed: {how} before the run ended",
+                                 cost=Cost(calls=run.llm_calls, tokens=run.tokens))
             live.submit(record)
         self.telemetry.close()
         return len(runs)
@@ -202,24 +202,25 @@ class PackageTracer:
             self._open.pop(run_id, None)
         record = self._record(run_id, state, steps, model, kb)
         record.part = f"end@{steps[0].node_id}@{steps[0].visit}" if steps else "end"
-        record.ended_at = max(record.ended_at, time.time())
         halt = str(state.get("halt") or update.get("halt") or "")
-        record.status = "error" if error else ("budget_exceeded" if halt else "ok")
-        record.error, record.halt_reason = error, halt or None
-        record.answer = str(update.get("answer") or state.get("answer") or "")
-        record.citations = [str(c) for c in
-                            update.get("citations") or state.get("citations") or []]
         record.total_steps = int(state.get("steps") or 0) + len(steps)
-        record.cost = Cost(calls=int(state.get("llm_calls") or 0) + int(update.get("llm_calls") or 0),
-                           tokens=int(state.get("tokens") or 0) + int(update.get("tokens") or 0))
+        record.run = replace(
+            record.run, ended_at=max(record.run.ended_at, time.time()),
+            status="error" if error else ("budget_exceeded" if halt else "ok"),
+            error=error, halt_reason=halt or None,
+            answer=str(update.get("answer") or state.get("answer") or ""),
+            citations=tuple(str(c) for c in update.get("citations") or state.get("citations") or []),
+            cost=Cost(calls=int(state.get("llm_calls") or 0) + int(update.get("llm_calls") or 0),
+                      tokens=int(state.get("tokens") or 0) + int(update.get("tokens") or 0)))
         live.submit(record)
 
     def _record(self, run_id: str, state: Mapping[str, Any], steps: Sequence[StepEvent],
                 model: Any, kb: str) -> RunRecord:
         began = float(state.get("started") or time.time())
         last = max((s.started_at + s.ms / 1000.0 for s in steps if s.started_at), default=began)
-        return RunRecord(run_id=run_id, flow_name=self.flow, flow_version=self.version,
-                         question=str(state.get("question") or ""), answer="", status="running",
-                         started_at=began, ended_at=max(last, began), steps=list(steps), kb=kb,
-                         model_id=str(getattr(model, "model_id", "") or ""),
-                         model_hash=str(getattr(model, "model_hash", "") or ""))
+        run = FinishedRun(run_id=run_id, flow_name=self.flow, flow_version=self.version,
+                          question=str(state.get("question") or ""), answer="", status="running",
+                          started_at=began, ended_at=max(last, began), kb=kb,
+                          model_id=str(getattr(model, "model_id", "") or ""),
+                          model_hash=str(getattr(model, "model_hash", "") or ""))
+        return RunRecord(run, steps=list(steps))

@@ -21,6 +21,7 @@ event (and the `memory edit` event) of the span of the node it resumes at.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..trace import RunEnd
@@ -60,12 +61,12 @@ class DebugTelemetrySink(TelemetrySink):
             return record                     # never paused: a plain run
         began = self.run.started_at or time.time()
         record.total_steps = result.steps
-        record.ended_at = max(record.ended_at, time.time())
+        record.run = replace(record.run, ended_at=max(record.run.ended_at, time.time()))
         if resumed is None:                   # the first pause: the run's root, status paused
             return record
         record.root, record.continuation = False, True
         record.part = f"s{resumed.steps_done}"
-        record.started_at = began
+        record.run = replace(record.run, started_at=began)
         record.pauses = [pause_mark(resumed, began, self.hook.mode)]
         if self.hook.edits:
             record.edits = [MemoryEdit(changes=dict(self.hook.edits), at=began,

@@ -229,12 +229,12 @@ class LiveExport:
 
     def submit(self, record: RunRecord) -> None:
         """Queue a finished run for export; never blocks (a full queue drops the run)."""
-        self.exporter.outcomes.queued(record.run_id)
+        self.exporter.outcomes.queued(record.run.run_id)
         try:
             self._queue.put_nowait(record)
         except queue.Full:
             self.dropped += 1
-            self.exporter.outcomes.done([record.run_id], ok=False)
+            self.exporter.outcomes.done([record.run.run_id], ok=False)
 
     def outcome(self, run_id: str) -> str | None:
         """What became of the run's spans: `sending`, `sent`, `failed`, or None (not known)."""
@@ -251,8 +251,8 @@ class LiveExport:
             try:
                 emit_run(self._tracer, item, self.limits, self._ids)
             except Exception as err:  # noqa: BLE001 (a bad record must not stop the exporter)
-                log.warning("telemetry: could not build the spans of run %s: %s", item.run_id, err)
-                self.exporter.outcomes.done([item.run_id], ok=False)
+                log.warning("telemetry: could not build the spans of run %s: %s", item.run.run_id, err)
+                self.exporter.outcomes.done([item.run.run_id], ok=False)
 
     def flush(self, timeout_s: float = 10.0) -> bool:
         """Wait until every queued run has been built and exported (tests, the CLI's exit)."""

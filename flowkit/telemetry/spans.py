@@ -67,27 +67,28 @@ def emit_run(tracer: Tracer, record: RunRecord, limits: Limits | None = None,
     tracer's provider's generator) the ids derive from the run id. Returns how many spans."""
     if ids is None:
         return _emit(tracer, record, limits or Limits())
-    with ids.for_run(record.run_id, record.part, record.root):
+    with ids.for_run(record.run.run_id, record.part, record.root):
         return _emit(tracer, record, limits or Limits())
 
 
 def _emit(tracer: Tracer, record: RunRecord, lim: Limits) -> int:
+    run = record.run
     if not record.root:
-        parent = trace.set_span_in_context(trace.NonRecordingSpan(root_context(record.run_id)))
+        parent = trace.set_span_in_context(trace.NonRecordingSpan(root_context(run.run_id)))
         if record.continuation:
             return _emit_continuation(tracer, parent, record, lim)
         return _emit_steps(tracer, parent, record, lim, None)
     links = []
-    if record.parent_run_id:      # a fork: linked to the run it was forked from
-        links.append(root_link(record.parent_run_id, {
+    if run.parent_run_id:      # a fork: linked to the run it was forked from
+        links.append(root_link(run.parent_run_id, {
             "flowkit.link": "forked from",
-            "flowkit.parent_step": record.parent_step if record.parent_step is not None else -1}))
-    root = tracer.start_span(record.flow_name or "flowkit run", start_time=_ns(record.started_at),
+            "flowkit.parent_step": run.parent_step if run.parent_step is not None else -1}))
+    root = tracer.start_span(run.flow_name or "flowkit run", start_time=_ns(run.started_at),
                              attributes=_run_attributes(record, lim), links=links)
     count = 1 + _emit_steps(tracer, trace.set_span_in_context(root), record, lim, root)
-    if record.status not in _OK_STATUSES:
-        root.set_status(Status(StatusCode.ERROR, (record.error or record.status)[:200]))
-    root.end(end_time=_ns(record.ended_at))
+    if run.status not in _OK_STATUSES:
+        root.set_status(Status(StatusCode.ERROR, (run.error or run.status)[:200]))
+    root.end(end_time=_ns(run.ended_at))
     return count
 
 
@@ -96,43 +97,45 @@ def _emit_continuation(tracer: Tracer, parent: trace.Context, record: RunRecord,
     """A continuation (`RunRecord.continuation`): a span under the run's root, `<flow>
     (continued)`, over this part's time with the run's attributes as of its end (its status, the
     answer and totals once the run ended), and this part's node spans under it."""
+    run = record.run
     attrs = _run_attributes(record, lim)
     attrs["flowkit.part"] = record.part
-    span = tracer.start_span(f"{record.flow_name or 'flowkit run'} {CONTINUED}", context=parent,
-                             start_time=_ns(record.started_at), attributes=attrs)
+    span = tracer.start_span(f"{run.flow_name or 'flowkit run'} {CONTINUED}", context=parent,
+                             start_time=_ns(run.started_at), attributes=attrs)
     count = 1 + _emit_steps(tracer, trace.set_span_in_context(span), record, lim, span)
-    if record.status not in _OK_STATUSES:
-        span.set_status(Status(StatusCode.ERROR, (record.error or record.status)[:200]))
-    span.end(end_time=_ns(record.ended_at))
+    if run.status not in _OK_STATUSES:
+        span.set_status(Status(StatusCode.ERROR, (run.error or run.status)[:200]))
+    span.end(end_time=_ns(run.ended_at))
     return count
 
 
 def _run_attributes(r: RunRecord, lim: Limits) -> dict[str, AttrValue]:
+    run = r.run
     attrs: dict[str, AttrValue] = {
         KIND: OpenInferenceSpanKindValues.CHAIN.value,
         SpanAttributes.INPUT_MIME_TYPE: OpenInferenceMimeTypeValues.TEXT.value,
         SpanAttributes.OUTPUT_MIME_TYPE: OpenInferenceMimeTypeValues.TEXT.value,
-        "flowkit.run_id": r.run_id, "flowkit.flow": r.flow_name, "flowkit.status": r.status,
-        "flowkit.kb": r.kb, "flowkit.model_id": r.model_id, "flowkit.model_hash": r.model_hash,
+        "flowkit.run_id": run.run_id, "flowkit.flow": run.flow_name, "flowkit.status": run.status,
+        "flowkit.kb": run.kb, "flowkit.model_id": run.model_id, "flowkit.model_hash": run.model_hash,
         "flowkit.steps": r.total_steps if r.total_steps is not None else len(r.steps),
-        "flowkit.llm_calls": r.cost.calls,
-        "flowkit.tokens": r.cost.tokens, "flowkit.cached_calls": r.cost.cached,
-        "flowkit.citations": [str(c) for c in r.citations],
+        "flowkit.llm_calls": run.cost.calls,
+        "flowkit.tokens": run.cost.tokens, "flowkit.cached_calls": run.cost.cached,
+        "flowkit.citations": [str(c) for c in run.citations],
     }
-    put_text(attrs, SpanAttributes.INPUT_VALUE, r.question, lim.text)
-    put_text(attrs, SpanAttributes.OUTPUT_VALUE, r.answer, lim.text)
-    if r.flow_version is not None:
-        attrs["flowkit.flow_version"] = r.flow_version
-    if r.error:
-        put_text(attrs, "flowkit.error", r.error, lim.text)
-    if r.halt_reason:
-        attrs["flowkit.halt_reason"] = r.halt_reason
-    if r.parent_run_id:
-        attrs["flowkit.parent_run_id"] = r.parent_run_id
-        attrs["flowkit.parent_step"] = r.parent_step if r.parent_step is not None else -1
-    if r.eval_id:
-        attrs["flowkit.eval_id"] = r.eval_id
-        attrs[SpanAttributes.SESSION_ID] = r.eval_id
+    put_text(attrs, SpanAttributes.INPUT_VALUE, run.question, lim.text)
+    put_text(attrs, SpanAttributes.OUTPUT_VALUE, run.answer, lim.text)
+    if run.flow_version is not None:
+        attrs["flowkit.flow_version"] = run.flow_version
+    if run.error:
+        put_text(attrs, "flowkit.error", run.error, lim.text)
+    if run.halt_reason:
+        attrs["flowkit.halt_reason"] = run.halt_reason
+    if run.parent_run_id:
+        attrs["flowkit.parent_run_id"] = run.parent_run_id
+        attrs["flowkit.parent_step"] = run.parent_step if run.parent_step is not None else -1
+    if run.eval_id:
+        attrs["flowkit.eval_id"] = run.eval_id
+        attrs[SpanAttributes.SESSION_ID] = run.eval_id
     return attrs
 
 
@@ -170,7 +173,7 @@ def _emit_step(tracer: Tracer, parent: trace.Context, record: RunRecord, step: S
                lim: Limits, pauses: list[PauseMark], edits: list[MemoryEdit]) -> Span:
     """The span of one node visit (not yet ended: its children follow), carrying the pauses
     at this visit and the edits made before it (both taken out of the lists)."""
-    begin = _ns(step.started_at or record.started_at)
+    begin = _ns(step.started_at or record.run.started_at)
     end = begin + _ns(step.ms / 1000.0)
     span = tracer.start_span(step.node_id, context=parent, start_time=begin,
                              attributes=_step_attributes(step, lim))
@@ -193,7 +196,7 @@ def _emit_step(tracer: Tracer, parent: trace.Context, record: RunRecord, step: S
 def _emit_children(tracer: Tracer, span: Span, record: RunRecord, step: StepEvent,
                    lim: Limits) -> int:
     """The RETRIEVER and LLM spans of one node visit; ends the node's span."""
-    begin = _ns(step.started_at or record.started_at)
+    begin = _ns(step.started_at or record.run.started_at)
     end = begin + _ns(step.ms / 1000.0)
     ctx = trace.set_span_in_context(span)
     search_until = max(begin, end - sum(_call_ns(c) for c in step.llm_calls))
@@ -248,7 +251,7 @@ def _emit_llm(tracer: Tracer, parent: trace.Context, record: RunRecord, call: LL
               begin: int, end: int, lim: Limits) -> None:
     attrs: dict[str, AttrValue] = {
         KIND: OpenInferenceSpanKindValues.LLM.value,
-        SpanAttributes.LLM_MODEL_NAME: record.model_id or "unknown",
+        SpanAttributes.LLM_MODEL_NAME: record.run.model_id or "unknown",
         SpanAttributes.LLM_TOKEN_COUNT_PROMPT: call.prompt_tokens,
         SpanAttributes.LLM_TOKEN_COUNT_COMPLETION: call.completion_tokens,
         SpanAttributes.LLM_TOKEN_COUNT_TOTAL: call.prompt_tokens + call.completion_tokens,

@@ -38,7 +38,7 @@ def test_a_run_reaches_the_collector_when_it_ends(tmp_path, receiver):
     attrs = {a.key: a.value for a in root.attributes}
     assert attrs["flowkit.run_id"].string_value == result.run_id
     assert attrs["output.value"].string_value == result.answer
-    assert abs(root.start_time_unix_nano - stored.started_at * 1e9) < 1000   # stored: in µs
+    assert abs(root.start_time_unix_nano - stored.run.started_at * 1e9) < 1000   # stored: in µs
 
 
 class _Hanging(SpanExporter):

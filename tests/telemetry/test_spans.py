@@ -2,6 +2,8 @@
 loop, the attributes of each kind of span, stored step times, truncation with the full length."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from openinference.semconv.trace import DocumentAttributes, SpanAttributes
 from telkit import Q, children, self_rag_run
 
@@ -55,7 +57,7 @@ def test_tree_follows_the_steps_of_a_loop_with_a_branch():
 def test_attributes_of_run_node_llm_and_retriever_spans():
     result, sink, _ = self_rag_run()
     record = RunRecord.from_live(sink.run, sink.steps, sink.result, eval_id="ev1")
-    record.flow_version = 3
+    record.run = replace(record.run, flow_version=3)
     root, spans = _spans(record)
     a = root.attributes
     assert a[SpanAttributes.INPUT_VALUE] == Q and a[SpanAttributes.OUTPUT_VALUE] == result.answer
@@ -125,10 +127,10 @@ def test_a_run_is_the_same_trace_each_time_it_is_built_and_a_fork_links_to_its_p
     root = next(s for s in first if s.parent is None)
     _, fork_sink, _ = self_rag_run()
     fork = RunRecord.from_live(fork_sink.run, fork_sink.steps, fork_sink.result)
-    fork.parent_run_id, fork.parent_step = record.run_id, 3
+    fork.run = replace(fork.run, parent_run_id=record.run.run_id, parent_step=3)
     fork_root = next(s for s in build_spans([fork]) if s.parent is None)
     assert fork_root.context.trace_id != root.context.trace_id
-    assert fork_root.attributes["flowkit.parent_run_id"] == record.run_id
+    assert fork_root.attributes["flowkit.parent_run_id"] == record.run.run_id
     [link] = fork_root.links
     assert (link.context.trace_id, link.context.span_id) == \
         (root.context.trace_id, root.context.span_id)
