@@ -31,7 +31,7 @@ from flowkit.trace import USER_EDIT, RunEnd
 
 from .models import RunDebugRow, RunRow, StepRow, utcnow
 from .prefix import by_id_or_prefix
-from .repo import LEASE_S, Store
+from .repo import LEASE_S, Store, ended_values
 
 PAUSED = "paused"
 RUNNING = "running"
@@ -142,11 +142,8 @@ class DebugRepo:
             row.pauses = int(row.pauses or 0) + 1
             row.updated_at = utcnow()
             s.execute(update(RunRow).where(RunRow.id == result.run_id).values(
-                status=PAUSED, answer=result.answer, citations=result.citations, error=None,
-                halt_reason=None, steps=result.steps, llm_calls=result.llm_calls,
-                tokens=result.tokens, ms=result.ms, wall_ms=result.wall_ms,
-                cached_calls=result.cached_calls, memory=result.memory, ended_at=None,
-                lease_until=None))
+                {**ended_values(result), "status": PAUSED, "error": None, "halt_reason": None,
+                 "ended_at": None, "lease_until": None}))
         self.store._release(result.run_id)
 
     def claim(self, run_id: str, breakpoints: list[dict[str, Any]] | None = None

@@ -112,6 +112,15 @@ def _run_info(r: RunRow) -> RunInfo:
                    cached_calls=int(r.cached_calls or 0))
 
 
+def ended_values(result: RunEnd) -> dict[str, Any]:
+    """The run row's values that a RunEnd sets (a run's end, a debugged run's pause)."""
+    return {"status": result.status, "answer": result.answer, "citations": result.citations,
+            "error": result.error, "halt_reason": result.halt_reason, "steps": result.steps,
+            "llm_calls": result.llm_calls, "tokens": result.tokens, "ms": result.ms,
+            "wall_ms": result.wall_ms, "cached_calls": result.cached_calls,
+            "memory": result.memory}
+
+
 def _step_event(s: StepRow) -> StepEvent:
     return StepEvent.from_dict({"run_id": s.run_id, "index": s.idx, "node_id": s.node_id,
                                 "operator": s.operator, "visit": s.visit, "branch": s.branch,
@@ -356,8 +365,4 @@ class TraceStore:
         self.store._release(result.run_id)
         with Session(self.store.engine) as s, s.begin():
             s.execute(update(RunRow).where(RunRow.id == result.run_id).values(
-                status=result.status, answer=result.answer, citations=result.citations,
-                error=result.error, halt_reason=result.halt_reason, steps=result.steps,
-                llm_calls=result.llm_calls, tokens=result.tokens, ms=result.ms,
-                wall_ms=result.wall_ms, cached_calls=result.cached_calls,
-                memory=result.memory, ended_at=utcnow()))
+                **ended_values(result), ended_at=utcnow()))
