@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Protocol
 
 from .cost import Cost
 from .trace import RunEnd, RunStart
@@ -62,6 +63,13 @@ class FinishedRun:
                    wall_ms=end.wall_ms, citations=tuple(end.citations),
                    parent_run_id=start.parent_run_id, parent_step=start.parent_step,
                    eval_id=eval_id)
+
+
+class StoredRun(Protocol):
+    """A stored run (storage's RunInfo; flowkit never imports storage): telemetry and the
+    evaluation read it as its FinishedRun."""
+
+    def finished(self) -> FinishedRun: ...
 
 
 def epoch(when: datetime) -> float:

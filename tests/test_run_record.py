@@ -123,7 +123,7 @@ HOW_IT_ENDED = {"status", "answer", "citations", "error", "halt_reason"}
 KNOWN_RUN_COPIES = {
     "storage/repo.py:RunInfo": "storage's stored run as the Studio pages read it (by these names, "
                                "with datetimes, the spec and memory); `finished()` gives its "
-                               "FinishedRun, which telemetry reads",
+                               "FinishedRun, which telemetry and the evaluation read",
     "service/debug.py:PausedRun": "a debugged run's view while it is paused (not finished: its "
                                   "breakpoints, edits and checkpoint), read by these names by the "
                                   "CLI, the Run page and about 120 test lines",
@@ -182,3 +182,21 @@ def test_a_live_run_and_its_stored_copy_are_the_same_finished_run(tmp_path):
     assert abs(live.started_at - stored.started_at) < 1e-3
     assert RunRecord.from_stored(ws.store.get_run(end.run_id), []).run == replace(
         stored, ended_at=max(stored.ended_at, stored.started_at))
+
+
+def test_the_evaluation_scores_a_stored_run_by_its_finished_run():
+    """The eval runner reads a stored run through `finished()` only (flowkit.run_record.StoredRun)."""
+    from flowkit.cost import Cost
+    from flowkit.eval.runner import EvalPlan, FlowEntry, collect_results
+
+    class Stored:
+        def finished(self) -> FinishedRun:
+            return FinishedRun("e1-0-0", "naive_rag", None, Q, "Mara Velt", "ok", 1.0, 2.5,
+                               cost=Cost(2, 1, 40, 1500.0), error=None)
+
+    flow = FlowEntry("naive_rag", templates.load_template("naive_rag"), label="naive")
+    plan = EvalPlan("e1", "n", "d", "test", [flow], [{"id": "q1", "question": Q,
+                                                      "answers": ["Mara Velt"]}])
+    [row] = collect_results(plan, [Stored()], {})["naive"]
+    assert (row.run_id, row.prediction, row.status, row.em) == ("e1-0-0", "Mara Velt", "ok", 1.0)
+    assert (row.llm_calls, row.tokens, row.seconds) == (2, 40, 1.5)

@@ -24,6 +24,7 @@ from ..compile import compile_flow
 from ..cost import Cost
 from ..errors import FlowkitError
 from ..process import pid_alive as _pid_alive
+from ..run_record import StoredRun
 from ..run_request import RunHooks, RunRequest
 from ..spec import FlowSpec, from_dict, to_dict
 from .concurrent import Execution, plan_execution, run_concurrently
@@ -445,11 +446,12 @@ def plan_from_eval(info: Any, questions: list[dict[str, Any]]) -> EvalPlan:
                     [by_id[qid] for qid in info.question_ids])
 
 
-def collect_results(plan: EvalPlan, runs: Sequence[Any],
+def collect_results(plan: EvalPlan, runs: Sequence[StoredRun],
                     retrievals: Mapping[str, Sequence[Sequence[Retrieved]]],
                     k: int | None = 5) -> dict[str, list[QuestionResult]]:
-    """Per flow label, the scored result of every question that has a run (question order)."""
-    by_id = {r.id: r for r in runs}
+    """Per flow label, the scored result of every question that has a run (question order),
+    read from each stored run's FinishedRun (`seconds`: the run's cost in model time)."""
+    by_id = {f.run_id: f for f in (r.finished() for r in runs)}
     out: dict[str, list[QuestionResult]] = {f.label: [] for f in plan.flows}
     for qi, q in enumerate(plan.questions):
         for fi, flow in enumerate(plan.flows):
@@ -457,9 +459,9 @@ def collect_results(plan: EvalPlan, runs: Sequence[Any],
             if run is None:
                 continue
             out[flow.label].append(score(
-                flow.label, q, run.answer, status=run.status, tokens=run.tokens,
-                llm_calls=run.llm_calls, seconds=run.ms / 1000.0, run_id=run.id,
-                retrievals=retrievals.get(run.id, []), k=k, error=run.error))
+                flow.label, q, run.answer, status=run.status, tokens=run.cost.tokens,
+                llm_calls=run.cost.calls, seconds=run.cost.ms / 1000.0, run_id=run.run_id,
+                retrievals=retrievals.get(run.run_id, []), k=k, error=run.error))
     return out
 
 

@@ -7,18 +7,10 @@ ran and how it ended is its `FinishedRun` (flowkit.run_record), the description 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Protocol
 
-from ..run_record import FinishedRun
+from ..run_record import FinishedRun, StoredRun
 from ..trace import RunEnd, RunStart, StepEvent
 from .events import MemoryEdit, PauseMark
-
-
-class StoredRun(Protocol):
-    """A stored run as `RunRecord.from_stored` reads it (storage's RunInfo; this package never
-    imports storage)."""
-
-    def finished(self) -> FinishedRun: ...
 
 
 @dataclass
