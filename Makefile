@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export FLOWKIT_HOME ?= $(CURDIR)/.flowkit
 
-.PHONY: install run test test-fast lint bench browser servers canvas clean phoenix manual
+.PHONY: install run test test-fast lint bench browser servers canvas clean phoenix manual llama-server
 
 # The editor's canvas (studio/canvas_ui): React Flow, built with Node.js and npm from the lock file.
 CANVAS := studio/canvas_ui/frontend
@@ -50,6 +50,14 @@ manual:
 servers:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null)
 
+# llama.cpp's own llama-server (tests/servers run flowkit's OpenAI backend against it), built from the
+# llama.cpp vendored in llama-cpp-python's sdist of the installed version (CPU, server target only)
+# into ~/.cache/flowkit/llama-server-<version>/bin (FLOWKIT_LLAMA_SERVER_CACHE), outside the checkout:
+# skipped when the binary is there. Not part of `make install`. Measured here: see README.
+llama-server:
+	@test -x $(BIN)/python || $(MAKE) $(STAMP)
+	$(BIN)/python -m flowkit.testing.llama_server_build
+
 # Arize Phoenix (OTLP collector and trace UI) for tests/telemetry, in a venv of its own: it would
 # resolve into .venv too (pip --dry-run), but pulls ~70 packages the product does not use
 # (pydantic-ai, boto3, google-genai, mcp, ...). Measured here: 45 s, 850 MB.
@@ -77,7 +85,7 @@ lint: install
 # any process that loads a GGUF with llama.cpp's extra buffer types on dies with SIGSEGV, so a
 # model load that skips the AMX decision fails here on any CPU. Its own probe cache directory.
 AMX_SIM := $(CURDIR)/flowkit/testing/amx_sim
-test: install browser servers phoenix lint
+test: install browser servers phoenix llama-server lint
 	$(BIN)/python -m pytest -q --durations=40
 	rm -rf $(CURDIR)/.flowkit/amx-sim-cache
 	FLOWKIT_SIMULATE_AMX_FAULT=1 FLOWKIT_CACHE_DIR=$(CURDIR)/.flowkit/amx-sim-cache \

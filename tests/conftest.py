@@ -153,6 +153,29 @@ def llama_server_url(tmp_path_factory):
         yield url
 
 
+@pytest.fixture(scope="session")
+def llama_cpp_server_url(tmp_path_factory):
+    """llama.cpp's own `llama-server` (built by `make llama-server` from the llama.cpp the bindings
+    vendor) on SmolLM2, `-c 4096 --parallel 2 --kv-unified --no-repack`, once per run. Fails with
+    the reason when the binary is missing or does not start; it never skips. Half the cores: the
+    tests only read its answers, and on the loaded 2-core build machine two spinning llama.cpp
+    threads beside the test process decoded 1-7 tokens/s, one thread 45-50."""
+    from flowkit.runtime.models import packaged_path
+    from flowkit.testing.servers import llama_cpp_server
+    with llama_cpp_server(packaged_path("smollm2-135m"), n_ctx=4096, parallel=2,
+                          threads=max(1, (os.cpu_count() or 2) // 2),
+                          log_dir=tmp_path_factory.mktemp("llama-cpp-server")) as url:
+        yield url
+
+
+@pytest.fixture(params=["serve-model", "llama-server"])
+def openai_server_url(request) -> str:
+    """The same test against both OpenAI-compatible servers: flowkit's `serve-model` and llama.cpp's
+    `llama-server` (each started once per run)."""
+    name = "llama_server_url" if request.param == "serve-model" else "llama_cpp_server_url"
+    return str(request.getfixturevalue(name))
+
+
 @pytest.fixture()
 def fk(world, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
     """`flowkit ARGS...` in-process on the `world` of the calling test's folder (its scripted

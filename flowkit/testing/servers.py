@@ -1,12 +1,14 @@
 """Real server engines on loopback for tests and benchmarks: an OpenAI-compatible llama.cpp server
-(`flowkit serve-model`: llama-cpp-python's server, loaded with the AMX decision), a Chroma server and
-a throwaway PostgreSQL cluster.
+(`flowkit serve-model`: llama-cpp-python's server, loaded with the AMX decision), llama.cpp's own
+`llama-server` (built by `make llama-server`: flowkit.testing.llama_server_build), a Chroma server
+and a throwaway PostgreSQL cluster.
 
 Each is a context manager that starts the server on a free 127.0.0.1 port, waits until it answers and
 stops it on exit. A server that cannot start raises `ServerStartError` with the reason and the last
 lines of its log: tests fail with that reason instead of skipping.
 
     with llama_server(model_path) as base_url: ...      # http://127.0.0.1:P/v1
+    with llama_cpp_server(model_path) as base_url: ...  # llama.cpp's llama-server, same URL shape
     with chroma_server(tmp_dir) as (host, port): ...
     with postgres_server(tmp_dir) as url: ...           # postgresql+psycopg://...
 """
@@ -86,6 +88,39 @@ def llama_server(model_path: str | Path, n_ctx: int = 4096, seed: int = 42,
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     try:
         _wait_http(f"http://127.0.0.1:{port}/v1/models", proc, log, 180, "flowkit serve-model")
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        _stop(proc)
+
+
+@contextlib.contextmanager
+def llama_cpp_server(model_path: str | Path, n_ctx: int = 4096, parallel: int = 2,
+                     log_dir: Path | None = None, binary: Path | None = None,
+                     threads: int | None = None,
+                     extra_args: tuple[str, ...] = ()) -> Iterator[str]:
+    """llama.cpp's `llama-server` on `model_path`; yields the /v1 base URL.
+
+    `--parallel` slots over one unified KV cache of `n_ctx` tokens (`--kv-unified`: each request may
+    use the whole context, as on flowkit's own server), `--no-repack` (the extra buffer types off:
+    the load flowkit's loader makes where AMX faults), `threads` (default: flowkit's, every
+    core), no web UI. The model
+    is served under its file name (`--alias`), as serve-model names it. Raises ServerStartError
+    with the reason when the binary is missing (`make llama-server` builds it) or does not start."""
+    from .llama_server_build import binary_path, missing_reason
+    exe = Path(binary) if binary else binary_path()
+    reason = missing_reason(exe)
+    if reason:
+        raise ServerStartError(reason)
+    port = free_port()
+    log = Path(log_dir or tempfile.mkdtemp(prefix="flowkit-llama-cpp-server-")) / "llama-cpp-server.log"
+    cmd = [str(exe), "-m", str(model_path), "--host", "127.0.0.1", "--port", str(port),
+           "-c", str(n_ctx), "--parallel", str(parallel), "--kv-unified", "--no-repack",
+           "-t", str(threads or os.cpu_count() or 1), "--alias", Path(model_path).name, "--no-webui", *extra_args]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        # /health answers 503 while the model loads, 200 once it serves
+        _wait_http(f"http://127.0.0.1:{port}/health", proc, log, 180, "llama-server")
         yield f"http://127.0.0.1:{port}/v1"
     finally:
         _stop(proc)

@@ -41,9 +41,9 @@ def test_completions_match_the_embedded_model(llama_server_url, real_resources) 
     assert server._tokenize_route == "/extras/tokenize"
 
 
-def test_context_overflow_is_reported_as_such(llama_server_url) -> None:
-    with pytest.raises(ContextOverflowError):
-        _server(llama_server_url).complete("lighthouse " * 5000, max_tokens=8)
+def test_context_overflow_is_reported_as_such(openai_server_url) -> None:
+    with pytest.raises(ContextOverflowError):          # serve-model and llama.cpp's llama-server
+        _server(openai_server_url).complete("lighthouse " * 5000, max_tokens=8)
 
 
 def test_a_flow_file_unchanged_runs_on_the_server(llama_server_url, real_resources) -> None:

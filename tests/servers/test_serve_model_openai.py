@@ -1,5 +1,7 @@
 """`flowkit serve-model` driven by a client nobody here wrote: the official `openai` package.
-Chat completion, streamed chat completion, and bad requests answered with 4xx JSON errors."""
+Chat completion, streamed chat completion, and bad requests answered with 4xx JSON errors. The
+first two run against llama.cpp's `llama-server` too (`openai_server_url`): the same client, the
+same answers on either server."""
 from __future__ import annotations
 
 import json
@@ -19,8 +21,8 @@ def _client(url: str) -> openai.OpenAI:
     return openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=120)
 
 
-def test_chat_completion(llama_server_url: str) -> None:
-    client = _client(llama_server_url)
+def test_chat_completion(openai_server_url: str) -> None:
+    client = _client(openai_server_url)
     models = [m.id for m in client.models.list()]
     assert models == ["SmolLM2-135M-Instruct.Q4_1.gguf"]
     out = client.chat.completions.create(model=models[0], messages=MESSAGES, max_tokens=16,
@@ -35,8 +37,8 @@ def test_chat_completion(llama_server_url: str) -> None:
     assert again.choices[0].message.content == choice.message.content    # greedy, same machine
 
 
-def test_streamed_chat_completion_is_the_same_answer_in_pieces(llama_server_url: str) -> None:
-    client = _client(llama_server_url)
+def test_streamed_chat_completion_is_the_same_answer_in_pieces(openai_server_url: str) -> None:
+    client = _client(openai_server_url)
     whole = client.chat.completions.create(model="default", messages=MESSAGES, max_tokens=16,
                                            temperature=0, seed=42)
     stream = client.chat.completions.create(model="default", messages=MESSAGES, max_tokens=16,
