@@ -1,7 +1,7 @@
 """flowkit's OpenAI backend (`backend: openai`) against llama.cpp's own `llama-server` (built by
 `make llama-server` from the llama.cpp the bindings vendor; `-c 4096 --parallel 2 --kv-unified
 --no-repack`, started once per run by the `llama_cpp_server_url` fixture) on SmolLM2: a flow run
-streamed as the Run page streams it, `flowkit eval --concurrency 2`, and a streamed completion. The
+streamed as the Run page streams it and served again from the completion cache, `flowkit eval --concurrency 2`, and a streamed completion. The
 tests that hold for any OpenAI-compatible server run on both servers (`openai_server_url`)."""
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 
 from flowkit import compile_flow, run_flow
 from flowkit.run_request import RunHooks, RunRequest
+from flowkit.runtime.completion_cache import MemoryCompletionCache, model_identity
 from flowkit.runtime.llm import LLMSettings
 from flowkit.runtime.openai_client import OpenAICompatibleLLM
 from flowkit.runtime.resources import Resources, Settings
@@ -55,10 +56,11 @@ def test_a_flow_runs_on_llama_server_streamed(llama_cpp_server_url: str, real_re
     res = Resources(real_resources.data_dir, _settings(llama_cpp_server_url))
     res.set_embedder(real_resources.embedder)
     pieces: list[tuple[str, str]] = []
-    sink = ListSink()
-    end = run_flow(compile_flow(load_template("naive_rag")), res,
-                   RunRequest(QUESTION, kb="sample"),
-                   RunHooks(sink=sink, on_token=lambda node, visit, piece: pieces.append((node, piece))))
+    sink, cache = ListSink(), MemoryCompletionCache()
+    flow = compile_flow(load_template("naive_rag"))
+    end = run_flow(flow, res, RunRequest(QUESTION, kb="sample"),
+                   RunHooks(sink=sink, cache=cache,
+                            on_token=lambda node, visit, piece: pieces.append((node, piece))))
     assert end.status == "ok", end.error
     assert end.answer.strip() and end.llm_calls == 1 and end.tokens > 0
     assert end.memory.get("documents")                           # it read the sample KB
@@ -67,6 +69,11 @@ def test_a_flow_runs_on_llama_server_streamed(llama_cpp_server_url: str, real_re
     assert len(pieces) > 1 and {node for node, _ in pieces} == {"generate"}
     assert "".join(p for _, p in pieces) == call.completion
     assert call.prompt_tokens > 100 and call.completion_tokens > 0   # exact, from /tokenize + usage
+    # the completion cache: the server's 2 slots are part of the key (a batched answer is never
+    # served as a serial one's), and the same run again is served from it
+    assert model_identity(res.llm)["parallel"] == 2
+    again = run_flow(flow, res, RunRequest(QUESTION, kb="sample"), RunHooks(cache=cache))
+    assert again.cached_calls == 1 and again.answer == end.answer
 
 
 @pytest.mark.real
