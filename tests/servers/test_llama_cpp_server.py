@@ -1,8 +1,9 @@
 """flowkit's OpenAI backend (`backend: openai`) against llama.cpp's own `llama-server` (built by
 `make llama-server` from the llama.cpp the bindings vendor; `-c 4096 --parallel 2 --kv-unified
 --no-repack`, started once per run by the `llama_cpp_server_url` fixture) on SmolLM2: a flow run
-streamed as the Run page streams it and served again from the completion cache, `flowkit eval --concurrency 2`, and a streamed completion. The
-tests that hold for any OpenAI-compatible server run on both servers (`openai_server_url`)."""
+streamed as the Run page streams it and served again from the completion cache, `flowkit eval
+--concurrency 2`, and a streamed completion. The tests that hold for any OpenAI-compatible server
+run on both servers (`openai_server_url`)."""
 from __future__ import annotations
 
 import json
