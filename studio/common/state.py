@@ -194,6 +194,7 @@ class CompareKeys(Keys, prefix="compare"):
     CRITERIA: Key[str]                      # the criteria of your own, one per line
     NEXT_METRIC: Key[str]                   # "what to label next": the judge
     NEXT_FLOW: Key[str]                     # ... and the flow compared with the baseline
+    NEXT_OPEN: Key[bool] = Key("compare_next_open")         # .item(eval, question): its Open
     PAIR_GRADE: Key[bool]                   # grade the baseline against each flow, pairwise
     PAIR_LABEL: Key[str] = Key("compare_pair_label")        # .item(eval, flow index, q)
     GRADE: Key[bool]

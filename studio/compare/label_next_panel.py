@@ -54,6 +54,6 @@ def label_next(ws: Workspace, plan: EvalPlan) -> None:
             said = "; ".join(f"{f}: {ans or '-'}" for f, ans in s.answers.items())
             a.markdown(inert.escape(f"**{s.question_id}**: {s.question[:140]}") + "  \n"
                        + inert.escape(said[:300]))
-            b.button("Open", key=f"compare_next_open_{plan.eval_id}_{s.question_id}",
+            b.button("Open", key=K.NEXT_OPEN.item(plan.eval_id, s.question_id),
                      on_click=open_question, args=(s.question_id,),
                      help="Shows this question in the side-by-side view below")
