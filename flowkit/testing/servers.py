@@ -84,13 +84,8 @@ def llama_server(model_path: str | Path, n_ctx: int = 4096, seed: int = 42,
     cmd = [sys.executable, "-m", "service.cli", "serve-model", str(model_path), "--host",
            "127.0.0.1", "--port", str(port), "--n-ctx", str(n_ctx), "--seed", str(seed),
            "--n-threads", threads, *extra_args]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        _wait_http(f"http://127.0.0.1:{port}/v1/models", proc, log, 180, "flowkit serve-model")
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        _stop(proc)
+    with _openai_server(cmd, port, log, "/v1/models", "flowkit serve-model") as url:
+        yield url
 
 
 @contextlib.contextmanager
@@ -103,8 +98,8 @@ def llama_cpp_server(model_path: str | Path, n_ctx: int = 4096, parallel: int = 
     `--parallel` slots over one unified KV cache of `n_ctx` tokens (`--kv-unified`: each request may
     use the whole context, as on flowkit's own server), `--no-repack` (the extra buffer types off:
     the load flowkit's loader makes where AMX faults), `threads` (default: flowkit's, every
-    core), no web UI. The model
-    is served under its file name (`--alias`), as serve-model names it. Raises ServerStartError
+    core), no web UI. The model is served under its file name (`--alias`), as serve-model names
+    it. Raises ServerStartError
     with the reason when the binary is missing (`make llama-server` builds it) or does not start."""
     from .llama_server_build import binary_path, missing_reason
     exe = Path(binary) if binary else binary_path()
@@ -115,12 +110,22 @@ def llama_cpp_server(model_path: str | Path, n_ctx: int = 4096, parallel: int = 
     log = Path(log_dir or tempfile.mkdtemp(prefix="flowkit-llama-cpp-server-")) / "llama-cpp-server.log"
     cmd = [str(exe), "-m", str(model_path), "--host", "127.0.0.1", "--port", str(port),
            "-c", str(n_ctx), "--parallel", str(parallel), "--kv-unified", "--no-repack",
-           "-t", str(threads or os.cpu_count() or 1), "--alias", Path(model_path).name, "--no-webui", *extra_args]
+           "-t", str(threads or os.cpu_count() or 1), "--alias", Path(model_path).name,
+           "--no-webui", *extra_args]
+    # /health answers 503 while the model loads, 200 once it serves
+    with _openai_server(cmd, port, log, "/health", "llama-server") as url:
+        yield url
+
+
+@contextlib.contextmanager
+def _openai_server(cmd: list[str], port: int, log: Path, ready_path: str,
+                   name: str) -> Iterator[str]:
+    """Start `cmd` (an OpenAI-compatible server on loopback `port`, its output in `log`), wait
+    until `ready_path` answers 200, yield its /v1 base URL, stop it after."""
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     try:
-        # /health answers 503 while the model loads, 200 once it serves
-        _wait_http(f"http://127.0.0.1:{port}/health", proc, log, 180, "llama-server")
+        _wait_http(f"http://127.0.0.1:{port}{ready_path}", proc, log, 180, name)
         yield f"http://127.0.0.1:{port}/v1"
     finally:
         _stop(proc)
