@@ -121,8 +121,9 @@ def pair_labels(ws: Workspace, plan: EvalPlan, qid: str) -> None:
         return
     base = flows[0]
     st.markdown("**Which answer is better?**")
+    graded = pairwise.graded_pairs(ws, plan.eval_id)           # read once for every pair
     for fi, b in enumerate(flows[1:], 1):
-        for a_, b_, model in pairwise.graded_pairs(ws, plan.eval_id):
+        for a_, b_, model in graded:
             if (a_, b_) == (base, b):
                 got = pairwise.verdicts(ws, plan.eval_id, base, b, model).get(qid)
                 if got is not None:
