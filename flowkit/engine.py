@@ -15,6 +15,7 @@ from langgraph.errors import GraphRecursionError
 
 from .compile import CompiledFlow
 from .context import Resources, count_tokens
+from .cost import Cost
 from .debug import checkpointed, drop_thread, restore_thread, saved_thread
 from .errors import FlowkitError, NodeError, ResourceError
 from .memory import counters_of, initial_memory, visible
@@ -117,9 +118,9 @@ def run_flow(flow: CompiledFlow, resources: Resources, request: RunRequest,
     used = counters_of(final)
     result = RunEnd(run_id=run_id, status=status, answer=str(final.get("answer") or ""),
                     citations=list(final.get("citations") or []), steps=run.index,
-                    llm_calls=used["llm_calls"], tokens=used["tokens"],
-                    ms=round(wall_ms + run.saved_ms, 2), error=error,
-                    halt_reason=final.get("halt") or None, memory=jsonable(visible(final)),
-                    wall_ms=round(wall_ms, 2), cached_calls=run.cached_calls)
+                    cost=Cost(used["llm_calls"], run.cached_calls, used["tokens"],
+                              round(wall_ms + run.saved_ms, 2)),
+                    error=error, halt_reason=final.get("halt") or None,
+                    memory=jsonable(visible(final)), wall_ms=round(wall_ms, 2))
     sink.end(result)
     return result

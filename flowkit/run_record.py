@@ -53,13 +53,13 @@ class FinishedRun:
         """A run that has just ended, from its start and end events; `began` where the start
         event has no time (the first step's)."""
         began = start.started_at or began or 0.0
-        took = (end.wall_ms if end.wall_ms is not None else end.ms) / 1000.0
+        took = (end.wall_ms if end.wall_ms is not None else end.cost.ms) / 1000.0
         return cls(run_id=start.run_id, flow_name=start.flow_name, flow_version=start.flow_version,
                    question=start.question, answer=end.answer, status=end.status,
                    started_at=began, ended_at=began + took, kb=start.kb,
                    model_id=start.model_id, model_hash=start.model_hash, error=end.error,
                    halt_reason=end.halt_reason,
-                   cost=Cost(end.llm_calls, end.cached_calls, end.tokens, end.ms),
+                   cost=end.cost,
                    wall_ms=end.wall_ms, citations=tuple(end.citations),
                    parent_run_id=start.parent_run_id, parent_step=start.parent_step,
                    eval_id=eval_id)

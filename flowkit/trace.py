@@ -6,10 +6,13 @@ call (exact prompt, completion, tokens, ms), retrieved documents with scores, ms
 """
 from __future__ import annotations
 
+import copy
 import json
 import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
+
+from .cost import Cost
 
 #: the operator of a step that is a user's memory edit at a pause, not a node visit
 #: (storage.debug records it; the Run page, the replay and the trace export read it)
@@ -99,24 +102,39 @@ class RunStart:
 class RunEnd:
     """How a run ended: status ok | budget_exceeded | error, the answer and the totals.
 
-    `ms` is what the run costs to compute: the wall time with every call served from the
-    completion cache counted at its original cost, so a flow's latency does not depend on the
-    cache; `wall_ms` is the time it actually took."""
+    `cost` is what the run costs to compute (flowkit.cost): its model calls, those of them served
+    from the completion cache, tokens, and the wall time with every cached call counted at its
+    original cost, so a flow's latency does not depend on the cache; `wall_ms` is the time it
+    actually took. Its saved form (`to_dict`) keeps the flat keys it always had (`llm_calls`,
+    `tokens`, `ms`, `cached_calls`), and `from_dict` reads them back."""
 
     run_id: str
     status: str
     answer: str
     citations: list[str]
     steps: int
-    llm_calls: int
-    tokens: int
-    ms: float
+    cost: Cost = field(default_factory=Cost)
     error: str | None = None
     halt_reason: str | None = None
     memory: dict[str, Any] = field(default_factory=dict)
     wall_ms: float | None = None
-    #: model calls served from the completion cache (of `llm_calls`)
-    cached_calls: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The saved form: the fields, the cost's parts under their flat keys."""
+        cost = self.cost
+        return {"run_id": self.run_id, "status": self.status, "answer": self.answer,
+                "citations": list(self.citations), "steps": self.steps, "llm_calls": cost.calls,
+                "tokens": cost.tokens, "ms": cost.ms, "error": self.error,
+                "halt_reason": self.halt_reason, "memory": copy.deepcopy(self.memory),
+                "wall_ms": self.wall_ms, "cached_calls": cost.cached}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunEnd:
+        """A run's end from its saved form (`to_dict`'s flat keys; unknown keys ignored)."""
+        cost = Cost(int(d.get("llm_calls") or 0), int(d.get("cached_calls") or 0),
+                    int(d.get("tokens") or 0), float(d.get("ms") or 0.0))
+        return cls(**{k: v for k, v in d.items()
+                      if k in cls.__dataclass_fields__ and k != "cost"}, cost=cost)
 
 
 class TraceSink(Protocol):

@@ -110,8 +110,7 @@ class Workspace:
                             operator_versions=compiled.operator_versions(),
                             flow_version=flow_version, started_at=time.time()))
         end = RunEnd(run_id=run_id, status=CANCELLED, answer="", citations=[], steps=0,
-                     llm_calls=0, tokens=0, ms=0.0, error="cancelled before it started",
-                     halt_reason=CANCELLED)
+                     error="cancelled before it started", halt_reason=CANCELLED)
         sink.end(end)
         return end
 

@@ -116,8 +116,8 @@ def ended_values(result: RunEnd) -> dict[str, Any]:
     """The run row's values that a RunEnd sets (a run's end, a debugged run's pause)."""
     return {"status": result.status, "answer": result.answer, "citations": result.citations,
             "error": result.error, "halt_reason": result.halt_reason, "steps": result.steps,
-            "llm_calls": result.llm_calls, "tokens": result.tokens, "ms": result.ms,
-            "wall_ms": result.wall_ms, "cached_calls": result.cached_calls,
+            "llm_calls": result.cost.calls, "tokens": result.cost.tokens, "ms": result.cost.ms,
+            "wall_ms": result.wall_ms, "cached_calls": result.cost.cached,
             "memory": result.memory}
 
 

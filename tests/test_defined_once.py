@@ -32,11 +32,9 @@ COST_PARTS = {
 }
 #: Records left with their own cost fields, each with why; remove an entry once it holds a Cost.
 KNOWN_COST_COPIES = {
-    "flowkit/trace.py:RunEnd": "the engine's run result, being rewritten by another change "
-                               "(run_flow's new record parameters); it moves to Cost with it",
-    "storage/repo.py:RunInfo": "storage's plain copy of a stored run, the fields RunEnd has "
-                               "(the Studio pages read them by these names; its `finished()` "
-                               "holds them as a Cost); it follows RunEnd",
+    "storage/repo.py:RunInfo": "storage's plain copy of a stored run, the fields RunEnd's saved "
+                               "form has (the Studio pages read them by these names; its "
+                               "`finished()` holds them as a Cost)",
 }
 #: Hand-written judge intervals left in place, each with why (none left: `flowkit judge`'s
 #: console table now shows `judge_interval` too).
@@ -161,3 +159,17 @@ def test_a_judges_weight_reads_alike_in_the_exports_and_on_the_compare_page() ->
     assert row[7] == judge_weight_words(j.vs_weight)
     (shown,) = judges_data.score_rows([JudgedReport("e", "correctness", "m", "base", [j])])
     assert shown["judge weight"] == row[6]
+
+
+def test_a_run_ends_saved_form_keeps_its_flat_keys_and_loads_back() -> None:
+    """RunEnd holds a Cost; what it saves (a run job's result) keeps the keys it always had, and
+    such a saved end, old or new, loads back."""
+    from flowkit.trace import RunEnd
+    end = RunEnd("r1", "ok", "Tessel", ["d1"], 3, Cost(2, 1, 40, 12.5), wall_ms=3.0)
+    saved = end.to_dict()
+    assert list(saved) == ["run_id", "status", "answer", "citations", "steps", "llm_calls", "tokens",
+                           "ms", "error", "halt_reason", "memory", "wall_ms", "cached_calls"]
+    assert (saved["llm_calls"], saved["cached_calls"], saved["tokens"], saved["ms"]) == (2, 1, 40, 12.5)
+    assert RunEnd.from_dict(saved) == end
+    old = {k: v for k, v in saved.items() if k not in ("wall_ms", "cached_calls")}   # before either
+    assert RunEnd.from_dict(old).cost == Cost(2, 0, 40, 12.5)

@@ -40,7 +40,7 @@ def test_naive_flow_answers_from_the_kb(real_resources):
     call = sink.steps[1].llm_calls[0]
     assert "<|im_start|>" in call.prompt and "Corren" in call.prompt     # the exact prompt sent
     assert call.prompt_tokens > 50 and call.completion_tokens > 0
-    assert result.tokens == call.prompt_tokens + call.completion_tokens
+    assert result.cost.tokens == call.prompt_tokens + call.completion_tokens
     assert sink.steps[0].retrievals[0].method == "hybrid"
 
 
@@ -52,7 +52,7 @@ def test_loop_flow_runs_t_rounds(real_resources):
     assert result.status == "ok", result.error
     assert [n for n, _ in sink.sequence()] == \
         ["retrieve", "rounds", "generate"] * 2 + ["retrieve", "rounds", "final"]
-    assert result.llm_calls == 3 and result.answer
+    assert result.cost.calls == 3 and result.answer
     assert len(result.memory["drafts"]) == 3
 
 

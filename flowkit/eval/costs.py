@@ -3,9 +3,12 @@ runner's progress and the Ray workers both report it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..cost import Cost
+
+if TYPE_CHECKING:
+    from ..trace import RunEnd
 
 
 @dataclass
@@ -17,10 +20,9 @@ class RunCost:
     wall_s: float = 0.0
 
     @classmethod
-    def of(cls, result: Any) -> RunCost:
-        cached = int(getattr(result, "cached_calls", 0) or 0)
-        calls = max(int(getattr(result, "llm_calls", 0) or 0), cached)
-        ms = float(getattr(result, "ms", 0.0) or 0.0)
-        wall = getattr(result, "wall_ms", None)
-        wall = float(wall if wall is not None else ms) / 1000.0
-        return cls(Cost(calls, cached, int(getattr(result, "tokens", 0) or 0), ms), wall)
+    def of(cls, result: RunEnd) -> RunCost:
+        """A run's cost and wall seconds from its end (wall: as its cost's ms where unknown)."""
+        cost = result.cost
+        cost = Cost(max(cost.calls, cost.cached), cost.cached, cost.tokens, cost.ms)
+        wall = result.wall_ms if result.wall_ms is not None else cost.ms
+        return cls(cost, float(wall) / 1000.0)

@@ -45,10 +45,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                              "steps": [{"index": s.index, "node": s.node_id, "visit": s.visit,
                                         "operator": s.operator, "tokens": s.tokens, "ms": s.ms,
                                         "error": s.error} for s in steps],
-                             "totals": {"steps": result.steps, "llm_calls": result.llm_calls,
-                                        "tokens": result.tokens, "ms": result.ms,
+                             "totals": {"steps": result.steps, "llm_calls": result.cost.calls,
+                                        "tokens": result.cost.tokens, "ms": result.cost.ms,
                                         "wall_ms": result.wall_ms,
-                                        "cached_calls": result.cached_calls}})
+                                        "cached_calls": result.cost.cached}})
     else:
         table = Table(title=f"run {result.run_id} ({result.status})")
         for col in ("#", "node", "visit", "operator", "LLM calls", "tokens", "ms", "error"):
@@ -60,12 +60,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         common.out.print(common.styled("[bold]answer:[/bold] {}", result.answer))
         if result.citations:
             common.out.print(common.styled("[bold]cites:[/bold] {}", ", ".join(result.citations)))
-        common.out.print(f"totals: {result.steps} steps, {result.llm_calls} LLM calls, {result.tokens} "
-                  f"tokens, {result.ms / 1000:.1f} s")
-        if result.cached_calls:
+        cost = result.cost
+        common.out.print(f"totals: {result.steps} steps, {cost.calls} LLM calls, {cost.tokens} "
+                  f"tokens, {cost.ms / 1000:.1f} s")
+        if cost.cached:
             common.out.print(common.styled(
                 "[dim]{} of {} LLM calls served from the completion cache; took {} s "
-                "(--no-cache computes them)[/dim]", result.cached_calls, result.llm_calls,
+                "(--no-cache computes them)[/dim]", cost.cached, cost.calls,
                 f"{(result.wall_ms or 0) / 1000:.1f}"))
         if result.error:
             common.err.print(common.styled("[red]error:[/red] {}", result.error))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict
 from typing import Any
 
 from flowkit.trace import RunEnd, RunStart, StepEvent
@@ -43,7 +42,7 @@ class ProgressSink:
 
 def run_result(end: RunEnd) -> dict[str, Any]:
     """What a run's (or a fork's) job returns: the run's end without its memory."""
-    out = asdict(end)
+    out = end.to_dict()
     out.pop("memory", None)    # the run row keeps it; the job needs only the summary
     return out
 

@@ -36,7 +36,7 @@ def same_as_straight(flow: Any, res_factory: Any, bps: list[Any], modes: list[st
         [x for x in sink0.sequence() if x[0] not in flow.topology.branch_of]
     assert sorted(prompts(sink)) == sorted(prompts(sink0))
     assert [s.index for s in sink.steps] == list(range(len(sink.steps)))   # one trace, in order
-    assert (end.steps, end.llm_calls, end.tokens) == (end0.steps, end0.llm_calls, end0.tokens)
+    assert (end.steps, end.cost.calls, end.cost.tokens) == (end0.steps, end0.cost.calls, end0.cost.tokens)
     assert end.memory == end0.memory
     return pauses
 

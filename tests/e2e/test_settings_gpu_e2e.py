@@ -52,7 +52,7 @@ def test_gpu_layers_refused_on_a_cpu_build_and_the_cache_still_hit(tmp_path: Pat
         pytest.fail(f"{CHROMIUM} is missing: `make browser` installs Debian's chromium")
     home = tmp_path / "home"
     first, started = _run(home, ingest_first=True)
-    assert first.status == "ok" and first.llm_calls > 0 and started
+    assert first.status == "ok" and first.cost.calls > 0 and started
     ART.mkdir(exist_ok=True)
     with StudioServer(home, log=ART / "e2e-settings-gpu-streamlit.log", timeout_s=120) as url, \
             chromium() as browser:
@@ -71,5 +71,5 @@ def test_gpu_layers_refused_on_a_cpu_build_and_the_cache_still_hit(tmp_path: Pat
     assert load_settings(home).llm.n_gpu_layers is None      # nothing saved
     second, started = _run(home, ingest_first=False)
     assert second.answer == first.answer
-    assert second.cached_calls == first.llm_calls > 0
+    assert second.cost.cached == first.cost.calls > 0
     assert not started                                            # every call from the cache

@@ -131,7 +131,7 @@ def test_exported_graph_gives_run_flows_answer_and_steps(name: str, tmp_path: Pa
     parallel = set(flow.topology.branch_of)
     assert normalise(sequence(out["trace"]), parallel) == normalise(sink.sequence(), parallel)
     assert (out["steps"], out["llm_calls"], out["tokens"]) == (
-        result.steps, result.llm_calls, result.tokens)
+        result.steps, result.cost.calls, result.cost.tokens)
     if not parallel:
         assert llm_export.prompts == llm_engine.prompts
     else:

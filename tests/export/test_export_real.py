@@ -29,5 +29,5 @@ def test_exported_ircot_matches_run_flow_on_the_real_model(real_resources: Any, 
     assert out["answer"] == result.answer and out["answer"].strip()
     assert sequence(out["trace"]) == sink.sequence()
     assert sink.sequence().count(("enough", 1)) == 1 and len(sink.sequence()) >= 4
-    assert (out["llm_calls"], out["tokens"]) == (result.llm_calls, result.tokens)
+    assert (out["llm_calls"], out["tokens"]) == (result.cost.calls, result.cost.tokens)
     assert out.get("citations", []) == result.citations

@@ -132,7 +132,7 @@ def test_served_graph_answers_like_run_flow(served: Served, real_resources: Any)
     assert result.status == "ok", result.error
     assert out["answer"] == result.answer and out["answer"].strip()
     assert sequence(out["trace"]) == sink.sequence() == [("retrieve", 1), ("generate", 1)]
-    assert out["llm_calls"] == result.llm_calls == 1
+    assert out["llm_calls"] == result.cost.calls == 1
 
 
 def test_a_thread_takes_one_question_and_says_so_on_the_next(served: Served):

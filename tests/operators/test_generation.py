@@ -51,7 +51,7 @@ def test_answer_per_document_in_a_flow_and_errors():
                       ("gen", "generation.answer_per_document", {"top_n": 2})], ["ret>gen"])
     result = run_flow(compile_flow(spec), fake_resources(llm), RunRequest(Q, kb="test"))
     assert result.status == "ok", result.error
-    assert result.answer == "Tessel" and result.llm_calls == 2
+    assert result.answer == "Tessel" and result.cost.calls == 2
     assert result.memory["drafts"] == ["Tessel", "Tessel"]
     with pytest.raises(OperatorInputError, match="documents: no documents"):
         call("generation.answer_per_document", {"question": Q, "documents": []}, llm)
@@ -134,7 +134,7 @@ def test_verification_flow_records_every_call():
                       RunHooks(sink=sink))
     assert result.status == "ok", result.error
     assert sink.sequence() == [("ret", 1), ("gen", 1), ("vk", 1), ("vm", 1)]
-    assert result.answer == "Tessel" and result.llm_calls == 3
+    assert result.answer == "Tessel" and result.cost.calls == 3
     assert result.memory["judgement"]["verdict"] == "supported"
     assert result.memory["evidence"] == ["SUPPORTED: Tessel"]
 
@@ -169,5 +169,5 @@ def test_generation_operators_on_the_real_stack(real_resources):
     judgement = mem["judgement"]
     assert judgement["verdict"] in ("supported", "unsupported") and judgement["rounds"]
     assert len(mem["drafts"]) == 3 + judgement["retries"]
-    assert result.answer and result.llm_calls == 3 + len(vk["judgement"]["claims"]) + \
+    assert result.answer and result.cost.calls == 3 + len(vk["judgement"]["claims"]) + \
         len(judgement["rounds"]) + judgement["retries"]

@@ -244,7 +244,7 @@ def test_post_retrieval_chain_in_a_flow():
                 ["ret>dd", "dd>rr", "rr>cr", "cr>ro", "ro>gen"])
     result = run_flow(compile_flow(spec), fake_resources(llm), RunRequest(Q, kb="test"))
     assert result.status == "ok", result.error
-    assert result.llm_calls == 5 and ids(result.memory) == ["d2", "d1"]   # bm25 finds two
+    assert result.cost.calls == 5 and ids(result.memory) == ["d2", "d1"]   # bm25 finds two
     assert result.memory["judgement"]["verdict"] == "relevant"
 
 
@@ -290,4 +290,4 @@ def test_post_retrieval_operators_on_the_real_stack(real_resources):
     # the real model scores tokens: selective context's LLM estimator runs (one call a passage)
     assert result.memory["scratch"]["compression"]["estimator"] == "llm"
     assert sum(len(d["text"]) for d in final) < sum(len(retrieved[d["id"]]) for d in final)
-    assert result.llm_calls <= 10
+    assert result.cost.calls <= 10

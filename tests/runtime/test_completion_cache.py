@@ -42,14 +42,14 @@ def test_a_second_run_is_served_from_the_cache_with_the_original_cost_and_origin
     second, sink2, llm2 = _run(SPEC, cache)
     assert len(llm1.prompts) == 1 and llm2.prompts == []          # the model was not called again
     assert second.answer == first.answer and second.citations == first.citations
-    assert (second.llm_calls, second.tokens) == (first.llm_calls, first.tokens)
+    assert (second.cost.calls, second.cost.tokens) == (first.cost.calls, first.cost.tokens)
     call1, call2 = sink1.steps[1].llm_calls[0], sink2.steps[1].llm_calls[0]
-    assert call1.cached_from is None and first.cached_calls == 0
+    assert call1.cached_from is None and first.cost.cached == 0
     assert call2.cached_from == {"run_id": first.run_id, "node_id": "gen", "visit": 1}
     assert (call2.prompt, call2.completion, call2.ms) == (call1.prompt, call1.completion, call1.ms)
-    assert second.cached_calls == 1
+    assert second.cost.cached == 1
     # the cost counts the call at its original 250 ms; the wall time does not
-    assert second.ms >= 250.0 > second.wall_ms
+    assert second.cost.ms >= 250.0 > second.wall_ms
 
 
 def test_without_a_cache_every_call_computes():
@@ -84,7 +84,7 @@ def test_a_changed_prompt_misses_and_only_that_call_computes():
     changed = flow("linear", [("ret", "retrieval.bm25", {"top_k": 1}), ("gen", "generation.answer")],
                    ["ret>gen"])
     result, sink, llm = _run(changed, cache)
-    assert len(llm.prompts) == 1 and result.cached_calls == 0
+    assert len(llm.prompts) == 1 and result.cost.cached == 0
     assert sink.steps[1].llm_calls[0].cached_from is None
 
 
@@ -176,11 +176,11 @@ def test_every_template_gives_the_same_run_from_the_cache(name, tmp_path):
         calls.append(len(llm.prompts))
     first, second = ends
     assert first.status in ("ok", "budget_exceeded"), first.error
-    assert (second.answer, second.status, second.llm_calls, second.tokens) == \
-        (first.answer, first.status, first.llm_calls, first.tokens)
+    assert (second.answer, second.status, second.cost.calls, second.cost.tokens) == \
+        (first.answer, first.status, first.cost.calls, first.cost.tokens)
     assert sequences[0] == sequences[1]
     # sampled calls (multi-query paraphrases at temperature > 0) compute again; no other does
-    assert second.cached_calls + calls[1] == first.llm_calls
+    assert second.cost.cached + calls[1] == first.cost.calls
     assert calls[1] == (2 if name in SAMPLING else 0)
 
 

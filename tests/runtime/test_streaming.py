@@ -228,7 +228,7 @@ def test_a_cached_completion_is_one_piece_and_recorded_as_a_hit():
     again: list[str] = []
     result, sink = _run(llm, lambda n, v, p: again.append(p), cache=cache)
     assert len(first) > 1 and again == ["Mara Velt was born on Tiree [1]"]
-    assert result.cached_calls == 1
+    assert result.cost.cached == 1
     assert [c.cached_from for s in sink.steps for c in s.llm_calls] == [
         {"run_id": c.cached_from["run_id"], "node_id": "generate", "visit": 1}
         for s in sink.steps for c in s.llm_calls]

@@ -74,7 +74,7 @@ def test_an_edited_completion_is_recomputed_not_served(db_url: str, seal: EntryS
     assert len(llm2.prompts) == 1                         # computed again
     call = sink.steps[1].llm_calls[0]
     assert call.cached_from is None and call.prompt_tokens > 1
-    assert second.tokens == first.tokens
+    assert second.cost.tokens == first.cost.tokens
     assert cache.rejected == {"bad_mac": 1}
     assert sum("not served (bad_mac" in r.getMessage() for r in caplog.records) == 1
     # the row was replaced by the recomputed entry: the next run is served from it

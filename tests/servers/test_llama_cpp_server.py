@@ -33,8 +33,7 @@ def _settings(url: str, **extra: Any) -> Settings:
 
 
 @pytest.mark.real
-def test_streamed_completion_is_the_whole_answer_in_pieces(openai_server_url: str,
-                                                           request: pytest.FixtureRequest) -> None:
+def test_streamed_completion_is_the_whole_answer_in_pieces(openai_server_url: str) -> None:
     llm = OpenAICompatibleLLM(_settings(openai_server_url).llm)
     whole = llm.complete("What is the capital of France?", max_tokens=24)
     pieces: list[str] = []
@@ -43,11 +42,10 @@ def test_streamed_completion_is_the_whole_answer_in_pieces(openai_server_url: st
     assert whole.text and len([p for p in pieces if p]) > 1     # it arrived in several pieces
     assert "".join(pieces) == streamed.text == whole.text        # greedy: the same answer
     assert whole.prompt_tokens > 10 and whole.completion_tokens > 0
-    if request.node.callspec.params["openai_server_url"] == "llama-server":
-        # llama-server honours stream_options.include_usage; serve-model's serial server
-        # (llama-cpp-python's app) sends no usage in a stream: a streamed call counts 0 tokens there
-        assert (streamed.prompt_tokens, streamed.completion_tokens) == \
-            (whole.prompt_tokens, whole.completion_tokens)
+    # the same counts streamed: llama-server sends them (stream_options.include_usage);
+    # serve-model's serial server (llama-cpp-python's app) sends none, and the client counts them
+    assert (streamed.prompt_tokens, streamed.completion_tokens) == \
+        (whole.prompt_tokens, whole.completion_tokens)
     assert llm.count_tokens("The Corren Lighthouse stands on Corren Point.") > 5
     assert llm._tokenize_route                                    # exact counts, not estimated
 
@@ -63,7 +61,7 @@ def test_a_flow_runs_on_llama_server_streamed(llama_cpp_server_url: str, real_re
                    RunHooks(sink=sink, cache=cache,
                             on_token=lambda node, visit, piece: pieces.append((node, piece))))
     assert end.status == "ok", end.error
-    assert end.answer.strip() and end.llm_calls == 1 and end.tokens > 0
+    assert end.answer.strip() and end.cost.calls == 1 and end.cost.tokens > 0
     assert end.memory.get("documents")                           # it read the sample KB
     # what the Run page showed as it came: the model's text, piece by piece, as the trace has it
     [call] = [c for step in sink.steps for c in step.llm_calls]
@@ -74,7 +72,7 @@ def test_a_flow_runs_on_llama_server_streamed(llama_cpp_server_url: str, real_re
     # served as a serial one's), and the same run again is served from it
     assert model_identity(res.llm)["parallel"] == 2
     again = run_flow(flow, res, RunRequest(QUESTION, kb="sample"), RunHooks(cache=cache))
-    assert again.cached_calls == 1 and again.answer == end.answer
+    assert again.cost.cached == 1 and again.answer == end.answer
 
 
 @pytest.mark.real

@@ -56,4 +56,4 @@ def test_a_flow_file_unchanged_runs_on_the_server(llama_server_url, real_resourc
     on_server = run_flow(flow, res, RunRequest(q, kb="sample"))
     embedded = run_flow(flow, real_resources, RunRequest(q, kb="sample"))
     assert on_server.status == embedded.status == "ok"
-    assert on_server.answer == embedded.answer and on_server.tokens == embedded.tokens
+    assert on_server.answer == embedded.answer and on_server.cost.tokens == embedded.cost.tokens

@@ -64,7 +64,7 @@ def test_attributes_of_run_node_llm_and_retriever_spans():
     assert (a["flowkit.flow"], a["flowkit.flow_version"], a["flowkit.run_id"]) == \
         ("self_rag", 3, result.run_id)
     assert a["flowkit.eval_id"] == "ev1" and a[SpanAttributes.SESSION_ID] == "ev1"
-    assert a["flowkit.tokens"] == result.tokens and a["flowkit.status"] == "ok"
+    assert a["flowkit.tokens"] == result.cost.tokens and a["flowkit.status"] == "ok"
     search = next(s for s in children(spans, root) if s.name == "search")
     assert search.attributes["flowkit.operator"] == "retrieval.hybrid"
     assert "question" in search.attributes["flowkit.memory.read"]

@@ -71,7 +71,7 @@ def test_template_opens_clean(name: str):
 def test_iter_retgen_runs_t_rounds():
     result, sink = run("iter_retgen", fake_resources(scripted(), kb="test"))
     assert [n for n, _ in sink.sequence()] == ITER_RETGEN_STEPS
-    assert result.llm_calls == 3 and len(result.memory["drafts"]) == 3
+    assert result.cost.calls == 3 and len(result.memory["drafts"]) == 3
 
 
 def test_self_rag_checks_support_of_the_answer_it_keeps():
@@ -133,7 +133,7 @@ def test_template_runs_on_the_real_model(name: str, real_resources: Any):
     result = run_flow(compile_flow(load_template(name)), real_resources,
                       RunRequest(TWO_HOP, kb="sample"), RunHooks(sink=sink))
     assert result.status in ("ok", "budget_exceeded"), (result.status, result.error)
-    assert result.answer.strip() and result.llm_calls >= 1 and result.tokens > 0
+    assert result.answer.strip() and result.cost.calls >= 1 and result.cost.tokens > 0
     assert all(s.error is None for s in sink.steps)
     nodes = [n for n, _ in sink.sequence()]
     if name == "iter_retgen":

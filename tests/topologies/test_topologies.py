@@ -23,7 +23,7 @@ def test_linear():
     assert sink.sequence() == [("ret", 1), ("gen", 1)]
     assert result.answer == "Tessel"
     assert result.citations == [sink.steps[0].memory_after["documents"][0]["id"]]
-    assert result.llm_calls == 1 and result.tokens > 0
+    assert result.cost.calls == 1 and result.cost.tokens > 0
 
 
 def test_router_takes_the_labelled_edge():
@@ -108,7 +108,7 @@ def test_limit_ends_the_loop_with_an_answer():
     assert result.status == "budget_exceeded"
     assert result.halt_reason.startswith("max_llm_calls")
     assert result.answer == "Tessel"                   # from the drafts in memory
-    assert result.llm_calls == 2
+    assert result.cost.calls == 2
     assert sink.sequence() == [("ret", 1), ("gen", 1), ("judge", 1), ("ret", 2), ("gen", 2)]
 
 
