@@ -152,6 +152,18 @@ def steadiness_line(rep: EvalReport) -> str:
             f"half {s['q1']:.2f} to {s['q3']:.2f}): {verdict}.")
 
 
+#: what an evaluation that kept several runs in flight to a model server says of its answers
+CONCURRENT_ANSWERS = ("Answers may differ from a one-at-a-time run: a model server may compute "
+                      "requests in flight together otherwise than one alone, which can change "
+                      "even a greedy answer.")
+
+
+def concurrent_on_server(rec: dict[str, Any]) -> bool:
+    """Whether an execution record ran several runs in flight to one model server (Ray workers
+    each load their own model: their answers are the serial run's)."""
+    return int(rec.get("concurrency", 1)) > 1 and not rec.get("workers")
+
+
 def _one_execution(rec: dict[str, Any]) -> str:
     n = int(rec.get("concurrency", 1))
     text = f"{n} runs in flight at once" if n > 1 else "one run at a time"
@@ -165,10 +177,13 @@ def _one_execution(rec: dict[str, Any]) -> str:
 
 
 def execution_line(rep: EvalReport) -> str:
-    """'Runs: 4 runs in flight at once (the server reports 4 parallel slots).', or '' for an
+    """'Runs: 4 runs in flight at once (the server reports 4 parallel slots).', then
+    CONCURRENT_ANSWERS where runs were in flight together to a model server; or '' for an
     evaluation run one run at a time throughout (as every evaluation was before concurrency)."""
     plain = [{"concurrency": 1}]
     if not rep.execution or all(r == plain[0] for r in rep.execution):
         return ""
-    return "Runs: " + ", then ".join(_one_execution(r) for r in rep.execution) + "."
+    caveat = (" " + CONCURRENT_ANSWERS if any(concurrent_on_server(r) for r in rep.execution)
+              else "")
+    return "Runs: " + ", then ".join(_one_execution(r) for r in rep.execution) + "." + caveat
 

@@ -186,6 +186,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
               f"unfinished; model calls: {outcome.cost.computed} computed, "
               f"{outcome.cost.cached} served from the completion cache"
               + concurrency_words(outcome.execution))
+    if outcome.execution.concurrency > 1:
+        from flowkit.eval.formatting import CONCURRENT_ANSWERS
+        common.err.print(CONCURRENT_ANSWERS, markup=False, highlight=False)
     k = None if args.k == 0 else args.k
     from service.grading import grade, with_judges
     if graders:                               # graded first, so the files carry the verdicts

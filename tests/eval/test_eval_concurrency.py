@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 from conftest import CORPUS, answer_for
@@ -16,6 +17,8 @@ from sqlalchemy.orm import Session
 from flowkit.errors import FlowkitError
 from flowkit.eval.datasets import from_path
 from flowkit.eval.exports import to_markdown
+from flowkit.eval.formatting import CONCURRENT_ANSWERS, execution_line
+from flowkit.eval.report import EvalReport
 from flowkit.eval.runner import (
     collect_results,
     evaluation_report,
@@ -89,10 +92,25 @@ def test_runs_overlap_and_match_serial_runs(world: Any, tmp_path: Path, db_url: 
     assert repo2.get_eval(p2.eval_id).execution == [{"concurrency": CONCURRENCY,
                                                      "server_parallel": CONCURRENCY}]
     rep = evaluation_report(repo2, p2)
-    assert "Runs: 4 runs in flight at once (the server reports 4 parallel slots)." \
-        in to_markdown(rep)
+    assert "Runs: 4 runs in flight at once (the server reports 4 parallel slots). " \
+        + CONCURRENT_ANSWERS in to_markdown(rep)
     assert evaluation_report(repo1, p1).execution == [{"concurrency": 1}]
     assert "Runs:" not in to_markdown(evaluation_report(repo1, p1))
+    assert CONCURRENT_ANSWERS not in to_markdown(evaluation_report(repo1, p1))
+
+
+@pytest.mark.parametrize(("execution", "says"), [
+    ([{"concurrency": 4, "server_parallel": 4}], True),       # in flight to a server
+    ([{"concurrency": 1}, {"concurrency": 2}], True),         # resumed with --concurrency 2
+    ([{"concurrency": 1, "requested": 4}], False),            # the embedded model: serially
+    ([{"concurrency": 1, "workers": 2}], False),              # Ray workers: a model each
+    ([{"concurrency": 1}], False),
+])
+def test_report_says_answers_may_differ_only_for_runs_in_flight_to_a_server(
+        execution: list[dict[str, Any]], says: bool) -> None:
+    line = execution_line(cast(EvalReport, SimpleNamespace(execution=execution)))
+    assert (CONCURRENT_ANSWERS in line) is says
+    assert line.count(CONCURRENT_ANSWERS) <= 1
 
 
 def test_stop_leaves_no_half_written_run_and_resume_skips_finished(world: Any,
@@ -184,6 +202,7 @@ def test_cli_refuses_bad_concurrency_and_reports_it(fk: Any, world: Any, tmp_pat
     assert server.max_in_flight == 2
     assert "2 runs in flight (server: 2 parallel slots)" in err
     assert "Runs: 2 runs in flight at once (the server reports 2 parallel slots)." in md.read_text()
+    assert err.count(CONCURRENT_ANSWERS) == 1 and CONCURRENT_ANSWERS in md.read_text()
     data = json.loads(js.read_text())
     assert data["execution"] == [{"concurrency": 2, "server_parallel": 2}]
     assert len(data["results"]["good"]) == 3
@@ -195,6 +214,7 @@ def test_cli_with_embedded_model_prints_the_note_once(fk: Any, world: Any) -> No
     assert code == 0, err
     assert err.count("needs a model server") == 1
     assert "runs in flight" not in err
+    assert CONCURRENT_ANSWERS not in err                      # the runs went one at a time
 
 
 def test_ctrl_c_lets_runs_in_flight_end_and_resume_finishes(world: Any, tmp_path: Path) -> None:
