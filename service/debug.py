@@ -10,19 +10,18 @@ directory can continue a paused run, also after a restart; of two that try at on
 and the other gets NotPausedError.
 
 API for a UI (all plain data):
-- `start(flow, question, kb, breakpoints)` -> RunEnd (status `paused` or how it ended);
+- `start(flow, request, breakpoints, hooks)` -> RunEnd (status `paused` or how it ended);
 - `show(run_id)` -> PausedRun: node, visit, when, reason, memory, counters, breakpoints, edits;
 - `next_prompt(run_id)` -> the paused node's first model call (None when it makes none);
-- `resume(run_id, mode)` with mode continue | step | over -> RunEnd;
+- `resume(run_id, mode, hooks)` with mode continue | step | over -> RunEnd;
 - `set_value(run_id, key, value, who)` -> PausedRun (validated; a `user.edit` step in the trace);
 - `set_breakpoints(run_id, breakpoints)`; `abort(run_id, who)`.
 """
 from __future__ import annotations
 
 import getpass
-import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -43,7 +42,7 @@ from flowkit.engine import run_flow
 from flowkit.errors import FlowkitError
 from flowkit.memory import visible
 from flowkit.memory_edit import EditError, check_value
-from flowkit.run_request import Resume, RunHooks, RunRequest
+from flowkit.run_request import NO_HOOKS, Fresh, Resume, RunHooks, RunRequest
 from flowkit.spec import FlowSpec
 from flowkit.telemetry.debug_sink import DebugTelemetrySink, pause_mark
 from flowkit.telemetry.events import stored_pauses
@@ -57,10 +56,6 @@ from .workspace import Workspace
 
 __all__ = ["BreakpointError", "CheckpointMissing", "Debugger", "EditError", "NotPausedError",
            "PausedRun", "breakpoint_problems", "check_value", "paused_memory"]
-
-#: run_flow's on_token: (node id, visit, piece)
-OnToken = Callable[[str, int, str], None]
-
 
 @dataclass
 class PausedRun:
@@ -121,25 +116,37 @@ class Debugger:
         self.ws = ws
         self.repo = DebugRepo(ws.store)
 
-    def start(self, flow: FlowSpec | CompiledFlow, question: str, kb: str,
-              breakpoints: Sequence[Breakpoint | str | Mapping[str, Any]], *,
-              flow_version: int | None = None, extra_sink: TraceSink | None = None,
-              cancel: threading.Event | None = None, run_id: str | None = None,
-              on_token: OnToken | None = None) -> RunEnd:
-        """Run `flow` on `question` until a breakpoint pauses it (status `paused`) or it ends.
-        Breakpoints are checked first (missing node, inside a parallel branch, bad condition).
-        `on_token(node, visit, piece)`: the model's text as it is generated (run_flow's)."""
+    def start(self, flow: FlowSpec | CompiledFlow, request: RunRequest,
+              breakpoints: Sequence[Breakpoint | str | Mapping[str, Any]],
+              hooks: RunHooks = NO_HOOKS) -> RunEnd:
+        """Run `flow` on `request` (a fresh start: its question, kb, run id and flow version)
+        until a breakpoint pauses it (status `paused`) or it ends. Breakpoints are checked first
+        (missing node, inside a parallel branch, bad condition). `hooks` as `Workspace.run`
+        takes them: `sink` gets the steps too, `cancel`, `on_token`, and `cache` (the
+        workspace's when None); the breakpoint hook is the debugger's own."""
+        if not isinstance(request.start, Fresh) or hooks.debug is not None:
+            raise FlowkitError("a debugged run starts fresh, with the debugger's own breakpoint "
+                               "hook (continue a paused one with `resume`)")
         compiled = flow if isinstance(flow, CompiledFlow) else compile_flow(flow)
         bps = check_breakpoints(compiled, breakpoints)
         with open_checkpointer(self.ws.store.url) as cp:
             hook = hook_for(compiled, bps, checkpointer=cp)
-            sink = _DebugSink(self.ws.store.sink(), self.repo, bps, hook, resuming=False)
-            request = RunRequest(question, kb=kb, run_id=run_id, flow_version=flow_version,
-                                 settings=self.ws.resources.settings.to_dict())
-            return run_flow(compiled, self.ws.resources, request, RunHooks(
-                sink=MultiSink(sink, *([extra_sink] if extra_sink else []),
-                               *self._telemetry(hook)),
-                cancel=cancel, cache=self.ws.completion_cache, debug=hook, on_token=on_token))
+            sink = _DebugSink(self.ws.store.sink(request.eval_id), self.repo, bps, hook,
+                              resuming=False)
+            return run_flow(compiled, self.ws.resources,
+                            replace(request, settings=self.ws.resources.settings.to_dict()),
+                            self._hooks(hooks, hook, sink,
+                                        self._telemetry(hook, request.eval_id)))
+
+    def _hooks(self, given: RunHooks, hook: DebugHook, sink: _DebugSink,
+               telemetry: list[TraceSink]) -> RunHooks:
+        """A debugged segment's hooks: the caller's, with its steps to the debug sink (and the
+        caller's sink, and telemetry), the workspace's completion cache unless the caller gave
+        one, and the breakpoint hook."""
+        return replace(given, sink=MultiSink(sink, *([given.sink] if given.sink else []),
+                                             *telemetry),
+                       cache=given.cache if given.cache is not None else self.ws.completion_cache,
+                       debug=hook)
 
     def _telemetry(self, hook: DebugHook, eval_id: str | None = None) -> list[TraceSink]:
         """The segment's live export (none when telemetry is off): its node spans as it ends,
@@ -216,17 +223,18 @@ class Debugger:
         return next_prompt(self._compiled(run.spec), pause.node, pause.visit, pause.state,
                            self.ws.resources, run.kb)
 
-    def resume(self, run_id: str, mode: Mode = "continue", *,
+    def resume(self, run_id: str, mode: Mode = "continue", hooks: RunHooks = NO_HOOKS, *,
                breakpoints: Sequence[Breakpoint | str | Mapping[str, Any]] | None = None,
-               extra_sink: TraceSink | None = None,
-               cancel: threading.Event | None = None, on_token: OnToken | None = None,
                expect_pauses: int | None = None) -> RunEnd:
         """Go on from the pause under the same run id: `continue` to the next breakpoint or the
-        end, `step` one node, `over` the loop the paused node is in. NotPausedError when the run
-        is not paused or another continue took it first; with `expect_pauses` (the pause count the
-        caller saw) also when it was continued and paused again since (another tab)."""
+        end, `step` one node, `over` the loop the paused node is in; `hooks` as `start` takes
+        them. NotPausedError when the run is not paused or another continue took it first; with
+        `expect_pauses` (the pause count the caller saw) also when it was continued and paused
+        again since (another tab)."""
         if mode not in MODES:
             raise FlowkitError(f"mode is one of {', '.join(MODES)}, not {mode!r}")
+        if hooks.debug is not None:
+            raise FlowkitError("a debugged run goes on with the debugger's own breakpoint hook")
         run = self.ws.store.get_run(run_id)
         if expect_pauses is not None:
             seen = self.repo.get(run.id).pauses
@@ -252,10 +260,8 @@ class Debugger:
                                      flow_version=run.flow_version,
                                      settings=self.ws.resources.settings.to_dict(),
                                      start=Resume(run.parent_run_id, run.parent_step))
-                return run_flow(compiled, self.ws.resources, request, RunHooks(
-                    sink=MultiSink(sink, *([extra_sink] if extra_sink else []), *telemetry),
-                    cancel=cancel, cache=self.ws.completion_cache, debug=hook,
-                    on_token=on_token))
+                return run_flow(compiled, self.ws.resources, request,
+                                self._hooks(hooks, hook, sink, telemetry))
         except BaseException:
             if sink is None or not sink.started:
                 self.repo.unclaim(run.id)      # nothing ran: the run stays paused where it was

@@ -34,6 +34,23 @@ def test_the_run_paths_take_at_most_four_parameters_and_no_kwargs(fn):
     assert not [p for p in params if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
 
 
+@pytest.mark.parametrize("method", ["start", "resume"])
+def test_the_debugger_takes_the_run_records_not_their_fields_as_keywords(method):
+    """A debugged run is asked like any run: `Debugger.start` takes a RunRequest, both take
+    RunHooks; no parameter repeats a field of either (`resume`'s `run_id` is the paused run)."""
+    from dataclasses import fields
+
+    from service.debug import Debugger
+    params = inspect.signature(getattr(Debugger, method)).parameters
+    records = {f.name for f in (*fields(RunRequest), *fields(RunHooks))} | {"extra_sink"}
+    if method == "resume":
+        records.discard("run_id")           # the paused run it goes on with, not a new run's id
+    assert not set(params) & records, set(params) & records
+    assert not [p for p in params.values() if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    wanted = {"request", "hooks"} if method == "start" else {"hooks"}
+    assert wanted <= set(params)
+
+
 def test_no_configurable_key_of_flowkits_own_in_the_engine():
     """The engine's run state is LangGraph's run context; `configurable` holds LangGraph's own
     `thread_id` only (the exported package's documented `kb` is its users' own setting)."""

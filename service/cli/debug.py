@@ -14,6 +14,7 @@ from rich.table import Table
 
 from flowkit.debug import Pause
 from flowkit.errors import FlowkitError, SpecError
+from flowkit.run_request import RunRequest
 from flowkit.trace import RunEnd
 from service.debug import Debugger
 
@@ -123,7 +124,8 @@ def cmd_run_debug(args: argparse.Namespace) -> int:
     ws = common.open_workspace(args)
     dbg = Debugger(ws)
     spec, version = ws.resolve_flow(args.flow)
-    end = dbg.start(spec, args.question, args.kb, breakpoints_of(args), flow_version=version)
+    end = dbg.start(spec, RunRequest(args.question, kb=args.kb, flow_version=version),
+                    breakpoints_of(args))
     return _report(dbg, end, args.json)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
 
 from flowkit.errors import FlowkitError
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.spec import FlowSpec
 from service.debug import Debugger, NotPausedError
 from service.runs import get_run
@@ -47,9 +48,10 @@ def submit_debug_run(jobs: JobManager, ws: Workspace, spec: FlowSpec, question: 
 
     def work(report: Reporter) -> dict[str, Any]:
         report.update(node=None, message="starting (loading the model on the first run)")
-        end = Debugger(ws).start(spec, question, kb, lines, flow_version=flow_version,
-                                 extra_sink=ProgressSink(report), cancel=report.cancel,
-                                 run_id=run_id, on_token=on_token(run_id) if on_token else None)
+        end = Debugger(ws).start(
+            spec, RunRequest(question, kb=kb, run_id=run_id, flow_version=flow_version), lines,
+            RunHooks(sink=ProgressSink(report), cancel=report.cancel,
+                     on_token=on_token(run_id) if on_token else None))
         return _result(end)
 
     label = f"{spec.name} on {kb or 'no KB'} (debug): {question[:60]}"
@@ -88,8 +90,8 @@ def submit_resume(jobs: JobManager, ws: Workspace, run_id: str, mode: str, seen_
 
     def work(report: Reporter) -> dict[str, Any]:
         end = debugger.resume(view.run_id, mode,  # type: ignore[arg-type]
-                              extra_sink=ProgressSink(report), cancel=report.cancel,
-                              on_token=on_token(view.run_id) if on_token else None,
+                              RunHooks(sink=ProgressSink(report), cancel=report.cancel,
+                                       on_token=on_token(view.run_id) if on_token else None),
                               expect_pauses=seen_pauses)
         return _result(end)
 

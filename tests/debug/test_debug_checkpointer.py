@@ -14,7 +14,7 @@ import pytest
 from debugkit import SHAPES, Q, compiled, make_workspace
 
 from flowkit.debug import CheckpointMissing, read_pause
-from flowkit.run_request import RunRequest
+from flowkit.run_request import RunHooks, RunRequest
 from service.debug import Debugger, NotPausedError
 from service.workspace import Workspace
 from storage.checkpoints import open_checkpointer
@@ -39,7 +39,7 @@ def _rows(ws: Workspace, run_id: str) -> tuple[int, list[str]]:
 
 def test_a_paused_run_is_a_langgraph_checkpoint_with_a_pending_interrupt(ws: Workspace):
     dbg = Debugger(ws)
-    end = dbg.start(SHAPES["loop"], Q, "test", ["gen@2"])
+    end = dbg.start(SHAPES["loop"], RunRequest(Q, kb="test"), ["gen@2"])
     assert end.status == "paused"
     n, chans = _rows(ws, end.run_id)
     assert n == 1 and "__interrupt__" in chans          # durability "exit": one checkpoint
@@ -57,7 +57,7 @@ def test_a_paused_run_is_a_langgraph_checkpoint_with_a_pending_interrupt(ws: Wor
 
 def test_an_edit_is_sent_to_langgraph_as_the_continues_update(ws: Workspace):
     dbg = Debugger(ws)
-    end = dbg.start(SHAPES["linear"], Q, "test", ["gen"])
+    end = dbg.start(SHAPES["linear"], RunRequest(Q, kb="test"), ["gen"])
     view = dbg.set_value(end.run_id, "documents", CORREN, who="ana")
     assert view.pause is not None and view.pause.memory["documents"] == CORREN
     with open_checkpointer(ws.store.url) as cp:
@@ -70,7 +70,7 @@ def test_an_edit_is_sent_to_langgraph_as_the_continues_update(ws: Workspace):
 
 def test_without_its_checkpoint_a_paused_run_cannot_be_continued(ws: Workspace):
     dbg = Debugger(ws)
-    end = dbg.start(SHAPES["linear"], Q, "test", ["gen"])
+    end = dbg.start(SHAPES["linear"], RunRequest(Q, kb="test"), ["gen"])
     with open_checkpointer(ws.store.url) as cp:
         cp.delete_thread(end.run_id)
     assert _rows(ws, end.run_id) == (0, [])
@@ -89,7 +89,7 @@ def test_runs_without_breakpoints_write_no_checkpoint(ws: Workspace):
     assert compiled("loop").graph.checkpointer is None
     plain = ws.run(SHAPES["loop"], RunRequest(Q, kb="test"))
     assert plain.status == "ok" and _rows(ws, plain.run_id) == (0, [])
-    never = Debugger(ws).start(SHAPES["loop"], Q, "test", ["gen@9"])   # debuggable, no pause
+    never = Debugger(ws).start(SHAPES["loop"], RunRequest(Q, kb="test"), ["gen@9"])   # debuggable, no pause
     assert never.status == "ok" and _rows(ws, never.run_id) == (0, [])
 
 
@@ -110,12 +110,12 @@ def test_a_continue_that_dies_leaves_langgraphs_checkpoint_at_its_pause(ws: Work
         def end(self, result: object) -> None: ...
 
     dbg = Debugger(ws)
-    end = dbg.start(SHAPES["linear"], Q, "test", ["gen"])
+    end = dbg.start(SHAPES["linear"], RunRequest(Q, kb="test"), ["gen"])
     with open_checkpointer(ws.store.url) as cp:
         before = read_pause(compiled("linear"), cp, end.run_id)
     dbg.set_value(end.run_id, "documents", CORREN)
     with pytest.raises(KeyboardInterrupt):
-        dbg.resume(end.run_id, extra_sink=Dies())  # type: ignore[arg-type]
+        dbg.resume(end.run_id, hooks=RunHooks(sink=Dies()))  # type: ignore[arg-type]
     with open_checkpointer(ws.store.url) as cp:
         after = read_pause(compiled("linear"), cp, end.run_id)
     assert before is not None and after is not None and after.to_dict() == before.to_dict()

@@ -12,7 +12,7 @@ from debugkit import DOCS, SHAPES, Q, llm, make_workspace
 
 from flowkit.breakpoints import BreakpointError
 from flowkit.errors import FlowkitError, NotFoundError
-from flowkit.run_request import RunRequest
+from flowkit.run_request import RunHooks, RunRequest
 from flowkit.runtime.resources import Settings
 from flowkit.testing import FakeLLM, MemoryKB, flow
 from service.debug import Debugger, EditError, NotPausedError, check_value
@@ -23,7 +23,7 @@ CORREN = [{"id": "x1", "title": "Mara Velt", "text": "Mara Velt was born on Corr
 
 def test_a_paused_run_is_stored_and_continues_under_the_same_id(ws: Workspace):
     dbg = Debugger(ws)
-    end = dbg.start(SHAPES["loop"], Q, "test", ["gen@2"])
+    end = dbg.start(SHAPES["loop"], RunRequest(Q, kb="test"), ["gen@2"])
     assert end.status == "paused"
     run = ws.store.get_run(end.run_id)
     assert run.status == "paused" and run.ended_at is None and run.steps == 4
@@ -52,7 +52,7 @@ def test_a_paused_run_is_stored_and_continues_under_the_same_id(ws: Workspace):
 
 def test_an_edit_is_validated_applied_and_recorded_as_a_user_step(ws: Workspace):
     dbg = Debugger(ws)
-    end = dbg.start(SHAPES["linear"], Q, "test", ["gen"])
+    end = dbg.start(SHAPES["linear"], RunRequest(Q, kb="test"), ["gen"])
     before = dbg.show(end.run_id).pause
     assert before is not None and "Tessel" in str(before.memory["documents"])
     view = dbg.set_value(end.run_id, "documents", CORREN, who="ana")
@@ -106,7 +106,7 @@ def test_a_fork_whose_memory_edit_does_not_fit_is_refused(ws: Workspace, changes
 
 def test_refusals_name_the_run_and_leave_it_paused(ws: Workspace):
     dbg = Debugger(ws)
-    end = dbg.start(SHAPES["linear"], Q, "test", ["gen"])
+    end = dbg.start(SHAPES["linear"], RunRequest(Q, kb="test"), ["gen"])
     with pytest.raises(EditError):
         dbg.set_value(end.run_id, "answer", 42)
     with pytest.raises(EditError, match="empty"):
@@ -125,12 +125,12 @@ def test_refusals_name_the_run_and_leave_it_paused(ws: Workspace):
         with pytest.raises(NotPausedError, match="not paused \\(status ok\\)"):
             call()
     with pytest.raises(BreakpointError, match="inside a parallel branch"):
-        dbg.start(SHAPES["fan"], Q, "test", ["dense"])
+        dbg.start(SHAPES["fan"], RunRequest(Q, kb="test"), ["dense"])
 
 
 def test_a_continue_that_cannot_start_leaves_the_run_paused(ws: Workspace):
     dbg = Debugger(ws)
-    end = dbg.start(SHAPES["linear"], Q, "test", ["gen"])
+    end = dbg.start(SHAPES["linear"], RunRequest(Q, kb="test"), ["gen"])
     del ws.resources._kbs["test"]
     with pytest.raises(NotFoundError, match="knowledge base 'test'"):
         dbg.resume(end.run_id)
@@ -141,7 +141,7 @@ def test_a_continue_that_cannot_start_leaves_the_run_paused(ws: Workspace):
 
 def test_abort_ends_a_paused_run_as_cancelled(ws: Workspace):
     dbg = Debugger(ws)
-    end = dbg.start(SHAPES["loop"], Q, "test", ["judge"])
+    end = dbg.start(SHAPES["loop"], RunRequest(Q, kb="test"), ["judge"])
     dbg.abort(end.run_id, who="ana")
     run = ws.store.get_run(end.run_id)
     assert run.status == "cancelled" and "aborted while paused before 'judge' by ana" in run.error
@@ -151,7 +151,7 @@ def test_abort_ends_a_paused_run_as_cancelled(ws: Workspace):
 
 def test_two_continuers_cannot_both_continue(ws: Workspace):
     """Two tabs press Continue at once: the compare-and-set lets exactly one in."""
-    end = Debugger(ws).start(SHAPES["loop"], Q, "test", ["gen@2"])
+    end = Debugger(ws).start(SHAPES["loop"], RunRequest(Q, kb="test"), ["gen@2"])
     barrier = threading.Barrier(2)
     results: list[str] = []
 
@@ -176,7 +176,7 @@ def test_two_continuers_cannot_both_continue(ws: Workspace):
 
 
 def test_a_continue_in_flight_refuses_a_second(ws: Workspace):
-    end = Debugger(ws).start(SHAPES["linear"], Q, "test", ["gen"])
+    end = Debugger(ws).start(SHAPES["linear"], RunRequest(Q, kb="test"), ["gen"])
     second = Debugger(ws)
     seen: list[str] = []
 
@@ -194,7 +194,7 @@ def test_a_continue_in_flight_refuses_a_second(ws: Workspace):
 
 def test_a_paused_run_survives_a_restart(tmp_path: Path):
     ws = make_workspace(tmp_path)
-    end = Debugger(ws).start(SHAPES["loop"], Q, "test", ["judge@2"])
+    end = Debugger(ws).start(SHAPES["loop"], RunRequest(Q, kb="test"), ["judge@2"])
     Debugger(ws).set_value(end.run_id, "drafts", ["Corren"])
     ws.close()
     again = make_workspace(tmp_path)            # a new process on the same data dir
@@ -229,7 +229,7 @@ def test_time_spent_paused_does_not_count_against_the_timeout(tmp_path: Path, mo
 
     ws = make_workspace(tmp_path / "b")
     dbg = Debugger(ws)
-    end = dbg.start(spec, Q, "test", ["judge@1"])
+    end = dbg.start(spec, RunRequest(Q, kb="test"), ["judge@1"])
     pause = dbg.show(end.run_id).pause
     assert pause is not None and 0 < pause.elapsed_s < 60
     monkeypatch.setattr(time, "perf_counter", an_hour_later)   # an hour passes while paused
@@ -240,7 +240,7 @@ def test_time_spent_paused_does_not_count_against_the_timeout(tmp_path: Path, mo
 
 def test_breakpoints_can_change_while_paused(ws: Workspace):
     dbg = Debugger(ws)
-    end = dbg.start(SHAPES["loop"], Q, "test", ["gen@1"])
+    end = dbg.start(SHAPES["loop"], RunRequest(Q, kb="test"), ["gen@1"])
     dbg.set_breakpoints(end.run_id, ["final"])
     nxt = dbg.resume(end.run_id)
     assert nxt.status == "paused" and dbg.show(end.run_id).pause.node == "final"
@@ -250,7 +250,7 @@ def test_breakpoints_can_change_while_paused(ws: Workspace):
 
 def test_step_and_over_through_the_service(ws: Workspace):
     dbg = Debugger(ws)
-    end = dbg.start(SHAPES["loop"], Q, "test", ["ret"])
+    end = dbg.start(SHAPES["loop"], RunRequest(Q, kb="test"), ["ret"])
     assert dbg.resume(end.run_id, "step").status == "paused"
     assert dbg.show(end.run_id).pause.node == "gen"
     dbg.set_breakpoints(end.run_id, [])
@@ -266,7 +266,8 @@ def test_compare_and_set_on_postgresql(tmp_path: Path, pg_url: str):
     ws.resources._kbs["test"] = MemoryKB("test", DOCS)
     dbg = Debugger(ws)
     end = dbg.start(flow("pg", [("ret", "retrieval.bm25", {"top_k": 2}),
-                                ("gen", "generation.answer")], ["ret>gen"]), Q, "test", ["gen"])
+                                ("gen", "generation.answer")], ["ret>gen"]),
+                    RunRequest(Q, kb="test"), ["gen"])
     dbg.repo.claim(end.run_id)                      # one continuer holds it
     with pytest.raises(NotPausedError, match="it is running"):
         Debugger(ws).resume(end.run_id)
@@ -284,7 +285,7 @@ def test_a_continue_whose_process_dies_leaves_the_run_paused_where_it_was(tmp_pa
     from flowkit.trace import StepEvent
     from storage.models import RunRow, utcnow
     ws = make_workspace(tmp_path)
-    end = Debugger(ws).start(SHAPES["loop"], Q, "test", ["gen@2"])
+    end = Debugger(ws).start(SHAPES["loop"], RunRequest(Q, kb="test"), ["gen@2"])
     paused = ws.store.get_run(end.run_id)
 
     class Dies:
@@ -295,7 +296,7 @@ def test_a_continue_whose_process_dies_leaves_the_run_paused_where_it_was(tmp_pa
         def end(self, result: object) -> None: ...
 
     with pytest.raises(KeyboardInterrupt):
-        Debugger(ws).resume(end.run_id, extra_sink=Dies())  # type: ignore[arg-type]
+        Debugger(ws).resume(end.run_id, hooks=RunHooks(sink=Dies()))  # type: ignore[arg-type]
     half = ws.store.get_run(end.run_id)
     assert half.status == "running" and half.steps == paused.steps + 1 and half.llm_calls > paused.llm_calls
     ws.close()                                                 # its process is gone

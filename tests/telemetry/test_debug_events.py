@@ -78,7 +78,7 @@ def events(span: Any, name: str) -> list[dict[str, Any]]:
 def test_a_paused_edited_and_continued_run_is_one_trace_with_its_pause_and_edit(traced):
     ws, memory = traced
     dbg = Debugger(ws)
-    end = dbg.start(SHAPES["loop"], Q, "test", ["gen@2?len(drafts) == 1"])
+    end = dbg.start(SHAPES["loop"], RunRequest(Q, kb="test"), ["gen@2?len(drafts) == 1"])
     assert end.status == "paused"
     waiting = spans_of(ws, memory, end.run_id)
     root = root_of(waiting)                   # the root is sent at the pause: no orphans
@@ -127,7 +127,7 @@ def test_a_paused_edited_and_continued_run_is_one_trace_with_its_pause_and_edit(
 def test_each_pause_is_an_event_on_its_own_node_span(traced):
     ws, memory = traced
     dbg = Debugger(ws)
-    end = dbg.start(SHAPES["loop"], Q, "test", ["gen"])
+    end = dbg.start(SHAPES["loop"], RunRequest(Q, kb="test"), ["gen"])
     runs = 0
     while end.status == "paused":
         end = dbg.resume(end.run_id, "step" if runs == 0 else "continue")
@@ -144,7 +144,7 @@ def test_each_pause_is_an_event_on_its_own_node_span(traced):
 
 def test_a_run_whose_breakpoint_never_hits_is_sent_as_a_plain_run(traced):
     ws, memory = traced
-    end = Debugger(ws).start(SHAPES["linear"], Q, "test", ["gen@5"])
+    end = Debugger(ws).start(SHAPES["linear"], RunRequest(Q, kb="test"), ["gen@5"])
     assert end.status == "ok"
     spans = spans_of(ws, memory, end.run_id)
     root = root_of(spans)
@@ -173,7 +173,7 @@ def test_a_forks_edits_are_an_event_of_its_root_linked_to_the_parent(traced):
 def test_a_stored_edit_is_an_event_of_the_next_node_not_a_span(traced):
     ws, _ = traced
     dbg = Debugger(ws)
-    end = dbg.start(SHAPES["linear"], Q, "test", ["gen"])
+    end = dbg.start(SHAPES["linear"], RunRequest(Q, kb="test"), ["gen"])
     dbg.set_value(end.run_id, "question", "Where was Mara Velt really born?")
     dbg.resume(end.run_id)
     record = RunRecord.from_stored(ws.store.get_run(end.run_id), ws.store.steps(end.run_id))
@@ -192,7 +192,7 @@ def test_a_paused_and_continued_run_arrives_in_phoenix_with_its_pause(phoenix, t
     ws.resources._kbs["test"] = MemoryKB("test", DOCS)
     try:
         dbg = Debugger(ws)
-        end = dbg.start(SHAPES["loop"], Q, "test", ["gen@2"])
+        end = dbg.start(SHAPES["loop"], RunRequest(Q, kb="test"), ["gen@2"])
         assert end.status == "paused"
         dbg.set_value(end.run_id, "question", "Where was Mara Velt born, again?")
         assert dbg.resume(end.run_id).status == "ok"
@@ -224,7 +224,7 @@ def test_a_paused_and_continued_run_arrives_in_phoenix_with_its_pause(phoenix, t
 def test_an_aborted_paused_run_ends_in_a_cancelled_continuation_under_its_root(traced):
     ws, memory = traced
     dbg = Debugger(ws)
-    end = dbg.start(SHAPES["loop"], Q, "test", ["gen@2"])
+    end = dbg.start(SHAPES["loop"], RunRequest(Q, kb="test"), ["gen@2"])
     dbg.abort(end.run_id, "tester")
     spans = spans_of(ws, memory, end.run_id)
     root = root_of(spans)
@@ -240,7 +240,7 @@ def test_pauses_are_stored_and_sent_after_the_fact_as_the_same_events(traced):
     from service.telemetry import record_of
     ws, memory = traced
     dbg = Debugger(ws)
-    end = dbg.start(SHAPES["loop"], Q, "test", ["gen@2", "judge@3?len(drafts) >= 1"])
+    end = dbg.start(SHAPES["loop"], RunRequest(Q, kb="test"), ["gen@2", "judge@3?len(drafts) >= 1"])
     dbg.set_value(end.run_id, "question", "Where was Mara Velt born, again?")
     end = dbg.resume(end.run_id, "step")              # pauses once more, before the judge
     assert end.status == "paused"
@@ -267,7 +267,7 @@ def test_a_paused_run_sent_now_carries_its_pause_still_open(traced):
     from service.telemetry import record_of
     ws, _ = traced
     dbg = Debugger(ws)
-    end = dbg.start(SHAPES["loop"], Q, "test", ["gen@2"])
+    end = dbg.start(SHAPES["loop"], RunRequest(Q, kb="test"), ["gen@2"])
     spans = build_spans([record_of(ws, end.run_id)])
     root = root_of(spans)
     (mark,) = events(root, "pause")                  # the node it waits at has not run: the root
@@ -280,7 +280,7 @@ def test_an_aborted_runs_last_pause_is_on_its_root_live_and_after_the_fact(trace
     from service.telemetry import record_of
     ws, memory = traced
     dbg = Debugger(ws)
-    end = dbg.start(SHAPES["loop"], Q, "test", ["gen@2"])
+    end = dbg.start(SHAPES["loop"], RunRequest(Q, kb="test"), ["gen@2"])
     dbg.abort(end.run_id, "tester")
     for spans in (spans_of(ws, memory, end.run_id), build_spans([record_of(ws, end.run_id)])):
         root = root_of(spans)
