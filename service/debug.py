@@ -59,10 +59,10 @@ __all__ = ["BreakpointError", "CheckpointMissing", "Debugger", "EditError", "Not
 
 @dataclass
 class PausedRun:
-    """What the Run page shows of a debugged run."""
+    """What the Run page shows of a debugged run's debugging: its breakpoints, edits and pause.
+    What ran and how it ended is the stored run's (`ws.store.get_run`), not copied here."""
 
     run_id: str
-    flow_name: str
     question: str
     status: str
     breakpoints: list[Breakpoint]
@@ -72,7 +72,6 @@ class PausedRun:
     pause: Pause | None = None
     #: the steps recorded so far (the memory diff the replay draws)
     steps: int = 0
-    answer: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -202,10 +201,9 @@ class Debugger:
                 pause = self._pause(run.spec, run.id, st.pause)
             except CheckpointMissing:
                 pause = None
-        return PausedRun(run_id=run.id, flow_name=run.flow_name, question=run.question,
-                         status=run.status, breakpoints=as_breakpoints(st.breakpoints),
-                         edits=st.edits, pauses=st.pauses, pause=pause,
-                         steps=run.steps, answer=run.answer)
+        return PausedRun(run_id=run.id, question=run.question, status=run.status,
+                         breakpoints=as_breakpoints(st.breakpoints), edits=st.edits,
+                         pauses=st.pauses, pause=pause, steps=run.steps)
 
     def require_paused(self, run_id: str, doing: str = "use") -> tuple[PausedRun, Pause]:
         view = self.show(run_id)

@@ -141,9 +141,6 @@ KNOWN_RUN_COPIES = {
     "storage/repo.py:RunInfo": "storage's stored run as the Studio pages read it (by these names, "
                                "with datetimes, the spec and memory); `finished()` gives its "
                                "FinishedRun, which telemetry and the evaluation read",
-    "service/debug.py:PausedRun": "a debugged run's view while it is paused (not finished: its "
-                                  "breakpoints, edits and checkpoint), read by these names by the "
-                                  "CLI, the Run page and about 120 test lines",
 }
 
 
