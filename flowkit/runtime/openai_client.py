@@ -12,7 +12,12 @@ With `on_token`, `complete` asks for `stream: true` and reads the server-sent ev
 (`streaming.read_events`), handing each piece of text to the callback; it returns the same
 `Completion` as without (the text joined from the pieces, the token counts of the last chunk's
 `usage`). A server that answers a streamed request with one JSON body is read as such: its text
-is handed out as one piece.
+is handed out as one piece. A stream that ends without `usage` (llama-cpp-python's server, so
+`flowkit serve-model` without `--parallel`, ignores `stream_options.include_usage`) is counted by
+the client (`_stream_usage`): the prompt's tokens as the server counts them once its chat template
+is applied (the same messages asked again, unstreamed, for one token: the prompt is in the
+server's cache by then), the answer's by tokenizing its text (`count_tokens`); so a streamed call
+records the tokens an unstreamed one does, not 0.
 """
 from __future__ import annotations
 
@@ -56,6 +61,7 @@ class OpenAICompatibleLLM:
         self._token = settings.api_key if token is None else token
         self._tokenize_ok: bool | None = None    # unknown until the first count
         self._tokenize_route = ""
+        self._added_tokens: int | None = None   # what tokenizing adds to any text (a BOS)
         self._parallel: tuple[int | None] | None = None   # not asked yet
         self._parallel_lock = threading.Lock()
 
@@ -183,6 +189,8 @@ class OpenAICompatibleLLM:
             raise LLMServerError(f"LLM server {self.base_url} answered without choices[0].message: "
                                  f"{str(data)[:200]}") from err
         usage = data.get("usage") or {}
+        if pieces is not None and not usage:      # the time above is the answer's alone
+            usage = self._stream_usage(body, text, timeout_s or self.timeout_s)
         lp = None
         if logprobs and choice.get("logprobs"):
             lp = [(str(c["token"]), float(c["logprob"]))
@@ -195,6 +203,39 @@ class OpenAICompatibleLLM:
                           completion_tokens=int(usage.get("completion_tokens", 0)), ms=ms,
                           finish_reason=choice.get("finish_reason") or "stop", logprobs=lp)
 
+
+    def _stream_usage(self, body: dict[str, Any], text: str, timeout_s: float) -> dict[str, int]:
+        """The token counts of a streamed answer whose server sent none: the prompt's from the
+        same request unstreamed for one token (its `usage.prompt_tokens`: the prompt as the
+        server's chat template renders it, which only the server knows; the prompt is already in
+        its cache, so this costs about one token), the completion's by tokenizing `text` (less
+        what tokenizing adds to any text: a BOS). Where the server cannot answer that request,
+        the prompt is counted from the messages' text."""
+        probe = {k: v for k, v in body.items()
+                 if k not in ("stream", "stream_options", "logprobs", "top_logprobs")}
+        probe["max_tokens"] = 1
+        try:
+            usage = self._post(self.base_url + "/chat/completions", probe,
+                               min(timeout_s, 60.0)).get("usage") or {}
+            prompt = int(usage.get("prompt_tokens") or 0)
+        except (LLMServerError, ContextOverflowError, ValueError, TypeError):
+            prompt = 0
+        if prompt <= 0:
+            prompt = self._count_text("\n".join(str(m["content"]) for m in body["messages"]))
+        return {"prompt_tokens": prompt, "completion_tokens": self._count_text(text)}
+
+    def _count_text(self, text: str) -> int:
+        """The tokens of `text` alone (`count_tokens` less the tokens tokenizing adds to any
+        text, asked once); 0 for no text."""
+        if not text:
+            return 0
+        n = self.count_tokens(text)
+        if self._tokenize_ok and self._added_tokens is None:
+            try:
+                self._added_tokens = self.count_tokens("")
+            except LLMServerError:
+                self._added_tokens = 0
+        return max(1, n - (self._added_tokens or 0)) if self._tokenize_ok else n
 
     def _stream(self, body: dict[str, Any], timeout_s: float, pieces: PieceStream) -> dict[str, Any]:
         """A streamed chat completion read event by event, assembled into the shape of a whole
