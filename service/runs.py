@@ -131,7 +131,7 @@ def fork_view(ws: Workspace, run: RunInfo, run_steps: Sequence[StepEvent]) -> Fo
         parent, before = None, []
     own = own_figures(run_steps)
     prior = own_figures(before[:k]) if before else Figures(
-        k, max(run.llm_calls - own.llm_calls, 0), max(run.tokens - own.tokens, 0))
+        k, max(run.cost.calls - own.llm_calls, 0), max(run.cost.tokens - own.tokens, 0))
     memory: list[tuple[str, Any, Any]] = []
     params: list[tuple[str, str, Any, Any]] = []
     if before and k < len(before) and run_steps:

@@ -63,9 +63,8 @@ class RunInfo:
     error: str | None
     halt_reason: str | None
     steps: int
-    llm_calls: int
-    tokens: int
-    ms: float
+    #: what computing the run cost (calls served from the cache at their original cost)
+    cost: Cost
     model_id: str
     model_hash: str
     settings: dict[str, Any]
@@ -78,23 +77,21 @@ class RunInfo:
     started_at: datetime
     ended_at: datetime | None
     children: list[str] = field(default_factory=list)
-    #: the wall time the run took; `ms` is its cost (cached calls at their original cost)
+    #: the wall time the run took; `cost.ms` is the model's (cached calls at their original)
     wall_ms: float | None = None
-    #: model calls served from the completion cache
-    cached_calls: int = 0
 
     def finished(self) -> FinishedRun:
         """This run as flowkit describes a finished run (flowkit.run_record); one not ended
         yet ends at its start plus the time it took."""
         began = epoch(self.started_at)
         ended = (epoch(self.ended_at) if self.ended_at
-                 else began + (self.wall_ms or self.ms) / 1000.0)
+                 else began + (self.wall_ms or self.cost.ms) / 1000.0)
         return FinishedRun(run_id=self.id, flow_name=self.flow_name, flow_version=self.flow_version,
                            question=self.question, answer=self.answer, status=self.status,
                            started_at=began, ended_at=ended, kb=self.kb, model_id=self.model_id,
                            model_hash=self.model_hash, error=self.error,
                            halt_reason=self.halt_reason,
-                           cost=Cost(self.llm_calls, self.cached_calls, self.tokens, self.ms),
+                           cost=self.cost,
                            wall_ms=self.wall_ms, citations=tuple(self.citations),
                            parent_run_id=self.parent_run_id, parent_step=self.parent_step,
                            eval_id=self.eval_id)
@@ -103,13 +100,13 @@ class RunInfo:
 def _run_info(r: RunRow) -> RunInfo:
     return RunInfo(id=r.id, flow_name=r.flow_name, flow_version=r.flow_version, question=r.question,
                    kb=r.kb, status=r.status, answer=r.answer, citations=list(r.citations or []),
-                   error=r.error, halt_reason=r.halt_reason, steps=r.steps, llm_calls=r.llm_calls,
-                   tokens=r.tokens, ms=r.ms, model_id=r.model_id, model_hash=r.model_hash,
+                   error=r.error, halt_reason=r.halt_reason, steps=r.steps,
+                   cost=Cost(r.llm_calls, int(r.cached_calls or 0), r.tokens, r.ms),
+                   model_id=r.model_id, model_hash=r.model_hash,
                    settings=dict(r.settings or {}), spec=dict(r.spec or {}),
                    operator_versions=dict(r.operator_versions or {}), memory=dict(r.memory or {}),
                    parent_run_id=r.parent_run_id, parent_step=r.parent_step, eval_id=r.eval_id,
-                   started_at=r.started_at, ended_at=r.ended_at, wall_ms=r.wall_ms,
-                   cached_calls=int(r.cached_calls or 0))
+                   started_at=r.started_at, ended_at=r.ended_at, wall_ms=r.wall_ms)
 
 
 def ended_values(result: RunEnd) -> dict[str, Any]:

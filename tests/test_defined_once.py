@@ -30,12 +30,9 @@ COST_PARTS = {
     "tokens": re.compile(r"^(\w+_)?tokens$"),
     "ms": re.compile(r"^(?!saved_|wall_)(\w+_)?ms$"),
 }
-#: Records left with their own cost fields, each with why; remove an entry once it holds a Cost.
-KNOWN_COST_COPIES = {
-    "storage/repo.py:RunInfo": "storage's plain copy of a stored run, the fields RunEnd's saved "
-                               "form has (the Studio pages read them by these names; its "
-                               "`finished()` holds them as a Cost)",
-}
+#: Records left with their own cost fields, each with why; remove an entry once it holds a Cost
+#: (none left: the engine's RunEnd and storage's RunInfo hold one too).
+KNOWN_COST_COPIES: dict[str, str] = {}
 #: Hand-written judge intervals left in place, each with why (none left: `flowkit judge`'s
 #: console table now shows `judge_interval` too).
 KNOWN_JUDGE_FORMATTERS: dict[str, str] = {}

@@ -139,8 +139,9 @@ HOW_IT_ENDED = {"status", "answer", "citations", "error", "halt_reason"}
 #: (or is) a FinishedRun
 KNOWN_RUN_COPIES = {
     "storage/repo.py:RunInfo": "storage's stored run as the Studio pages read it (by these names, "
-                               "with datetimes, the spec and memory); `finished()` gives its "
-                               "FinishedRun, which telemetry and the evaluation read",
+                               "with datetimes, the spec, settings and memory; its cost a Cost); "
+                               "`finished()` gives its FinishedRun, which telemetry and the "
+                               "evaluation read",
 }
 
 

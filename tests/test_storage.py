@@ -72,7 +72,7 @@ def test_run_and_steps_are_stored(store):
                       RunHooks(sink=MultiSink(store.sink(), listed)))
     run = store.get_run(result.run_id)
     assert run.status == "ok" and run.answer == "Tessel" and run.flow_version == 3
-    assert run.tokens == result.cost.tokens > 0 and run.llm_calls == 1
+    assert run.cost.tokens == result.cost.tokens > 0 and run.cost.calls == 1
     assert run.spec["nodes"][0]["params"]["top_k"] == 5          # resolved with defaults
     assert run.operator_versions == {"retrieval.bm25": "1", "generation.answer": "2"}
     steps = store.steps(run.id)

@@ -227,16 +227,16 @@ def totals(run: RunInfo, steps: list[StepEvent] | None = None) -> dict[str, Any]
     A fork's stored calls and tokens also count its parent's part before the fork point (its
     budget); with `steps` (the run's own), a fork's figures are its own, the parent's part shown
     apart (service.runs.fork_view)."""
-    calls, tokens = run.llm_calls, run.tokens
+    calls, tokens = run.cost.calls, run.cost.tokens
     if run.parent_run_id and steps is not None:
         own = own_figures(steps)
         calls, tokens = own.llm_calls, own.tokens
     out: dict[str, Any] = {"Steps": run.steps, "LLM calls": calls, "Tokens": tokens}
-    if not run.cached_calls:
-        out["Seconds"] = round((run.ms or 0) / 1000, 1)
+    if not run.cost.cached:
+        out["Seconds"] = round((run.cost.ms or 0) / 1000, 1)
         return out
-    out["Calls from cache"] = run.cached_calls
-    out["Cost (s)"] = round((run.ms or 0) / 1000, 1)
+    out["Calls from cache"] = run.cost.cached
+    out["Cost (s)"] = round((run.cost.ms or 0) / 1000, 1)
     out["Wall time (s)"] = round((run.wall_ms or 0) / 1000, 1)
     return out
 

@@ -237,7 +237,7 @@ def test_a_fork_shows_what_it_changed_and_its_own_figures_apart_from_the_parents
     assert view.own.llm_calls == sum(len(s.llm_calls) for s in own_steps) == 1
     parent_steps = ws.store.steps(parent.id)
     assert view.parent.tokens == parent_steps[0].tokens          # the parent's step 0, apart
-    assert view.own.tokens + view.parent.tokens == child.tokens  # and they add up to the budget
+    assert view.own.tokens + view.parent.tokens == child.cost.tokens  # and they add up to the budget
 
     at = _open(child.id, step="0")
     metrics = {m.label: m.value for m in at.metric}

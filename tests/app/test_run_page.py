@@ -294,6 +294,7 @@ def test_cut_answer_reads_which_limit_stopped_the_answer():
     node's limit was reached, else by the context."""
     from datetime import datetime
 
+    from flowkit.cost import Cost
     from flowkit.trace import LLMCall, StepEvent
     from storage.repo import RunInfo
     from studio.run.runview import CutAnswer, cut_answer
@@ -301,7 +302,7 @@ def test_cut_answer_reads_which_limit_stopped_the_answer():
     spec = {"nodes": [{"id": "gen", "operator": "generation.answer", "params": {}}]}
 
     def case(completion: str, answer: str, tokens: int, reason: str = "length"):
-        run = RunInfo("r", "f", None, "q", "", "ok", answer, [], None, None, 1, 1, tokens, 1.0,
+        run = RunInfo("r", "f", None, "q", "", "ok", answer, [], None, None, 1, Cost(1, 0, tokens, 1.0),
                       "m", "h", {}, spec, {}, {}, None, None, None, datetime.now(), None)
         step = StepEvent("r", 0, "gen", "generation.answer", 1, {}, {"answer": answer},
                          [LLMCall("p", completion, 9, tokens, 1.0, finish_reason=reason)])

@@ -42,9 +42,9 @@ def test_a_paused_run_is_stored_and_continues_under_the_same_id(ws: Workspace):
     assert [c.prompt for s in steps for c in s.llm_calls] == \
         [c.prompt for s in steps0 for c in s.llm_calls]
     run = ws.store.get_run(end.run_id)
-    assert (run.status, run.answer, run.steps, run.llm_calls, run.tokens) == (
+    assert (run.status, run.answer, run.steps, run.cost.calls, run.cost.tokens) == (
         "ok", ws.store.get_run(straight.run_id).answer, len(steps0), 4,
-        ws.store.get_run(straight.run_id).tokens)
+        ws.store.get_run(straight.run_id).cost.tokens)
     assert dbg.show(end.run_id).pause is None and dbg.show(end.run_id).pauses == 1
     assert (steps[4].node_id, steps[4].visit) == ("gen", 2)
     assert steps[4].llm_calls[0].prompt == nxt.prompt      # the previewed prompt is what ran
@@ -298,15 +298,15 @@ def test_a_continue_whose_process_dies_leaves_the_run_paused_where_it_was(tmp_pa
     with pytest.raises(KeyboardInterrupt):
         Debugger(ws).resume(end.run_id, hooks=RunHooks(sink=Dies()))  # type: ignore[arg-type]
     half = ws.store.get_run(end.run_id)
-    assert half.status == "running" and half.steps == paused.steps + 1 and half.llm_calls > paused.llm_calls
+    assert half.status == "running" and half.steps == paused.steps + 1 and half.cost.calls > paused.cost.calls
     ws.close()                                                 # its process is gone
     with ws.store.engine.begin() as conn:
         conn.execute(update(RunRow).where(RunRow.id == end.run_id).values(
             owner=None, pid=0, host="elsewhere", lease_until=utcnow()))
     again = make_workspace(tmp_path)                           # the next process marks it
     back = again.store.get_run(end.run_id)
-    assert (back.status, back.steps, back.llm_calls, back.tokens) == \
-        ("paused", paused.steps, paused.llm_calls, paused.tokens)
+    assert (back.status, back.steps, back.cost.calls, back.cost.tokens) == \
+        ("paused", paused.steps, paused.cost.calls, paused.cost.tokens)
     assert len(again.store.steps(end.run_id)) == paused.steps
     done = Debugger(again).resume(end.run_id)
     straight = again.run(SHAPES["loop"], RunRequest(Q, kb="test"))
@@ -315,5 +315,5 @@ def test_a_continue_whose_process_dies_leaves_the_run_paused_where_it_was(tmp_pa
     assert [(s.node_id, s.visit) for s in steps] == [(s.node_id, s.visit) for s in steps0]
     assert [s.index for s in steps] == list(range(len(steps)))
     run = again.store.get_run(end.run_id)
-    assert (run.llm_calls, run.tokens) == (again.store.get_run(straight.run_id).llm_calls,
-                                           again.store.get_run(straight.run_id).tokens)
+    assert (run.cost.calls, run.cost.tokens) == (again.store.get_run(straight.run_id).cost.calls,
+                                                 again.store.get_run(straight.run_id).cost.tokens)
