@@ -110,12 +110,9 @@ def _run_info(r: RunRow) -> RunInfo:
 
 
 def ended_values(result: RunEnd) -> dict[str, Any]:
-    """The run row's values that a RunEnd sets (a run's end, a debugged run's pause)."""
-    return {"status": result.status, "answer": result.answer, "citations": result.citations,
-            "error": result.error, "halt_reason": result.halt_reason, "steps": result.steps,
-            "llm_calls": result.cost.calls, "tokens": result.cost.tokens, "ms": result.cost.ms,
-            "wall_ms": result.wall_ms, "cached_calls": result.cost.cached,
-            "memory": result.memory}
+    """The run row's values that a RunEnd sets (a run's end, a debugged run's pause): its saved
+    form (RunEnd.to_dict, whose keys are the row's columns) but the id."""
+    return {k: v for k, v in result.to_dict().items() if k != "run_id"}
 
 
 def _step_event(s: StepRow) -> StepEvent:
