@@ -10,9 +10,11 @@ cap (413 past it), and a body that is not one JSON object, asks for `max_tokens`
 numbers the worker would refuse (`worker_requests.generation_limits`), or is not a valid request
 is answered 400 with an OpenAI-shaped JSON error (the library answers 500 with a traceback, and
 takes NaN or a negative `max_tokens`). serve-model's own rules come on top (`serve_limits`: `n` 1,
-a chat's `messages` not empty, `logit_bias` keyed by this model's token ids, `min_p` 0..1), and the
-generation requests let through are bounded: past `parallel + max_queue` in flight a new one is
-503 with `Retry-After` at once, instead of waiting behind hundreds. This server, not the model
+a chat's `messages` not empty, `logit_bias` keyed by this model's token ids, `min_p` 0..1;
+`max_completion_tokens`, OpenAI's newer name that the library ignores, is read as `max_tokens`:
+`max_tokens_by_its_old_name`), and the generation requests let through are bounded: past
+`parallel + max_queue` in flight a new one is 503 with `Retry-After` at once, instead of waiting
+behind hundreds. This server, not the model
 worker's HTTP
 surface, because clients of an external server expect the whole OpenAI API (streaming, several
 messages) and the server engines' tests compare against llama-cpp-python's own routes.
@@ -118,6 +120,8 @@ class ValidatedRequests:
         generation = path in self.generation
         try:
             body = await _read_body(scope, receive, self.max_body)
+            if generation:
+                body = max_tokens_by_its_old_name(body)
             model = self.models.get(path)
             if model is not None:
                 _check(model, body, path, self.n_ctx if generation else None, self.n_vocab)
@@ -197,6 +201,27 @@ async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
         if not message.get("more_body"):
             break
     return b"".join(chunks)
+
+
+def max_tokens_by_its_old_name(body: bytes) -> bytes:
+    """`body` with OpenAI's newer name for `max_tokens`, `max_completion_tokens` (what LangChain's
+    `ChatOpenAI` sends, and the openai package where a caller uses it), renamed `max_tokens`:
+    llama-cpp-python knows only the old name and ignored the new one, so such a request ran to
+    the end of the context. Both names with different numbers is a 400 naming the new one; a
+    body without the new name is handed back as it came."""
+    if b"max_completion_tokens" not in body:
+        return body
+    data = parse_body(body)
+    if "max_completion_tokens" not in data:
+        return body
+    limit = data.pop("max_completion_tokens")
+    if limit is not None:
+        if data.get("max_tokens") not in (None, limit):
+            raise _FieldProblem(f"max_completion_tokens: {json.dumps(limit)[:40]} differs from "
+                                f"max_tokens {json.dumps(data['max_tokens'])[:40]}; send one of "
+                                "them", "max_completion_tokens")
+        data["max_tokens"] = limit
+    return json.dumps(data).encode()
 
 
 def _check(model: Any, body: bytes, path: str, n_ctx: int | None, n_vocab: int | None) -> None:

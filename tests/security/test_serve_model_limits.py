@@ -319,3 +319,19 @@ def test_real_serve_model_checks_the_key_then_the_worker_rules(served: Served) -
     assert status == 400 and "Traceback" not in json.dumps(answer), answer
     status, answer = http(served.port, "POST", CHAT, b"{" + messages[:-1] + b', "max_tokens": 4}')
     assert status == 200 and answer["usage"]["completion_tokens"] <= 4, answer
+
+
+def test_max_completion_tokens_reaches_the_library_as_max_tokens() -> None:
+    """OpenAI's newer name (LangChain's ChatOpenAI sends it): llama-cpp-python ignores it and ran
+    to the end of the context; it reaches the library as `max_tokens`, checked as that is."""
+    out = call(CHAT, [chat(max_completion_tokens=5, temperature=0)])
+    assert out.status == 200 and out.reached_app is not None
+    sent = json.loads(out.reached_app)
+    assert sent["max_tokens"] == 5 and "max_completion_tokens" not in sent
+    assert json.loads(call(CHAT, [chat(max_completion_tokens=5, max_tokens=5)]).reached_app or
+                      b"{}")["max_tokens"] == 5
+    assert_refused(call(CHAT, [chat(max_completion_tokens=5, max_tokens=6)]), 400,
+                   "max_completion_tokens", "max_tokens")
+    assert_refused(call(CHAT, [chat(max_completion_tokens=N_CTX + 1)]), 400, "max_tokens")
+    body = chat(max_tokens=7)                                  # no new name: the body as it came
+    assert call(CHAT, [body]).reached_app == body
