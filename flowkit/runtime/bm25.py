@@ -9,17 +9,27 @@ from typing import Any
 
 import numpy as np
 
+from .kb_views import best_of
+
 #: Marker file of an index whose chunks hold no word at all (bm25s cannot index an empty vocabulary).
 _NO_WORDS = "no-words"
 
 
+#: hits read per chunk asked for when the index holds views (several views share one chunk)
+_VIEW_READ = 10
+
+
 class BM25Index:
-    """Lexical retrieval. `build` replaces the index; `search` returns (chunk id, score) pairs."""
+    """Lexical retrieval. `build` replaces the index; `search` returns (chunk id, score) pairs.
+
+    The index may also hold views of chunks (`flowkit.runtime.kb_views`): `build`'s `parents`
+    maps a view's id to its chunk's, and `search` returns each chunk once, at its best hit."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self._retriever: Any = None
         self._ids: list[str] = []
+        self._parents: dict[str, str] = {}
         self._lock = threading.Lock()
 
     @property
@@ -27,12 +37,15 @@ class BM25Index:
         return (self.directory / "ids.json").is_file()
 
     def count(self) -> int:
-        """How many chunks the saved index holds (0 when there is none)."""
+        """How many chunks the saved index holds (0 when there is none; views not counted)."""
         if not self.exists:
             return 0
-        return len(json.loads((self.directory / "ids.json").read_text()))
+        parents = self.directory / "parents.json"
+        views = len(json.loads(parents.read_text())) if parents.is_file() else 0
+        return len(json.loads((self.directory / "ids.json").read_text())) - views
 
-    def build(self, ids: list[str], texts: list[str]) -> None:
+    def build(self, ids: list[str], texts: list[str],
+              parents: dict[str, str] | None = None) -> None:
         import bm25s
         retriever = bm25s.BM25()
         tokens = bm25s.tokenize(texts, stopwords="en", show_progress=False) if texts else None
@@ -47,15 +60,20 @@ class BM25Index:
         else:
             (tmp / _NO_WORDS).write_text("")
         (tmp / "ids.json").write_text(json.dumps(ids))
+        if parents:
+            (tmp / "parents.json").write_text(json.dumps(parents))
         with self._lock:
             shutil.rmtree(self.directory, ignore_errors=True)
             tmp.replace(self.directory)
             self._retriever, self._ids = (retriever if indexed else None), list(ids)
+            self._parents = dict(parents or {})
 
     def _load(self) -> None:
         if self._retriever is None and self.exists and not (self.directory / _NO_WORDS).exists():
             import bm25s
             self._ids = json.loads((self.directory / "ids.json").read_text())
+            parents = self.directory / "parents.json"
+            self._parents = json.loads(parents.read_text()) if parents.is_file() else {}
             if self._ids:
                 self._retriever = bm25s.BM25.load(str(self.directory))
 
@@ -68,10 +86,10 @@ class BM25Index:
             tokens = bm25s.tokenize([query], stopwords="en", show_progress=False)
             if not tokens.vocab:
                 return []
-            k = min(k, len(self._ids))
+            wanted = k
+            k = min(k * _VIEW_READ if self._parents else k, len(self._ids))
             docs, scores = self._retriever.retrieve(tokens, k=k, show_progress=False)
-        out = []
-        for idx, score in zip(np.asarray(docs)[0], np.asarray(scores)[0]):
-            if float(score) > 0:
-                out.append((self._ids[int(idx)], float(score)))
-        return out
+            parents = self._parents
+        hits = [(self._ids[int(idx)], float(score))
+                for idx, score in zip(np.asarray(docs)[0], np.asarray(scores)[0]) if float(score) > 0]
+        return best_of(hits, parents, wanted) if parents else hits

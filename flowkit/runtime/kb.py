@@ -20,6 +20,7 @@ from ..memory import Doc
 from .bm25 import BM25Index
 from .docfiles import read_documents  # noqa: F401  (re-exported: flowkit.ingest uses it)
 from .embed import Embedder
+from .kb_views import best_of, has_views, views_of
 from .kblock import is_held, kb_write_lock
 from .vectorstore import ChromaStore
 
@@ -72,6 +73,8 @@ class KnowledgeBase:
         self.store = store
         self.embedder = embedder
         self.bm25 = BM25Index(self.dir / "bm25")
+        #: views (and of them table rows) in the BM25 index after the last rebuild (kb_views)
+        self.bm25_views = self.bm25_row_views = 0
         self._lock = threading.Lock()
         self._changing = False
 
@@ -173,21 +176,45 @@ class KnowledgeBase:
                 vecs = self.embedder.embed([c.embedded_text() for c in part])
                 metas = [_clean_meta(c.meta) for c in part]
                 self.store.upsert(self.name, [c.id for c in part], vecs, [c.text for c in part], metas)
+                self._add_row_views(part, metas)
                 done += len(part)
                 if progress:
                     progress(done, len(chunks))
             documents = self.rebuild_bm25()
             # meta.json is written last: a KB whose ingest failed midway is not listed
             self.update_meta(name=self.name, chunks=self.count(), documents=documents,
-                             embedder=self.embedder.model_id,
+                             embedder=self.embedder.model_id, views=self.bm25_views,
+                             row_views=self.bm25_row_views,
                              **({"state": INCOMPLETE} if self._changing else {}))
         return len(chunks)
 
+    def _add_row_views(self, part: list[Chunk], metas: list[dict[str, Any]]) -> None:
+        """Embed and store the table-row views of these chunks (kb_views), replacing any views
+        they had: a later row of a long table lies past what the chunk's embedding read."""
+        with_views = [c.id for c in part if has_views(c.meta)]
+        if not with_views:
+            return
+        self.store.drop_views_of(self.name, with_views)
+        by_id = {c.id: (c, m) for c, m in zip(part, metas)}
+        rows = [v for v in views_of((c.id, c.text, c.meta) for c in part) if v.row]
+        if rows:
+            vecs = self.embedder.embed([by_id[v.parent][0].context + "\n" + v.text for v in rows])
+            self.store.upsert(self.name, [v.id for v in rows], vecs, [v.text for v in rows],
+                              [{**by_id[v.parent][1], "parent": v.parent} for v in rows],
+                              views=True)
+
     def rebuild_bm25(self) -> int:
-        """Rebuild the BM25 index from every stored chunk; returns how many documents they
-        come from (distinct `doc_id`s: the whole knowledge base, not just the last files)."""
+        """Rebuild the BM25 index from every stored chunk and its views (kb_views); returns how
+        many documents the chunks come from (distinct `doc_id`s: the whole knowledge base, not
+        just the last files)."""
         rows = self.store.get(self.name)
-        self.bm25.build([r[0] for r in rows], [_bm25_text(r[1], r[2]) for r in rows])
+        views = views_of((r[0], r[1], r[2]) for r in rows)
+        meta = {r[0]: r[2] for r in rows}
+        self.bm25.build([r[0] for r in rows] + [v.id for v in views],
+                        [_bm25_text(r[1], r[2]) for r in rows]
+                        + [_bm25_text(v.text, meta[v.parent]) for v in views],
+                        {v.id: v.parent for v in views})
+        self.bm25_views, self.bm25_row_views = len(views), sum(v.row for v in views)
         return len({str((r[2] or {}).get("doc_id") or r[0]) for r in rows})
 
     def drop(self) -> None:
@@ -198,10 +225,34 @@ class KnowledgeBase:
 
     # ---- reading --------------------------------------------------------------------------
     def dense(self, query: str, k: int, where: dict[str, Any] | None = None) -> list[Doc]:
+        """The k chunks nearest the query, each at the best of its own and its row views'
+        similarity (a knowledge base without views: its chunks' alone)."""
         self._require_complete()
         vec = self.embedder.embed_one(query)
-        return [_doc(cid, text, meta, score)
-                for cid, score, text, meta in self.store.query(self.name, vec, k, where)]
+        hits = self.store.query(self.name, vec, k, where)
+        views = self._row_view_hits(vec, k * 3, where)
+        if not views:
+            return [_doc(cid, text, meta, score) for cid, score, text, meta in hits]
+        docs = {cid: (text, meta) for cid, _, text, meta in hits}
+        ranked = sorted([(cid, score) for cid, score, _, _ in hits] + views, key=lambda h: -h[1])
+        best = best_of(ranked, {}, k)
+        missing = [c for c, _ in best if c not in docs]
+        if missing:
+            docs.update({cid: (text, meta) for cid, text, meta in
+                         self.store.get(self.name, ids=missing)})
+        return [_doc(cid, *docs[cid], score) for cid, score in best if cid in docs]
+
+    def _row_view_hits(self, vec: Any, k: int,
+                       where: dict[str, Any] | None) -> list[tuple[str, float]]:
+        """(chunk id, similarity) of the k row views nearest `vec`; none for a knowledge base
+        without them (made before views, or of fixed windows)."""
+        if not self.meta().get("row_views"):
+            return []
+        try:
+            found = self.store.query(self.name, vec, k, where, views=True)
+        except ResourceError:                # ingested before views were embedded
+            return []
+        return [(str(meta.get("parent", vid)), score) for vid, score, _, meta in found]
 
     def lexical(self, query: str, k: int, where: dict[str, Any] | None = None) -> list[Doc]:
         self._require_complete()

@@ -18,12 +18,15 @@ from ..errors import ResourceError
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 
-def collection_name(kb: str) -> str:
-    return f"kb_{kb}"
+def collection_name(kb: str, views: bool = False) -> str:
+    """kb_<name> holds a knowledge base's chunks; kv_<name> the embedded views of its chunks
+    (flowkit.runtime.kb_views). No knowledge base name makes one collection's name the other's."""
+    return f"kv_{kb}" if views else f"kb_{kb}"
 
 
 class ChromaStore:
-    """Collections named kb_<name>, cosine space, our own vectors."""
+    """Collections named kb_<name> (and kv_<name> for views), cosine space, our own vectors.
+    `views=True` addresses a knowledge base's views instead of its chunks."""
 
     def __init__(self, path: Path | None = None, host: str = "", port: int = 8000) -> None:
         self.path, self.host, self.port = path, host, port
@@ -60,9 +63,9 @@ class ChromaStore:
                     raise ResourceError(f"cannot open Chroma at {where}: {err}") from err
             return self._client
 
-    def collection(self, kb: str, create: bool = False) -> Any:
+    def collection(self, kb: str, create: bool = False, views: bool = False) -> Any:
         client = self.client()
-        name = collection_name(kb)
+        name = collection_name(kb, views)
         if create:
             return client.get_or_create_collection(name, embedding_function=None,
                                                    metadata={"hnsw:space": "cosine"})
@@ -73,19 +76,35 @@ class ChromaStore:
                                 f"(flowkit ingest --kb {kb} FILE)") from err
 
     def drop(self, kb: str) -> None:
-        try:
-            self.client().delete_collection(collection_name(kb))
-        except Exception:  # noqa: BLE001 - absent is fine
-            pass
+        """Delete the knowledge base's chunks and views."""
+        for views in (False, True):
+            try:
+                self.client().delete_collection(collection_name(kb, views))
+            except Exception:  # noqa: BLE001 - absent is fine
+                pass
 
     def upsert(self, kb: str, ids: list[str], vectors: np.ndarray, texts: list[str],
-               metas: list[dict[str, Any]]) -> None:
-        col = self.collection(kb, create=True)
+               metas: list[dict[str, Any]], views: bool = False) -> None:
+        col = self.collection(kb, create=True, views=views)
         col.upsert(ids=ids, embeddings=vectors.tolist(), documents=texts, metadatas=metas)
 
-    def query(self, kb: str, vector: np.ndarray, k: int,
-              where: dict[str, Any] | None = None) -> list[tuple[str, float, str, dict[str, Any]]]:
-        col = self.collection(kb)
+    def drop_views_of(self, kb: str, parents: list[str]) -> None:
+        """Delete the views of these chunks (before their new views are stored)."""
+        try:
+            col = self.collection(kb, views=True)
+        except ResourceError:
+            return                                   # no views yet
+        col.delete(where={"parent": {"$in": parents}})
+
+    def has_views(self, kb: str) -> bool:
+        try:
+            return int(self.collection(kb, views=True).count()) > 0
+        except ResourceError:
+            return False
+
+    def query(self, kb: str, vector: np.ndarray, k: int, where: dict[str, Any] | None = None,
+              views: bool = False) -> list[tuple[str, float, str, dict[str, Any]]]:
+        col = self.collection(kb, views=views)
         n = col.count()
         if n == 0:
             return []
