@@ -102,3 +102,55 @@ def test_timeout_and_unreachable(server) -> None:
     dead = OpenAICompatibleLLM(LLMSettings(backend="openai", base_url="http://127.0.0.1:9/v1"))
     with pytest.raises(LLMUnreachable, match="unreachable"):
         dead.complete("x")
+
+
+class _NoUsageStream(_Script):
+    """A server like llama-cpp-python's: a stream without `usage`, a whole answer with it, and
+    /tokenize that puts a BOS before the words of the text."""
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.seen.append({"path": self.path, "body": body})
+        if self.path == "/tokenize":
+            reply: Any = {"tokens": [1] + [7] * len(body["content"].split())}
+        elif body.get("stream"):
+            events = [{"choices": [{"delta": {"content": p}, "finish_reason": None}]}
+                      for p in ("Paris", " is", " the", " capital")]
+            events.append({"choices": [{"delta": {}, "finish_reason": "length"}]})
+            raw = "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode() + \
+                b"data: [DONE]\n\n"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+            return
+        else:   # the same prompt asked again for one token: the server's own count of it
+            reply = {"choices": [{"message": {"content": "Paris"}, "finish_reason": "length"}],
+                     "usage": {"prompt_tokens": 31, "completion_tokens": body["max_tokens"]}}
+        raw = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+
+def test_a_stream_without_usage_is_counted_by_the_client() -> None:
+    """llama-cpp-python's server (serve-model without --parallel) ignores
+    stream_options.include_usage: the prompt's tokens are the server's count for the same
+    request unstreamed for one token, the answer's its text tokenized less the BOS."""
+    handler = type("Handler", (_NoUsageStream,), {"replies": {}, "seen": []})
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        llm = OpenAICompatibleLLM(LLMSettings(backend="openai", model_name="m",
+                                              base_url=f"http://127.0.0.1:{srv.server_address[1]}/v1"))
+        pieces: list[str] = []
+        out = llm.complete("Capital of France?", max_tokens=4, on_token=pieces.append)
+    finally:
+        srv.shutdown()
+    assert out.text == "Paris is the capital" and "".join(pieces) == out.text
+    assert (out.prompt_tokens, out.completion_tokens, out.finish_reason) == (31, 4, "length")
+    streamed, probe = [s["body"] for s in handler.seen if s["path"] == "/v1/chat/completions"]
+    assert streamed["stream"] is True and "stream" not in probe and "stream_options" not in probe
+    assert probe["max_tokens"] == 1 and probe["messages"] == streamed["messages"]
