@@ -71,6 +71,7 @@ def test_ingest_run_trace_flows(tmp_path):
     assert "step 1: generate" in p.stdout and "prompt" in p.stdout and "answer" in p.stdout
     trace = json.loads(fk(tmp_path, "trace", data["run_id"], "--json").stdout)
     assert trace["steps"][1]["llm_calls"][0]["completion_tokens"] > 0
+    assert trace["run"]["llm_calls"] == 1 and trace["run"]["tokens"] > 0   # the run's cost, flat
     tpl = ROOT / "flowkit" / "templates" / "naive_rag.json"
     assert "version 1" in fk(tmp_path, "flows", "import", str(tpl), "--name", "mine").stdout
     assert "mine" in fk(tmp_path, "flows", "list").stdout

@@ -86,7 +86,11 @@ def cmd_trace(args: argparse.Namespace) -> int:
     run = ws.store.get_run(args.run_id)
     steps = ws.store.steps(run.id)
     if args.json:
-        common.out.print_json(data={"run": {k: v for k, v in run.__dict__.items() if k != "spec"} |
+        # the run's cost under the names the runs table and `trace --json` have always used
+        cost = {"llm_calls": run.cost.calls, "cached_calls": run.cost.cached,
+                "tokens": run.cost.tokens, "ms": run.cost.ms}
+        common.out.print_json(data={"run": {k: v for k, v in run.__dict__.items()
+                                            if k not in ("spec", "cost")} | cost |
                              {"started_at": str(run.started_at), "ended_at": str(run.ended_at)},
                              "steps": [s.to_dict() for s in steps]})
         return 0
