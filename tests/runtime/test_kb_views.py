@@ -41,6 +41,13 @@ def test_a_chunk_that_is_its_own_view_has_none() -> None:
     assert view_texts("Model | Weight\nK-1 | 12 kg") == []          # a header and one row
 
 
+def test_a_hostile_chunk_of_many_rows_gives_one_view_a_row_and_no_more() -> None:
+    rows = "\n".join(f"{n} | x" for n in range(5000))
+    views = view_texts("A | B\n" + rows + "\n" + "Word. " * 3000)
+    assert sum(row for _, row in views) == 5000
+    assert sum(not row for _, row in views) == 2999           # runs of two of 3,000 sentences
+
+
 def test_only_structure_chunks_get_views() -> None:
     assert has_views({"kind": "table"}) and has_views({"kind": "text"})
     assert not has_views({}) and not has_views(None) and not has_views({"title": "x"})
