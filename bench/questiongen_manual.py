@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from flowkit.eval.questiongen import manual, table_kind  # noqa: E402
-from flowkit.eval.questiongen.candidates import Candidate, Passage, order  # noqa: E402
-from flowkit.eval.questiongen.generate import read_passages  # noqa: E402
-from service.workspace import Workspace  # noqa: E402
+from flowkit.eval.questiongen import manual, table_kind
+from flowkit.eval.questiongen.candidates import Candidate, Passage, order
+from flowkit.eval.questiongen.generate import read_passages
+from service.workspace import Workspace
 
 
 def all_candidates(passages: list[Passage], seed: int) -> dict[str, list[Candidate]]:

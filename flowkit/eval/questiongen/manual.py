@@ -17,6 +17,11 @@ from the sentence itself (the default model writes vague questions and reads wel
   "Which function opens a connection?";
 - **definition**: "A savepoint is a method of creating transactions ..." -> "What is a method of
   creating transactions ...?" (the term is the answer); "X is used to Y." -> "What is used to Y?".
+- **name**: a tool a sentence names, asked in its place (`named`): "... is set by the
+  SQLITE_MAX_VARIABLE_NUMBER macro." -> "... is set by which macro?";
+- **syntax help**: a syntax line and the help sentence under it (`syntax_help`): "PRAGMA
+  freelist_count;" + "Return the number of unused pages ..." -> "Which pragma returns the number of
+  unused pages ...?".
 
 What makes a sentence unusable, each with its reason: it leans on another ("This option ...",
 "It ...", "the following": asked alone it has no one answer); it lies past what the reader is
@@ -35,6 +40,8 @@ from . import prose as P
 from .candidates import Candidate, Passage
 from .checks import PASSAGE_CHARS
 from .facts import Fact, _ask, answer_in_question, sentences, words
+from .named import name_fact
+from .syntax_help import syntax_facts
 
 #: the most words of an answer span (a default, a limit, a term)
 MAX_ANSWER_WORDS = 6
@@ -105,9 +112,34 @@ def _question(text: str) -> str:
 
 
 def _leans(question: str) -> bool:
-    """Whether a question leans on text it does not hold (a pronoun, 'the following', 'the
-    film'-like bare nouns as `prose.leans_on_context` finds them)."""
-    return bool(_LEANING & set(words(question))) or P.leans_on_context(question)
+    """Whether a question leans on text it does not hold: a pronoun, 'the following', 'the
+    film'-like bare nouns (`prose`), a demonstrative ('this mode'), or a subject that is one bare
+    noun ('The setting does not persist'; 'The page size must be ...' names its subject: in a
+    manual a common noun with its modifier is a term, so `prose`'s rule for encyclopedic subjects
+    is not applied)."""
+    return bool(_LEANING & set(words(question)) or P._BARE_THING.search(question)
+                or P._CUT_SHORT.search(question) or P._DEMONSTRATIVE.search(question)
+                or _ONE_NOUN_SUBJECT.match(question))
+
+
+def _run_together(question: str) -> bool:
+    """Whether a question holds two sentences ('... operator. 4 ...': a numbered list's next item
+    run into it) or opens with a label ('Examples: ...')."""
+    return bool(re.search(r"\.\s+[A-Z0-9]", question) or re.match(r"^\w+:", question))
+
+
+#: one-word answers in '-ed' that are a state, not a verb's participle ('measured', 'recommended')
+_STATES = {"disabled", "enabled", "unlimited", "deprecated", "unsigned", "signed", "reserved"}
+
+
+def _not_an_answer(answer: str) -> bool:
+    """Whether an answer is a bare verb form ('The default page size is recommended ...')."""
+    return bool(re.fullmatch(r"[a-z]+ed", answer)) and answer not in _STATES
+
+
+#: 'The value is ...', 'The setting can ...': the sentence before says which
+_ONE_NOUN_SUBJECT = re.compile(r"^The\s+[a-z-]+\s+(?:is|are|was|were|can|may|must|will|does|"
+                               r"do|has|have|should|cannot|might|would)\b")
 
 
 def _rest_ok(rest: str) -> bool:
@@ -145,7 +177,8 @@ def _names_what(what: str) -> bool:
 def default_fact(s: str) -> Fact | None:
     """The default's shapes: 'The default X is Y', 'X defaults to Y', 'By default, X is Y'."""
     m = re.match(r"^The default (?P<what>(?:[\w-]+ ){0,6}?[\w-]+) (?P<verb>is|are) (?P<ans>.+)$", s)
-    if m and _names_what(m.group("what")):
+    if (m and _names_what(m.group("what"))
+            and not {"that", "which", "who", "where", "when"} & set(m.group("what").split())):
         ans = short_span(m.group("ans"))
         if ans:
             return Fact(_question(f"What {m.group('verb')} the default {m.group('what')}"), ans,
@@ -303,7 +336,7 @@ def definition_fact(s: str) -> Fact | None:
 #: (a default first: 'The busy_timeout setting defaults to zero' asks "What is the default value
 #: of the busy_timeout setting?", not the vaguer "Which setting defaults to zero?")
 RULES: tuple[Callable[[str], Fact | None], ...] = (default_fact, limit_fact, command_fact,
-                                                   definition_fact)
+                                                   definition_fact, name_fact)
 
 
 def _code_like(paragraph: str) -> bool:
@@ -358,6 +391,7 @@ def manual_facts(text: str, shown_chars: int | None = PASSAGE_CHARS) -> list[Fac
         for rule in RULES:
             f = rule(s)
             if (f is None or f.question in seen or _leans(f.question) or _leans(f.answer)
+                    or _run_together(f.question) or _not_an_answer(f.answer)
                     or answer_in_question(f.question, f.answer)):
                 continue
             seen.add(f.question)
@@ -373,10 +407,11 @@ def candidates(passages: Sequence[Passage], seed: int, per_passage: int = 3
     question was dropped gets another try after every chunk has had one). Table chunks, and the
     table rows of a text chunk, are the `table` kind's. A sentence past the first
     PASSAGE_CHARS characters is asked where the reader's window shows it for its question
-    (`flowkit.operators._window.focus`). `seed` is taken for symmetry with the other kinds: the
-    order is the passages'."""
-    found = {p.chunk_id: [f for f in manual_facts(p.text, None) if _shown(p, f)]
-             for p in passages if p.kind != "table"}
+    (`flowkit.operators._window.focus`). A chunk's syntax lines with their help sentence
+    (`syntax_help`) come before its sentences' facts, asked where the window shows both the
+    sentence and the name. `seed` is taken for symmetry with the other kinds: the order is the
+    passages'."""
+    found = {p.chunk_id: _chunk_facts(p) for p in passages if p.kind != "table"}
     for r in range(per_passage):
         for p in passages:
             fs = found.get(p.chunk_id, [])
@@ -385,12 +420,23 @@ def candidates(passages: Sequence[Passage], seed: int, per_passage: int = 3
                 yield Candidate(f.question, f.answer, "manual", (p,), f.relation)
 
 
+def _chunk_facts(p: Passage) -> list[Fact]:
+    """A prose chunk's facts: its syntax lines' (`syntax_help`), then its sentences'
+    (`manual_facts`), each asked once and only where the reader's window shows it."""
+    out = [f for f in syntax_facts(p.text) if _shown(p, f, f.answer)]
+    asked = {f.question for f in out}
+    out += [f for f in manual_facts(p.text, None) if f.question not in asked and _shown(p, f)]
+    return out
+
+
 def _flat(text: str) -> str:
     return " ".join(_PARENS.sub("", text).split())
 
 
-def _shown(p: Passage, f: Fact) -> bool:
-    """Whether the reader's window on `p` for the fact's question shows the fact's sentence."""
+def _shown(p: Passage, f: Fact, also: str = "") -> bool:
+    """Whether the reader's window on `p` for the fact's question shows the fact's sentence (and
+    `also`, where the answer is not in the sentence: a syntax line's name)."""
     if len(p.text) <= PASSAGE_CHARS:
         return True
-    return _flat(f.sentence) in _flat(focus(p.text, p.kind or None, f.question, PASSAGE_CHARS))
+    seen = _flat(focus(p.text, p.kind or None, f.question, PASSAGE_CHARS))
+    return _flat(f.sentence) in seen and (not also or also in seen)
