@@ -69,6 +69,7 @@ from flowkit.eval.metrics import QuestionResult, by_type, paired_bootstrap, summ
 from flowkit.eval.runner import FlowEntry, collect_results, eval_id_for, make_plan
 from flowkit.eval.strategy import EvalRun
 from flowkit.ingest import ingest, make_chunker
+from flowkit.operators import _window
 from flowkit.operators.retrieval.search import HybridSearch
 from flowkit.runtime.kb import KnowledgeBase
 from service.evaluations import eval_repo
@@ -272,6 +273,12 @@ def kb_fingerprint(base: KnowledgeBase) -> str:
     return hashlib.sha1(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()[:12]
 
 
+def reader_fingerprint() -> str:
+    """The code that decides what a reader is shown of a chunk (flowkit.operators._window): a
+    change there gives another evaluation, not the stored one."""
+    return hashlib.sha1(Path(_window.__file__).read_bytes()).hexdigest()[:12]
+
+
 # ---- answering -----------------------------------------------------------------------------
 
 @dataclass
@@ -293,7 +300,8 @@ def answer(ws: Workspace, template: str, which: str, questions: list[dict[str, A
     base = ws.resources.kb(kb)
     flows = [FlowEntry(ref=template, spec=templates.load_template(template))]
     derived = eval_id_for(flows, "sqlite-manual", kb, None, questions)
-    eid = hashlib.sha1(f"{derived}:{kb_fingerprint(base)}".encode()).hexdigest()[:12]
+    eid = hashlib.sha1(f"{derived}:{kb_fingerprint(base)}:{reader_fingerprint()}".encode()
+                       ).hexdigest()[:12]
     plan = make_plan(flows, "sqlite-manual", questions, kb, eval_id=eid,
                      name=f"{template} on the SQLite manual ({which} ingest)")
     t0 = time.perf_counter()

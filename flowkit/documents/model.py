@@ -14,6 +14,7 @@ those chunkers and the rest of ingest have always read, with the document itself
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -23,6 +24,22 @@ STRUCTURE_KEY = "_document"
 #: How a heading path is shown and how a chunk's title joins a document and its section.
 PATH_SEP = " > "
 CELL_SEP = " | "
+
+
+def table_runs(lines: Sequence[str]) -> list[tuple[int, int]]:
+    """The runs of table lines in a chunk's `lines` (lines holding CELL_SEP, one after another),
+    as (first, past the last) indexes; a run's first line is its header."""
+    runs: list[tuple[int, int]] = []
+    i = 0
+    while i < len(lines):
+        if CELL_SEP not in lines[i]:
+            i += 1
+            continue
+        start = i
+        while i < len(lines) and CELL_SEP in lines[i]:
+            i += 1
+        runs.append((start, i))
+    return runs
 
 
 @dataclass(frozen=True)

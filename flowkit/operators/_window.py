@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..documents.model import CELL_SEP
+from ..documents.model import table_runs
 from ..text import WORD
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
@@ -42,7 +42,8 @@ def _overlap(question: set[str], text: str) -> int:
 def _table(text: str, question: set[str], max_chars: int) -> str:
     """Caption and header (the lines before the first row), then the best rows that fit."""
     lines = text.split("\n")
-    first_row = next((i for i, ln in enumerate(lines) if CELL_SEP in ln), 0)
+    runs = table_runs(lines)
+    first_row = runs[0][0] if runs else 0
     # the header row is the first line with cells; rows are the lines after it
     head, rows = lines[:first_row + 1], lines[first_row + 1:]
     budget = max_chars - len("\n".join(head))

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..documents.model import CELL_SEP
+from ..documents.model import table_runs
 from ..text import split_sentences
 
 #: sentences in one prose view
@@ -51,20 +51,13 @@ def _table_views(lines: Sequence[str]) -> tuple[list[str], set[int]]:
     """Row views of every run of table lines in `lines` and the indexes of the lines used."""
     views: list[str] = []
     used: set[int] = set()
-    i = 0
-    while i < len(lines):
-        if CELL_SEP not in lines[i]:
-            i += 1
-            continue
-        start = i
-        while i < len(lines) and CELL_SEP in lines[i]:
-            i += 1
-        header, rows = lines[start], lines[start + 1:i]
+    for start, end in table_runs(lines):
+        header, rows = lines[start], lines[start + 1:end]
         above = lines[start - 1].strip() if start > 0 else ""
         caption = above if above and len(above.split()) <= CAPTION_MAX_WORDS else ""
         head = f"{caption}\n{header}" if caption else header
         views.extend(f"{head}\n{row}" for row in rows if row.strip())
-        used.update(range(start - (1 if caption else 0), i))
+        used.update(range(start - (1 if caption else 0), end))
     return views, used
 
 
