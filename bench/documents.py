@@ -264,12 +264,14 @@ def findable(ws: Workspace, kb: str, questions: Sequence[dict[str, Any]]) -> dic
 
 
 def kb_fingerprint(base: KnowledgeBase) -> str:
-    """The chunks, and the views searched beside them when there are any (kb_views): a search
-    that finds other chunks gives another evaluation."""
+    """The chunks, the views searched beside them when there are any (kb_views), and whether BM25
+    stems: a search that finds other chunks gives another evaluation."""
     rows: list[Any] = sorted((d["id"], d["text"]) for d in base.chunks(limit=base.count() + 1))
     views = {k: base.meta().get(k) for k in ("views", "row_views") if base.meta().get(k)}
     if views:
         rows.append(views)
+    if base.bm25.stemmed:
+        rows.append("bm25 stemmed")
     return hashlib.sha1(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()[:12]
 
 

@@ -213,7 +213,8 @@ class KnowledgeBase:
         self.bm25.build([r[0] for r in rows] + [v.id for v in views],
                         [_bm25_text(r[1], r[2]) for r in rows]
                         + [_bm25_text(v.text, meta[v.parent]) for v in views],
-                        {v.id: v.parent for v in views})
+                        {v.id: v.parent for v in views},
+                        stem=any(has_views(r[2]) for r in rows))
         self.bm25_views, self.bm25_row_views = len(views), sum(v.row for v in views)
         return len({str((r[2] or {}).get("doc_id") or r[0]) for r in rows})
 

@@ -103,9 +103,16 @@ def test_a_late_row_is_found_as_its_chunk_by_dense_and_bm25(tmp_path: Path,
         assert "narwhal pump | 61 kg" in found[0]["text"], (search.__name__, found[0]["text"][:200])
     top = kb.lexical("When is the Harlow gasket replaced?", 1)[0]
     assert "ninety cycles" in top["text"] and top["meta"]["section"].endswith("Care")
+    # a manual's BM25 stems: the question's "replacement" finds the text's "replaced"
+    assert kb.bm25.stemmed
+    top = kb.lexical("Harlow gasket replacement interval", 1)[0]
+    assert "ninety cycles" in top["text"]
 
     ingest(res, "pumps", [page])                                   # again: no stale views
     col = res.store.collection("pumps", views=True)
     assert col.count() == 60 and res.kb("pumps").count() == chunks
     res.kb("pumps").drop()
     assert not res.store.has_views("pumps")
+    # fixed windows (the sample, datasets' corpora) are searched as they always were: unstemmed
+    ingest(res, "windows", [page], chunker="indexing.chunk_fixed")
+    assert not res.kb("windows").bm25.stemmed
