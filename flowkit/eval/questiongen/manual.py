@@ -19,6 +19,10 @@ from the sentence itself (the default model writes vague questions and reads wel
   creating transactions ...?" (the term is the answer); "X is used to Y." -> "What is used to Y?".
 - **name**: a tool a sentence names, asked in its place (`named`): "... is set by the
   SQLITE_MAX_VARIABLE_NUMBER macro." -> "... is set by which macro?";
+- **term**: a term a sentence introduces (`called`): "A page without a parent is called a root
+  page." -> "A page without a parent is called what?";
+- **version**: the release a sentence dates a feature by (`versions`): "... recognized by SQLite
+  version 3.37.0 and later." -> "... recognized by which version of SQLite and later?";
 - **syntax help**: a syntax line and the help sentence under it (`syntax_help`): "PRAGMA
   freelist_count;" + "Return the number of unused pages ..." -> "Which pragma returns the number of
   unused pages ...?".
@@ -37,11 +41,13 @@ from collections.abc import Callable, Iterator, Sequence
 from ...documents.model import CELL_SEP
 from ...operators._window import focus
 from . import prose as P
+from .called import called_fact
 from .candidates import Candidate, Passage
 from .checks import PASSAGE_CHARS
 from .facts import Fact, _ask, answer_in_question, sentences, words
 from .named import name_fact
 from .syntax_help import syntax_facts
+from .versions import version_fact
 
 #: the most words of an answer span (a default, a limit, a term)
 MAX_ANSWER_WORDS = 6
@@ -125,7 +131,7 @@ def _leans(question: str) -> bool:
 def _run_together(question: str) -> bool:
     """Whether a question holds two sentences ('... operator. 4 ...': a numbered list's next item
     run into it) or opens with a label ('Examples: ...')."""
-    return bool(re.search(r"\.\s+[A-Z0-9]", question) or re.match(r"^\w+:", question))
+    return bool(re.search(r"\.\s+[A-Z0-9]", question) or re.match(r"^\w[\w -]{0,40}:\s", question))
 
 
 #: one-word answers in '-ed' that are a state, not a verb's participle ('measured', 'recommended')
@@ -336,7 +342,8 @@ def definition_fact(s: str) -> Fact | None:
 #: (a default first: 'The busy_timeout setting defaults to zero' asks "What is the default value
 #: of the busy_timeout setting?", not the vaguer "Which setting defaults to zero?")
 RULES: tuple[Callable[[str], Fact | None], ...] = (default_fact, limit_fact, command_fact,
-                                                   definition_fact, name_fact)
+                                                   definition_fact, called_fact, name_fact,
+                                                   version_fact)
 
 
 def _code_like(paragraph: str) -> bool:

@@ -10,7 +10,7 @@ reason:
 
 1. A name is a code-like token: backticked or quoted, or with '_', '()' or a digit in it, or
    written in capitals (two letters or more: 'NOT', 'VACUUM'); an ordinary word is not one.
-2. Three shapes are read: 'the [adjective] <name> [word] <noun>' ('the separate incremental_vacuum
+2. Three shapes are read: 'the (or a) [adjective] <name> [word] <noun>' ('the separate incremental_vacuum
    pragma', 'the SQLITE_DEBUG compile-time option'; the nouns of `manual.TOOL_NOUNS` and a few
    more, `NOUNS`), 'PRAGMA <name>' (asked as "which pragma") and '<name>()' alone ('using
    memcmp()', asked as "which function").
@@ -33,15 +33,18 @@ NOUNS = ("command", "pragma", "function", "method", "statement", "clause", "opti
          "mode", "interface", "extension", "module", "class", "type", "switch", "hook",
          "callback", "modifier", "token", "table", "column", "field", "file", "opcode", "error",
          "affinity", "collation", "format", "specifier", "argument", "value", "object", "API",
-         "routine", "symbol", "index", "view", "trigger", "journal", "header")
+         "routine", "symbol", "index", "view", "trigger", "journal", "header",
+         "collating sequence", "collating function", "sequence", "algorithm", "encoding",
+         "storage class", "limit", "prefix", "suffix", "character", "string", "identifier",
+         "notation", "syntax", "expression", "result code", "return code", "code", "page")
 MIN_WORDS, MAX_WORDS = 6, 32
 #: a code-like name (rule 1)
 _CODE = (r"(?:`[^`\s]{1,40}`|\"[^\"\s]{1,40}\"|'[^'\s]{1,40}'|"
-         r"[A-Za-z_][\w.]*\([\w,. ]{0,20}\)|"
+         r"[A-Za-z_][\w.]*\([\w,. ]{0,60}\)|"
          r"[A-Za-z][\w.]*[_\d][\w.]*|"
          r"[A-Z][A-Z_]+[A-Z\d])")
 _NOUN = "(?:" + "|".join(NOUNS) + ")s?"
-_THE = re.compile(rf"\bthe\s+(?:(?P<adj>[a-z][a-z-]+)\s+)?(?P<x>{_CODE})\s+"
+_THE = re.compile(rf"\b(?:the|an?)\s+(?:(?P<adj>[a-z][a-z-]+)\s+)?(?P<x>{_CODE})\s+"
                   rf"(?P<noun>(?:(?:[a-z][a-z-]+|C|SQL)\s+)?{_NOUN})\b")
 _PRAGMA = re.compile(r"(?:\bthe\s+)?\bPRAGMA\s+(?P<x>[a-z_][a-z_\d]*)\b(?:\s+(?:statement|command))?")
 _CALL = re.compile(r"(?:\bthe\s+(?:[a-z-]+\s+)?)?(?<![\w.])(?P<x>[A-Za-z_]\w*\(\))(?!\s*\w)")
@@ -49,7 +52,9 @@ _CALL = re.compile(r"(?:\bthe\s+(?:[a-z-]+\s+)?)?(?<![\w.])(?P<x>[A-Za-z_]\w*\(\
 #: WAL header'), and never an acronym of a format or a language (rule 1)
 _CAPS_NOUNS = {"command", "statement", "clause", "keyword", "operator", "pragma", "mode", "macro",
                "option", "modifier", "affinity", "constraint", "function", "journaling mode",
-               "compile-time option", "preprocessor macro", "error", "opcode", "setting"}
+               "compile-time option", "preprocessor macro", "error", "opcode", "setting",
+               "collating sequence", "collating function", "storage class", "result code",
+               "return code", "code", "encoding", "algorithm"}
 _ACRONYMS = {"SQL", "JSON", "WAL", "API", "UTF", "UTC", "CSV", "HTML", "ASCII", "BLOB", "TEXT",
              "REAL", "INTEGER", "NUMERIC", "ISO", "RFC", "CPU", "OS", "URI", "VFS", "CLI", "GMT"}
 #: words that open an example or lean on the sentences around it

@@ -30,7 +30,8 @@ _VERBS = {"query": "queries", "change": "changes", "set": "sets", "return": "ret
           "attempt": "attempts", "run": "runs", "compute": "computes", "report": "reports",
           "check": "checks", "cause": "causes", "do": "does", "make": "makes", "list": "lists",
           "enable": "enables", "disable": "disables", "invoke": "invokes", "free": "frees",
-          "determine": "determines", "count": "counts", "show": "shows", "test": "tests"}
+          "determine": "determines", "count": "counts", "show": "shows", "test": "tests",
+          "clear": "clears", "get": "gets", "reset": "resets", "read": "reads"}
 
 
 def _third_person(help_: str) -> str | None:
@@ -39,14 +40,16 @@ def _third_person(help_: str) -> str | None:
     m = re.match(r"^This pragma (?P<rest>[a-z]+s\b.*)$", help_)
     if m:
         return m.group("rest")
-    m = re.match(r"^(?P<a>[A-Z][a-z]+)(?: or (?P<b>[a-z]+))? (?P<rest>\S.*)$", help_)
-    if not m or m.group("a").lower() not in _VERBS:
+    m = re.match(r"^(?P<verbs>[A-Z][a-z]+(?:(?:, or| or|,) [a-z]+){0,3}) (?P<rest>\S.*)$", help_)
+    if not m:
         return None
-    verb = _VERBS[m.group("a").lower()]
-    if m.group("b"):
-        if m.group("b") not in _VERBS:
-            return None
-        verb += f" or {_VERBS[m.group('b')]}"
+    found = re.findall(r"[A-Za-z]+", m.group("verbs"))
+    verbs = [v.lower() for v in found if v != "or"]
+    if not verbs or any(v not in _VERBS for v in verbs):
+        return None
+    third = [_VERBS[v] for v in verbs]
+    verb = third[0] if len(third) == 1 else ", ".join(third[:-1]) + (
+        "," if len(third) > 2 else "") + f" or {third[-1]}"
     return f"{verb} {m.group('rest')}"
 
 
