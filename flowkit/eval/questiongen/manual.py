@@ -21,6 +21,10 @@ from the sentence itself (the default model writes vague questions and reads wel
   SQLITE_MAX_VARIABLE_NUMBER macro." -> "... is set by which macro?";
 - **term**: a term a sentence introduces (`called`): "A page without a parent is called a root
   page." -> "A page without a parent is called what?";
+- **returns**: what a named tool returns (`returns`): "The MySQL version of json_extract() always
+  returns JSON." -> "... always returns what?";
+- **offset**: where a format keeps a field, or the number of a named quantity (`offsets`): "...
+  stored at an offset of 36 ..." -> "... stored at which offset ...?";
 - **version**: the release a sentence dates a feature by (`versions`): "... recognized by SQLite
   version 3.37.0 and later." -> "... recognized by which version of SQLite and later?";
 - **syntax help**: a syntax line and the help sentence under it (`syntax_help`): "PRAGMA
@@ -46,6 +50,8 @@ from .candidates import Candidate, Passage
 from .checks import PASSAGE_CHARS
 from .facts import Fact, _ask, answer_in_question, sentences, words
 from .named import name_fact
+from .offsets import offset_fact
+from .returns import return_fact
 from .syntax_help import syntax_facts
 from .versions import version_fact
 
@@ -342,8 +348,8 @@ def definition_fact(s: str) -> Fact | None:
 #: (a default first: 'The busy_timeout setting defaults to zero' asks "What is the default value
 #: of the busy_timeout setting?", not the vaguer "Which setting defaults to zero?")
 RULES: tuple[Callable[[str], Fact | None], ...] = (default_fact, limit_fact, command_fact,
-                                                   definition_fact, called_fact, name_fact,
-                                                   version_fact)
+                                                   definition_fact, called_fact, return_fact,
+                                                   name_fact, version_fact, offset_fact)
 
 
 def _code_like(paragraph: str) -> bool:
