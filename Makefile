@@ -60,12 +60,19 @@ llama-server:
 
 # Arize Phoenix (OTLP collector and trace UI) for tests/telemetry, in a venv of its own: it would
 # resolve into .venv too (pip --dry-run), but pulls ~70 packages the product does not use
-# (pydantic-ai, boto3, google-genai, mcp, ...). Measured here: 45 s, 850 MB.
+# (pydantic-ai, boto3, google-genai, mcp, ...). Measured here: 45 s, 850 MB. Built once per machine
+# and version outside the checkout (as llama-server is: PHOENIX_CACHE), under a lock; .venv-phoenix
+# is a link to it, so a fresh clone skips the install.
 PHOENIX_VENV := .venv-phoenix
+PHOENIX_VERSION := 20.26.1
+PHOENIX_CACHE ?= $(HOME)/.cache/flowkit/phoenix-$(PHOENIX_VERSION)
 $(PHOENIX_VENV)/.installed-stamp:
-	test -x $(PHOENIX_VENV)/bin/python || $(PY) -m venv $(PHOENIX_VENV)
-	$(PHOENIX_VENV)/bin/pip install --quiet 'arize-phoenix==20.26.1'
-	touch $@
+	mkdir -p $(dir $(PHOENIX_CACHE))
+	flock $(PHOENIX_CACHE).lock sh -c 'test -f $(PHOENIX_CACHE)/.installed-stamp || { \
+	  rm -rf $(PHOENIX_CACHE) && $(PY) -m venv $(PHOENIX_CACHE) && \
+	  $(PHOENIX_CACHE)/bin/pip install --quiet arize-phoenix==$(PHOENIX_VERSION) && \
+	  touch $(PHOENIX_CACHE)/.installed-stamp; }'
+	rm -rf $(PHOENIX_VENV) && ln -s $(PHOENIX_CACHE) $(PHOENIX_VENV)
 
 phoenix: $(PHOENIX_VENV)/.installed-stamp
 
