@@ -12,13 +12,10 @@ the installed packages.
 """
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -27,6 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple
+
+from flowkit.testing.sample_home import setup_sample  # `flowkit setup` once, copied for each home
 
 ROOT = Path(__file__).resolve().parents[2]
 ART = ROOT / "test-artifacts"     # screenshots, logs and figures the browser tests write
@@ -149,30 +148,6 @@ def chromium() -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
-
-
-_SETUP_TEMPLATE: list[Path] = []     # this process's one `flowkit setup`, copied for each module
-
-
-def _run_setup(home: Path) -> None:
-    env = {**os.environ, "FLOWKIT_HOME": str(home), "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
-    subprocess.run([sys.executable, "-m", "service.cli", "setup"], env=env, check=True, cwd=ROOT,
-                   timeout=600, capture_output=True)
-
-
-def setup_sample(home: Path) -> None:
-    """FLOWKIT_HOME=home as `flowkit setup` leaves it: the sample knowledge base, ingested.
-
-    `flowkit setup` runs once per test process, into a folder of its own; each later home is a
-    copy of that folder (the knowledge base's files hold no path of their own), which saves an
-    ingest of the sample per browser-test module."""
-    if not _SETUP_TEMPLATE:
-        template = Path(tempfile.mkdtemp(prefix="flowkit-e2e-setup-")) / "home"
-        _run_setup(template)
-        atexit.register(shutil.rmtree, template.parent, True)
-        _SETUP_TEMPLATE.append(template)
-    shutil.copytree(_SETUP_TEMPLATE[0], home, dirs_exist_ok=True)
 
 
 class Studio(NamedTuple):

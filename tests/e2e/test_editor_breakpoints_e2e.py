@@ -4,10 +4,7 @@ the side panel gives it a visit and a condition (a bad condition refused), Run t
 and next prompt shown, Continue gives the answer. Screenshots go to test-artifacts/."""
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +18,7 @@ from e2ekit import (
     canvas,
     eventually,
     settle,
+    setup_sample,
     stored_status,
 )
 
@@ -42,10 +40,7 @@ def studio() -> Iterator[tuple[str, Path, Store]]:
     import tempfile
     with tempfile.TemporaryDirectory(prefix="e2e-editor-bp-") as tmp:
         home = Path(tmp)
-        env = {**os.environ, "FLOWKIT_HOME": str(home), "HF_HUB_OFFLINE": "1",
-               "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
-        subprocess.run([sys.executable, "-m", "service.cli", "setup"], env=env, check=True,
-                       cwd=ROOT, timeout=600, capture_output=True)
+        setup_sample(home)                 # `flowkit setup`: one per test process, copied
         store = Store(f"sqlite:///{home / 'flowkit.db'}")
         store.save_flow(templates.load_template("naive_rag").model_copy(update={"name": FLOW}), None)
         ART.mkdir(exist_ok=True)

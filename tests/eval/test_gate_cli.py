@@ -10,6 +10,7 @@ import shutil
 import junitparser
 import pytest
 
+from flowkit.testing.sample_home import setup_sample
 from tests.test_cli import ROOT
 from tests.test_cli import fk as fk_process
 
@@ -61,7 +62,7 @@ def test_a_bad_condition_is_refused_before_anything_runs(world, fk, tmp_path):
 def test_the_gate_with_the_real_default_model(tmp_path):
     """Three sample questions, naive_rag and a copy of it: the copy's answers are the same
     (the completion cache), so it is not worse; an F1 of at most 100 always is."""
-    fk_process(tmp_path, "setup")
+    setup_sample(tmp_path)        # as `flowkit setup` leaves it (one setup per run, copied)
     copy = tmp_path / "copy.json"
     shutil.copy(ROOT / "flowkit" / "templates" / "naive_rag.json", copy)
     copy.write_text(json.dumps({**json.loads(copy.read_text()), "name": "naive_copy"}))

@@ -9,6 +9,7 @@ import math
 import pytest
 
 from flowkit.eval.ranking import kendall_tau, ranks
+from flowkit.testing.sample_home import setup_sample
 from tests.test_cli import fk
 
 
@@ -38,7 +39,7 @@ def test_bad_generate_requests_write_nothing(tmp_path):
 
 @pytest.mark.real
 def test_real_model_generates_checked_questions_from_the_sample_kb(tmp_path):
-    fk(tmp_path, "setup")
+    setup_sample(tmp_path)        # as `flowkit setup` leaves it (one setup per run, copied)
     # a knowledge base of one document cannot give a multi-hop question: refused, nothing written
     one = tmp_path / "one.jsonl"
     one.write_text(json.dumps({"id": "x1", "title": "Solo", "text": "Solo was founded in 1901."})

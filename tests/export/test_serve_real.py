@@ -27,6 +27,7 @@ from flowkit.export import write_package
 from flowkit.run_request import RunHooks, RunRequest
 from flowkit.runtime.resources import save_settings
 from flowkit.templates import load_template
+from flowkit.testing.sample_home import setup_sample
 
 from .conftest import sequence
 
@@ -71,10 +72,10 @@ def served(tmp_path_factory: pytest.TempPathFactory, real_resources: Any) -> Ite
            # the server imports graph.py, which imports this checkout's flowkit
            "PYTHONPATH": os.pathsep.join([str(Path(flowkit.__file__).parents[1]),
                                           os.environ.get("PYTHONPATH", "")])}
-    setup = subprocess.run([sys.executable, "-m", "service.cli", "--data-dir", str(home), "setup"],
-                           env=env, capture_output=True, text=True, timeout=600)
-    if setup.returncode != 0:
-        yield Served(problem=f"`flowkit setup` failed: {setup.stderr[-2000:]}")
+    try:
+        setup_sample(home)        # as `flowkit setup` leaves it (one setup per run, copied)
+    except subprocess.CalledProcessError as e:
+        yield Served(problem=f"`flowkit setup` failed: {(e.stderr or b'')[-2000:]!r}")
         return
     folder = tmp_path_factory.mktemp("served") / FLOW
     write_package(load_template(FLOW), folder)
