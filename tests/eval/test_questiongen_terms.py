@@ -58,3 +58,9 @@ def test_both_rules_run_in_manual_facts_and_a_labelled_sentence_is_refused():
     got = {(f.relation, f.answer) for f in M.manual_facts(text)}
     assert got == {("term", "compaction"), ("version", "2.4.0")}
     assert M._run_together("Compatibility note: which version changed the log?")
+
+
+def test_a_vague_default_and_a_numbered_label_are_not_asked():
+    assert M.default_fact("The default settings for limits are normally quite large") is None
+    assert M.definition_fact("Format 3 is the number of seconds since the store was created") is None
+    assert M.definition_fact("A segment file is a file that holds one run of the log") is not None

@@ -86,7 +86,8 @@ _NOT_A_VALUE = {"set", "used", "not", "to", "that", "determined", "specified", "
                 "stored", "passed", "shown", "described", "listed", "found", "configured",
                 "selected", "provided", "read", "also", "only", "usually", "often", "typically",
                 "different", "as", "in", "on", "at", "for", "from", "by", "with", "of",
-                "likely", "probably", "what", "whatever", "one", "either", "both"}
+                "likely", "probably", "what", "whatever", "one", "either", "both", "normally",
+                "generally", "quite", "very", "fairly", "relatively", "much", "rather"}
 _SPAN_END = re.compile(r"\s*(?:[,;:]|\s\(|\s[-–—]\s|\s(?:and|but|if|unless|when|which|so|because|"
                        r"except|while|although|whereas|or|for|on|in)\s|[.!]$)")
 _PARENS = re.compile(r"\s+\([^()]*\)")
@@ -317,6 +318,11 @@ def _tool_and_rest(m: re.Match[str]) -> tuple[str, str] | None:
     return (name, rest) if name and _rest_ok(rest) else None
 
 
+#: a numbered label is not a term ('Format 12 is the Julian day number ...' defines a list item)
+_LABEL = re.compile(r"^(?:Format|Step|Rule|Case|Note|Example|Figure|Table|Section|Item|Option|"
+                    r"Mode|Type|Form)\s+\d+\b", re.I)
+
+
 def definition_fact(s: str) -> Fact | None:
     """The definition's shapes: 'A savepoint is a method ...' -> 'What is a method ...?' and
     'X is used to Y' -> 'What is used to Y?', the term the answer. A term after 'The' in plain
@@ -330,6 +336,7 @@ def definition_fact(s: str) -> Fact | None:
     term, art = _term(m.group("term")), (m.group("art") or "").strip()
     toks = term.split()
     if (not toks or toks[0].lower() in _NOT_A_TERM or any(t.endswith(",") for t in toks)
+            or _LABEL.match(term)
             or {"which", "that", "who", "where"} & {t.lower() for t in toks}):
         return None
     plain = all(re.fullmatch(r"[a-z-]+", t) for t in toks)
