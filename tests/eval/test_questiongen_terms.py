@@ -45,6 +45,13 @@ def test_one_version_is_asked_in_its_place():
         "Beginning with which version, snapshots can be read while a write is open?", "1.9")
 
 
+def test_a_product_and_a_three_part_number_is_a_version_too():
+    assert qa(version_fact("Since KVStore 2.4.1, snapshots can be read while a write is open")) == (
+        "Since which version of KVStore, snapshots can be read while a write is open?", "2.4.1")
+    # a two-part number after a name is not read as a version (a figure, a section)
+    assert version_fact("The log format is shown in Figure 2.4 of the design notes here") is None
+
+
 def test_version_refusals():
     assert version_fact("Keys moved from version 1.2 to version 2.0 of the on-disk format") is None
     assert version_fact("In other words, the log changed in KVStore version 2.4.0 entirely") is None

@@ -7,7 +7,8 @@ passing. The version is replaced in its place by "which version of <product>"; t
 with its reason:
 
 1. A version is 'version' followed by a dotted number ('version 3.7.0'), with the product's name
-   before it where the sentence gives one ('SQLite version 3.37.0' -> "which version of SQLite").
+   before it where the sentence gives one ('SQLite version 3.37.0' -> "which version of SQLite"),
+   or a capitalised name followed by a three-part number ('since SQLite 3.32.0').
 2. The sentence names one version (two, 'from 3.37.2 to 3.38.0', asks for either).
 3. The question keeps `MIN_WORDS` to `MAX_WORDS` words, and the sentence does not lean on another
    (`named`'s openers: 'This ...', 'In other words, ...', 'For example, ...').
@@ -20,7 +21,8 @@ from .facts import Fact
 from .named import _OPENERS
 
 MIN_WORDS, MAX_WORDS = 6, 32
-_VERSION = re.compile(r"\b(?:(?P<product>[A-Z][\w-]*)\s+)?[Vv]ersion\s+(?P<v>\d+(?:\.\d+){1,3})\b")
+_VERSION = re.compile(r"\b(?:(?P<product>[A-Z][\w-]*)\s+)?[Vv]ersion\s+(?P<v>\d+(?:\.\d+){1,3})\b"
+                      r"|\b(?P<product2>[A-Z][\w-]*[a-z][\w-]*)\s+(?P<v2>\d+\.\d+\.\d+)\b")
 _LEANS = re.compile(r"\b(?:this|these|those|it|its|they|their|in other words|such)\b", re.I)
 
 
@@ -33,11 +35,12 @@ def version_fact(s: str) -> Fact | None:
     if len(found) != 1 or len(re.findall(r"\d+\.\d+", s)) != 1:
         return None
     m = found[0]
-    product = m.group("product")
+    product = m.group("product") or m.group("product2")
+    version = m.group("v") or m.group("v2")
     which = f"which version of {product}" if product else "which version"
     q = s[:m.start()] + which + s[m.end():]
     q = re.sub(r"\s+", " ", q).strip().rstrip(".!;:, ")
     q = q[0].upper() + q[1:] + "?"
     if not MIN_WORDS <= len(q.split()) <= MAX_WORDS:
         return None
-    return Fact(q, m.group("v"), "version", s)
+    return Fact(q, version, "version", s)
