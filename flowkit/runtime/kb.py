@@ -64,6 +64,16 @@ def check_name(name: str) -> str:
     return name
 
 
+@dataclass(frozen=True)
+class Bm25Built:
+    """What a rebuilt BM25 index holds: the documents its chunks come from (distinct `doc_id`s:
+    the whole knowledge base, not just the last files), its views and of them table rows."""
+
+    documents: int
+    views: int
+    row_views: int
+
+
 class KnowledgeBase:
     """Dense (Chroma) + lexical (BM25) search over one named set of chunks."""
 
@@ -73,8 +83,6 @@ class KnowledgeBase:
         self.store = store
         self.embedder = embedder
         self.bm25 = BM25Index(self.dir / "bm25")
-        #: views (and of them table rows) in the BM25 index after the last rebuild (kb_views)
-        self.bm25_views = self.bm25_row_views = 0
         self._lock = threading.Lock()
         self._changing = False
 
@@ -180,11 +188,11 @@ class KnowledgeBase:
                 done += len(part)
                 if progress:
                     progress(done, len(chunks))
-            documents = self.rebuild_bm25()
+            built = self.rebuild_bm25()
             # meta.json is written last: a KB whose ingest failed midway is not listed
-            self.update_meta(name=self.name, chunks=self.count(), documents=documents,
-                             embedder=self.embedder.model_id, views=self.bm25_views,
-                             row_views=self.bm25_row_views,
+            self.update_meta(name=self.name, chunks=self.count(), documents=built.documents,
+                             embedder=self.embedder.model_id, views=built.views,
+                             row_views=built.row_views,
                              **({"state": INCOMPLETE} if self._changing else {}))
         return len(chunks)
 
@@ -203,10 +211,9 @@ class KnowledgeBase:
                               [{**by_id[v.parent][1], "parent": v.parent} for v in rows],
                               views=True)
 
-    def rebuild_bm25(self) -> int:
-        """Rebuild the BM25 index from every stored chunk and its views (kb_views); returns how
-        many documents the chunks come from (distinct `doc_id`s: the whole knowledge base, not
-        just the last files)."""
+    def rebuild_bm25(self) -> Bm25Built:
+        """Rebuild the BM25 index from every stored chunk and its views (kb_views), stemmed when
+        the chunks have structure (bm25.py); returns what it holds."""
         rows = self.store.get(self.name)
         views = views_of((r[0], r[1], r[2]) for r in rows)
         meta = {r[0]: r[2] for r in rows}
@@ -215,8 +222,8 @@ class KnowledgeBase:
                         + [_bm25_text(v.text, meta[v.parent]) for v in views],
                         {v.id: v.parent for v in views},
                         stem=any(has_views(r[2]) for r in rows))
-        self.bm25_views, self.bm25_row_views = len(views), sum(v.row for v in views)
-        return len({str((r[2] or {}).get("doc_id") or r[0]) for r in rows})
+        return Bm25Built(len({str((r[2] or {}).get("doc_id") or r[0]) for r in rows}),
+                         len(views), sum(v.row for v in views))
 
     def drop(self) -> None:
         import shutil
