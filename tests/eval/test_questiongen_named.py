@@ -53,6 +53,9 @@ def test_the_manual_lean_check_keeps_a_named_subject_and_refuses_a_bare_one():
     assert not M._leans("The maximum key length is set by which macro?")
     assert M._leans("The value is set by which macro?")
     assert M._leans("The log is flushed when this mode is on by which pragma?")
+    # a subject the sentence before names: 'the current implementation' of what?
+    assert M._leans("The current implementation only keeps the lower how many bits of N?")
+    assert not M._leans("The first how many bytes of the store file hold the header?")
 
 
 def test_run_together_sentences_and_participle_answers_are_refused():

@@ -132,7 +132,7 @@ def _leans(question: str) -> bool:
     is not applied)."""
     return bool(_LEANING & set(words(question)) or P._BARE_THING.search(question)
                 or P._CUT_SHORT.search(question) or P._DEMONSTRATIVE.search(question)
-                or _ONE_NOUN_SUBJECT.match(question))
+                or _ONE_NOUN_SUBJECT.match(question) or _RELATIVE_SUBJECT.match(question))
 
 
 def _run_together(question: str) -> bool:
@@ -150,6 +150,9 @@ def _not_an_answer(answer: str) -> bool:
     return bool(re.fullmatch(r"[a-z]+ed", answer)) and answer not in _STATES
 
 
+#: 'The current implementation ...', 'The new value ...': which one, the sentence before says
+_RELATIVE_SUBJECT = re.compile(r"^The\s+(?:current|present|new|original|other|remaining|"
+                               r"resulting|corresponding|given|specified|above)\b")
 #: 'The value is ...', 'The setting can ...': the sentence before says which
 _ONE_NOUN_SUBJECT = re.compile(r"^The\s+[a-z-]+\s+(?:is|are|was|were|can|may|must|will|does|"
                                r"do|has|have|should|cannot|might|would)\b")
