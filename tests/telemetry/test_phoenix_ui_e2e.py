@@ -20,6 +20,7 @@ QUESTION = "Who designed the Corren Lighthouse?"
 @pytest.mark.real
 def test_a_real_run_in_phoenix_ui(phoenix, real_resources):
     from playwright.sync_api import expect, sync_playwright
+    expect.set_options(timeout=60_000)   # under load the trace loads later than expect's 5 s
     if not Path(CHROMIUM).is_file():
         pytest.fail("Debian chromium is not installed (make browser)")
     result, sink = run_sent_live(phoenix.url, real_resources, QUESTION)
