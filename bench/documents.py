@@ -69,7 +69,7 @@ from flowkit.eval.metrics import QuestionResult, by_type, paired_bootstrap, summ
 from flowkit.eval.runner import FlowEntry, collect_results, eval_id_for, make_plan
 from flowkit.eval.strategy import EvalRun
 from flowkit.ingest import ingest, make_chunker
-from flowkit.operators import _window
+from flowkit.operators import _answers, _window
 from flowkit.operators.retrieval.search import HybridSearch
 from flowkit.runtime.kb import KnowledgeBase
 from service.evaluations import eval_repo
@@ -276,9 +276,11 @@ def kb_fingerprint(base: KnowledgeBase) -> str:
 
 
 def reader_fingerprint() -> str:
-    """The code that decides what a reader is shown of a chunk (flowkit.operators._window): a
-    change there gives another evaluation, not the stored one."""
-    return hashlib.sha1(Path(_window.__file__).read_bytes()).hexdigest()[:12]
+    """The code that decides what a reader is shown of a chunk (flowkit.operators._window) and
+    how its answer is cut (flowkit.operators._answers): a change there gives another evaluation,
+    not the stored one."""
+    code = b"".join(Path(m.__file__ or "").read_bytes() for m in (_window, _answers))
+    return hashlib.sha1(code).hexdigest()[:12]
 
 
 # ---- answering -----------------------------------------------------------------------------

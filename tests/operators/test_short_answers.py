@@ -25,6 +25,12 @@ Q = "Who designed the Corren Lighthouse?"
     ("So the answer is: <answer>.", ""),
     ("", ""),
     ("Answers differ by year", "Answers differ by year"),
+    ("No | Yes", "No"),                                    # a copied table row: its first cell
+    ("Yes | Yes | Yes | Yes [2]", "Yes"),
+    ("| 16 | 2 | The page size", "16"),
+    ("The answer is: json_set() | Yes | Yes", "json_set()"),
+    ("x || y", "x || y"),                                   # an operator, not cells
+    ("a|b", "a|b"),
 ])
 def test_short_answer_cuts_to_the_first_line_without_lead_in(text: str, expected: str) -> None:
     assert short_answer(text) == expected
