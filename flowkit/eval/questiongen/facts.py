@@ -11,6 +11,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+#: Words that point outside a sentence or at a neighbour ('this', 'the following'): the manual
+#: rules that read one sentence alone (returns, offsets) skip a sentence holding one.
+POINTING_WORDS = frozenset({"this", "these", "those", "it", "its", "they", "them", "their", "such",
+                            "above", "below", "following", "previous", "same", "here"})
+
 
 @dataclass(frozen=True)
 class Fact:

@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import re
 
-from .facts import Fact, words
+from .facts import POINTING_WORDS, Fact, words
 from .named import _OPENERS
 
 MIN_WORDS, MAX_WORDS = 6, 32
 _OFFSET = re.compile(r"\bat\s+(?:an\s+)?offset\s+(?:of\s+)?(?P<n>\d+)\b(?![.\d])(?:\s+bytes)?")
 _NOUN_OF = re.compile(r"\b(?:a|an|the)\s+(?P<noun>[A-Za-z][\w-]*)\s+of\s+(?P<n>-?\d+)\b(?![.\d-])")
-_LEANING = {"this", "these", "those", "it", "its", "they", "them", "their", "such", "above",
-            "below", "following", "previous", "same", "here"}
 #: nouns before 'of N' that are not a quantity ('a total of 3', 'a multiple of 8', 'a maximum
 #: of 5' is `manual.limit_fact`'s)
 _NOT_A_QUANTITY = {"total", "multiple", "maximum", "minimum", "number", "series", "list", "set",
@@ -38,7 +36,7 @@ def offset_fact(s: str) -> Fact | None:
     """The one offset, or the number of a named quantity, `s` gives, asked for in its place
     (rules 1-3), or None."""
     toks = s.split()
-    if not toks or toks[0].lower().strip(",") in _OPENERS or _LEANING & set(words(s)):
+    if not toks or toks[0].lower().strip(",") in _OPENERS or POINTING_WORDS & set(words(s)):
         return None
     offsets = list(_OFFSET.finditer(s))
     if len(offsets) == 1:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from .facts import Fact, answer_in_question, words
+from .facts import POINTING_WORDS, Fact, answer_in_question, words
 from .named import _OPENERS
 
 MAX_ANSWER_WORDS = 6
@@ -30,8 +30,6 @@ _VERB = re.compile(r"\b(?:returns?|evaluates?\s+to|yields?)\s+")
 _END = re.compile(r"\s*(?:[,;:]|\s-\s|\s(?:if|when|unless|and|or|but|which|whereas|while|for|"
                   r"because|since|except|instead|rather|regardless|even)\b|$)")
 _TOOL = re.compile(r"[A-Za-z_]\w*\([^()]{0,40}\)|\b[A-Za-z]\w*_\w+\b|\b[A-Z]{2,}[A-Z_\d]*\b")
-_LEANING = {"this", "these", "those", "it", "its", "they", "them", "their", "such", "above",
-            "below", "following", "previous", "same", "here"}
 _NOT_A_VALUE = {"to", "the following", "as", "in", "on", "at", "by", "with", "from", "either",
                 "one", "results", "whatever"}
 
@@ -39,7 +37,7 @@ _NOT_A_VALUE = {"to", "the following", "as", "in", "on", "at", "by", "with", "fr
 def return_fact(s: str) -> Fact | None:
     """The value `s` says a named tool returns, asked for in its place (rules 1-3), or None."""
     toks = s.split()
-    if (not toks or toks[0].lower().strip(",") in _OPENERS or _LEANING & set(words(s))
+    if (not toks or toks[0].lower().strip(",") in _OPENERS or POINTING_WORDS & set(words(s))
             or re.search(r"[\"'][^\"']*\([^\"']*[\"']", s)):
         return None                       # leaning, or a quoted example of a call
     found = list(_VERB.finditer(s))
