@@ -129,3 +129,9 @@ def test_agent_refuses_a_copied_final_answer_placeholder() -> None:
     # the placeholder was no final answer: the agent searched until its budget was spent
     assert [h["action"] for h in plans] == ["Search", "Search", "Final Answer"]
     assert result.answer == "Mara Velt"
+
+
+def test_a_hostile_answer_of_many_cells_is_cut_plainly() -> None:
+    assert short_answer(" | " * 100_000) == ""
+    assert len(short_answer("| " * 100_000 + "x")) < 10               # a cell, never the line
+    assert short_answer("No | " + "Yes | " * 100_000) == "No"

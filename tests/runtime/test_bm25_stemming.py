@@ -36,3 +36,13 @@ def test_an_unstemmed_index_reads_queries_as_before(tmp_path: Path) -> None:
     index.build(IDS, TEXTS, stem=True)                         # rebuilt stemmed: the flag follows
     index.build(IDS, TEXTS)
     assert not BM25Index(tmp_path / "bm25").stemmed
+
+
+def test_hostile_queries_on_a_stemmed_index_answer_plainly(tmp_path: Path) -> None:
+    index = BM25Index(tmp_path / "bm25")
+    index.build(IDS, TEXTS, stem=True)
+    for query in ("", "   ", "?!,;|||", "\x00\x01\u202e\U0001f600", "the of and",
+                  "gasket " * 50_000, "é" * 10_000, "replac\u0301ement"):
+        hits = index.search(query, 3)
+        assert all(cid in IDS and score > 0 for cid, score in hits), (query[:20], hits)
+    assert index.search("gasket " * 50_000, 1)[0][0] == "care#1"      # a huge query still reads
