@@ -233,3 +233,23 @@ def ask(page: Any, url: str, flow: str, question: str) -> Any:
     box.press("Control+Enter")
     settle(page)
     return page.get_by_role("button", name="Run ▶")
+
+
+def choose(page: Any, label: str, option: str, tries: int = 4) -> None:
+    """Choose `option` (its exact name) in the Streamlit selectbox labelled `label`. On a loaded
+    machine a click on the box now and then races a rerun and the list never opens (CI, stop 55:
+    60 s waiting for an option of a box that was clicked); a user would click again, so does this."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    box = page.locator("[data-testid='stSelectbox']").filter(has_text=label)
+    wanted = page.get_by_role("option", name=option, exact=True)
+    for attempt in range(tries):
+        box.click()
+        try:
+            wanted.wait_for(state="visible", timeout=15_000)
+        except PlaywrightTimeout:          # the list did not open
+            if attempt == tries - 1:
+                raise
+            page.keyboard.press("Escape")
+            continue
+        wanted.click()
+        return

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2ekit import CHROMIUM, CHROMIUM_ARGS, ROOT, StudioServer, eventually
+from e2ekit import CHROMIUM, CHROMIUM_ARGS, ROOT, StudioServer, choose, eventually
 
 from flowkit import templates
 from flowkit.eval.datasets import from_path, shared_data_dir, subset_corpus
@@ -134,13 +134,6 @@ def page(studio: tuple[str, Path]) -> Iterator[Any]:
             browser.close()
 
 
-def pick(page: Any, label: str, option: str) -> None:
-    """Choose an option of a Streamlit selectbox by its label."""
-    box = page.locator('[data-testid="stSelectbox"]').filter(has_text=label)
-    box.click()
-    page.get_by_role("option", name=option, exact=True).click()
-
-
 def test_compare_three_templates_in_the_browser(studio, page):
     url, home = studio
     flows = three_templates()
@@ -152,7 +145,7 @@ def test_compare_three_templates_in_the_browser(studio, page):
         ms.locator("input").fill(name)
         page.get_by_role("option", name=f"{name} (template)", exact=True).click()
     page.keyboard.press("Escape")
-    pick(page, "Question set", SET)
+    choose(page, "Question set", SET)
     page.get_by_text("500 questions · gold passages named").wait_for()
     kb_box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Knowledge base")
     assert kb_box.locator("input").input_value() == "hotpot"
@@ -238,8 +231,8 @@ def test_a_variant_is_added_as_a_column_with_its_shared_calls_from_the_cache(stu
     eventually(lambda: f"{total}/{total} answers · done" in page.locator("body").inner_text(),
                timeout=60, what="the finished evaluation")
     page.get_by_text("Add a variant as a new column").click()
-    pick(page, "Variant of", "iter_retgen")
-    pick(page, "Change the params of node", "final")
+    choose(page, "Variant of", "iter_retgen")
+    choose(page, "Change the params of node", "final")
     top_n = page.get_by_label(re.compile(r"^Top N"))
     top_n.fill("2")
     top_n.press("Enter")

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from e2ekit import ART, ROOT, eventually, page_fixture, settle, studio_fixture
+from e2ekit import ART, ROOT, choose, eventually, page_fixture, settle, studio_fixture
 
 pytestmark = [pytest.mark.e2e, pytest.mark.real]
 FLOWS = ("naive_rag", "rewrite_retrieve_read")
@@ -149,9 +149,7 @@ def test_a_criterion_a_pair_label_and_what_to_label_next_in_the_browser(studio, 
     page.get_by_text("What should I label next?").click()
     # groundedness: no question is known without a label (two flows answering alike leave
     # nothing to label for correctness, which reads the answers alone)
-    box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Judge to label for")
-    box.click()
-    page.get_by_role("option", name="groundedness", exact=True).click()
+    choose(page, "Judge to label for", "groundedness")
     settle(page)
     opener = page.locator(f"[class*='st-key-compare_next_open_{eval_id}_']")
     eventually(lambda: opener.count() > 0, what="questions to label next")

@@ -46,7 +46,7 @@ class Phoenix:
             if not cursor:
                 return out
 
-    def wait_for(self, count: int, timeout_s: float = 60, **filters: str | list[str]
+    def wait_for(self, count: int, timeout_s: float = 120, **filters: str | list[str]
                  ) -> list[dict[str, Any]]:
         """The spans matching `filters` once there are at least `count` (Phoenix ingests in the
         background)."""

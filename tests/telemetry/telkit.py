@@ -115,17 +115,25 @@ def fake_workspace(data_dir: Any, endpoint: str | None, llm: FakeLLM | None = No
 def run_sent_live(url: str, resources: Any, question: str) -> tuple[Any, ListSink]:
     """iter_retgen on the real resources with live export to `url` (flushed before it returns):
     the run's result and its steps as the run wrote them."""
-    from flowkit.telemetry.export import LiveExport
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from flowkit.telemetry.export import SENT, LiveExport
     from flowkit.telemetry.settings import TelemetrySettings, target_for
     from flowkit.telemetry.sink import TelemetrySink
     from flowkit.trace import MultiSink
-    live = LiveExport(target_for(TelemetrySettings(), {}, url=url))
+    target = target_for(TelemetrySettings(), {}, url=url)
+    # the product gives a request 5 s (a CLI's exit is not held longer); a collector sharing two
+    # busy cores with the model can take longer to answer, and the spans would be dropped (CI,
+    # stop 55: the run never reached Phoenix). What is tested here is what arrives, so: 60 s.
+    live = LiveExport(target, exporter=OTLPSpanExporter(endpoint=target.url, timeout=60))
     sink = ListSink()
     try:
         result = run_flow(compile_flow(load_template("iter_retgen")), resources,
                           RunRequest(question, kb="sample"),
                           RunHooks(sink=MultiSink(sink, TelemetrySink(live))))
-        assert live.flush(30)
+        assert live.flush(90)
+        assert live.outcome(result.run_id) == SENT, \
+            f"the collector did not take run {result.run_id}'s spans: {live.outcome(result.run_id)}"
     finally:
         live.close()
     return result, sink
