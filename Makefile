@@ -98,13 +98,13 @@ lint: install
 # model load that skips the AMX decision fails here on any CPU. Its own probe cache directory.
 AMX_SIM := $(CURDIR)/flowkit/testing/amx_sim
 test: install browser servers phoenix llama-server lint
-	$(BIN)/python -m pytest -q --durations=40
+	$(BIN)/python -m pytest -q --durations=40 -n 2 --dist loadgroup
 	rm -rf $(CURDIR)/.flowkit/amx-sim-cache
 	FLOWKIT_SIMULATE_AMX_FAULT=1 FLOWKIT_CACHE_DIR=$(CURDIR)/.flowkit/amx-sim-cache \
 	  PYTHONPATH=$(AMX_SIM) $(BIN)/python -m pytest -q -m loads_model
 
 test-fast: install phoenix
-	$(BIN)/python -m pytest -q -m "not real and not e2e"
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not real and not e2e"
 
 bench: install browser servers manual
 	$(BIN)/python bench/engine.py

@@ -42,6 +42,21 @@ if os.environ.get("FLOWKIT_SIMULATE_AMX_FAULT") == "1":
     _simulate_amx_fault()
 
 
+#: the session fixtures that start a server: every test using one runs in the same xdist worker,
+#: so each server starts once per test run (`make test` runs two workers, `--dist loadgroup`)
+SERVER_FIXTURES = frozenset({"phoenix", "pg_server", "chroma_endpoint", "llama_server_url",
+                             "llama_cpp_server_url"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`--dist loadgroup`): a test file's tests stay together (its module
+    fixtures, a studio or a model, are set up once), and every test of a server goes to one worker."""
+    for item in items:
+        uses = SERVER_FIXTURES & set(getattr(item, "fixturenames", ()))
+        group = "servers" if uses else item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _track_workspaces() -> Iterator[None]:
     """Every Workspace built in the run is recorded (tests/_closing) and closed after the test or
