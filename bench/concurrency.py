@@ -53,11 +53,11 @@ def evaluate(ws: Workspace, plan: EvalPlan, concurrency: int) -> tuple[float, di
     out = run_evaluation(ws, repo, plan, EvalRun(strategy=InFlight(concurrency), notice=print))
     wall = time.perf_counter() - t0
     runs = repo.runs(plan.eval_id)
-    bad = [r.id for r in runs if r.status != "ok"]
+    bad = [r.id for r in runs if r.record.status != "ok"]
     print(f"  {plan.eval_id}: concurrency {out.execution.concurrency} (server reports "
           f"{out.execution.server_parallel or 'nothing'}), ran {out.ran}, {wall:.1f} s"
           + (f", not ok: {', '.join(bad)}" if bad else ""), flush=True)
-    return wall, {r.id[len(plan.eval_id) + 1:]: r.answer for r in runs}
+    return wall, {r.id[len(plan.eval_id) + 1:]: r.record.answer for r in runs}
 
 
 def differing(a: dict[str, str], b: dict[str, str]) -> list[str]:

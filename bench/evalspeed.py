@@ -63,7 +63,7 @@ def answers(ws: Workspace, eval_id: str, labels: dict[int, str]) -> dict[tuple[s
     out = {}
     for r in EvalRepo(ws.store).runs(eval_id):
         _, fi, qi = r.id.rsplit("-", 2)
-        out[(labels[int(fi)], int(qi))] = (r.answer, r.cost.tokens, r.cost.calls)
+        out[(labels[int(fi)], int(qi))] = (r.record.answer, r.record.cost.tokens, r.record.cost.calls)
     return out
 
 
@@ -73,8 +73,8 @@ def flow_times(ws: Workspace, eval_id: str, fi: int) -> tuple[float, float]:
     they took when computed); its wall time in a cold evaluation is less when other columns
     computed calls it shares (naive_rag's answer is iter_retgen's first draft)."""
     runs = [r for r in EvalRepo(ws.store).runs(eval_id) if r.id.rsplit("-", 2)[1] == str(fi)]
-    return (sum(r.cost.ms for r in runs) / 1000.0,
-            sum((r.wall_ms or r.cost.ms) for r in runs) / 1000.0)
+    return (sum(r.record.cost.ms for r in runs) / 1000.0,
+            sum((r.record.wall_ms or r.record.cost.ms) for r in runs) / 1000.0)
 
 
 def plan_for(ws: Workspace, refs: list[str], limit: int, eval_id: str) -> EvalPlan:

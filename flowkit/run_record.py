@@ -3,9 +3,10 @@
 A run is seen in several places: the engine's trace events (`trace.RunStart` as it starts,
 `trace.RunEnd` as it ends), storage's `RunInfo` (a stored run read back), telemetry's `RunRecord`
 (what the spans are built from) and the evaluation's scored rows. `FinishedRun` is the one
-description they share: a live run's is joined from its two events (`of_live`), a stored run's
-is what storage's `RunInfo.finished()` returns, and telemetry's record holds one instead of its
-own copy of the fields (tests/test_run_record.py keeps it so).
+description they share: a live run's is joined from its two events (`of_live`); storage's
+`RunInfo` holds one (its `record`; a run still going ends there at its start plus the time it
+has taken) beside what storage keeps of it, and so does telemetry's record, neither with a copy
+of the fields (tests/test_run_record.py keeps it so).
 
 Times are seconds since the epoch. `cost` is what computing the run costs (calls served from the
 completion cache counted at their original cost, flowkit.cost); `wall_ms` the time it took here.

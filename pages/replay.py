@@ -44,11 +44,11 @@ steps = run_steps(ws, run.id)
 head_panel.draw(ws, run, steps)
 fork_box = st.container()   # a fork started here: shown under its button, here while its tab is shut
 
-if run.status == "running":
+if run.record.status == "running":
     @st.fragment(run_every=2.0)
     def _watch() -> None:
         now = get_run(ws, run.id)
-        if now.status != "running" or now.steps != len(steps):
+        if now.record.status != "running" or now.steps != len(steps):
             st.rerun()
         st.caption(":material/progress_activity: Still running: the replay grows as steps finish.")
     _watch()
@@ -61,7 +61,7 @@ if not steps:
 
 n = len(steps)
 before = parent_steps(ws, run)   # a fork: the parent's steps before it
-offset = int(run.parent_step or 0) if run.parent_run_id else 0
+offset = int(run.record.parent_step or 0) if run.record.parent_run_id else 0
 
 
 def _step_view() -> bool:

@@ -201,7 +201,7 @@ class Debugger:
                 pause = self._pause(run.spec, run.id, st.pause)
             except CheckpointMissing:
                 pause = None
-        return PausedRun(run_id=run.id, question=run.question, status=run.status,
+        return PausedRun(run_id=run.id, question=run.record.question, status=run.record.status,
                          breakpoints=as_breakpoints(st.breakpoints), edits=st.edits,
                          pauses=st.pauses, pause=pause, steps=run.steps)
 
@@ -219,7 +219,7 @@ class Debugger:
         _, pause = self.require_paused(run_id, "preview the next prompt of")
         run = self.ws.store.get_run(run_id)
         return next_prompt(self._compiled(run.spec), pause.node, pause.visit, pause.state,
-                           self.ws.resources, run.kb)
+                           self.ws.resources, run.record.kb)
 
     def resume(self, run_id: str, mode: Mode = "continue", hooks: RunHooks = NO_HOOKS, *,
                breakpoints: Sequence[Breakpoint | str | Mapping[str, Any]] | None = None,
@@ -247,17 +247,17 @@ class Debugger:
         try:
             pause = self._pause(run.spec, run.id, held)
             bps = as_breakpoints(stored)
-            question = str(pause.state.get("question") or run.question)
+            question = str(pause.state.get("question") or run.record.question)
             with open_checkpointer(self.ws.store.url) as cp:
                 hook = hook_for(compiled, bps, mode, resume=pause, checkpointer=cp,
                                 edits=[(k, v) for k, v in held.get("edits") or []])
-                sink = _DebugSink(self.ws.store.sink(run.eval_id), self.repo, bps, hook,
+                sink = _DebugSink(self.ws.store.sink(run.record.eval_id), self.repo, bps, hook,
                                   resuming=True)
-                telemetry = self._telemetry(hook, run.eval_id)
-                request = RunRequest(question, kb=run.kb, run_id=run.id,
-                                     flow_version=run.flow_version,
+                telemetry = self._telemetry(hook, run.record.eval_id)
+                request = RunRequest(question, kb=run.record.kb, run_id=run.id,
+                                     flow_version=run.record.flow_version,
                                      settings=self.ws.resources.settings.to_dict(),
-                                     start=Resume(run.parent_run_id, run.parent_step))
+                                     start=Resume(run.record.parent_run_id, run.record.parent_step))
                 return run_flow(compiled, self.ws.resources, request,
                                 self._hooks(hooks, hook, sink, telemetry))
         except BaseException:

@@ -48,10 +48,10 @@ def parent_steps(ws: Workspace, run: RunInfo) -> list[StepEvent]:
     """For a fork, its parent's steps before the fork point (they ran before the fork's first
     step: a replay shows them as visited and the fork's numbering continues after them); []
     for a run that is not a fork, or whose parent was deleted."""
-    if not run.parent_run_id or not run.parent_step:
+    if not run.record.parent_run_id or not run.record.parent_step:
         return []
     try:
-        return list(ws.store.steps(run.parent_run_id))[:int(run.parent_step)]
+        return list(ws.store.steps(run.record.parent_run_id))[:int(run.record.parent_step)]
     except FlowkitError:    # the parent is gone: number from the fork point all the same
         return []
 
@@ -121,17 +121,17 @@ def fork_view(ws: Workspace, run: RunInfo, run_steps: Sequence[StepEvent]) -> Fo
     """The fork's figures and changes (None for a run that is not a fork). The changes are read
     from what was stored: the fork's first memory-before against the parent's at the fork point,
     and the node params of the two specs."""
-    if not run.parent_run_id:
+    if not run.record.parent_run_id:
         return None
-    k = int(run.parent_step or 0)
+    k = int(run.record.parent_step or 0)
     try:
-        parent = ws.store.get_run(run.parent_run_id)
+        parent = ws.store.get_run(run.record.parent_run_id)
         before = ws.store.steps(parent.id)
     except FlowkitError:         # the parent was deleted: its part is what the totals say
         parent, before = None, []
     own = own_figures(run_steps)
     prior = own_figures(before[:k]) if before else Figures(
-        k, max(run.cost.calls - own.llm_calls, 0), max(run.cost.tokens - own.tokens, 0))
+        k, max(run.record.cost.calls - own.llm_calls, 0), max(run.record.cost.tokens - own.tokens, 0))
     memory: list[tuple[str, Any, Any]] = []
     params: list[tuple[str, str, Any, Any]] = []
     if before and k < len(before) and run_steps:
@@ -145,7 +145,7 @@ def fork_view(ws: Workspace, run: RunInfo, run_steps: Sequence[StepEvent]) -> Fo
             for name, value in (n.get("params") or {}).items():
                 if old.get(name) != value:
                     params.append((n["id"], name, old.get(name), value))
-    return ForkView(parent.id if parent else run.parent_run_id, k, own, prior, memory, params)
+    return ForkView(parent.id if parent else run.record.parent_run_id, k, own, prior, memory, params)
 
 
 @dataclass(frozen=True)
@@ -178,4 +178,4 @@ def asked_question(run: RunInfo, run_steps: Sequence[StepEvent]) -> str:
     the one it was started with."""
     set_at_pauses = [e.new for e in pause_edits(run_steps)
                      if e.key == "question" and isinstance(e.new, str)]
-    return set_at_pauses[-1] if set_at_pauses else run.question
+    return set_at_pauses[-1] if set_at_pauses else run.record.question

@@ -68,7 +68,7 @@ def record_of(ws: Workspace, run_id: str) -> RunRecord:
     run = ws.store.get_run(run_id)
     record = RunRecord.from_stored(run, ws.store.steps(run.id))
     history = DebugRepo(ws.store).get(run.id).history
-    record.pauses = stored_pauses(history, paused_now=run.status == "paused")
+    record.pauses = stored_pauses(history, paused_now=run.record.status == "paused")
     return record
 
 
@@ -86,7 +86,7 @@ def send_eval(ws: Workspace, eval_id: str, url: str | None = None) -> Sent:
     target = target_for(ws.resources.settings.telemetry, url=url)
     repo = eval_repo(ws)
     info = repo.get_eval(eval_id)
-    runs = [r for r in repo.runs(info.id) if r.status in ENDED]
+    runs = [r for r in repo.runs(info.id) if r.record.status in ENDED]
     if not runs:
         raise FlowkitError(f"evaluation '{info.id}' has no finished runs to send")
     records = [record_of(ws, r.id) for r in runs]

@@ -139,7 +139,7 @@ class Workspace:
             spec = spec.model_copy(update={"nodes": nodes})
         memory = visible(step.memory_before)
         memory.update(check_changes(memory_changes or {}))
-        question = str(memory.pop("question", parent.question))
+        question = str(memory.pop("question", parent.record.question))
         visits: dict[str, int] = {}
         for s in steps[:step_index]:
             visits[s.node_id] = max(visits.get(s.node_id, 0), s.visit)
@@ -148,8 +148,8 @@ class Workspace:
             tokens=sum(s.tokens for s in steps[:step_index]))}
         start = Fork(node=step.node_id, parent_run_id=parent.id, parent_step=step_index,
                      memory=memory, counters=counters, edits=memory_changes or {})
-        return self.run(spec, RunRequest(question, kb=parent.kb, flow_version=parent.flow_version,
-                                         start=start),
+        return self.run(spec, RunRequest(question, kb=parent.record.kb,
+                                         flow_version=parent.record.flow_version, start=start),
                         RunHooks(sink=extra_sink, cancel=cancel))
 
 

@@ -52,61 +52,47 @@ class VersionInfo:
 
 @dataclass
 class RunInfo:
-    id: str
-    flow_name: str
-    flow_version: int | None
-    question: str
-    kb: str
-    status: str
-    answer: str
-    citations: list[str]
-    error: str | None
-    halt_reason: str | None
+    """A stored run as the studio's pages read it: its `record` (flowkit's one description of a
+    run, `FinishedRun`; one still running ends there at its start plus the time it has taken so
+    far) and what storage keeps beside it: its step count, the settings, spec and operator
+    versions it ran with, its working memory, the stored times (`ended_at` None while it runs)
+    and the runs forked from it."""
+
+    record: FinishedRun
     steps: int
-    #: what computing the run cost (calls served from the cache at their original cost)
-    cost: Cost
-    model_id: str
-    model_hash: str
     settings: dict[str, Any]
     spec: dict[str, Any]
     operator_versions: dict[str, Any]
     memory: dict[str, Any]
-    parent_run_id: str | None
-    parent_step: int | None
-    eval_id: str | None
     started_at: datetime
     ended_at: datetime | None
     children: list[str] = field(default_factory=list)
-    #: the wall time the run took; `cost.ms` is the model's (cached calls at their original)
-    wall_ms: float | None = None
+
+    @property
+    def id(self) -> str:
+        """The run's id (`record.run_id`)."""
+        return self.record.run_id
 
     def finished(self) -> FinishedRun:
-        """This run as flowkit describes a finished run (flowkit.run_record); one not ended
-        yet ends at its start plus the time it took."""
-        began = epoch(self.started_at)
-        ended = (epoch(self.ended_at) if self.ended_at
-                 else began + (self.wall_ms or self.cost.ms) / 1000.0)
-        return FinishedRun(run_id=self.id, flow_name=self.flow_name, flow_version=self.flow_version,
-                           question=self.question, answer=self.answer, status=self.status,
-                           started_at=began, ended_at=ended, kb=self.kb, model_id=self.model_id,
-                           model_hash=self.model_hash, error=self.error,
-                           halt_reason=self.halt_reason,
-                           cost=self.cost,
-                           wall_ms=self.wall_ms, citations=tuple(self.citations),
-                           parent_run_id=self.parent_run_id, parent_step=self.parent_step,
-                           eval_id=self.eval_id)
+        """This run as flowkit describes a run (flowkit.run_record)."""
+        return self.record
 
 
 def _run_info(r: RunRow) -> RunInfo:
-    return RunInfo(id=r.id, flow_name=r.flow_name, flow_version=r.flow_version, question=r.question,
-                   kb=r.kb, status=r.status, answer=r.answer, citations=list(r.citations or []),
-                   error=r.error, halt_reason=r.halt_reason, steps=r.steps,
-                   cost=Cost(r.llm_calls, int(r.cached_calls or 0), r.tokens, r.ms),
-                   model_id=r.model_id, model_hash=r.model_hash,
-                   settings=dict(r.settings or {}), spec=dict(r.spec or {}),
-                   operator_versions=dict(r.operator_versions or {}), memory=dict(r.memory or {}),
-                   parent_run_id=r.parent_run_id, parent_step=r.parent_step, eval_id=r.eval_id,
-                   started_at=r.started_at, ended_at=r.ended_at, wall_ms=r.wall_ms)
+    cost = Cost(r.llm_calls, int(r.cached_calls or 0), r.tokens, r.ms)
+    began = epoch(r.started_at)
+    ended = (epoch(r.ended_at) if r.ended_at
+             else began + (r.wall_ms or cost.ms or 0.0) / 1000.0)
+    record = FinishedRun(run_id=r.id, flow_name=r.flow_name, flow_version=r.flow_version,
+                         question=r.question, answer=r.answer, status=r.status,
+                         started_at=began, ended_at=ended, kb=r.kb, model_id=r.model_id,
+                         model_hash=r.model_hash, error=r.error, halt_reason=r.halt_reason,
+                         cost=cost, wall_ms=r.wall_ms, citations=tuple(r.citations or ()),
+                         parent_run_id=r.parent_run_id, parent_step=r.parent_step,
+                         eval_id=r.eval_id)
+    return RunInfo(record=record, steps=r.steps, settings=dict(r.settings or {}),
+                   spec=dict(r.spec or {}), operator_versions=dict(r.operator_versions or {}),
+                   memory=dict(r.memory or {}), started_at=r.started_at, ended_at=r.ended_at)
 
 
 def ended_values(result: RunEnd) -> dict[str, Any]:

@@ -49,10 +49,10 @@ def test_sigkill_leaves_readable_prefix(db_url):
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert store.get_run("victim").status == "running"      # nobody said otherwise yet
+    assert store.get_run("victim").record.status == "running"      # nobody said otherwise yet
     assert store.mark_interrupted() == 1                       # "the next start"
     run = store.get_run("victim")
-    assert run.status == "interrupted"
+    assert run.record.status == "interrupted"
     steps = store.steps("victim")
     assert len(steps) >= 7
     assert [s.index for s in steps] == list(range(len(steps)))   # contiguous

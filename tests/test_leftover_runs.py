@@ -42,8 +42,8 @@ def test_a_run_whose_pid_was_reused_is_interrupted(store: Store) -> None:
     _running(store, "reused", pid=os.getpid(), host=host, owner=f"{host}|{boot}|{pid}|{int(ticks) - 5}")
     _running(store, "mine", pid=os.getpid(), host=host, owner=process_identity())
     assert store.mark_interrupted() == 1
-    assert store.get_run("reused").status == "interrupted"
-    assert store.get_run("mine").status == "running"
+    assert store.get_run("reused").record.status == "interrupted"
+    assert store.get_run("mine").record.status == "running"
 
 
 def test_another_hosts_run_is_judged_by_its_lease(store: Store) -> None:
@@ -53,7 +53,7 @@ def test_another_hosts_run_is_judged_by_its_lease(store: Store) -> None:
     _running(store, "legacy", host="old-container", pid=123,
              started_at=utcnow() - timedelta(days=2))   # recorded before leases existed
     assert store.mark_interrupted() == 2
-    assert {r: store.get_run(r).status for r in ("expired", "leased", "legacy")} == \
+    assert {r: store.get_run(r).record.status for r in ("expired", "leased", "legacy")} == \
         {"expired": "interrupted", "leased": "running", "legacy": "interrupted"}
 
 
@@ -95,6 +95,6 @@ def test_an_old_database_gains_the_new_columns(tmp_path) -> None:
     con.commit()
     con.close()
     store = Store(f"sqlite:///{path}")
-    assert store.get_run("old").status == "ok"
+    assert store.get_run("old").record.status == "ok"
     cols = {r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(runs)")}
     assert {"owner", "lease_until"} <= cols

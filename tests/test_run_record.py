@@ -129,7 +129,7 @@ def test_the_cli_strategy_is_one_value():
 
 
 # A finished run is described once (issue 49, item 5): flowkit.run_record.FinishedRun. The engine's
-# two events join into it, storage's RunInfo turns into it, telemetry's RunRecord holds it.
+# two events join into it, storage's RunInfo and telemetry's RunRecord hold one.
 
 #: fields that say what ran, and fields that say how it ended: a class that declares two of each
 #: describes a finished run whole, and that is FinishedRun's job
@@ -137,12 +137,7 @@ WHAT_RAN = {"flow_name", "question", "kb", "model_id", "model_hash", "parent_run
 HOW_IT_ENDED = {"status", "answer", "citations", "error", "halt_reason"}
 #: classes left with their own copy of the fields, each with why; remove an entry once it holds
 #: (or is) a FinishedRun
-KNOWN_RUN_COPIES = {
-    "storage/repo.py:RunInfo": "storage's stored run as the Studio pages read it (by these names, "
-                               "with datetimes, the spec, settings and memory; its cost a Cost); "
-                               "`finished()` gives its FinishedRun, which telemetry and the "
-                               "evaluation read",
-}
+KNOWN_RUN_COPIES: dict[str, str] = {}
 
 
 def _declared(node: ast.ClassDef) -> set[str]:

@@ -71,8 +71,8 @@ def test_run_and_steps_are_stored(store):
                       RunRequest("Where was Mara Velt born?", kb="test", flow_version=3),
                       RunHooks(sink=MultiSink(store.sink(), listed)))
     run = store.get_run(result.run_id)
-    assert run.status == "ok" and run.answer == "Tessel" and run.flow_version == 3
-    assert run.cost.tokens == result.cost.tokens > 0 and run.cost.calls == 1
+    assert run.record.status == "ok" and run.record.answer == "Tessel" and run.record.flow_version == 3
+    assert run.record.cost.tokens == result.cost.tokens > 0 and run.record.cost.calls == 1
     assert run.spec["nodes"][0]["params"]["top_k"] == 5          # resolved with defaults
     assert run.operator_versions == {"retrieval.bm25": "1", "generation.answer": "2"}
     steps = store.steps(run.id)
@@ -92,7 +92,7 @@ def test_dead_process_runs_become_interrupted(store):
         s.add(RunRow(id="deadbeef", flow_name="f", spec={}, question="q", status="running",
                      pid=999_999_9, host=socket.gethostname()))
     assert store.mark_interrupted() == 1
-    assert store.get_run("deadbeef").status == "interrupted"
+    assert store.get_run("deadbeef").record.status == "interrupted"
     assert store.mark_interrupted() == 0
 
 
@@ -133,6 +133,6 @@ def test_concurrent_runs_and_a_reader_share_one_store(store):
     watcher.join(10)
     assert errors == []
     runs = store.list_runs(limit=50)
-    assert len(runs) == 12 and {r.status for r in runs} == {"ok"}
+    assert len(runs) == 12 and {r.record.status for r in runs} == {"ok"}
     for r in runs:
         assert [s.index for s in store.steps(r.id)] == [0, 1]

@@ -175,10 +175,11 @@ def cmd_debug(args: argparse.Namespace) -> int:
 
 
 def _end_of(dbg: Debugger, run_id: str) -> RunEnd:
-    run = dbg.ws.store.get_run(run_id)
-    return RunEnd(run_id=run.id, status=run.status, answer=run.answer, citations=run.citations,
-                  steps=run.steps, cost=run.finished().cost, error=run.error,
-                  halt_reason=run.halt_reason)
+    stored = dbg.ws.store.get_run(run_id)
+    run = stored.record
+    return RunEnd(run_id=run.run_id, status=run.status, answer=run.answer,
+                  citations=list(run.citations), steps=stored.steps, cost=run.cost,
+                  error=run.error, halt_reason=run.halt_reason)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:

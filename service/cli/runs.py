@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from typing import Any
 
@@ -9,6 +10,7 @@ from rich.table import Table
 
 from flowkit.run_request import RunHooks, RunRequest
 from flowkit.trace import RunEnd, RunStart, StepEvent
+from service.runs import RunInfo
 
 from . import common, debug, telemetry
 
@@ -78,6 +80,21 @@ def _short(v: Any, n: int = 160) -> str:
     return s if len(s) <= n else s[: n - 3] + "..."
 
 
+def _run_json(run: RunInfo) -> dict[str, Any]:
+    """A stored run as `trace --json` has always written it: its fields by the names the runs
+    table uses (`id`; the cost flat as `llm_calls`, `cached_calls`, `tokens`, `ms`; the stored
+    times as text), without its spec."""
+    rec = run.record
+    kept = {f.name: getattr(rec, f.name) for f in dataclasses.fields(rec)
+            if f.name not in ("run_id", "cost", "started_at", "ended_at", "citations")}
+    own = {f.name: getattr(run, f.name) for f in dataclasses.fields(run)
+           if f.name not in ("record", "spec", "started_at", "ended_at")}
+    return {"id": run.id, **kept, "citations": list(rec.citations), **own,
+            "llm_calls": rec.cost.calls, "cached_calls": rec.cost.cached,
+            "tokens": rec.cost.tokens, "ms": rec.cost.ms,
+            "started_at": str(run.started_at), "ended_at": str(run.ended_at)}
+
+
 def cmd_trace(args: argparse.Namespace) -> int:
     from flowkit.trace import diff
     if args.otlp is not None:
@@ -86,18 +103,14 @@ def cmd_trace(args: argparse.Namespace) -> int:
     run = ws.store.get_run(args.run_id)
     steps = ws.store.steps(run.id)
     if args.json:
-        # the run's cost under the names the runs table and `trace --json` have always used
-        cost = {"llm_calls": run.cost.calls, "cached_calls": run.cost.cached,
-                "tokens": run.cost.tokens, "ms": run.cost.ms}
-        common.out.print_json(data={"run": {k: v for k, v in run.__dict__.items()
-                                            if k not in ("spec", "cost")} | cost |
-                             {"started_at": str(run.started_at), "ended_at": str(run.ended_at)},
+        common.out.print_json(data={"run": _run_json(run),
                              "steps": [s.to_dict() for s in steps]})
         return 0
+    rec = run.record
     common.out.print(common.styled("[bold]run {}[/bold] flow {} v{} status {}; model {} ({}); kb {}",
-                                   run.id, run.flow_name, run.flow_version or "-", run.status,
-                                   run.model_id, run.model_hash[:12], run.kb))
-    common.out.print(f"question: {run.question}")
+                                   run.id, rec.flow_name, rec.flow_version or "-", rec.status,
+                                   rec.model_id, rec.model_hash[:12], rec.kb))
+    common.out.print(f"question: {rec.question}")
     for s in steps:
         common.out.rule(f"step {s.index}: {s.node_id} (visit {s.visit}) {s.operator}  "
                  f"{s.tokens} tok, {s.ms:.0f} ms")
@@ -117,9 +130,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
         if s.error:
             common.out.print(common.styled("  [red]error:[/red] {}", s.error))
     common.out.rule()
-    common.out.print(f"answer: {run.answer}\nstatus: {run.status}" +
-              (f" ({run.halt_reason})" if run.halt_reason else "") +
-              (f"\nerror: {run.error}" if run.error else ""))
+    common.out.print(f"answer: {rec.answer}\nstatus: {rec.status}" +
+              (f" ({rec.halt_reason})" if rec.halt_reason else "") +
+              (f"\nerror: {rec.error}" if rec.error else ""))
     return 0
 
 

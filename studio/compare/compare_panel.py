@@ -317,13 +317,13 @@ def _trace_column(t: cd.FlowTrace, gold: list[str], judged: Callable[[], None] |
         st.caption("not run yet")
         return
     mark = cd.mark(t.result)
-    st.markdown(f"**Answer** {mark}" + ("" if t.run.answer else " _(empty)_"))
-    if t.run.answer:
-        inert.text(t.run.answer)
+    st.markdown(f"**Answer** {mark}" + ("" if t.run.record.answer else " _(empty)_"))
+    if t.run.record.answer:
+        inert.text(t.run.record.answer)
     st.caption(f"gold: {' | '.join(inert.escape(g) for g in gold)} · "
-               f"{cd.score_line(t.result)} · status {t.run.status}")
-    if t.run.error:
-        st.error(inert.escape(t.run.error))
+               f"{cd.score_line(t.result)} · status {t.run.record.status}")
+    if t.run.record.error:
+        st.error(inert.escape(t.run.record.error))
     if judged is not None:
         judged()                                        # the judges' verdicts and your labels
     with st.expander(f"Retrieved passages ({len(t.passages)})"):

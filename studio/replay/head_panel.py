@@ -41,7 +41,7 @@ def _fork_banner(view: ForkView, run: RunInfo) -> None:
 def _verdicts(ws: Workspace, run: RunInfo) -> None:
     """The model judges' verdicts on this answer, where its evaluation was graded (`flowkit
     judge`, or Grade answers on the Compare page): judge, model, verdict and the judge's words."""
-    verdicts = run_verdicts(ws, run.id, run.eval_id)
+    verdicts = run_verdicts(ws, run.id, run.record.eval_id)
     if not verdicts:
         return
     st.markdown("**Judges**")
@@ -55,14 +55,14 @@ def draw(ws: Workspace, run: RunInfo, steps: list[StepEvent]) -> None:
     """The header of the replay of `run` (its stored `steps`)."""
     head, totals = st.columns([3, 2])
     with head:
-        st.markdown(f"**{inert.escape(run.flow_name)}** on {inert.code(run.kb or '-')} · "
-                    f":{runview.STATUS_COLOURS.get(run.status, 'gray')}-badge[{run.status}]")
+        st.markdown(f"**{inert.escape(run.record.flow_name)}** on {inert.code(run.record.kb or '-')} · "
+                    f":{runview.STATUS_COLOURS.get(run.record.status, 'gray')}-badge[{run.record.status}]")
         answer_panel.question_head(run, steps)
-        st.markdown("**Answer:**" + ("" if run.answer else " _(none)_"))
-        if run.answer:
-            inert.text(run.answer)
-        if run.error:
-            st.error(inert.escape(run.error))
+        st.markdown("**Answer:**" + ("" if run.record.answer else " _(none)_"))
+        if run.record.answer:
+            inert.text(run.record.answer)
+        if run.record.error:
+            st.error(inert.escape(run.record.error))
         _verdicts(ws, run)
         view = fork_view(ws, run, steps)
         if view is not None:
@@ -75,4 +75,4 @@ def draw(ws: Workspace, run: RunInfo, steps: list[StepEvent]) -> None:
                           args=(st.query_params, child, 0))
     with totals:
         answer_panel.totals_panel(runview.totals(run, steps))
-        st.caption(f"Model {inert.escape(run.model_id or '?')} · {run.model_hash[:12] or '?'}")
+        st.caption(f"Model {inert.escape(run.record.model_id or '?')} · {run.record.model_hash[:12] or '?'}")

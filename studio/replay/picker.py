@@ -37,5 +37,6 @@ def run_choices(ws: Workspace, wanted: str | None) -> RunChoices:
 def run_label(run: RunInfo) -> str:
     """A run as the picker shows it: id, (fork), flow, status, when it started, the question."""
     when = run.started_at.strftime("%m-%d %H:%M") if run.started_at else ""
-    fork = " (fork)" if run.parent_run_id else ""
-    return f"{run.id}{fork} · {run.flow_name} · {run.status} · {when} · {run.question[:60]}"
+    rec = run.record
+    fork = " (fork)" if rec.parent_run_id else ""
+    return f"{run.id}{fork} · {rec.flow_name} · {rec.status} · {when} · {rec.question[:60]}"

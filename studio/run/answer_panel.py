@@ -220,8 +220,8 @@ def final_answer(run: RunInfo, expected: Sequence[str] | None,
     written on the way, when there were several, apart under it."""
     st.subheader("Answer")
     with st.container(border=True, key=K.ANSWER_BOX):
-        if run.answer:
-            inert.text(run.answer)
+        if run.record.answer:
+            inert.text(run.record.answer)
         else:
             st.caption("(no answer)")
         cut_notice(runview.cut_answer(run, list(steps)))
@@ -229,7 +229,7 @@ def final_answer(run: RunInfo, expected: Sequence[str] | None,
         if len(written) > 1:
             with st.expander(f"Drafts written on the way ({len(written)})"):
                 _draft_list(written)
-    grade = grade_answer(run.answer or "", expected or [])
+    grade = grade_answer(run.record.answer or "", expected or [])
     if grade is not None:
         said = " | ".join(inert.escape(a) for a in grade.expected)
         figures = f"exact match {grade.exact:.0f}, token F1 {grade.f1:.2f}"
@@ -288,7 +288,7 @@ def cited(run: RunInfo, steps: list[StepEvent]) -> None:
                         st.caption(f"score {runview.rounded(d['score'])}")
                 else:
                     st.caption("Not in the run's memory or retrievals.")
-    elif run.status == "ok":
+    elif run.record.status == "ok":
         st.caption("The answer cites no passage.")
 
 

@@ -43,12 +43,12 @@ def is_active(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
     if job is not None and not job.finished:
         return True
     run = _run(ws, run_id)
-    return run is not None and (run.status == "running" or _trace_sending(ws, run))
+    return run is not None and (run.record.status == "running" or _trace_sending(ws, run))
 
 
 def _trace_sending(ws: Workspace, run: RunInfo) -> bool:
     """Whether the ended run's spans are on their way to the collector (live export on)."""
-    if run.status in ("running", "paused"):
+    if run.record.status in ("running", "paused"):
         return False
     state = export_state(ws, run.id)
     return state is not None and state.status == SENDING
@@ -79,7 +79,7 @@ def _still_running(ws: Workspace, jobs: JobManager, run_id: str) -> bool:
     if job is not None:
         return not job.finished
     run = _run(ws, run_id)
-    return run is not None and run.status == "running"
+    return run is not None and run.record.status == "running"
 
 
 def at_this_step(ws: Workspace, jobs: JobManager, run_id: str) -> Callable[[], bool]:
@@ -150,22 +150,22 @@ def _waiting(jobs: JobManager, job: Job) -> bool:
 
 
 def _header(run: RunInfo, steps: Sequence[StepEvent]) -> None:
-    st.markdown(f"**{inert.escape(run.flow_name)}** on {inert.code(run.kb or '-')} · "
+    st.markdown(f"**{inert.escape(run.record.flow_name)}** on {inert.code(run.record.kb or '-')} · "
                 f"run {inert.code(run.id)}")
     answer_panel.question_head(run, steps)
 
 
 def _ended_notice(run: RunInfo) -> None:
-    if run.status == "error":
-        st.error(inert.escape(run.error or "the run failed"))
-    elif run.status == "budget_exceeded":
+    if run.record.status == "error":
+        st.error(inert.escape(run.record.error or "the run failed"))
+    elif run.record.status == "budget_exceeded":
         st.warning("Stopped by the flow's limits: "
-                   f"{inert.escape(run.halt_reason or run.error or 'budget')}. "
+                   f"{inert.escape(run.record.halt_reason or run.record.error or 'budget')}. "
                    "The answer below is what was in memory then.")
-    elif run.status == "interrupted":
-        st.warning(inert.escape(run.error or "interrupted"))
-    elif run.status == "cancelled":
-        st.warning(inert.escape(run.error or "Cancelled: it stopped at a step boundary. The "
+    elif run.record.status == "interrupted":
+        st.warning(inert.escape(run.record.error or "interrupted"))
+    elif run.record.status == "cancelled":
+        st.warning(inert.escape(run.record.error or "Cancelled: it stopped at a step boundary. The "
                                 "answer below is what was in memory then."))
 
 
@@ -191,7 +191,7 @@ def render(ws: Workspace, jobs: JobManager, run_id: str,
 
     steps = run_steps(ws, run.id)
     _header(run, steps)
-    if run.status == "running":
+    if run.record.status == "running":
         _status("running")
         nxt = runview.next_nodes(run.spec, steps)
         now = ", ".join(inert.code(n) for n in nxt) if nxt else "finishing"
@@ -213,22 +213,22 @@ def render(ws: Workspace, jobs: JobManager, run_id: str,
                                      tick=live_figures.draw)
         return True
 
-    if run.status == "paused":
+    if run.record.status == "paused":
         _status("paused")
         continuing = debug_panel.render(ws, jobs, run, steps)
         answer_panel.steps_table(steps)
         replay_link(run.id, label="Open the replay (so far)")
         return continuing
 
-    _status(run.status)
+    _status(run.record.status)
     _ended_notice(run)
     answer_panel.final_answer(run, expected, steps)
     answer_panel.totals_panel(runview.totals(run, steps))
     sending = export_notice(ws, run)
     answer_panel.cited(run, steps)
     answer_panel.retrieved(run)
-    if run.parent_run_id:
-        st.caption(f"Forked from run {run.parent_run_id} step {run.parent_step}")
+    if run.record.parent_run_id:
+        st.caption(f"Forked from run {run.record.parent_run_id} step {run.record.parent_step}")
     answer_panel.steps_table(steps)
     replay_link(run.id)
     return sending

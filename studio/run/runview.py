@@ -109,7 +109,7 @@ def cited_passages(run: RunInfo, steps: list[StepEvent]) -> list[dict[str, Any]]
             known[str(d["id"])] = dict(d)
     metas = provenance.known_meta([run.memory, *(s.memory_after for s in steps)])
     out: list[dict[str, Any]] = []
-    for cid in run.citations:
+    for cid in run.record.citations:
         hit = known.get(cid)
         if hit is None:
             out.append({"id": cid, "title": "", "text": "", "score": None, "found": False,
@@ -176,7 +176,7 @@ def cut_answer(run: RunInfo, steps: list[StepEvent]) -> CutAnswer | None:
             return None
         call = step.llm_calls[-1]
         lines = [line for line in (call.completion or "").splitlines() if line.strip()]
-        answer = _words(run.answer or "")
+        answer = _words(run.record.answer or "")
         if answer and lines and answer[-1] not in _words(lines[-1]):
             return None
         params = next((n.get("params") or {} for n in run.spec.get("nodes", [])
@@ -227,17 +227,17 @@ def totals(run: RunInfo, steps: list[StepEvent] | None = None) -> dict[str, Any]
     A fork's stored calls and tokens also count its parent's part before the fork point (its
     budget); with `steps` (the run's own), a fork's figures are its own, the parent's part shown
     apart (service.runs.fork_view)."""
-    calls, tokens = run.cost.calls, run.cost.tokens
-    if run.parent_run_id and steps is not None:
+    calls, tokens = run.record.cost.calls, run.record.cost.tokens
+    if run.record.parent_run_id and steps is not None:
         own = own_figures(steps)
         calls, tokens = own.llm_calls, own.tokens
     out: dict[str, Any] = {"Steps": run.steps, "LLM calls": calls, "Tokens": tokens}
-    if not run.cost.cached:
-        out["Seconds"] = round((run.cost.ms or 0) / 1000, 1)
+    if not run.record.cost.cached:
+        out["Seconds"] = round((run.record.cost.ms or 0) / 1000, 1)
         return out
-    out["Calls from cache"] = run.cost.cached
-    out["Cost (s)"] = round((run.cost.ms or 0) / 1000, 1)
-    out["Wall time (s)"] = round((run.wall_ms or 0) / 1000, 1)
+    out["Calls from cache"] = run.record.cost.cached
+    out["Cost (s)"] = round((run.record.cost.ms or 0) / 1000, 1)
+    out["Wall time (s)"] = round((run.record.wall_ms or 0) / 1000, 1)
     return out
 
 
@@ -251,7 +251,7 @@ def flow_of(ws: Workspace, jobs: JobManager, run_id: str) -> str:
     """The flow name of a stored run, or of a run still queued in this process ('' if neither):
     what the Flow box shows when the page is opened on a run (`/run?run=ID`)."""
     try:
-        return get_run(ws, run_id).flow_name
+        return get_run(ws, run_id).record.flow_name
     except FlowkitError:
         job = jobs.find_run(run_id)
         return str(job.meta.get("flow", "")) if job is not None else ""
@@ -260,7 +260,7 @@ def flow_of(ws: Workspace, jobs: JobManager, run_id: str) -> str:
 def question_of(ws: Workspace, jobs: JobManager, run_id: str) -> str:
     """The question of a stored run, or of a run still queued in this process ('' if neither)."""
     try:
-        return get_run(ws, run_id).question
+        return get_run(ws, run_id).record.question
     except FlowkitError:
         job = jobs.find_run(run_id)
         return str(job.meta.get("question", "")) if job is not None else ""

@@ -82,6 +82,6 @@ def run_ended(ws: Workspace, at: AppTest) -> bool:
     if not run_id:
         return False
     try:
-        return ws.store.get_run(run_id).status not in ("running", "queued")
+        return ws.store.get_run(run_id).record.status not in ("running", "queued")
     except NotFoundError:
         return False

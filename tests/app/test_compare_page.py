@@ -105,7 +105,7 @@ def test_start_a_comparison_and_follow_it(ws):
     at.run()
     assert at.query_params["q"] in ("q02", ["q02"]) and "11" in [t.value for t in at.text]
     runs = EvalRepo(ws.store).runs(eval_id)
-    assert len(runs) == 6 and {r.status for r in runs} == {"ok"}
+    assert len(runs) == 6 and {r.record.status for r in runs} == {"ok"}
 
 
 def test_open_an_earlier_evaluation_from_the_address(ws):

@@ -129,7 +129,7 @@ def test_the_handed_breakpoints_reach_the_run_request_and_pause_it(ws: Workspace
     at.button(key="run_go").click().run()
     at = kit.until(at, lambda a: "Paused before `generate` (visit 1)" in kit.texts(a))
     run_id = at.query_params["run"]
-    assert ws.store.get_run(run_id).status == "paused"
+    assert ws.store.get_run(run_id).record.status == "paused"
     assert "editor_run_breakpoints" not in at.session_state            # taken once
     at.run()
     assert at.text_area(key="run_breakpoints").value == "generate"     # the user's box from now on

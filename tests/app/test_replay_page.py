@@ -176,8 +176,8 @@ def test_fork_with_a_changed_memory_value_links_back_to_its_parent(ws, run_id):
     assert "fork" not in at.query_params
     assert at.selectbox(key="replay_pick").value == job.run_id
     child = ws.store.get_run(job.run_id)
-    assert child.parent_run_id == run_id and child.parent_step == 1
-    assert child.question == "Who designed the Corren Lighthouse?"
+    assert child.record.parent_run_id == run_id and child.record.parent_step == 1
+    assert child.record.question == "Who designed the Corren Lighthouse?"
     assert [s.node_id for s in ws.store.steps(child.id)] == ["generate"]
     assert f"Forked from run `{run_id}` step 1" in kit.texts(at)
     at.button(key="replay_open_parent").click().run()                 # back to the parent step
@@ -237,7 +237,7 @@ def test_a_fork_shows_what_it_changed_and_its_own_figures_apart_from_the_parents
     assert view.own.llm_calls == sum(len(s.llm_calls) for s in own_steps) == 1
     parent_steps = ws.store.steps(parent.id)
     assert view.parent.tokens == parent_steps[0].tokens          # the parent's step 0, apart
-    assert view.own.tokens + view.parent.tokens == child.cost.tokens  # and they add up to the budget
+    assert view.own.tokens + view.parent.tokens == child.record.cost.tokens  # and they add up to the budget
 
     at = _open(child.id, step="0")
     metrics = {m.label: m.value for m in at.metric}

@@ -69,7 +69,7 @@ def test_run_shows_answer_cited_passages_totals_and_replay_link(ws):
     assert metrics["Steps"] == "2" and metrics["LLM calls"] == "1"
     assert int(metrics["Tokens"]) > 0
     run = ws.store.get_run(at.query_params["run"])
-    assert run.status == "ok" and run.citations[0] == "art-09#0"
+    assert run.record.status == "ok" and run.record.citations[0] == "art-09#0"
     assert f"/replay?run={run.id}" in text      # standalone page: the plain link form
 
 
@@ -100,7 +100,7 @@ def test_two_sessions_running_at_once_are_queued_not_crashed(ws):
         release.set()
     for at in (first, second):
         kit.until(at, lambda a: "/replay?run=" in kit.texts(a))   # drawn once it ended
-        assert ws.store.get_run(at.query_params["run"]).status == "ok"
+        assert ws.store.get_run(at.query_params["run"]).record.status == "ok"
 
 
 def test_dataset_question_fills_the_question_box_and_shows_the_expected_answer(ws):
@@ -187,7 +187,7 @@ def test_cancel_a_queued_run_it_never_starts_and_is_stored_cancelled(ws):
         at.button(key=f"run_cancel_{job.id}").click().run()
         assert get_jobs().get(job.id).status == "cancelled"
         run = ws.store.get_run(run_id)
-        assert run.status == "cancelled" and ws.store.steps(run_id) == []
+        assert run.record.status == "cancelled" and ws.store.steps(run_id) == []
         at.run()
         assert ":gray-badge[cancelled]" in kit.texts(at)
     finally:
@@ -220,7 +220,7 @@ def test_cancel_a_running_run_stops_it_at_the_next_step(ws):
         go.set()
         get_jobs().wait_idle(30)
         ws.resources.set_llm(before)
-    assert ws.store.get_run(run_id).status == "cancelled"
+    assert ws.store.get_run(run_id).record.status == "cancelled"
     assert [s.node_id for s in ws.store.steps(run_id)] == ["rewrite"]
 
 
@@ -295,6 +295,7 @@ def test_cut_answer_reads_which_limit_stopped_the_answer():
     from datetime import datetime
 
     from flowkit.cost import Cost
+    from flowkit.run_record import FinishedRun
     from flowkit.trace import LLMCall, StepEvent
     from storage.repo import RunInfo
     from studio.run.runview import CutAnswer, cut_answer
@@ -302,8 +303,9 @@ def test_cut_answer_reads_which_limit_stopped_the_answer():
     spec = {"nodes": [{"id": "gen", "operator": "generation.answer", "params": {}}]}
 
     def case(completion: str, answer: str, tokens: int, reason: str = "length"):
-        run = RunInfo("r", "f", None, "q", "", "ok", answer, [], None, None, 1, Cost(1, 0, tokens, 1.0),
-                      "m", "h", {}, spec, {}, {}, None, None, None, datetime.now(), None)
+        record = FinishedRun("r", "f", None, "q", answer, "ok", 0.0, 1.0, model_id="m",
+                             model_hash="h", cost=Cost(1, 0, tokens, 1.0))
+        run = RunInfo(record, 1, {}, spec, {}, {}, datetime.now(), None)
         step = StepEvent("r", 0, "gen", "generation.answer", 1, {}, {"answer": answer},
                          [LLMCall("p", completion, 9, tokens, 1.0, finish_reason=reason)])
         return cut_answer(run, [step])

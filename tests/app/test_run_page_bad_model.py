@@ -46,7 +46,7 @@ def test_a_truncated_model_fails_the_run_clearly_and_the_studio_goes_on(tmp_path
         ws.resources.set_llm(None)
         # the answer box shows while the answer streams: wait for the run to end, not the box
         nxt = kit.until(_submit(), lambda a: kit.run_ended(ws, a), timeout=180)
-        assert ws.store.get_run(nxt.query_params["run"]).status == "ok"
+        assert ws.store.get_run(nxt.query_params["run"]).record.status == "ok"
     finally:
         get_jobs().wait_idle(60)
         use_workspace(None)

@@ -66,7 +66,7 @@ def test_pause_shows_memory_and_next_prompt_then_continue_gives_the_answer(ws):
     assert "documents added" in text                          # the memory view: retrieve's writes
     code = " ".join(c.value for c in at.code)
     assert "Corren Lighthouse" in code                        # the next prompt, exact
-    assert ws.store.get_run(run_id).status == "paused"
+    assert ws.store.get_run(run_id).record.status == "paused"
     assert "Steps** (1)" in text
 
     again = kit.page("pages/run.py", run=run_id).run()      # a refresh finds the pause
@@ -76,7 +76,7 @@ def test_pause_shows_memory_and_next_prompt_then_continue_gives_the_answer(ws):
     at = kit.until(at, lambda a: f"/replay?run={run_id}" in kit.texts(a)
                    and "Paused" not in kit.texts(a))
     run = ws.store.get_run(run_id)
-    assert run.status == "ok" and "1884" in run.answer
+    assert run.record.status == "ok" and "1884" in run.record.answer
     assert any("1884" in t.value for t in at.text)
 
 
@@ -87,7 +87,7 @@ def test_step_pauses_at_the_next_node_and_abort_ends_the_run(ws):
     at = kit.until(at, lambda a: "before `generate` (visit 1) · step" in kit.texts(a))
     at.button(key="debug_abort").click().run()
     at = kit.until(at, lambda a: ":gray-badge[cancelled]" in kit.texts(a))
-    assert ws.store.get_run(run_id).status == "cancelled"
+    assert ws.store.get_run(run_id).record.status == "cancelled"
 
 
 def test_an_edit_is_checked_then_kept_and_followed(ws):
@@ -105,7 +105,7 @@ def test_an_edit_is_checked_then_kept_and_followed(ws):
     assert "Set question: the run goes on with it." in kit.texts(at)
     assert "Edited: `question`" in kit.texts(at)
     assert "Who designed" in " ".join(c.value for c in at.code)   # the next prompt follows
-    assert ws.store.get_run(run_id).status == "paused"
+    assert ws.store.get_run(run_id).record.status == "paused"
 
 
 def test_a_second_tab_cannot_continue_what_the_first_is_continuing(ws):
@@ -127,7 +127,7 @@ def test_a_second_tab_cannot_continue_what_the_first_is_continuing(ws):
     finally:
         release.set()
     kit.until(first, lambda a: "Paused" not in kit.texts(a) and "/replay?run=" in kit.texts(a))
-    assert ws.store.get_run(run_id).status == "ok"
+    assert ws.store.get_run(run_id).record.status == "ok"
     with pytest.raises(NotPausedError, match="not paused"):       # the service refuses too
         debugging.submit_resume(get_jobs(), ws, run_id, "continue", seen_pauses=1)
 
@@ -170,7 +170,7 @@ def test_model_overrides_apply_to_a_debugged_run_and_its_continue(ws):
         kit.until(at, lambda a: "Paused" not in kit.texts(a) and "/replay?run=" in kit.texts(a))
     finally:
         llm.complete = real
-    assert ws.store.get_run(run_id).status == "ok"
+    assert ws.store.get_run(run_id).record.status == "ok"
     assert calls and all(t == 0.7 for t in calls), calls
     assert ws.resources.settings.llm.temperature == 0.0     # the shared settings are untouched
 
@@ -187,7 +187,7 @@ def test_a_finished_run_shows_the_edited_question_and_marks_the_edit(ws):
     at.button(key="debug_continue").click().run()
     at = kit.until(at, lambda a: f"/replay?run={run_id}" in kit.texts(a)
                    and "Paused" not in kit.texts(a))
-    assert "1884" in ws.store.get_run(run_id).answer
+    assert "1884" in ws.store.get_run(run_id).record.answer
     for page in (at, kit.page("pages/replay.py", run=run_id).run()):
         text = kit.texts(page)
         quoted = [m.value for m in page.markdown if m.value.startswith(">")]

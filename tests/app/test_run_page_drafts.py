@@ -88,7 +88,7 @@ def test_iter_retgen_drafts_are_drafts_and_the_answer_comes_at_the_end(rounds):
     run_id = at.query_params["run"]
     at = kit.until(at, lambda a: f"/replay?run={run_id}" in kit.texts(a))
     n = llm.calls                                     # iter_retgen: drafts, then the final
-    assert n >= 3 and ws.store.get_run(run_id).answer == f"round{n} text {n}"
+    assert n >= 3 and ws.store.get_run(run_id).record.answer == f"round{n} text {n}"
     assert "Answer" in _subheaders(at) and not [h for h in _subheaders(at) if "Draft" in h]
     assert f"Drafts written on the way ({n})" in [e.label for e in at.expander]
     assert at.text[0].value == f"round{n} text {n}"          # the answer box: the final one

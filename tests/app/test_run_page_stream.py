@@ -78,7 +78,7 @@ def test_loading_message_then_first_words_before_the_end_then_steps_kept(gated):
     llm.load.set()
     at = kit.until(at, lambda a: any(m.value.strip() == "It" for m in a.markdown))
     run_id = at.query_params["run"]
-    assert ws.store.get_run(run_id).status == "running"      # the first word, mid-run
+    assert ws.store.get_run(run_id).record.status == "running"      # the first word, mid-run
     assert "Writing: `generate` (visit 1) ▌" in kit.texts(at)
     assert "1884" not in kit.texts(at)
     assert LOADING not in kit.texts(at)

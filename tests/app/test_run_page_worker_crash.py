@@ -37,10 +37,10 @@ def test_killing_the_worker_mid_run_fails_the_run_and_the_studio_goes_on(tmp_pat
         assert ":red-badge[error]" in kit.texts(at)
         assert killer.killed and not real.loaded
         run = ws.store.get_run(at.query_params["run"])
-        assert run.status == "error" and "signal 11" in run.error
+        assert run.record.status == "error" and "signal 11" in run.record.error
         # the answer box shows while the answer streams: wait for the run to end, not the box
         nxt = kit.until(_submit(), lambda a: kit.run_ended(ws, a), timeout=120)
-        assert ws.store.get_run(nxt.query_params["run"]).status == "ok"
+        assert ws.store.get_run(nxt.query_params["run"]).record.status == "ok"
         assert real.restarts == 1
     finally:
         get_jobs().wait_idle(60)

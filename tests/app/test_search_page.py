@@ -135,13 +135,13 @@ def test_a_tiny_search_runs_to_the_end_and_shows_its_front(ws):
     assert found, front
     run = get_run(ws, found.group(1))
     evaluation = re.search(r"compare\?eval=([0-9a-f]{12})", front)
-    assert evaluation and run.eval_id == evaluation.group(1)      # of its confirmation
-    assert run.flow_name == "tiny-c00" and run.status == "ok"
+    assert evaluation and run.record.eval_id == evaluation.group(1)      # of its confirmation
+    assert run.record.flow_name == "tiny-c00" and run.record.status == "ok"
     table = at.dataframe[0].value
     rows = {r["cand"]: r for r in table.to_dict("records")}
     assert rows["c00 ★"]["editor"] == "editor?flow=tiny-c00" and rows["c01"]["editor"] == ""
     assert rows["c00 ★"]["replay"] == f"replay?run={run.id}"
-    assert get_run(ws, rows["c01"]["replay"].removeprefix("replay?run=")).flow_name == "tiny-c01"
+    assert get_run(ws, rows["c01"]["replay"].removeprefix("replay?run=")).record.flow_name == "tiny-c01"
     assert rows["c01"]["compare"].startswith("compare?eval=") and rows["c01"]["status"] == "dropped"
     assert len(at.get("vega_lite_chart")) == 1
     dropped = " ".join(m.value for m in at.markdown if m.value.startswith("- **c01**"))

@@ -78,9 +78,9 @@ def test_without_its_checkpoint_a_paused_run_cannot_be_continued(ws: Workspace):
         Debugger(ws).resume(end.run_id)
     with pytest.raises(CheckpointMissing, match="checkpointer holds no pause"):
         dbg.next_prompt(end.run_id)
-    assert ws.store.get_run(end.run_id).status == "paused"   # given back, not half-continued
+    assert ws.store.get_run(end.run_id).record.status == "paused"   # given back, not half-continued
     dbg.abort(end.run_id)
-    assert ws.store.get_run(end.run_id).status == "cancelled"
+    assert ws.store.get_run(end.run_id).record.status == "cancelled"
     with pytest.raises(NotPausedError):
         dbg.resume(end.run_id)
 
@@ -124,6 +124,6 @@ def test_a_continue_that_dies_leaves_langgraphs_checkpoint_at_its_pause(ws: Work
         conn.execute(update(RunRow).where(RunRow.id == end.run_id).values(
             owner=None, pid=0, host="elsewhere", lease_until=utcnow()))
     again = make_workspace(tmp_path)
-    assert again.store.get_run(end.run_id).status == "paused"
+    assert again.store.get_run(end.run_id).record.status == "paused"
     done = Debugger(again).resume(end.run_id)
     assert (done.status, done.answer) == ("ok", "Corren")

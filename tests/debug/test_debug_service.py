@@ -26,7 +26,7 @@ def test_a_paused_run_is_stored_and_continues_under_the_same_id(ws: Workspace):
     end = dbg.start(SHAPES["loop"], RunRequest(Q, kb="test"), ["gen@2"])
     assert end.status == "paused"
     run = ws.store.get_run(end.run_id)
-    assert run.status == "paused" and run.ended_at is None and run.steps == 4
+    assert run.record.status == "paused" and run.ended_at is None and run.steps == 4
     view = dbg.show(end.run_id)
     assert view.pause is not None and (view.pause.node, view.pause.visit) == ("gen", 2)
     assert view.pause.memory["drafts"] == ["Tessel"]
@@ -42,9 +42,9 @@ def test_a_paused_run_is_stored_and_continues_under_the_same_id(ws: Workspace):
     assert [c.prompt for s in steps for c in s.llm_calls] == \
         [c.prompt for s in steps0 for c in s.llm_calls]
     run = ws.store.get_run(end.run_id)
-    assert (run.status, run.answer, run.steps, run.cost.calls, run.cost.tokens) == (
-        "ok", ws.store.get_run(straight.run_id).answer, len(steps0), 4,
-        ws.store.get_run(straight.run_id).cost.tokens)
+    assert (run.record.status, run.record.answer, run.steps, run.record.cost.calls, run.record.cost.tokens) == (
+        "ok", ws.store.get_run(straight.run_id).record.answer, len(steps0), 4,
+        ws.store.get_run(straight.run_id).record.cost.tokens)
     assert dbg.show(end.run_id).pause is None and dbg.show(end.run_id).pauses == 1
     assert (steps[4].node_id, steps[4].visit) == ("gen", 2)
     assert steps[4].llm_calls[0].prompt == nxt.prompt      # the previewed prompt is what ran
@@ -115,7 +115,7 @@ def test_refusals_name_the_run_and_leave_it_paused(ws: Workspace):
         dbg.set_breakpoints(end.run_id, ["nope"])
     with pytest.raises(FlowkitError, match="mode is one of"):
         dbg.resume(end.run_id, "run")          # type: ignore[arg-type]
-    assert ws.store.get_run(end.run_id).status == "paused"
+    assert ws.store.get_run(end.run_id).record.status == "paused"
     assert len(ws.store.steps(end.run_id)) == 1                 # no edit step was recorded
     with pytest.raises(NotFoundError):
         dbg.resume("no-such-run")
@@ -134,7 +134,7 @@ def test_a_continue_that_cannot_start_leaves_the_run_paused(ws: Workspace):
     del ws.resources._kbs["test"]
     with pytest.raises(NotFoundError, match="knowledge base 'test'"):
         dbg.resume(end.run_id)
-    assert ws.store.get_run(end.run_id).status == "paused"
+    assert ws.store.get_run(end.run_id).record.status == "paused"
     ws.resources._kbs["test"] = MemoryKB("test", DOCS)
     assert dbg.resume(end.run_id).status == "ok"
 
@@ -144,7 +144,7 @@ def test_abort_ends_a_paused_run_as_cancelled(ws: Workspace):
     end = dbg.start(SHAPES["loop"], RunRequest(Q, kb="test"), ["judge"])
     dbg.abort(end.run_id, who="ana")
     run = ws.store.get_run(end.run_id)
-    assert run.status == "cancelled" and "aborted while paused before 'judge' by ana" in run.error
+    assert run.record.status == "cancelled" and "aborted while paused before 'judge' by ana" in run.record.error
     with pytest.raises(NotPausedError, match="status cancelled"):
         dbg.resume(end.run_id)
 
@@ -198,7 +198,7 @@ def test_a_paused_run_survives_a_restart(tmp_path: Path):
     Debugger(ws).set_value(end.run_id, "drafts", ["Corren"])
     ws.close()
     again = make_workspace(tmp_path)            # a new process on the same data dir
-    assert again.store.get_run(end.run_id).status == "paused"    # not marked interrupted
+    assert again.store.get_run(end.run_id).record.status == "paused"    # not marked interrupted
     dbg = Debugger(again)
     view = dbg.show(end.run_id)
     assert view.pause is not None and (view.pause.node, view.pause.visit) == ("judge", 2)
@@ -298,15 +298,15 @@ def test_a_continue_whose_process_dies_leaves_the_run_paused_where_it_was(tmp_pa
     with pytest.raises(KeyboardInterrupt):
         Debugger(ws).resume(end.run_id, hooks=RunHooks(sink=Dies()))  # type: ignore[arg-type]
     half = ws.store.get_run(end.run_id)
-    assert half.status == "running" and half.steps == paused.steps + 1 and half.cost.calls > paused.cost.calls
+    assert half.record.status == "running" and half.steps == paused.steps + 1 and half.record.cost.calls > paused.record.cost.calls
     ws.close()                                                 # its process is gone
     with ws.store.engine.begin() as conn:
         conn.execute(update(RunRow).where(RunRow.id == end.run_id).values(
             owner=None, pid=0, host="elsewhere", lease_until=utcnow()))
     again = make_workspace(tmp_path)                           # the next process marks it
     back = again.store.get_run(end.run_id)
-    assert (back.status, back.steps, back.cost.calls, back.cost.tokens) == \
-        ("paused", paused.steps, paused.cost.calls, paused.cost.tokens)
+    assert (back.record.status, back.steps, back.record.cost.calls, back.record.cost.tokens) == \
+        ("paused", paused.steps, paused.record.cost.calls, paused.record.cost.tokens)
     assert len(again.store.steps(end.run_id)) == paused.steps
     done = Debugger(again).resume(end.run_id)
     straight = again.run(SHAPES["loop"], RunRequest(Q, kb="test"))
@@ -315,5 +315,5 @@ def test_a_continue_whose_process_dies_leaves_the_run_paused_where_it_was(tmp_pa
     assert [(s.node_id, s.visit) for s in steps] == [(s.node_id, s.visit) for s in steps0]
     assert [s.index for s in steps] == list(range(len(steps)))
     run = again.store.get_run(end.run_id)
-    assert (run.cost.calls, run.cost.tokens) == (again.store.get_run(straight.run_id).cost.calls,
-                                                 again.store.get_run(straight.run_id).cost.tokens)
+    assert (run.record.cost.calls, run.record.cost.tokens) == (again.store.get_run(straight.run_id).record.cost.calls,
+                                                 again.store.get_run(straight.run_id).record.cost.tokens)

@@ -133,7 +133,7 @@ def stored_status(store: Any, run_id: str) -> str | None:
     id when it is submitted, the store has its row once its job starts (after the run ahead)."""
     from flowkit.errors import NotFoundError
     try:
-        return str(store.get_run(run_id).status)
+        return str(store.get_run(run_id).record.status)
     except NotFoundError:
         return None
 

@@ -135,7 +135,7 @@ def test_a_canvas_breakpoint_pauses_the_run_started_from_the_editor(studio, page
     prompt = page.locator("[data-testid='stCode']").filter(has_text="Corren Lighthouse").first
     expect(prompt).to_be_visible()                                  # the next node's prompt
     run_id = re.search(r"[?&]run=(\w+)", page.url).group(1)        # type: ignore[union-attr]
-    assert store.get_run(run_id).status == "paused"
+    assert store.get_run(run_id).record.status == "paused"
     page.screenshot(path=str(ART / "editor_breakpoint_paused.png"), full_page=True)
 
     settle(page)
@@ -145,13 +145,13 @@ def test_a_canvas_breakpoint_pauses_the_run_started_from_the_editor(studio, page
     eventually(lambda: stored_status(store, run_id) == "ok", timeout=RUN_TIMEOUT_MS / 1000,
                what="the continued run to end in the store")   # the answer box shows while it streams
     run = store.get_run(run_id)
-    assert run.answer.strip()
+    assert run.record.answer.strip()
     box = page.locator(".st-key-run_answer_box")
     # a live box of the continued run can show for a moment beside the page's own: wait for it to
     # go (its cursor) and one answer box to stay
     expect(box.get_by_text("\u258c")).to_have_count(0)
     expect(box).to_have_count(1)
-    expect(box).to_contain_text(run.answer.strip()[:20])
+    expect(box).to_contain_text(run.record.answer.strip()[:20])
     settle(page)
     page.screenshot(path=str(ART / "editor_breakpoint_answer.png"), full_page=True)
 

@@ -56,7 +56,7 @@ def _run_param(page: Any) -> str | None:
 
 
 def _runs(store: Store, question: str) -> list[Any]:
-    return [r for r in store.list_runs(limit=500) if r.question == question]
+    return [r for r in store.list_runs(limit=500) if r.record.question == question]
 
 
 def test_a_question_too_long_for_the_model_is_refused_before_queueing(studio: Any,
@@ -103,7 +103,7 @@ def test_a_repeated_submit_queues_one_run(studio: Any, page: Any) -> None:
     assert page.get_by_text(re.compile(r"^Background jobs")).count() == 0
     page.screenshot(path=str(ART / "run_repeated_submit.png"), full_page=True)
     runs = _runs(store, question)
-    assert [r.id for r in runs] == [run_id], [(r.id, r.status) for r in runs]
+    assert [r.id for r in runs] == [run_id], [(r.id, r.record.status) for r in runs]
 
 
 def test_a_running_run_is_cancelled_at_its_next_step(studio: Any, page: Any) -> None:
@@ -140,5 +140,5 @@ def test_a_running_run_is_cancelled_at_its_next_step(studio: Any, page: Any) -> 
     settle(page)
     page.screenshot(path=str(ART / "run_cancelled.png"), full_page=True)
     stored = store.get_run(run_id)
-    assert stored.status == "cancelled" and stored.ended_at is not None
+    assert stored.record.status == "cancelled" and stored.ended_at is not None
     assert len(store.steps(run_id)) < REWRITES, "it ran on after the Cancel"

@@ -86,7 +86,7 @@ def test_runs_overlap_and_match_serial_runs(world: Any, tmp_path: Path, db_url: 
     assert answers(repo2, p2)["good"][0] == ("q1", "Mara Velt")
     assert stored_order(repo2, p2.eval_id) == stored_order(repo1, p1.eval_id)
     assert stored_order(repo2, p2.eval_id)[:3] == ["0-0", "1-0", "0-1"]   # every flow, then on
-    assert {r.status for r in repo2.runs(p2.eval_id)} == {"ok"}
+    assert {r.record.status for r in repo2.runs(p2.eval_id)} == {"ok"}
     assert second.execution.concurrency == CONCURRENCY
     assert second.execution.server_parallel == CONCURRENCY
     assert repo2.get_eval(p2.eval_id).execution == [{"concurrency": CONCURRENCY,

@@ -52,7 +52,7 @@ def test_two_ray_workers_give_the_serial_answers(real_resources) -> None:
         for qi in range(3):
             ra = ws.store.get_run(run_id_for("serialray", fi, qi))
             rb = ws.store.get_run(run_id_for("fannedray", fi, qi))
-            assert (rb.status, rb.answer, rb.cost.tokens) == (ra.status, ra.answer, ra.cost.tokens)
+            assert (rb.record.status, rb.record.answer, rb.record.cost.tokens) == (ra.record.status, ra.record.answer, ra.record.cost.tokens)
             assert [s.node_id for s in ws.store.steps(rb.id)] == \
                 [s.node_id for s in ws.store.steps(ra.id)]
     from sqlalchemy import select

@@ -49,7 +49,7 @@ def test_every_flow_on_the_same_questions_with_traces(world):
     assert [(p.question_index, p.flow_index) for p in seen] == [(q, f) for q in range(4)
                                                                  for f in range(2)]
     runs = world.repo.runs(plan.eval_id)
-    assert len(runs) == 8 and all(r.eval_id == plan.eval_id for r in runs)
+    assert len(runs) == 8 and all(r.record.eval_id == plan.eval_id for r in runs)
     assert sorted(parse_run_id(plan.eval_id, r.id) for r in runs) == [(f, q) for f in range(2)
                                                                        for q in range(4)]
     steps = world.ws.store.steps(run_id_for(plan.eval_id, 0, 1))
@@ -103,7 +103,7 @@ def test_stopped_evaluation_resumes_where_it_stopped(world):
     second = run_evaluation(world.ws, world.repo, again)
     assert (second.status, second.skipped, second.redone, second.ran) == ("done", 4, 1, 8)
     runs = world.repo.runs(plan.eval_id)
-    assert len(runs) == 12 and {r.status for r in runs} == {"ok"}
+    assert len(runs) == 12 and {r.record.status for r in runs} == {"ok"}
     assert len(world.ws.store.steps(victim)) == 2            # the redone run has one clean trace
     third = run_evaluation(world.ws, world.repo, again)
     assert (third.ran, third.skipped) == (0, 12)

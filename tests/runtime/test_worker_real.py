@@ -152,8 +152,8 @@ def test_a_run_whose_worker_dies_is_failed_with_the_reason_and_the_next_run_answ
     finally:
         real_resources.set_llm(killer._inner)
     run = ws.store.get_run(end.run_id)
-    assert run.status == "error", run
-    assert "the model process died: signal 11 (SIGSEGV)" in (run.error or "")
+    assert run.record.status == "error", run
+    assert "the model process died: signal 11 (SIGSEGV)" in (run.record.error or "")
     steps = ws.store.steps(run.id)
     assert [s.index for s in steps] == list(range(len(steps)))          # contiguous prefix
     assert steps[-1].node_id == "generate" and "signal 11" in (steps[-1].error or "")

@@ -47,9 +47,9 @@ def test_tiny_evaluation_with_two_in_flight(llama_server_url: str, real_resource
         ws.close()
     runs = repo.runs(plan.eval_id)
     assert out.status == "done" and out.ran == plan.total == 4
-    assert [r.status for r in runs] == ["ok"] * 4
+    assert [r.record.status for r in runs] == ["ok"] * 4
     assert [r.id[len(plan.eval_id) + 1:] for r in runs] == ["0-0", "1-0", "0-1", "1-1"]
-    assert all(r.answer.strip() for r in runs)
+    assert all(r.record.answer.strip() for r in runs)
     assert out.execution.concurrency == 2
     rep = evaluation_report(repo, plan)
     assert rep.execution[-1]["concurrency"] == 2

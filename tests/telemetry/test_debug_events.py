@@ -216,7 +216,7 @@ def test_a_paused_and_continued_run_arrives_in_phoenix_with_its_pause(phoenix, t
                    and s["name"] == "loop (continued)"]
         assert roots[0]["attributes"]["flowkit.status"] == "paused"
         assert cont["attributes"]["flowkit.status"] == "ok"
-        assert cont["attributes"]["output.value"] == ws.store.get_run(end.run_id).answer
+        assert cont["attributes"]["output.value"] == ws.store.get_run(end.run_id).record.answer
     finally:
         ws.close()
 

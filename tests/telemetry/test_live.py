@@ -93,4 +93,4 @@ def test_a_collector_that_is_down_is_said_once(tmp_path, caplog):
     assert live.exporter.failures >= 3
     said = [r for r in caplog.records if r.name == "flowkit.telemetry"]
     assert len(said) == 1 and "cannot be reached" in said[0].getMessage()
-    assert ws.store.get_run(result.run_id).status == "ok"
+    assert ws.store.get_run(result.run_id).record.status == "ok"
