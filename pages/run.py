@@ -103,6 +103,7 @@ with form_col:
             K.REFUSED.set((asked, [str(err)]))
         else:
             st.query_params["run"] = new_run
+            K.SUBMITTED.set(new_run)
     # a refusal stays while the form asks the same thing: any rerun (the sidebar's model load
     # ending, a timer) would otherwise wipe it before it was read (issue 47, finding 11)
     if (refused_now := K.REFUSED.get()) is not None:
@@ -113,6 +114,13 @@ with form_col:
 
 with live_col:
     run_id = st.query_params.get("run")
+    if (submitted := K.SUBMITTED.get()) and not run_id:
+        # a rerun the browser asked for before its address held the new run (the sidebar's model
+        # load ending, a timer) came with the old address: the run just queued is shown again
+        run_id = submitted
+        st.query_params["run"] = submitted
+    elif submitted and run_id == submitted and not go:
+        K.SUBMITTED.pop()           # the address holds it now: nothing left to restore
     if not run_id:
         st.info("Choose a flow, a knowledge base and a question, then press **Run**. The run "
                 "goes on in the background even if you leave this page.")

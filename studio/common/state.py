@@ -215,6 +215,8 @@ class RunKeys(Keys, prefix="run"):
     QUESTION: Key[str]
     GO: Key[bool]
     REFUSED: Key[tuple[str, list[str]]]     # (what was asked, why it was not queued)
+    #: the run this session just queued, until an address the browser sends holds it (?run=)
+    SUBMITTED: Key[str]
     DATASET: Key[str]
     DATASET_Q: Key[int]                     # the question picked from the dataset
     GOLD: Key[dict[str, Any]]               # {"question", "answers"} of the picked question

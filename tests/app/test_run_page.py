@@ -73,6 +73,25 @@ def test_run_shows_answer_cited_passages_totals_and_replay_link(ws):
     assert f"/replay?run={run.id}" in text      # standalone page: the plain link form
 
 
+def test_a_rerun_with_the_old_address_still_shows_the_run_just_queued(ws):
+    """CI, stop 56: a rerun the browser sent before its address held ?run= (the sidebar's model
+    load ending as Run was pressed) came with the old address, and the page fell back to 'Choose a
+    flow...' while the run went on. The run just queued is shown again; once an address that holds
+    it came back, leaving it (no ?run=) is not undone."""
+    at = _submit()
+    run_id = at.query_params["run"]
+    del at.query_params["run"]                       # the stale rerun: the address before Run
+    at.run()
+    assert not at.exception
+    assert at.query_params["run"] == run_id
+    assert "Choose a flow, a knowledge base and a question" not in kit.texts(at)
+    at = kit.until(at, lambda a: "Cited passages" in kit.texts(a))   # reruns with ?run=
+    del at.query_params["run"]                       # the user left the run: the page is idle
+    at.run()
+    assert "run" not in at.query_params
+    assert "Choose a flow, a knowledge base and a question" in kit.texts(at)
+
+
 def test_refresh_reattaches_to_a_queued_then_running_run(ws):
     release = _blocker()
     try:
