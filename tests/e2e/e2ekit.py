@@ -13,6 +13,7 @@ the installed packages.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -235,13 +236,16 @@ def ask(page: Any, url: str, flow: str, question: str) -> Any:
     return page.get_by_role("button", name="Run ▶")
 
 
-def choose(page: Any, label: str, option: str, tries: int = 4) -> None:
-    """Choose `option` (its exact name) in the Streamlit selectbox labelled `label`. On a loaded
-    machine a click on the box now and then races a rerun and the list never opens (CI, stop 55:
-    60 s waiting for an option of a box that was clicked); a user would click again, so does this."""
+def choose(page: Any, label: str | re.Pattern[str], option: str, tries: int = 4,
+           starts: bool = False) -> None:
+    """Choose `option` (its exact name; with `starts`, the first option that starts with it) in
+    the Streamlit selectbox whose text holds `label`. On a loaded machine a click on the box now
+    and then races a rerun and the list never opens (CI, stop 55: 60 s waiting for an option of a
+    box that was clicked); a user would click again, so does this."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     box = page.locator("[data-testid='stSelectbox']").filter(has_text=label)
-    wanted = page.get_by_role("option", name=option, exact=True)
+    wanted = (page.get_by_role("option").filter(has_text=re.compile("^" + re.escape(option))).first
+              if starts else page.get_by_role("option", name=option, exact=True))
     for attempt in range(tries):
         box.click()
         try:

@@ -16,6 +16,7 @@ from e2ekit import (
     RUN_TIMEOUT_MS,
     StudioServer,
     canvas,
+    choose,
     eventually,
     settle,
     setup_sample,
@@ -183,8 +184,7 @@ def test_an_edit_at_a_breakpoint_is_marked_on_the_finished_run_and_its_replay(st
     run_id = re.search(r"[?&]run=(\w+)", page.url).group(1)        # type: ignore[union-attr]
     settle(page)
     page.get_by_text("Edit working memory").click()
-    page.locator('[data-testid="stSelectbox"]').filter(has_text=re.compile(r"^Key")).click()
-    page.get_by_role("option", name="question", exact=True).click()
+    choose(page, re.compile(r"^Key"), "question")
     settle(page)
     value = page.locator("textarea[aria-label='Value (JSON)']")
     expect(value).to_have_value(f'"{old}"')

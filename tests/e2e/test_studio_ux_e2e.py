@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2ekit import CANVAS_FRAME, CHROMIUM, StudioServer, chromium, path_points
+from e2ekit import CANVAS_FRAME, CHROMIUM, StudioServer, choose, chromium, path_points
 from test_editor_e2e import (
     ARTIFACTS,
     WAIT_MS,
@@ -142,7 +142,7 @@ def _create(page: Any, url: str, name: str, template: str, n_nodes: int) -> None
     page.goto(url)
     page.get_by_text("New flow", exact=True).wait_for()
     page.get_by_label("Name").fill(name)
-    _choose(page, "Start from", f"{template} · ")
+    choose(page, "Start from", f"{template} · ", starts=True)
     create = page.get_by_role("button", name="Create and open")
     retrying(create.click, lambda: f"/editor?flow={name}" in href(page), "the editor")
     eventually(lambda: canvas(page).locator(".react-flow__node").count() == n_nodes,
@@ -299,13 +299,6 @@ def _fork_tab(page: Any) -> None:
     page.get_by_text("Memory key").wait_for()
 
 
-def _choose(page: Any, label: str, option_start: str) -> None:
-    box = page.locator("[data-testid='stSelectbox']").filter(has_text=label)
-    box.click()
-    page.get_by_role("option").filter(has_text=re.compile("^" + re.escape(option_start))).first\
-        .click()
-
-
 def test_fork_panel_names_readers_and_warns(studio: Any, browser: Any) -> None:
     url, _, _, ids = studio
     page = new_page(browser)
@@ -321,7 +314,7 @@ def test_fork_panel_names_readers_and_warns(studio: Any, browser: Any) -> None:
                          page.get_by_role("option").all_inner_texts(), what="documents' readers")
     assert all(" · read by " in o or " · not read" in o for o in options), options
     page.keyboard.press("Escape")
-    _choose(page, "Memory key", "candidates")
+    choose(page, "Memory key", "candidates", starts=True)
     page.get_by_text("No remaining step reads candidates").wait_for()
     shot(page, "ux_fork_hint.png")
     # what was typed survives a visit to another tab (lazy tabs forget widgets they do not draw)
