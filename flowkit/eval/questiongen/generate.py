@@ -4,9 +4,11 @@ reading passes every check (`checks`), with supporting passage ids so that R@k w
 Deterministic for a seed: passages are visited in a seeded order and every model call goes through
 the completion cache, so the same command gives the same set, and a generation that was killed
 resumes by running it again (what it computed is served from the cache). Nothing is written until
-the set is complete; each passage supports at most one kept question, so any split of the set
-(search and confirmation questions) shares no passage (a document for the encyclopedic kinds, a
-chunk for the table and manual kinds: `_uses`). Every question names its documents
+the set is complete. An encyclopedic passage (a document) supports at most one kept question, so
+any split of such a set (search and confirmation questions) shares no passage; a chunk of a long
+document supports up to `PER_CHUNK_KEPT` questions of the table and manual kinds (a table chunk
+holds many rows, a section several facts), written next to each other so that a split by ranges
+shares at most the chunk at its edge (`_uses`, `_grouped`). Every question names its documents
 (`supporting_doc_ids`), its chunks (`supporting_chunk_ids`) and, where the chunk's metadata has
 them, its pages or sections (`supporting_places`, 'guide.pdf#p23').
 """
@@ -54,6 +56,13 @@ KEEP_PRIOR = {"single": 0.67, "bridge": 0.025, "comparison": 0.04, "table": 0.67
 CALLS_PER_TRY = {"single": 1.75, "bridge": 2.0, "comparison": 2.05, "table": 1.75,
                  "manual": 1.75}
 PAGE = 500
+#: the most kept questions one chunk supports for the kinds read off a long document's chunks
+#: (`PER_CHUNK`): with one, the SQLite manual's 406 chunks gave 80 kept questions, every other
+#: candidate of a chunk that already had one never tried
+PER_CHUNK_KEPT = 3
+#: the rounds over the chunks those kinds' candidates come in: a chunk's candidates past its
+#: third are tried when the model dropped some of the first (a table chunk holds a dozen rows)
+PER_CHUNK_ROUNDS = 8
 
 
 @dataclass(frozen=True)
@@ -183,8 +192,8 @@ def _streams(passages: list[Passage], request: Request) -> dict[str, Iterator[Ca
     ordered = order(passages, request.seed)
     made = {"single": lambda: singles(ordered), "bridge": lambda: bridges(ordered, request.seed),
             "comparison": lambda: comparisons(ordered, request.seed),
-            "table": lambda: table_kind.candidates(ordered, request.seed),
-            "manual": lambda: manual.candidates(ordered, request.seed)}
+            "table": lambda: table_kind.candidates(ordered, request.seed, PER_CHUNK_ROUNDS),
+            "manual": lambda: manual.candidates(ordered, request.seed, PER_CHUNK_ROUNDS)}
     return {k: made[k]() for k in KINDS if k in request.kinds}
 
 
@@ -224,7 +233,7 @@ def generate(resources: Resources, kb_name: str, request: Request, *, cache: Any
     checker = Checker(ask, embedder.embed if embedder is not None else None)
     caps = request.caps()
     streams = _streams(passages, request)
-    used: set[str] = set()
+    used: Counter[str] = Counter()
     kept: list[tuple[Candidate, dict[str, str]]] = []
     while progress.kept < request.n and progress.tried < request.tries and streams:
         if should_stop is not None and should_stop():
@@ -235,14 +244,15 @@ def generate(resources: Resources, kb_name: str, request: Request, *, cache: Any
         if c is None:
             del streams[kind]
             continue
-        if any(k in used for k in _uses(c)):
-            continue                       # each passage supports at most one kept question
+        uses = _uses(c)
+        if any(used[k] >= most for k, most in uses.items()):
+            continue                       # the passage supports no more kept questions
         progress.tried += 1
         progress.tried_by_kind[kind] += 1
         reason = checker.check(c)
         if reason is None:
             kept.append((c, dict(checker.last_answers)))
-            used.update(_uses(c))
+            used.update(uses.keys())
             progress.kept += 1
             progress.kept_by_kind[kind] += 1
         else:
@@ -253,6 +263,7 @@ def generate(resources: Resources, kb_name: str, request: Request, *, cache: Any
     progress.seconds = time.perf_counter() - t0
     origin = {"model": model_label or getattr(resources.llm, "model_id", "llm"),
               "prompt_version": PROMPT_VERSION, "seed": request.seed, "kb": kb_name}
+    kept = _grouped(kept)
     questions = [_question(i, c, origin) for i, (c, _) in enumerate(kept, 1)]
     reviewed = [{"id": q["id"], "passages": [{"id": p.doc_id, "title": p.title, "text": p.text,
                                               "chunk_id": p.chunk_id, "place": p.place}
@@ -263,13 +274,26 @@ def generate(resources: Resources, kb_name: str, request: Request, *, cache: Any
     return Generated(questions, progress, meta, reviewed)
 
 
-def _uses(c: Candidate) -> set[str]:
-    """What a kept candidate uses up: its documents (a passage of an encyclopedic corpus is a
-    document), or for the kinds read off one chunk of a long document (`PER_CHUNK`) that chunk;
-    a chunk key ('doc#3') never equals a document key, so each kind is held to its own rule."""
+def _uses(c: Candidate) -> dict[str, int]:
+    """What a kept candidate uses, each with the most kept questions it supports: its documents,
+    once (a passage of an encyclopedic corpus is a document), or for the kinds read off one chunk
+    of a long document (`PER_CHUNK`) that chunk, `PER_CHUNK_KEPT` times; a chunk key ('doc#3')
+    never equals a document key, so each kind is held to its own rule."""
     if c.kind in PER_CHUNK:
-        return {f"chunk:{p.chunk_id}" for p in c.passages}
-    return {f"doc:{p.doc_id}" for p in c.passages} | {f"chunk:{p.chunk_id}" for p in c.passages}
+        return {f"chunk:{p.chunk_id}": PER_CHUNK_KEPT for p in c.passages}
+    return ({f"doc:{p.doc_id}": 1 for p in c.passages}
+            | {f"chunk:{p.chunk_id}": 1 for p in c.passages})
+
+
+def _grouped(kept: list[tuple[Candidate, dict[str, str]]]
+             ) -> list[tuple[Candidate, dict[str, str]]]:
+    """Kept questions in the order they were kept, those of one chunk moved up beside the first
+    of them: candidates come in rounds over the chunks, so a chunk's second question is kept long
+    after its first, and a split by ranges would cut between them."""
+    first: dict[str, int] = {}
+    for i, (c, _) in enumerate(kept):
+        first.setdefault(c.passages[0].chunk_id, i)
+    return sorted(kept, key=lambda k: first[k[0].passages[0].chunk_id])
 
 
 def _next_kind(streams: dict[str, Iterator[Candidate]], caps: dict[str, int],
