@@ -44,6 +44,9 @@ def test_refusals():
     assert ask("For example, the KV_MAX_KEY macro can be raised to a larger value") is None
     assert ask("The setting is read by the kv_config() function at startup time") is None
     assert ask('To keep only the last log, run "PRAGMA prune_snapshots" after a commit') is None
+    # 'PRAGMA' followed by a verb or by 'statement' names no pragma
+    assert ask("The store_id PRAGMA is used to query or set the integer at offset 68") is None
+    assert ask("The PRAGMA statement is an extension used to modify the store's behaviour") is None
     # no name at all, and too short a question
     assert ask("Keys are compared byte by byte when the store is opened for reading") is None
     assert ask("Use kv_close()") is None

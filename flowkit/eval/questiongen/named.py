@@ -46,7 +46,10 @@ _CODE = (r"(?:`[^`\s]{1,40}`|\"[^\"\s]{1,40}\"|'[^'\s]{1,40}'|"
 _NOUN = "(?:" + "|".join(NOUNS) + ")s?"
 _THE = re.compile(rf"\b(?:the|an?)\s+(?:(?P<adj>[a-z][a-z-]+)\s+)?(?P<x>{_CODE})\s+"
                   rf"(?P<noun>(?:(?:[a-z][a-z-]+|C|SQL)\s+)?{_NOUN})\b")
-_PRAGMA = re.compile(r"(?:\b[Tt]he\s+)?\bPRAGMA\s+(?P<x>[a-z_][a-z_\d]*)\b(?:\s+(?:statement|command))?")
+#: 'PRAGMA <name>': not 'the application_id PRAGMA is used ...' nor 'The PRAGMA statement is ...'
+_PRAGMA = re.compile(r"(?:\b[Tt]he\s+)?\bPRAGMA\s+(?!(?:is|are|was|were|can|may|must|will|has|"
+                     r"have|does|do|statements?|commands?|and|or|the|an?|to|of|in|on|for|with|"
+                     r"that|which)\b)(?P<x>[a-z_][a-z_\d]*)\b(?:\s+(?:statement|command))?")
 _CALL = re.compile(r"(?:\bthe\s+(?:[a-z-]+\s+)?)?(?<![\w.])(?P<x>[A-Za-z_]\w*\(\))(?!\s*\w)")
 #: a name in capitals is asked only with the nouns that name a tool ('the NOT keyword', not 'the
 #: WAL header'), and never an acronym of a format or a language (rule 1)
