@@ -30,6 +30,9 @@ from the sentence itself (the default model writes vague questions and reads wel
 - **syntax help**: a syntax line and the help sentence under it (`syntax_help`): "PRAGMA
   freelist_count;" + "Return the number of unused pages ..." -> "Which pragma returns the number of
   unused pages ...?".
+- **phrase**, the last rule tried: the object a sentence ends on (`ends`): "The MEMORY journaling
+  mode stores the rollback journal in volatile RAM." -> "... stores the rollback journal in
+  what?".
 
 What makes a sentence unusable, each with its reason: it leans on another ("This option ...",
 "It ...", "the following": asked alone it has no one answer); it lies past what the reader is
@@ -48,6 +51,7 @@ from . import prose as P
 from .called import called_fact
 from .candidates import Candidate, Passage
 from .checks import PASSAGE_CHARS
+from .ends import end_fact
 from .facts import Fact, _ask, answer_in_question, sentences, words
 from .named import name_fact
 from .offsets import offset_fact
@@ -359,7 +363,8 @@ def definition_fact(s: str) -> Fact | None:
 #: of the busy_timeout setting?", not the vaguer "Which setting defaults to zero?")
 RULES: tuple[Callable[[str], Fact | None], ...] = (default_fact, limit_fact, command_fact,
                                                    definition_fact, called_fact, return_fact,
-                                                   name_fact, version_fact, offset_fact)
+                                                   name_fact, version_fact, offset_fact,
+                                                   end_fact)
 
 
 def _code_like(paragraph: str) -> bool:
