@@ -48,9 +48,13 @@ SERVER_FIXTURES = frozenset({"phoenix", "pg_server", "chroma_endpoint", "llama_s
                              "llama_cpp_server_url"})
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist (`--dist loadgroup`): a test file's tests stay together (its module
-    fixtures, a studio or a model, are set up once), and every test of a server goes to one worker."""
+    fixtures, a studio or a model, are set up once), and every test of a server goes to one worker.
+    First of the hooks: xdist's own reads the groups in this hook to name each test's work unit,
+    and without `tryfirst` it ran before these marks were set (every file's tests were spread
+    over both workers, each setting up its module fixtures and servers)."""
     for item in items:
         uses = SERVER_FIXTURES & set(getattr(item, "fixturenames", ()))
         group = "servers" if uses else item.nodeid.split("::", 1)[0]
