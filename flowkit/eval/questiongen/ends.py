@@ -57,8 +57,6 @@ _QUANTIFIERS = {"most", "many", "several", "some", "few", "all", "any", "each", 
 #: an object holding one of these is a clause ('... in log are checkpointed'), not a phrase
 _VERBS = {"is", "are", "was", "were", "be", "been", "being", "has", "have", "had", "do", "does",
           "did", "can", "could", "may", "might", "must", "will", "would", "shall", "should"}
-#: a help line's imperative ('Return the number of pages in the database file.') is asked by
-#: `syntax_help` with its pragma's name; a person addressed asks nothing of the manual's subject
 #: participles that 'to' and a verb follow ('expected to survive')
 _TAKES_A_VERB = {"expected", "used", "designed", "intended", "required", "allowed", "supposed",
                  "needed", "guaranteed", "forced", "permitted", "configured", "compiled",
@@ -67,6 +65,8 @@ _TAKES_A_VERB = {"expected", "used", "designed", "intended", "required", "allowe
 _KINDS = {"clause", "statement", "command", "function", "table", "column", "mode", "pragma",
           "option", "operator", "keyword", "index", "file", "page", "database", "value", "row",
           "field", "entry", "byte", "bytes", "string", "number", "type", "name", "list"}
+#: a help line's imperative ('Return the number of pages in the database file.') is asked by
+#: `syntax_help` with its pragma's name; a person addressed asks nothing of the manual's subject
 _NOT_A_SUBJECT = {"return", "returns", "query", "set", "change", "compute", "run", "attempt",
                   "use", "sync", "you", "we", "i", "indeed", "note", "see", "suppose", "consider",
                   "let", "assume", "imagine", "initialize", "define"}
