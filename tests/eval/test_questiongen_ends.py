@@ -2,6 +2,9 @@
 are made up for these tests (a small key-value store's guide)."""
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from flowkit.eval.questiongen import manual as M
 from flowkit.eval.questiongen.ends import end_fact
 
@@ -51,3 +54,14 @@ def test_a_manual_asks_the_end_phrase_only_where_no_other_rule_fits():
         "The default page size is 4096 bytes.")}
     assert facts == {"The MEMORY log mode keeps the write log in what?": ("volatile RAM", "phrase"),
                      "What is the default page size?": ("4096 bytes", "default")}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["The", "store", "keeps", "in", "to", "be", "considered", "by",
+                                 "KV_LOG", "\"quoted", "(x", "y)", ",", "zero", "the", "a", "If",
+                                 "", "  ", "é", "12.", "-", "index", "ORDER", "BY"]),
+                max_size=40).map(" ".join))
+def test_any_sentence_gives_nothing_or_a_question_whose_answer_it_holds(s):
+    f = end_fact(s)
+    if f is not None:
+        assert f.question.endswith(" what?") and f.answer and f.answer in s
